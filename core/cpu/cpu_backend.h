@@ -1,0 +1,21 @@
+// The CPU backend: LAPACKE/OpenBLAS for the dense factorizations and products, our own code for
+// condensation, modular elimination, block-sparse products and permanents. Uses every core.
+#ifndef MATRIXD_CORE_CPU_CPU_BACKEND_H_
+#define MATRIXD_CORE_CPU_CPU_BACKEND_H_
+
+#include <memory>
+
+#include "core/backend.h"
+
+namespace matrixd {
+
+struct CpuBackendOptions {
+  // Worker threads for our own parallel kernels (permanent); 0 = all hardware threads.
+  int threads = 0;
+};
+
+std::unique_ptr<Backend> MakeCpuBackend(const CpuBackendOptions& options = {});
+
+}  // namespace matrixd
+
+#endif  // MATRIXD_CORE_CPU_CPU_BACKEND_H_

@@ -1,0 +1,20 @@
+// Permanents on the CPU: Ryser's and Glynn's formulas in Gray-code order, O(2^n n), split over
+// `threads` threads; real, complex, and exact for INT64 matrices.
+#ifndef MATRIXD_CORE_CPU_PERMANENT_H_
+#define MATRIXD_CORE_CPU_PERMANENT_H_
+
+#include "absl/status/statusor.h"
+#include "core/job_control.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+
+namespace matrixd::cpu {
+
+// See Backend::Permanent. Reports progress and checks for cancellation between chunks.
+// Fills result.stats.bytes_moved and .flops, not the timing.
+absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
+                                          int threads, JobControl* control);
+
+}  // namespace matrixd::cpu
+
+#endif  // MATRIXD_CORE_CPU_PERMANENT_H_

@@ -1,0 +1,24 @@
+// The CUDA backend: cuSOLVER/cuBLAS/cuSPARSE for dense algebra, our own kernels for condensation,
+// modular LU, block-sparse products and permanents. Matrices stay on the device between the steps
+// of one operation. Host code only: nothing here includes a CUDA header.
+#ifndef MATRIXD_CORE_CUDA_CUDA_BACKEND_H_
+#define MATRIXD_CORE_CUDA_CUDA_BACKEND_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/backend.h"
+
+namespace matrixd {
+
+// Number of usable CUDA devices; 0 when there is no driver or no device (never an error).
+int CudaDeviceCount();
+
+// A backend on the given device ordinals (empty = device 0). UNAVAILABLE when no device is usable,
+// INVALID_ARGUMENT for an ordinal that does not exist.
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices);
+
+}  // namespace matrixd
+
+#endif  // MATRIXD_CORE_CUDA_CUDA_BACKEND_H_

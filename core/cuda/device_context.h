@@ -1,0 +1,108 @@
+// What one worker needs to run operations on one CUDA device: the device ordinal and properties,
+// a stream, cuBLAS/cuSOLVER/cuSPARSE handles bound to that stream, and stream-ordered allocation
+// from the device's memory pool. Every resource is owned (RAII), moved never copied.
+#ifndef MATRIXD_CORE_CUDA_DEVICE_CONTEXT_H_
+#define MATRIXD_CORE_CUDA_DEVICE_CONTEXT_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <cusparse.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace matrixd::cuda {
+
+// Device memory from cudaMallocAsync on a stream; freed with cudaFreeAsync on the same stream.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(void* data, size_t bytes, cudaStream_t stream)
+      : data_(data), bytes_(bytes), stream_(stream) {}
+  DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { Reset(); }
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  void Reset();
+
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Records elapsed device time on a stream between Start() and Stop().
+class EventTimer {
+ public:
+  static absl::StatusOr<EventTimer> Create();
+  EventTimer(EventTimer&& other) noexcept;
+  EventTimer& operator=(EventTimer&& other) = delete;
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  ~EventTimer();
+
+  absl::Status Start(cudaStream_t stream);
+  absl::Status Stop(cudaStream_t stream);
+  // Waits for the stop event; seconds between the two events.
+  absl::StatusOr<double> Seconds();
+
+ private:
+  EventTimer(cudaEvent_t start, cudaEvent_t stop) : start_(start), stop_(stop) {}
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+class DeviceContext {
+ public:
+  // Creates a stream and library handles on `device`. UNAVAILABLE if the device cannot be used.
+  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(int device);
+  ~DeviceContext();
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  int device() const { return device_; }
+  const cudaDeviceProp& properties() const { return properties_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  cusolverDnHandle_t cusolver() const { return cusolver_; }
+  cusparseHandle_t cusparse() const { return cusparse_; }
+
+  // Makes this context's device current for the calling thread.
+  absl::Status Activate() const;
+  // Stream-ordered allocation from the device's default memory pool. RESOURCE_EXHAUSTED when the
+  // device is out of memory.
+  absl::StatusOr<DeviceBuffer> Allocate(size_t bytes);
+  // Copies host -> device / device -> host on the stream (asynchronous w.r.t. the host only when
+  // the host memory is pinned; pageable copies are staged by the driver).
+  absl::Status Upload(const void* host, DeviceBuffer& device, size_t bytes);
+  absl::Status Download(const DeviceBuffer& device, void* host, size_t bytes);
+  // Waits for all work queued on the stream.
+  absl::Status Synchronize();
+
+ private:
+  DeviceContext() = default;
+
+  int device_ = 0;
+  cudaDeviceProp properties_{};
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cusolverDnHandle_t cusolver_ = nullptr;
+  cusparseHandle_t cusparse_ = nullptr;
+};
+
+}  // namespace matrixd::cuda
+
+#endif  // MATRIXD_CORE_CUDA_DEVICE_CONTEXT_H_

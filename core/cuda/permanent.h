@@ -1,0 +1,21 @@
+// Permanents on the GPU (SUperman): Gray-code Ryser and Glynn, the iteration space split into contiguous chunks per thread, launched in slices so that a long job reports progress and stops between slices when cancelled.
+#ifndef MATRIXD_CORE_CUDA_PERMANENT_H_
+#define MATRIXD_CORE_CUDA_PERMANENT_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/cuda/device_context.h"
+#include "core/job_control.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+
+namespace matrixd::cuda {
+
+// See Backend::Permanent. Fills stats except backend/device/seconds.
+absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
+                                          DeviceContext& context, JobControl* control);
+
+}  // namespace matrixd::cuda
+
+#endif  // MATRIXD_CORE_CUDA_PERMANENT_H_

@@ -1,0 +1,29 @@
+// Chooses and creates the compute backend by name.
+#ifndef MATRIXD_CORE_MAKE_BACKEND_H_
+#define MATRIXD_CORE_MAKE_BACKEND_H_
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/backend.h"
+
+namespace matrixd {
+
+struct BackendConfig {
+  std::vector<int> devices;  // CUDA device ordinals; empty = device 0
+  int cpu_threads = 0;       // 0 = all hardware threads
+};
+
+// True when this build has the CUDA backend and at least one CUDA device is usable.
+bool CudaDeviceAvailable();
+
+// name: "cpu", "cuda" (UNAVAILABLE without a usable device or CUDA build) or "auto" (CUDA when a
+// device is present, else CPU). Unknown names give INVALID_ARGUMENT.
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(std::string_view name,
+                                                     const BackendConfig& config);
+
+}  // namespace matrixd
+
+#endif  // MATRIXD_CORE_MAKE_BACKEND_H_

@@ -1,0 +1,61 @@
+#include "core/matrix.h"
+
+namespace matrixd {
+
+size_t ElementSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+    case DType::kUInt32:
+      return 4;
+    case DType::kFloat64:
+    case DType::kComplex64:
+    case DType::kInt64:
+      return 8;
+    case DType::kComplex128:
+      return 16;
+  }
+  return 0;
+}
+
+std::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kComplex64:
+      return "complex64";
+    case DType::kComplex128:
+      return "complex128";
+    case DType::kInt64:
+      return "int64";
+    case DType::kUInt32:
+      return "uint32";
+  }
+  return "unknown";
+}
+
+bool IsComplex(DType dtype) { return dtype == DType::kComplex64 || dtype == DType::kComplex128; }
+
+bool IsFloating(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || IsComplex(dtype);
+}
+
+Matrix::Matrix(int64_t rows, int64_t cols, DType dtype)
+    : rows_(rows),
+      cols_(cols),
+      dtype_(dtype),
+      storage_((static_cast<size_t>(rows * cols) * ElementSize(dtype) + sizeof(std::max_align_t) - 1) /
+               sizeof(std::max_align_t)) {}
+
+Matrix Matrix::CopyOf(const MatrixView& view) {
+  return FromBytes(view.rows, view.cols, view.dtype, {view.data, view.byte_size()});
+}
+
+Matrix Matrix::FromBytes(int64_t rows, int64_t cols, DType dtype, std::span<const std::byte> bytes) {
+  Matrix m(rows, cols, dtype);
+  if (!bytes.empty()) std::memcpy(m.storage_.data(), bytes.data(), m.byte_size());
+  return m;
+}
+
+}  // namespace matrixd

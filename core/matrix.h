@@ -1,0 +1,112 @@
+// Dense matrices as core sees them: an element type, a shape and packed row-major bytes.
+// A MatrixView borrows; a Matrix owns. Neither knows anything of protobuf or gRPC.
+#ifndef MATRIXD_CORE_MATRIX_H_
+#define MATRIXD_CORE_MATRIX_H_
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace matrixd {
+
+enum class DType : int { kFloat32, kFloat64, kComplex64, kComplex128, kInt64, kUInt32 };
+
+// Bytes per element: 4, 8, 8, 16, 8, 4.
+size_t ElementSize(DType dtype);
+// "float32", "float64", "complex64", "complex128", "int64", "uint32".
+std::string_view DTypeName(DType dtype);
+bool IsComplex(DType dtype);
+// True for the real and complex floating-point types.
+bool IsFloating(DType dtype);
+
+// The C++ element type of each dtype.
+template <typename T>
+constexpr DType DTypeOf();
+template <>
+constexpr DType DTypeOf<float>() { return DType::kFloat32; }
+template <>
+constexpr DType DTypeOf<double>() { return DType::kFloat64; }
+template <>
+constexpr DType DTypeOf<std::complex<float>>() { return DType::kComplex64; }
+template <>
+constexpr DType DTypeOf<std::complex<double>>() { return DType::kComplex128; }
+template <>
+constexpr DType DTypeOf<int64_t>() { return DType::kInt64; }
+template <>
+constexpr DType DTypeOf<uint32_t>() { return DType::kUInt32; }
+
+// A borrowed rows x cols matrix, row-major. REQUIRES: data holds rows*cols elements of dtype and
+// is aligned for that element type (a Matrix's storage always is).
+struct MatrixView {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  DType dtype = DType::kFloat64;
+  const std::byte* data = nullptr;
+
+  int64_t size() const { return rows * cols; }
+  size_t byte_size() const { return static_cast<size_t>(size()) * ElementSize(dtype); }
+  // The elements as T. REQUIRES: DTypeOf<T>() == dtype.
+  template <typename T>
+  std::span<const T> As() const {
+    return {reinterpret_cast<const T*>(data), static_cast<size_t>(size())};
+  }
+};
+
+// An owning, aligned rows x cols matrix, row-major, zero-initialised.
+class Matrix {
+ public:
+  Matrix() = default;
+  Matrix(int64_t rows, int64_t cols, DType dtype);
+
+  // Copies the bytes of `view`.
+  static Matrix CopyOf(const MatrixView& view);
+  // Copies `bytes` (rows*cols*ElementSize(dtype) of them) into a new matrix.
+  static Matrix FromBytes(int64_t rows, int64_t cols, DType dtype, std::span<const std::byte> bytes);
+  // Builds a matrix from row-major values. REQUIRES: values.size() == rows * cols.
+  template <typename T>
+  static Matrix FromValues(int64_t rows, int64_t cols, std::span<const T> values) {
+    Matrix m(rows, cols, DTypeOf<T>());
+    std::memcpy(m.storage_.data(), values.data(), m.byte_size());
+    return m;
+  }
+  template <typename T>
+  static Matrix FromValues(int64_t rows, int64_t cols, const std::vector<T>& values) {
+    return FromValues<T>(rows, cols, std::span<const T>(values));
+  }
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  DType dtype() const { return dtype_; }
+  int64_t size() const { return rows_ * cols_; }
+  size_t byte_size() const { return static_cast<size_t>(size()) * ElementSize(dtype_); }
+  bool empty() const { return size() == 0; }
+
+  MatrixView view() const { return {rows_, cols_, dtype_, bytes()}; }
+  const std::byte* bytes() const { return reinterpret_cast<const std::byte*>(storage_.data()); }
+  std::byte* mutable_bytes() { return reinterpret_cast<std::byte*>(storage_.data()); }
+
+  // The elements as T. REQUIRES: DTypeOf<T>() == dtype().
+  template <typename T>
+  std::span<T> As() {
+    return {reinterpret_cast<T*>(storage_.data()), static_cast<size_t>(size())};
+  }
+  template <typename T>
+  std::span<const T> As() const {
+    return {reinterpret_cast<const T*>(storage_.data()), static_cast<size_t>(size())};
+  }
+
+ private:
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  DType dtype_ = DType::kFloat64;
+  // max_align_t storage keeps every element type aligned.
+  std::vector<std::max_align_t> storage_;
+};
+
+}  // namespace matrixd
+
+#endif  // MATRIXD_CORE_MATRIX_H_

@@ -1,0 +1,100 @@
+// Options and results of the four operations, shared by every backend.
+#ifndef MATRIXD_CORE_OPERATIONS_H_
+#define MATRIXD_CORE_OPERATIONS_H_
+
+#include <complex>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/matrix.h"
+#include "core/scaled_number.h"
+
+namespace matrixd {
+
+// What every result carries: where and how long it ran, and how much it moved and computed.
+struct ComputeStats {
+  std::string backend;   // "cpu" or "cuda"
+  std::string device;    // human-readable device name
+  double seconds = 0.0;  // compute time, excluding queueing and (de)serialisation
+  uint64_t bytes_moved = 0;
+  double flops = 0.0;
+};
+
+// ---- Determinant ----
+enum class DeterminantMethod { kAuto, kLu, kCondensation };
+
+struct DeterminantOptions {
+  DeterminantMethod method = DeterminantMethod::kAuto;
+  // 0: over the reals / complex numbers. Otherwise a prime p < 2^62: det over Z/p.
+  uint64_t modulus = 0;
+};
+
+struct DeterminantResult {
+  // det over R or C (modulus 0). Zero when singular.
+  ScaledNumber value = ScaledNumber::Zero();
+  // det mod p in [0, p) (modulus > 0).
+  uint64_t residue = 0;
+  // Exact integer determinant in decimal (INT64 input, modulus 0); empty if not computed.
+  std::string exact;
+  DeterminantMethod method_used = DeterminantMethod::kLu;
+  ComputeStats stats;
+};
+
+// ---- Factorize ----
+enum class FactorizationKind { kLu, kCholesky, kQr };
+
+struct FactorizeResult {
+  FactorizationKind kind = FactorizationKind::kLu;
+  // LU: packed factors (unit lower L strictly below the diagonal, U on and above), rows x cols.
+  Matrix lu;
+  // LU: 0-based; A[permutation[i], :] = (L U)[i, :].
+  std::vector<int64_t> permutation;
+  // LU: first column whose U diagonal entry is exactly zero.
+  std::optional<int64_t> singular_column;
+  // CHOLESKY: lower factor with A = L L^H (upper triangle zero).
+  Matrix l;
+  // QR: Q (rows x k, orthonormal columns) and R (k x cols, upper triangular), k = min(rows, cols).
+  Matrix q;
+  Matrix r;
+  // X with A X = rhs when a right-hand side was given.
+  std::optional<Matrix> solution;
+  ComputeStats stats;
+};
+
+// ---- Multiply ----
+struct MultiplyOptions {
+  bool transpose_a = false;  // plain transpose, also for complex
+  bool transpose_b = false;
+  // > 0: treat op(A) and op(B) as grids of block_size x block_size blocks and multiply only
+  // pairs of non-zero blocks.
+  int64_t block_size = 0;
+  bool allow_tf32 = false;
+};
+
+struct MultiplyResult {
+  Matrix c;
+  int64_t block_products = 0;        // block products that ran (block_size > 0)
+  int64_t block_products_total = 0;  // block products of the dense blocked product
+  ComputeStats stats;
+};
+
+// ---- Permanent ----
+enum class PermanentMethod { kAuto, kRyser, kGlynn };
+
+struct PermanentOptions {
+  PermanentMethod method = PermanentMethod::kAuto;
+};
+
+struct PermanentResult {
+  std::complex<double> value;
+  // Exact permanent in decimal (INT64 input); empty otherwise.
+  std::string exact;
+  PermanentMethod method_used = PermanentMethod::kGlynn;
+  ComputeStats stats;
+};
+
+}  // namespace matrixd
+
+#endif  // MATRIXD_CORE_OPERATIONS_H_

@@ -1,0 +1,177 @@
+#include "core/validation.h"
+
+#include <cmath>
+#include <complex>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "core/modular_arithmetic.h"
+
+namespace matrixd {
+namespace {
+
+template <typename T>
+int64_t FirstNonFinite(const MatrixView& m) {
+  const auto values = m.As<T>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(values[i])) return static_cast<int64_t>(i);
+    } else {
+      if (!std::isfinite(values[i].real()) || !std::isfinite(values[i].imag())) {
+        return static_cast<int64_t>(i);
+      }
+    }
+  }
+  return -1;
+}
+
+int64_t FirstNonFiniteEntry(const MatrixView& m) {
+  switch (m.dtype) {
+    case DType::kFloat32:
+      return FirstNonFinite<float>(m);
+    case DType::kFloat64:
+      return FirstNonFinite<double>(m);
+    case DType::kComplex64:
+      return FirstNonFinite<std::complex<float>>(m);
+    case DType::kComplex128:
+      return FirstNonFinite<std::complex<double>>(m);
+    case DType::kInt64:
+    case DType::kUInt32:
+      return -1;
+  }
+  return -1;
+}
+
+absl::Status RequireSquare(const MatrixView& m, std::string_view field) {
+  if (m.rows != m.cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " must be square, got ", m.rows, "x", m.cols));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireDType(const MatrixView& m, std::string_view field, bool allowed,
+                          std::string_view wanted) {
+  if (!allowed) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".dtype is ", DTypeName(m.dtype),
+                                                   "; want ", wanted));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateMatrix(const MatrixView& m, std::string_view field, const Limits& limits) {
+  if (m.rows <= 0 || m.cols <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has shape ", m.rows, "x", m.cols, "; rows and cols must be >= 1"));
+  }
+  if (m.rows > limits.max_elements / m.cols) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " has ", m.rows, "x", m.cols,
+                                                   " elements; the limit is ", limits.max_elements));
+  }
+  if (const int64_t bad = FirstNonFiniteEntry(m); bad >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(field, "[", bad / m.cols, ", ", bad % m.cols,
+                                                   "] is not finite (NaN or Inf)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
+                                 const Limits& limits) {
+  if (absl::Status s = ValidateMatrix(a, "matrix", limits); !s.ok()) return s;
+  if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
+  if (options.modulus == 1 || options.modulus >= kModulusLimit || (options.modulus > 1 && !IsPrime(options.modulus))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("modulus ", options.modulus, " must be 0 or a prime below 2^62"));
+  }
+  if (options.modulus > 0) {
+    return RequireDType(a, "matrix", a.dtype == DType::kInt64, "int64 when modulus > 0");
+  }
+  return RequireDType(a, "matrix", IsFloating(a.dtype) || a.dtype == DType::kInt64,
+                      "float32, float64, complex64, complex128 or int64");
+}
+
+absl::Status ValidateFactorize(const MatrixView& a, FactorizationKind kind, const MatrixView* rhs,
+                               const Limits& limits) {
+  if (absl::Status s = ValidateMatrix(a, "matrix", limits); !s.ok()) return s;
+  if (absl::Status s = RequireDType(a, "matrix", IsFloating(a.dtype),
+                                    "float32, float64, complex64 or complex128");
+      !s.ok()) {
+    return s;
+  }
+  if (kind == FactorizationKind::kCholesky) {
+    if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
+  }
+  if (rhs == nullptr) return absl::OkStatus();
+  if (absl::Status s = ValidateMatrix(*rhs, "rhs", limits); !s.ok()) return s;
+  if (kind == FactorizationKind::kLu) {
+    if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
+  }
+  if (kind == FactorizationKind::kQr && a.rows < a.cols) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix is ", a.rows, "x", a.cols, "; a QR solve needs rows >= cols (least squares)"));
+  }
+  if (rhs->dtype != a.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("rhs.dtype is ", DTypeName(rhs->dtype),
+                                                   "; want matrix.dtype ", DTypeName(a.dtype)));
+  }
+  if (rhs->rows != a.rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rhs has ", rhs->rows, " rows; want matrix.rows = ", a.rows));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,
+                              const MultiplyOptions& options, const Limits& limits) {
+  if (absl::Status s = ValidateMatrix(a, "a", limits); !s.ok()) return s;
+  if (absl::Status s = ValidateMatrix(b, "b", limits); !s.ok()) return s;
+  if (absl::Status s = RequireDType(a, "a", IsFloating(a.dtype) || a.dtype == DType::kUInt32,
+                                    "float32, float64, complex64, complex128 or uint32");
+      !s.ok()) {
+    return s;
+  }
+  if (b.dtype != a.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("b.dtype is ", DTypeName(b.dtype),
+                                                   "; want a.dtype ", DTypeName(a.dtype)));
+  }
+  const int64_t a_rows = options.transpose_a ? a.cols : a.rows;
+  const int64_t a_cols = options.transpose_a ? a.rows : a.cols;
+  const int64_t b_rows = options.transpose_b ? b.cols : b.rows;
+  const int64_t b_cols = options.transpose_b ? b.rows : b.cols;
+  if (a_cols != b_rows) {
+    return absl::InvalidArgumentError(absl::StrCat("op(a) is ", a_rows, "x", a_cols, " and op(b) is ",
+                                                   b_rows, "x", b_cols,
+                                                   "; inner dimensions must agree"));
+  }
+  if (a_rows > limits.max_elements / b_cols) {
+    return absl::InvalidArgumentError(absl::StrCat("the product would have ", a_rows, "x", b_cols,
+                                                   " elements; the limit is ",
+                                                   limits.max_elements));
+  }
+  if (options.block_size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_size is ", options.block_size, "; want 0 (dense) or > 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePermanent(const MatrixView& a, const PermanentOptions& /*options*/,
+                               const Limits& limits) {
+  if (absl::Status s = ValidateMatrix(a, "matrix", limits); !s.ok()) return s;
+  if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
+  if (absl::Status s = RequireDType(a, "matrix", IsFloating(a.dtype) || a.dtype == DType::kInt64,
+                                    "float32, float64, complex64, complex128 or int64");
+      !s.ok()) {
+    return s;
+  }
+  if (a.rows > limits.max_permanent_n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix is ", a.rows, "x", a.rows, "; permanents are limited to n <= ",
+                     limits.max_permanent_n, " (server flag --max_permanent_n)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace matrixd

@@ -1,0 +1,36 @@
+// Checks of an operation's inputs, shared by the server (before any work is queued), the CLI and
+// the benchmarks. Each returns INVALID_ARGUMENT with a message that names the field (as given by
+// the caller, e.g. "matrix" or "a") and the offending value; OK otherwise.
+#ifndef MATRIXD_CORE_VALIDATION_H_
+#define MATRIXD_CORE_VALIDATION_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+
+namespace matrixd {
+
+// Size limits the server enforces; the defaults suit one process on one machine.
+struct Limits {
+  int64_t max_elements = int64_t{1} << 28;  // per input matrix (2 GiB of float64)
+  int max_permanent_n = 30;
+};
+
+// rows, cols >= 1, and every floating-point entry finite (no NaN, no Inf).
+absl::Status ValidateMatrix(const MatrixView& m, std::string_view field, const Limits& limits);
+
+absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
+                                 const Limits& limits);
+absl::Status ValidateFactorize(const MatrixView& a, FactorizationKind kind, const MatrixView* rhs,
+                               const Limits& limits);
+absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,
+                              const MultiplyOptions& options, const Limits& limits);
+absl::Status ValidatePermanent(const MatrixView& a, const PermanentOptions& options,
+                               const Limits& limits);
+
+}  // namespace matrixd
+
+#endif  // MATRIXD_CORE_VALIDATION_H_
