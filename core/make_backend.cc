@@ -17,7 +17,7 @@ bool CudaDeviceAvailable() {
 #endif
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(std::string_view name,
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
                                                      const BackendConfig& config) {
   if (name == "cpu" || (name == "auto" && !CudaDeviceAvailable())) {
     return MakeCpuBackend({.threads = config.cpu_threads});

@@ -3,7 +3,7 @@
 #define MATRIXD_CORE_MAKE_BACKEND_H_
 
 #include <memory>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,7 +21,7 @@ bool CudaDeviceAvailable();
 
 // name: "cpu", "cuda" (UNAVAILABLE without a usable device or CUDA build) or "auto" (CUDA when a
 // device is present, else CPU). Unknown names give INVALID_ARGUMENT.
-absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(std::string_view name,
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
                                                      const BackendConfig& config);
 
 }  // namespace matrixd

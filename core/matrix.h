@@ -18,7 +18,7 @@ enum class DType : int { kFloat32, kFloat64, kComplex64, kComplex128, kInt64, kU
 // Bytes per element: 4, 8, 8, 16, 8, 4.
 size_t ElementSize(DType dtype);
 // "float32", "float64", "complex64", "complex128", "int64", "uint32".
-std::string_view DTypeName(DType dtype);
+const char* DTypeName(DType dtype);
 bool IsComplex(DType dtype);
 // True for the real and complex floating-point types.
 bool IsFloating(DType dtype);

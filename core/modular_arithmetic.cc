@@ -1,5 +1,7 @@
 #include "core/modular_arithmetic.h"
 
+#include <initializer_list>
+
 namespace matrixd {
 
 uint64_t PowMod(uint64_t base, uint64_t exponent, uint64_t p) {

@@ -16,7 +16,7 @@ inline uint64_t AddMod(uint64_t a, uint64_t b, uint64_t p) {
 }
 inline uint64_t SubMod(uint64_t a, uint64_t b, uint64_t p) { return a >= b ? a - b : a + p - b; }
 inline uint64_t MulMod(uint64_t a, uint64_t b, uint64_t p) {
-  return static_cast<uint64_t>(static_cast<unsigned __int128>(a) * b % p);
+  return __extension__ static_cast<uint64_t>(static_cast<unsigned __int128>(a) * b % p);
 }
 // The canonical residue of a signed value.
 inline uint64_t ReduceSigned(int64_t v, uint64_t p) {

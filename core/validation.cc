@@ -42,7 +42,7 @@ int64_t FirstNonFiniteEntry(const MatrixView& m) {
   return -1;
 }
 
-absl::Status RequireSquare(const MatrixView& m, std::string_view field) {
+absl::Status RequireSquare(const MatrixView& m, absl::string_view field) {
   if (m.rows != m.cols) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, " must be square, got ", m.rows, "x", m.cols));
@@ -50,8 +50,8 @@ absl::Status RequireSquare(const MatrixView& m, std::string_view field) {
   return absl::OkStatus();
 }
 
-absl::Status RequireDType(const MatrixView& m, std::string_view field, bool allowed,
-                          std::string_view wanted) {
+absl::Status RequireDType(const MatrixView& m, absl::string_view field, bool allowed,
+                          absl::string_view wanted) {
   if (!allowed) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".dtype is ", DTypeName(m.dtype),
                                                    "; want ", wanted));
@@ -61,7 +61,7 @@ absl::Status RequireDType(const MatrixView& m, std::string_view field, bool allo
 
 }  // namespace
 
-absl::Status ValidateMatrix(const MatrixView& m, std::string_view field, const Limits& limits) {
+absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const Limits& limits) {
   if (m.rows <= 0 || m.cols <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, " has shape ", m.rows, "x", m.cols, "; rows and cols must be >= 1"));

@@ -5,7 +5,7 @@
 #define MATRIXD_CORE_VALIDATION_H_
 
 #include <cstdint>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "core/matrix.h"
@@ -20,7 +20,7 @@ struct Limits {
 };
 
 // rows, cols >= 1, and every floating-point entry finite (no NaN, no Inf).
-absl::Status ValidateMatrix(const MatrixView& m, std::string_view field, const Limits& limits);
+absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const Limits& limits);
 
 absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
                                  const Limits& limits);

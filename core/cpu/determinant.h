@@ -11,6 +11,11 @@
 namespace matrixd::cpu {
 
 // See Backend::Determinant. Fills result.stats.bytes_moved and .flops, not the timing.
+// Real and complex input (and INT64 with modulus 0) is computed in double / complex<double>; AUTO
+// is LU. INT64 with modulus 0 also gets `exact`, the exact integer determinant, when
+// primes * n^3 <= 3e9 (primes for Hadamard's bound, see core/cpu/exact_determinant.h), and then
+// `value` is that integer rounded; above that budget `exact` stays empty. With modulus p > 0 only
+// `residue` is set.
 absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                               const DeterminantOptions& options,
                                               JobControl* control);

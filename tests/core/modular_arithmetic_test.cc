@@ -1,5 +1,7 @@
 #include "core/modular_arithmetic.h"
 
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace matrixd {
@@ -24,7 +26,7 @@ TEST(ModularArithmetic, IsPrimeOnLargeKnownValues) {
 
 TEST(ModularArithmetic, InverseTimesValueIsOne) {
   const uint64_t p = 4611686018427387847ULL;
-  for (uint64_t a : {1ULL, 2ULL, 12345678901234ULL, p - 1}) {
+  for (const uint64_t a : std::vector<uint64_t>{1, 2, 12345678901234, p - 1}) {
     EXPECT_EQ(MulMod(a, InvMod(a, p), p), 1u) << a;
   }
 }

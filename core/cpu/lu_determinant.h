@@ -1,0 +1,29 @@
+// det over the reals / complex numbers from an LU factorization with partial pivoting (LAPACK getrf
+// on block columns, BLAS trsm/gemm for the trailing updates, so that cancellation is checked
+// between blocks): det = sign(P) * prod diag(U), accumulated without overflow or underflow.
+#ifndef MATRIXD_CORE_CPU_LU_DETERMINANT_H_
+#define MATRIXD_CORE_CPU_LU_DETERMINANT_H_
+
+#include <complex>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/cpu/progress_range.h"
+#include "core/operations.h"
+#include "core/scaled_number.h"
+
+namespace matrixd::cpu {
+
+// det(A), A n x n row-major in `a`, which is used as the work space. Adds its work to stats->flops
+// and stats->bytes_moved. Returns CANCELLED when `progress` is cancelled between block columns,
+// OUT_OF_RANGE when element growth carried a pivot past the double range.
+// REQUIRES: a.size() == n * n, 1 <= n < 2^31, finite entries.
+absl::StatusOr<ScaledNumber> LuDeterminant(std::vector<double> a, int64_t n,
+                                           const ProgressRange& progress, ComputeStats* stats);
+absl::StatusOr<ScaledNumber> LuDeterminant(std::vector<std::complex<double>> a, int64_t n,
+                                           const ProgressRange& progress, ComputeStats* stats);
+
+}  // namespace matrixd::cpu
+
+#endif  // MATRIXD_CORE_CPU_LU_DETERMINANT_H_

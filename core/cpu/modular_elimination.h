@@ -1,0 +1,25 @@
+// det over Z/p by Gaussian elimination: the fast CPU path for determinants modulo a prime, and the
+// per-prime step of the exact integer determinant.
+#ifndef MATRIXD_CORE_CPU_MODULAR_ELIMINATION_H_
+#define MATRIXD_CORE_CPU_MODULAR_ELIMINATION_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/cpu/progress_range.h"
+#include "core/operations.h"
+
+namespace matrixd::cpu {
+
+// det(A) mod p in [0, p). `a` holds the n x n matrix row-major as residues in [0, p) and is used
+// as the work space. Adds its work to stats->flops (one per modular multiply or subtract) and
+// stats->bytes_moved. Returns CANCELLED when `progress` is cancelled between columns.
+// REQUIRES: p prime, 2 <= p < 2^62; a.size() == n * n, n >= 1.
+absl::StatusOr<uint64_t> ModularEliminationDeterminant(std::vector<uint64_t> a, int64_t n,
+                                                       uint64_t p, const ProgressRange& progress,
+                                                       ComputeStats* stats);
+
+}  // namespace matrixd::cpu
+
+#endif  // MATRIXD_CORE_CPU_MODULAR_ELIMINATION_H_
