@@ -45,8 +45,9 @@ Matrix::Matrix(int64_t rows, int64_t cols, DType dtype)
     : rows_(rows),
       cols_(cols),
       dtype_(dtype),
-      storage_((static_cast<size_t>(rows * cols) * ElementSize(dtype) + sizeof(std::max_align_t) - 1) /
-               sizeof(std::max_align_t)) {}
+      storage_(static_cast<size_t>(rows * cols) * ElementSize(dtype)) {
+  static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= alignof(std::complex<double>));
+}
 
 Matrix Matrix::CopyOf(const MatrixView& view) {
   return FromBytes(view.rows, view.cols, view.dtype, {view.data, view.byte_size()});

@@ -86,8 +86,8 @@ class Matrix {
   bool empty() const { return size() == 0; }
 
   MatrixView view() const { return {rows_, cols_, dtype_, bytes()}; }
-  const std::byte* bytes() const { return reinterpret_cast<const std::byte*>(storage_.data()); }
-  std::byte* mutable_bytes() { return reinterpret_cast<std::byte*>(storage_.data()); }
+  const std::byte* bytes() const { return storage_.data(); }
+  std::byte* mutable_bytes() { return storage_.data(); }
 
   // The elements as T. REQUIRES: DTypeOf<T>() == dtype().
   template <typename T>
@@ -103,8 +103,9 @@ class Matrix {
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   DType dtype_ = DType::kFloat64;
-  // max_align_t storage keeps every element type aligned.
-  std::vector<std::max_align_t> storage_;
+  // Zero-initialised bytes; operator new aligns them to __STDCPP_DEFAULT_NEW_ALIGNMENT__ (16 on
+  // x86-64), enough for every element type.
+  std::vector<std::byte> storage_;
 };
 
 }  // namespace matrixd

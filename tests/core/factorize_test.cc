@@ -1,0 +1,559 @@
+// LU, Cholesky and QR on every backend and every floating dtype: the factors are multiplied back
+// (and the solves checked) in long double, against backward-error bounds of c * n * eps in the
+// dtype's own precision; singular and indefinite inputs are built so that the zero pivot is exact.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/job_control.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+#include "gtest/gtest.h"
+#include "tests/core/backend_fixture.h"
+
+namespace matrixd {
+namespace {
+
+// The constant c of the c * n * eps bounds.
+constexpr long double kSlack = 10;
+
+template <typename T>
+struct Precision {
+  using Real = T;
+  using Wide = long double;
+};
+template <typename R>
+struct Precision<std::complex<R>> {
+  using Real = R;
+  using Wide = std::complex<long double>;
+};
+template <typename T>
+using Real = typename Precision<T>::Real;
+template <typename T>
+using Wide = typename Precision<T>::Wide;
+template <typename T>
+constexpr bool kComplex = !std::is_same_v<T, Real<T>>;
+
+template <typename T>
+long double Eps() {
+  return std::numeric_limits<Real<T>>::epsilon();
+}
+
+// Runs fn(std::type_identity<T>{}) for each floating dtype, with the dtype in failure messages.
+template <typename Fn>
+void ForEachFloatingType(Fn&& fn) {
+  {
+    SCOPED_TRACE("float32");
+    fn(std::type_identity<float>{});
+  }
+  {
+    SCOPED_TRACE("float64");
+    fn(std::type_identity<double>{});
+  }
+  {
+    SCOPED_TRACE("complex64");
+    fn(std::type_identity<std::complex<float>>{});
+  }
+  {
+    SCOPED_TRACE("complex128");
+    fn(std::type_identity<std::complex<double>>{});
+  }
+}
+
+// ---- Long double arithmetic ----
+
+// Spelled out: std::complex<long double>'s operator* goes through the slow Annex G path.
+template <typename W>
+W Mul(const W& a, const W& b) {
+  if constexpr (std::is_same_v<W, long double>) {
+    return a * b;
+  } else {
+    return W(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
+  }
+}
+template <typename W>
+W Conj(const W& a) {
+  if constexpr (std::is_same_v<W, long double>) {
+    return a;
+  } else {
+    return std::conj(a);
+  }
+}
+template <typename W>
+long double Abs2(const W& a) {
+  if constexpr (std::is_same_v<W, long double>) {
+    return a * a;
+  } else {
+    return a.real() * a.real() + a.imag() * a.imag();
+  }
+}
+
+// A rows x cols matrix in long double, row-major.
+template <typename W>
+struct WideMatrix {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<W> v;
+
+  WideMatrix(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c), W(0)) {}
+  W& operator()(int64_t i, int64_t j) { return v[i * cols + j]; }
+  const W& operator()(int64_t i, int64_t j) const { return v[i * cols + j]; }
+};
+
+template <typename T>
+WideMatrix<Wide<T>> Widen(const Matrix& m) {
+  WideMatrix<Wide<T>> w(m.rows(), m.cols());
+  const auto values = m.As<T>();
+  for (size_t i = 0; i < values.size(); ++i) w.v[i] = Wide<T>(values[i]);
+  return w;
+}
+
+template <typename W>
+WideMatrix<W> Product(const WideMatrix<W>& a, const WideMatrix<W>& b) {
+  WideMatrix<W> c(a.rows, b.cols);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    for (int64_t p = 0; p < a.cols; ++p) {
+      const W x = a(i, p);
+      for (int64_t j = 0; j < b.cols; ++j) c(i, j) += Mul(x, b(p, j));
+    }
+  }
+  return c;
+}
+
+template <typename W>
+WideMatrix<W> ConjugateTranspose(const WideMatrix<W>& a) {
+  WideMatrix<W> t(a.cols, a.rows);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    for (int64_t j = 0; j < a.cols; ++j) t(j, i) = Conj(a(i, j));
+  }
+  return t;
+}
+
+template <typename W>
+long double Norm(const WideMatrix<W>& a) {
+  long double sum = 0;
+  for (const W& x : a.v) sum += Abs2(x);
+  return std::sqrt(sum);
+}
+
+template <typename W>
+long double DistanceNorm(const WideMatrix<W>& a, const WideMatrix<W>& b) {
+  long double sum = 0;
+  for (size_t i = 0; i < a.v.size(); ++i) sum += Abs2(a.v[i] - b.v[i]);
+  return std::sqrt(sum);
+}
+
+// X with G X = H by Gaussian elimination with partial pivoting, in long double.
+template <typename W>
+WideMatrix<W> SolveWide(WideMatrix<W> g, WideMatrix<W> h) {
+  const int64_t n = g.rows;
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t pivot = j;
+    for (int64_t i = j + 1; i < n; ++i) {
+      if (Abs2(g(i, j)) > Abs2(g(pivot, j))) pivot = i;
+    }
+    for (int64_t c = 0; c < n; ++c) std::swap(g(j, c), g(pivot, c));
+    for (int64_t c = 0; c < h.cols; ++c) std::swap(h(j, c), h(pivot, c));
+    for (int64_t i = j + 1; i < n; ++i) {
+      const W l = g(i, j) / g(j, j);
+      for (int64_t c = j; c < n; ++c) g(i, c) -= Mul(l, g(j, c));
+      for (int64_t c = 0; c < h.cols; ++c) h(i, c) -= Mul(l, h(j, c));
+    }
+  }
+  WideMatrix<W> x(n, h.cols);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    for (int64_t c = 0; c < h.cols; ++c) {
+      W sum = h(i, c);
+      for (int64_t p = i + 1; p < n; ++p) sum -= Mul(g(i, p), x(p, c));
+      x(i, c) = sum / g(i, i);
+    }
+  }
+  return x;
+}
+
+// ---- Inputs ----
+
+// Entries uniform in [-scale, scale] (real and imaginary parts alike).
+template <typename T>
+Matrix RandomMatrix(int64_t rows, int64_t cols, uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-scale, scale);
+  std::vector<T> values(static_cast<size_t>(rows * cols));
+  for (T& x : values) {
+    if constexpr (kComplex<T>) {
+      const double re = uniform(rng);
+      x = T(static_cast<Real<T>>(re), static_cast<Real<T>>(uniform(rng)));
+    } else {
+      x = static_cast<T>(uniform(rng));
+    }
+  }
+  return Matrix::FromValues<T>(rows, cols, values);
+}
+
+// M M^H + n I, exactly Hermitian after rounding to T (so the lower triangle LAPACK reads is the
+// matrix).
+template <typename T>
+Matrix HermitianPositiveDefinite(int64_t n, uint64_t seed, double scale = 1.0) {
+  const auto m = Widen<T>(RandomMatrix<T>(n, n, seed));
+  auto a = Product(m, ConjugateTranspose(m));
+  std::vector<T> values(static_cast<size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j <= i; ++j) {
+      Wide<T> x = a(i, j) * static_cast<long double>(scale);
+      if (i == j) x = Wide<T>(std::real(x) + n * static_cast<long double>(scale));
+      values[i * n + j] = static_cast<T>(x);
+      values[j * n + i] = static_cast<T>(Conj(x));
+    }
+  }
+  return Matrix::FromValues<T>(n, n, values);
+}
+
+// ---- Checks ----
+
+// P A = L U in long double, a permutation, unit L with |l| <= 1 for real types, and the expected
+// singular column.
+template <typename T>
+void ExpectLuReconstructs(Backend& backend, const Matrix& a,
+                          std::optional<int64_t> want_singular_column) {
+  const int64_t m = a.rows();
+  const int64_t n = a.cols();
+  const int64_t k = std::min(m, n);
+  const auto result = backend.Factorize(a.view(), FactorizationKind::kLu, nullptr, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->kind, FactorizationKind::kLu);
+  ASSERT_EQ(result->lu.rows(), m);
+  ASSERT_EQ(result->lu.cols(), n);
+  ASSERT_EQ(result->lu.dtype(), a.dtype());
+  EXPECT_FALSE(result->solution.has_value());
+  EXPECT_EQ(result->singular_column, want_singular_column);
+
+  std::vector<int64_t> sorted = result->permutation;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> identity(static_cast<size_t>(m));
+  std::iota(identity.begin(), identity.end(), int64_t{0});
+  ASSERT_EQ(sorted, identity) << "not a permutation of the rows";
+
+  const auto lu = Widen<T>(result->lu);
+  WideMatrix<Wide<T>> l(m, k);
+  WideMatrix<Wide<T>> u(k, n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      if (j < i && j < k) l(i, j) = lu(i, j);
+      if (j >= i && i < k) u(i, j) = lu(i, j);
+    }
+    if (i < k) l(i, i) = 1;
+  }
+  if constexpr (!kComplex<T>) {
+    for (const auto& x : l.v) EXPECT_LE(std::abs(x), 1 + 2 * Eps<T>()) << "pivoting is not partial";
+  }
+  const auto wide_a = Widen<T>(a);
+  WideMatrix<Wide<T>> pa(m, n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) pa(i, j) = wide_a(result->permutation[i], j);
+  }
+  const long double error = DistanceNorm(pa, Product(l, u)) / Norm(wide_a);
+  EXPECT_LE(error, kSlack * std::max(m, n) * Eps<T>()) << m << "x" << n;
+}
+
+// ||A X - B|| <= c n eps ||A|| ||X||, the backward error of a stable solve.
+template <typename T>
+void ExpectSolves(const Matrix& a, const Matrix& b, const Matrix& x) {
+  ASSERT_EQ(x.rows(), a.cols());
+  ASSERT_EQ(x.cols(), b.cols());
+  ASSERT_EQ(x.dtype(), a.dtype());
+  const auto wide_a = Widen<T>(a);
+  const auto wide_x = Widen<T>(x);
+  const long double residual = DistanceNorm(Product(wide_a, wide_x), Widen<T>(b));
+  EXPECT_LE(residual, kSlack * a.rows() * Eps<T>() * Norm(wide_a) * Norm(wide_x));
+}
+
+// ---- Tests ----
+
+class FactorizeTest : public testing::BackendTest {};
+
+TEST_P(FactorizeTest, LuReconstructsRandomSquareMatrices) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    for (const int64_t n : {1, 7, 64, 200}) {
+      ExpectLuReconstructs<T>(backend(), RandomMatrix<T>(n, n, 100 + n), std::nullopt);
+    }
+  });
+}
+
+TEST_P(FactorizeTest, LuReconstructsRectangularMatrices) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    ExpectLuReconstructs<T>(backend(), RandomMatrix<T>(5, 3, 1), std::nullopt);
+    ExpectLuReconstructs<T>(backend(), RandomMatrix<T>(3, 5, 2), std::nullopt);
+    ExpectLuReconstructs<T>(backend(), RandomMatrix<T>(1, 4, 3), std::nullopt);
+    ExpectLuReconstructs<T>(backend(), RandomMatrix<T>(4, 1, 4), std::nullopt);
+  });
+}
+
+TEST_P(FactorizeTest, LuHoldsForHugeAndTinyEntries) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    // Powers of two near the ends of each type's exponent range, leaving room for n-fold growth.
+    const int exponent = std::is_same_v<Real<T>, float> ? 100 : 900;
+    for (const int sign : {1, -1}) {
+      ExpectLuReconstructs<T>(
+          backend(), RandomMatrix<T>(30, 30, 7, std::ldexp(1.0, sign * exponent)), std::nullopt);
+    }
+  });
+}
+
+TEST_P(FactorizeTest, LuPivotsPastZeroLeadingEntry) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const Matrix a = Matrix::FromValues<T>(3, 3, std::vector<T>{0, 2, 1, 1, 1, 1, 3, 0, 2});
+    ExpectLuReconstructs<T>(backend(), a, std::nullopt);
+    const auto result = backend().Factorize(a.view(), FactorizationKind::kLu, nullptr, nullptr);
+    ASSERT_TRUE(result.ok()) << result.status();
+    // Partial pivoting takes the largest entry of column 0, in row 2.
+    EXPECT_EQ(result->permutation[0], 2);
+  });
+}
+
+TEST_P(FactorizeTest, LuOfZeroColumnReportsThatColumnAndStillFactors) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    Matrix a = RandomMatrix<T>(6, 6, 11);
+    // The zero column stays exactly zero through every update, so U[3,3] is exactly 0.
+    for (int64_t i = 0; i < 6; ++i) a.As<T>()[i * 6 + 3] = T(0);
+    ExpectLuReconstructs<T>(backend(), a, 3);
+  });
+}
+
+TEST_P(FactorizeTest, LuOfDuplicateRowsReportsLastColumn) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    // Rows 1 and 2 are equal; pivots 4 and 1/2 keep every step exact, so row 2 cancels to an
+    // exact zero and U[2,2] = 0.
+    const Matrix a = Matrix::FromValues<T>(3, 3, std::vector<T>{4, 1, 2, 2, 1, 1, 2, 1, 1});
+    ExpectLuReconstructs<T>(backend(), a, 2);
+  });
+}
+
+TEST_P(FactorizeTest, LuSolveHasSmallBackwardError) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    for (const int64_t n : {1, 40}) {
+      const Matrix a = RandomMatrix<T>(n, n, 21 + n);
+      const Matrix b = RandomMatrix<T>(n, 3, 22 + n);
+      const MatrixView rhs = b.view();
+      const auto result = backend().Factorize(a.view(), FactorizationKind::kLu, &rhs, nullptr);
+      ASSERT_TRUE(result.ok()) << result.status();
+      ASSERT_TRUE(result->solution.has_value());
+      ExpectSolves<T>(a, b, *result->solution);
+    }
+  });
+}
+
+TEST_P(FactorizeTest, LuSolveOfSingularMatrixFailsPrecondition) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    Matrix a = RandomMatrix<T>(5, 5, 31);
+    for (int64_t i = 0; i < 5; ++i) a.As<T>()[i * 5 + 2] = T(0);
+    const Matrix b = RandomMatrix<T>(5, 1, 32);
+    const MatrixView rhs = b.view();
+    const auto result = backend().Factorize(a.view(), FactorizationKind::kLu, &rhs, nullptr);
+    ASSERT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
+    EXPECT_NE(result.status().message().find("singular"), std::string::npos) << result.status();
+    EXPECT_NE(result.status().message().find("column 2"), std::string::npos) << result.status();
+  });
+}
+
+TEST_P(FactorizeTest, CholeskyReconstructsPositiveDefiniteMatrices) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const int exponent = std::is_same_v<Real<T>, float> ? 90 : 900;
+    for (const int64_t n : {1, 8, 60}) {
+      for (const double scale : {1.0, std::ldexp(1.0, exponent), std::ldexp(1.0, -exponent)}) {
+        const Matrix a = HermitianPositiveDefinite<T>(n, 40 + n, scale);
+        const auto result =
+            backend().Factorize(a.view(), FactorizationKind::kCholesky, nullptr, nullptr);
+        ASSERT_TRUE(result.ok()) << result.status();
+        EXPECT_EQ(result->kind, FactorizationKind::kCholesky);
+        ASSERT_EQ(result->l.rows(), n);
+        ASSERT_EQ(result->l.cols(), n);
+        ASSERT_EQ(result->l.dtype(), a.dtype());
+        const auto l = Widen<T>(result->l);
+        for (int64_t i = 0; i < n; ++i) {
+          EXPECT_GT(std::real(l(i, i)), 0) << "diagonal " << i;
+          EXPECT_EQ(std::imag(l(i, i)), 0) << "diagonal " << i;
+          for (int64_t j = i + 1; j < n; ++j) EXPECT_EQ(l(i, j), Wide<T>(0)) << i << "," << j;
+        }
+        const auto wide_a = Widen<T>(a);
+        const long double error =
+            DistanceNorm(Product(l, ConjugateTranspose(l)), wide_a) / Norm(wide_a);
+        EXPECT_LE(error, kSlack * n * Eps<T>()) << "n = " << n << ", scale = " << scale;
+      }
+    }
+  });
+}
+
+TEST_P(FactorizeTest, CholeskyOfIndefiniteMatrixNamesTheFailingMinor) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    struct Case {
+      int64_t n;
+      std::vector<T> values;
+      int order;
+    };
+    const Case cases[] = {
+        {1, {0}, 1},
+        {2, {1, 2, 2, 1}, 2},
+        {3, {4, 0, 0, 0, 9, 0, 0, 0, -1}, 3},
+        {3, {1, 1, 0, 1, 1, 0, 0, 0, 1}, 2},  // positive semidefinite: minor 2 is exactly 0
+    };
+    for (const Case& c : cases) {
+      const Matrix a = Matrix::FromValues<T>(c.n, c.n, c.values);
+      const auto result =
+          backend().Factorize(a.view(), FactorizationKind::kCholesky, nullptr, nullptr);
+      ASSERT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
+      EXPECT_NE(result.status().message().find("not positive definite"), std::string::npos)
+          << result.status();
+      EXPECT_NE(result.status().message().find("order " + std::to_string(c.order)),
+                std::string::npos)
+          << result.status();
+    }
+  });
+}
+
+TEST_P(FactorizeTest, CholeskySolveHasSmallBackwardError) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const Matrix a = HermitianPositiveDefinite<T>(30, 51);
+    const Matrix b = RandomMatrix<T>(30, 4, 52);
+    const MatrixView rhs = b.view();
+    const auto result = backend().Factorize(a.view(), FactorizationKind::kCholesky, &rhs, nullptr);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(result->solution.has_value());
+    ExpectSolves<T>(a, b, *result->solution);
+  });
+}
+
+TEST_P(FactorizeTest, QrReconstructsTallSquareAndWideMatrices) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {1, 5},   {5, 1},   {9, 4},
+                                                  {4, 9}, {30, 30}, {64, 20}, {20, 64}};
+    for (const auto& [m, n] : shapes) {
+      SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n));
+      const int64_t k = std::min(m, n);
+      const Matrix a = RandomMatrix<T>(m, n, 60 + m * 100 + n);
+      const auto result = backend().Factorize(a.view(), FactorizationKind::kQr, nullptr, nullptr);
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(result->kind, FactorizationKind::kQr);
+      ASSERT_EQ(result->q.rows(), m);
+      ASSERT_EQ(result->q.cols(), k);
+      ASSERT_EQ(result->r.rows(), k);
+      ASSERT_EQ(result->r.cols(), n);
+      ASSERT_EQ(result->q.dtype(), a.dtype());
+      ASSERT_EQ(result->r.dtype(), a.dtype());
+      const auto q = Widen<T>(result->q);
+      const auto r = Widen<T>(result->r);
+      for (int64_t i = 0; i < k; ++i) {
+        for (int64_t j = 0; j < i; ++j) EXPECT_EQ(r(i, j), Wide<T>(0)) << i << "," << j;
+      }
+      WideMatrix<Wide<T>> identity(k, k);
+      for (int64_t i = 0; i < k; ++i) identity(i, i) = 1;
+      EXPECT_LE(DistanceNorm(Product(ConjugateTranspose(q), q), identity), kSlack * m * Eps<T>());
+      const auto wide_a = Widen<T>(a);
+      EXPECT_LE(DistanceNorm(Product(q, r), wide_a) / Norm(wide_a),
+                kSlack * std::max(m, n) * Eps<T>());
+    }
+  });
+}
+
+TEST_P(FactorizeTest, QrSolveMatchesNormalEquations) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const int64_t m = 20;
+    const int64_t n = 5;
+    const Matrix a = RandomMatrix<T>(m, n, 71);
+    const Matrix b = RandomMatrix<T>(m, 2, 72);
+    const MatrixView rhs = b.view();
+    const auto result = backend().Factorize(a.view(), FactorizationKind::kQr, &rhs, nullptr);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(result->solution.has_value());
+    ASSERT_EQ(result->solution->rows(), n);
+    ASSERT_EQ(result->solution->cols(), 2);
+    // A^H A x = A^H b, solved in long double.
+    const auto wide_a = Widen<T>(a);
+    const auto a_h = ConjugateTranspose(wide_a);
+    const auto want = SolveWide(Product(a_h, wide_a), Product(a_h, Widen<T>(b)));
+    // A random 20x5 matrix is well conditioned (cond < 10), so the forward error is a small
+    // multiple of eps.
+    EXPECT_LE(DistanceNorm(Widen<T>(*result->solution), want) / Norm(want), kSlack * m * Eps<T>());
+  });
+}
+
+TEST_P(FactorizeTest, QrSolveOfSquareSystemHasSmallBackwardError) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const Matrix a = RandomMatrix<T>(25, 25, 81);
+    const Matrix b = RandomMatrix<T>(25, 3, 82);
+    const MatrixView rhs = b.view();
+    const auto result = backend().Factorize(a.view(), FactorizationKind::kQr, &rhs, nullptr);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(result->solution.has_value());
+    ExpectSolves<T>(a, b, *result->solution);
+  });
+}
+
+TEST_P(FactorizeTest, QrSolveWithoutFullColumnRankFailsPrecondition) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    Matrix a = RandomMatrix<T>(8, 4, 91);
+    for (int64_t i = 0; i < 8; ++i) a.As<T>()[i * 4 + 2] = T(0);
+    const Matrix b = RandomMatrix<T>(8, 1, 92);
+    const MatrixView rhs = b.view();
+    const auto result = backend().Factorize(a.view(), FactorizationKind::kQr, &rhs, nullptr);
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
+  });
+}
+
+TEST_P(FactorizeTest, FactorizeRejectsIntegerDTypes) {
+  const Matrix a = Matrix::FromValues<int64_t>(2, 2, std::vector<int64_t>{1, 2, 3, 4});
+  const Matrix u = Matrix::FromValues<uint32_t>(2, 2, std::vector<uint32_t>{1, 2, 3, 4});
+  for (const FactorizationKind kind :
+       {FactorizationKind::kLu, FactorizationKind::kCholesky, FactorizationKind::kQr}) {
+    EXPECT_EQ(backend().Factorize(a.view(), kind, nullptr, nullptr).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(backend().Factorize(u.view(), kind, nullptr, nullptr).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_P(FactorizeTest, FactorizeReturnsCancelledWhenCancelled) {
+  const Matrix a = RandomMatrix<double>(4, 4, 101);
+  JobControl control;
+  control.Cancel();
+  EXPECT_EQ(
+      backend().Factorize(a.view(), FactorizationKind::kLu, nullptr, &control).status().code(),
+      absl::StatusCode::kCancelled);
+}
+
+TEST_P(FactorizeTest, FactorizeCountsFlopsAndBytes) {
+  const Matrix a = RandomMatrix<double>(10, 10, 111);
+  const auto result = backend().Factorize(a.view(), FactorizationKind::kLu, nullptr, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  // About 2n^3/3, whatever the lower-order terms.
+  EXPECT_NEAR(result->stats.flops, 2.0 * 1000 / 3, 0.2 * 2.0 * 1000 / 3);
+  EXPECT_GE(result->stats.bytes_moved, a.byte_size());
+}
+
+MATRIXD_INSTANTIATE_BACKEND_SUITE(FactorizeTest);
+
+}  // namespace
+}  // namespace matrixd
