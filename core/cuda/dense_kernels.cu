@@ -1,0 +1,369 @@
+#include <algorithm>
+
+#include "core/cuda/dense_kernels.h"
+
+namespace matrixd::cuda {
+namespace {
+
+// ---- Transpose ----
+
+constexpr int kTile = 32;
+constexpr int kTileRowsPerPass = 8;
+// Enough blocks to fill any current GPU several times over; larger matrices loop (grid-stride).
+constexpr int64_t kMaxBlocks = int64_t{1} << 16;
+
+// Elements are moved as plain bits (integer types of the element's size): a float NaN payload or
+// a complex pair goes through unchanged.
+template <size_t kBytes>
+struct BitsOf;
+template <>
+struct BitsOf<4> {
+  using Type = unsigned int;
+};
+template <>
+struct BitsOf<8> {
+  using Type = unsigned long long;
+};
+template <>
+struct BitsOf<16> {
+  using Type = uint4;
+};
+
+// One 32 x 32 tile per step through shared memory, so that both the reads of src and the writes
+// of dst are coalesced; the +1 column keeps the column-wise reads off a single bank.
+template <typename E>
+__global__ void TransposeKernel(const E* __restrict__ src, int64_t rows, int64_t cols,
+                                int64_t src_ld, E* __restrict__ dst, int64_t dst_ld,
+                                int64_t row_tiles, int64_t tiles) {
+  __shared__ E tile[kTile][kTile + 1];
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t i0 = (t % row_tiles) * kTile;
+    const int64_t j0 = (t / row_tiles) * kTile;
+    for (int p = threadIdx.y; p < kTile; p += kTileRowsPerPass) {
+      const int64_t i = i0 + threadIdx.x;
+      const int64_t j = j0 + p;
+      if (i < rows && j < cols) tile[p][threadIdx.x] = src[i + j * src_ld];
+    }
+    __syncthreads();
+    for (int p = threadIdx.y; p < kTile; p += kTileRowsPerPass) {
+      const int64_t j = j0 + threadIdx.x;
+      const int64_t i = i0 + p;
+      if (i < rows && j < cols) dst[j + i * dst_ld] = tile[threadIdx.x][p];
+    }
+    __syncthreads();
+  }
+}
+
+template <typename E>
+cudaError_t Transpose(const void* src, int64_t rows, int64_t cols, int64_t src_ld, void* dst,
+                      int64_t dst_ld, cudaStream_t stream) {
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  const int64_t tiles = row_tiles * ((cols + kTile - 1) / kTile);
+  if (tiles == 0) return cudaSuccess;
+  const dim3 block(kTile, kTileRowsPerPass);
+  const unsigned blocks = static_cast<unsigned>(std::min(tiles, kMaxBlocks));
+  TransposeKernel<E><<<blocks, block, 0, stream>>>(static_cast<const E*>(src), rows, cols, src_ld,
+                                                   static_cast<E*>(dst), dst_ld, row_tiles, tiles);
+  return cudaGetLastError();
+}
+
+// ---- Element-wise ----
+
+constexpr int kElementwiseThreads = 256;
+
+unsigned ElementwiseBlocks(int64_t count) {
+  return static_cast<unsigned>(
+      std::clamp<int64_t>((count + kElementwiseThreads - 1) / kElementwiseThreads, 1, kMaxBlocks));
+}
+
+// Four independent 16-byte loads before the first store keep enough bytes in flight per thread
+// to approach the memory's bandwidth.
+__global__ void CopyKernel(const uint4* __restrict__ src, uint4* __restrict__ dst, int64_t count) {
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  for (; i + 3 * stride < count; i += 4 * stride) {
+    const uint4 a = src[i];
+    const uint4 b = src[i + stride];
+    const uint4 c = src[i + 2 * stride];
+    const uint4 d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < count; i += stride) dst[i] = src[i];
+}
+
+template <typename E>
+__global__ void ZeroStrictTriangleKernel(E* data, int64_t rows, int64_t cols, bool upper) {
+  const int64_t count = rows * cols;
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count;
+       k += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = k / cols;
+    const int64_t c = k - r * cols;
+    if (upper ? c > r : c < r) data[k] = E{};
+  }
+}
+
+template <typename E>
+cudaError_t ZeroStrictTriangle(void* data, int64_t rows, int64_t cols, bool upper,
+                               cudaStream_t stream) {
+  if (rows * cols == 0) return cudaSuccess;
+  ZeroStrictTriangleKernel<E><<<ElementwiseBlocks(rows * cols), kElementwiseThreads, 0, stream>>>(
+      static_cast<E*>(data), rows, cols, upper);
+  return cudaGetLastError();
+}
+
+// ---- Element types ----
+
+// Every element type read as a complex double (imaginary part 0 for the real types).
+__device__ __forceinline__ double2 Widen(float x) { return make_double2(x, 0.0); }
+__device__ __forceinline__ double2 Widen(double x) { return make_double2(x, 0.0); }
+__device__ __forceinline__ double2 Widen(long long x) {
+  return make_double2(static_cast<double>(x), 0.0);
+}
+__device__ __forceinline__ double2 Widen(float2 z) { return make_double2(z.x, z.y); }
+__device__ __forceinline__ double2 Widen(double2 z) { return z; }
+
+// Stores a widened value as the destination type (the imaginary part is 0 for real ones).
+__device__ __forceinline__ void Store(double* p, double2 z) { *p = z.x; }
+__device__ __forceinline__ void Store(double2* p, double2 z) { *p = z; }
+
+// ---- Row scaling ----
+
+constexpr int kScaleThreads = 256;
+constexpr int kWarpSize = 32;
+
+// One block per row (grid-stride over rows): the row's largest max(|re|, |im|), then the row
+// times 2^(1 - e) where largest is in [2^(e-1), 2^e). ldexp is exact unless a result falls
+// below the normal range, which takes an entry 2^1022 times smaller than its row's largest.
+template <typename S, typename D>
+__global__ void __launch_bounds__(kScaleThreads)
+    ScaleRowsKernel(const S* __restrict__ src, D* __restrict__ dst, int64_t rows, int64_t cols,
+                    DeterminantSummary* summary) {
+  __shared__ double warp_largest[kScaleThreads / kWarpSize];
+  __shared__ double row_largest;
+  const int tid = threadIdx.x;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const S* in = src + row * cols;
+    D* out = dst + row * cols;
+    double largest = 0.0;
+    for (int64_t j = tid; j < cols; j += kScaleThreads) {
+      const double2 z = Widen(in[j]);
+      largest = fmax(largest, fmax(fabs(z.x), fabs(z.y)));
+    }
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+      largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
+    }
+    if (tid % kWarpSize == 0) warp_largest[tid / kWarpSize] = largest;
+    __syncthreads();
+    if (tid == 0) {
+      double block_largest = 0.0;
+      for (int w = 0; w < kScaleThreads / kWarpSize; ++w) {
+        block_largest = fmax(block_largest, warp_largest[w]);
+      }
+      row_largest = block_largest;
+    }
+    __syncthreads();
+    int shift = 0;
+    if (row_largest > 0.0) {
+      int e = 0;
+      frexp(row_largest, &e);
+      shift = 1 - e;
+    }
+    for (int64_t j = tid; j < cols; j += kScaleThreads) {
+      const double2 z = Widen(in[j]);
+      Store(out + j, make_double2(ldexp(z.x, shift), ldexp(z.y, shift)));
+    }
+    if (tid == 0) {
+      if (row_largest == 0.0) {
+        atomicAdd(&summary->zero_rows, 1);
+      } else {
+        // det(A) = det(scaled) * 2^-shift; unsigned (two's complement) addition of a signed
+        // value is the signed sum.
+        atomicAdd(reinterpret_cast<unsigned long long*>(&summary->row_exponent2),
+                  static_cast<unsigned long long>(static_cast<long long>(-shift)));
+      }
+    }
+    // row_largest and warp_largest are reused by the next row.
+    __syncthreads();
+  }
+}
+
+template <typename S, typename D>
+cudaError_t ScaleRowsOf(const S* src, D* dst, int64_t rows, int64_t cols,
+                        DeterminantSummary* summary, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>(std::min(rows, kMaxBlocks));
+  ScaleRowsKernel<S, D><<<blocks, kScaleThreads, 0, stream>>>(src, dst, rows, cols, summary);
+  return cudaGetLastError();
+}
+
+// ---- LU pivot summary ----
+
+constexpr int kSummaryThreads = 256;
+
+// x = (re + i im) * 2^e, kept with max(|re|, |im|) in [0.5, 1) so that no product of two of
+// them can overflow or underflow whatever the magnitudes of the pivots (1e300 or 1e-300 alike).
+struct Scaled {
+  double re;
+  double im;
+  long long e;
+};
+
+__device__ __forceinline__ void Normalize(Scaled& x) {
+  const double largest = fmax(fabs(x.re), fabs(x.im));
+  if (largest == 0.0) {
+    x = {0.0, 0.0, 0};
+    return;
+  }
+  int shift = 0;
+  frexp(largest, &shift);
+  x.re = ldexp(x.re, -shift);
+  x.im = ldexp(x.im, -shift);
+  x.e += shift;
+}
+
+__device__ __forceinline__ Scaled Multiply(const Scaled& a, const Scaled& b) {
+  Scaled product{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re, a.e + b.e};
+  Normalize(product);
+  return product;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kSummaryThreads)
+    LuPivotSummaryKernel(const T* lu, int n, int lda, const int* ipiv, const int* info,
+                         DeterminantSummary* summary) {
+  __shared__ Scaled products[kSummaryThreads];
+  __shared__ int swaps[kSummaryThreads];
+  __shared__ int zeros[kSummaryThreads];
+  __shared__ int nonfinite[kSummaryThreads];
+  const int tid = threadIdx.x;
+
+  Scaled product{1.0, 0.0, 0};
+  int my_swaps = 0;
+  int my_zeros = 0;
+  int my_nonfinite = 0;
+  for (int i = tid; i < n; i += kSummaryThreads) {
+    if (ipiv[i] != i + 1) my_swaps ^= 1;
+    const double2 d = Widen(lu[static_cast<int64_t>(i) * (static_cast<int64_t>(lda) + 1)]);
+    if (!isfinite(d.x) || !isfinite(d.y)) {
+      ++my_nonfinite;
+    } else if (d.x == 0.0 && d.y == 0.0) {
+      ++my_zeros;
+    } else {
+      // Normalise the factor first: a pivot near the bottom of the double range times a mantissa
+      // of 0.5 would otherwise lose bits to gradual underflow.
+      Scaled factor{d.x, d.y, 0};
+      Normalize(factor);
+      product = Multiply(product, factor);
+    }
+  }
+  products[tid] = product;
+  swaps[tid] = my_swaps;
+  zeros[tid] = my_zeros;
+  nonfinite[tid] = my_nonfinite;
+  __syncthreads();
+  for (int stride = kSummaryThreads / 2; stride > 0; stride /= 2) {
+    if (tid < stride) {
+      products[tid] = Multiply(products[tid], products[tid + stride]);
+      swaps[tid] ^= swaps[tid + stride];
+      zeros[tid] += zeros[tid + stride];
+      nonfinite[tid] += nonfinite[tid + stride];
+    }
+    __syncthreads();
+  }
+  if (tid == 0) {
+    summary->mantissa_real = products[0].re;
+    summary->mantissa_imag = products[0].im;
+    summary->exponent2 = products[0].e;
+    summary->odd_swaps = swaps[0];
+    summary->zero_pivots = zeros[0];
+    summary->nonfinite_pivots = nonfinite[0];
+    summary->info = *info;
+  }
+}
+
+template <typename T>
+cudaError_t LuPivotSummaryOf(const T* lu, int n, int lda, const int* ipiv, const int* info,
+                             DeterminantSummary* summary, cudaStream_t stream) {
+  LuPivotSummaryKernel<T><<<1, kSummaryThreads, 0, stream>>>(lu, n, lda, ipiv, info, summary);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchTranspose(const void* src, int64_t rows, int64_t cols, int64_t src_ld, void* dst,
+                            int64_t dst_ld, size_t element_size, cudaStream_t stream) {
+  switch (element_size) {
+    case 4:
+      return Transpose<BitsOf<4>::Type>(src, rows, cols, src_ld, dst, dst_ld, stream);
+    case 8:
+      return Transpose<BitsOf<8>::Type>(src, rows, cols, src_ld, dst, dst_ld, stream);
+    case 16:
+      return Transpose<BitsOf<16>::Type>(src, rows, cols, src_ld, dst, dst_ld, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t LaunchCopy(const void* src, void* dst, size_t bytes, cudaStream_t stream) {
+  if (bytes % sizeof(uint4) != 0) return cudaErrorInvalidValue;
+  const int64_t count = static_cast<int64_t>(bytes / sizeof(uint4));
+  if (count == 0) return cudaSuccess;
+  CopyKernel<<<ElementwiseBlocks(count / 4 + 1), kElementwiseThreads, 0, stream>>>(
+      static_cast<const uint4*>(src), static_cast<uint4*>(dst), count);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchZeroStrictTriangle(void* data, int64_t rows, int64_t cols, size_t element_size,
+                                     Triangle triangle, cudaStream_t stream) {
+  const bool upper = triangle == Triangle::kUpper;
+  switch (element_size) {
+    case 4:
+      return ZeroStrictTriangle<BitsOf<4>::Type>(data, rows, cols, upper, stream);
+    case 8:
+      return ZeroStrictTriangle<BitsOf<8>::Type>(data, rows, cols, upper, stream);
+    case 16:
+      return ZeroStrictTriangle<BitsOf<16>::Type>(data, rows, cols, upper, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t LaunchScaleRows(const float* src, double* dst, int64_t rows, int64_t cols,
+                            DeterminantSummary* summary, cudaStream_t stream) {
+  return ScaleRowsOf(src, dst, rows, cols, summary, stream);
+}
+cudaError_t LaunchScaleRows(const double* src, double* dst, int64_t rows, int64_t cols,
+                            DeterminantSummary* summary, cudaStream_t stream) {
+  return ScaleRowsOf(src, dst, rows, cols, summary, stream);
+}
+cudaError_t LaunchScaleRows(const int64_t* src, double* dst, int64_t rows, int64_t cols,
+                            DeterminantSummary* summary, cudaStream_t stream) {
+  return ScaleRowsOf(reinterpret_cast<const long long*>(src), dst, rows, cols, summary, stream);
+}
+cudaError_t LaunchScaleRows(const std::complex<float>* src, std::complex<double>* dst, int64_t rows,
+                            int64_t cols, DeterminantSummary* summary, cudaStream_t stream) {
+  return ScaleRowsOf(reinterpret_cast<const float2*>(src), reinterpret_cast<double2*>(dst), rows,
+                     cols, summary, stream);
+}
+cudaError_t LaunchScaleRows(const std::complex<double>* src, std::complex<double>* dst,
+                            int64_t rows, int64_t cols, DeterminantSummary* summary,
+                            cudaStream_t stream) {
+  return ScaleRowsOf(reinterpret_cast<const double2*>(src), reinterpret_cast<double2*>(dst), rows,
+                     cols, summary, stream);
+}
+
+cudaError_t LaunchLuPivotSummary(const double* lu, int n, int lda, const int* ipiv, const int* info,
+                                 DeterminantSummary* summary, cudaStream_t stream) {
+  return LuPivotSummaryOf(lu, n, lda, ipiv, info, summary, stream);
+}
+cudaError_t LaunchLuPivotSummary(const std::complex<double>* lu, int n, int lda, const int* ipiv,
+                                 const int* info, DeterminantSummary* summary,
+                                 cudaStream_t stream) {
+  return LuPivotSummaryOf(reinterpret_cast<const double2*>(lu), n, lda, ipiv, info, summary,
+                          stream);
+}
+
+}  // namespace matrixd::cuda

@@ -1,0 +1,275 @@
+#include "core/cuda/determinant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/cpu/exact_determinant.h"
+#include "core/cpu/multimodular.h"
+#include "core/cuda/condensation.h"
+#include "core/cuda/cuda_status.h"
+#include "core/cuda/dense_kernels.h"
+#include "core/cuda/library_types.h"
+#include "core/cuda/modular_lu.h"
+#include "core/modular_arithmetic.h"
+
+namespace matrixd::cuda {
+namespace {
+
+// Multiplies x by 2^exponent2 in exact steps that stay inside the double range.
+void MultiplyByPowerOfTwo(ScaledNumber& x, int64_t exponent2) {
+  while (exponent2 != 0) {
+    const int64_t step = std::clamp<int64_t>(exponent2, -1000, 1000);
+    x *= std::ldexp(1.0, static_cast<int>(step));
+    exponent2 -= step;
+  }
+}
+
+// A decimal integer ("-123...") as a ScaledNumber. Up to 19 digits it is exactly the double
+// nearest to the integer (as static_cast<double> of an int64 would give); longer ones multiply
+// the leading 19 digits by exact powers 10^22, one rounding each: relative error below
+// 1e-16 * (digits / 22 + 1).
+ScaledNumber DecimalToScaled(const std::string& decimal) {
+  const bool negative = !decimal.empty() && decimal[0] == '-';
+  const std::string_view digits = std::string_view(decimal).substr(negative ? 1 : 0);
+  constexpr size_t kLeading = 19;  // 10^19 - 1 < 2^64
+  uint64_t leading = 0;
+  for (size_t i = 0; i < std::min(kLeading, digits.size()); ++i) {
+    leading = leading * 10 + static_cast<uint64_t>(digits[i] - '0');
+  }
+  ScaledNumber x = ScaledNumber::Of(static_cast<double>(leading));
+  for (size_t rest = digits.size() > kLeading ? digits.size() - kLeading : 0; rest > 0;) {
+    const size_t step = std::min<size_t>(rest, 22);
+    double power = 1.0;  // 10^step: every partial product up to 10^22 is exact in double
+    for (size_t i = 0; i < step; ++i) power *= 10.0;
+    x *= power;
+    rest -= step;
+  }
+  if (negative) x.Negate();
+  return x;
+}
+
+// Prefixes a failure with the operation, keeping its code.
+absl::Status Annotate(const absl::Status& status, absl::string_view context) {
+  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+}
+
+// Source element type -> the type the factorisation runs in (double or complex<double>: float32
+// and complex64 inputs are computed in double precision, as on the CPU).
+template <typename Source>
+using WideOf = std::conditional_t<std::is_same_v<Source, std::complex<float>> ||
+                                      std::is_same_v<Source, std::complex<double>>,
+                                  std::complex<double>, double>;
+
+// det(A) by getrf. The row-major n x n array read column-major is A^T, and det(A^T) = det(A), so
+// no transpose is needed. Rows are scaled by powers of two first (exact; see LaunchScaleRows),
+// and the pivots are multiplied on the device: only a DeterminantSummary comes back.
+template <typename Source>
+absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext& context,
+                                             ComputeStats* stats) {
+  using Wide = WideOf<Source>;
+  using Traits = LibraryTraits<Wide>;
+  const int n = static_cast<int>(a.rows);
+  const size_t elements = static_cast<size_t>(a.size());
+  const cudaStream_t stream = context.stream();
+
+  absl::StatusOr<DeviceBuffer> summary_buffer = context.Allocate(sizeof(DeterminantSummary));
+  if (!summary_buffer.ok()) return summary_buffer.status();
+  auto* summary = summary_buffer->as<DeterminantSummary>();
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary, 0, sizeof(DeterminantSummary), stream));
+
+  absl::StatusOr<DeviceBuffer> work = context.Allocate(elements * sizeof(Wide));
+  if (!work.ok()) return work.status();
+  {
+    absl::StatusOr<DeviceBuffer> source = context.Allocate(a.byte_size());
+    if (!source.ok()) return source.status();
+    if (absl::Status s = context.Upload(a.data, *source, a.byte_size()); !s.ok()) return s;
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchScaleRows(source->as<const Source>(), work->as<Wide>(),
+                                                 a.rows, a.cols, summary, stream));
+    // `source` goes back to the pool here, stream-ordered after the scaling kernel.
+  }
+
+  int workspace_elements = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf_buffer_size(
+      context.cusolver(), n, n, LibraryPointer<Wide>(work->data()), n, &workspace_elements));
+  absl::StatusOr<DeviceBuffer> workspace =
+      context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(Wide));
+  if (!workspace.ok()) return workspace.status();
+  // ipiv[0, n) then info.
+  absl::StatusOr<DeviceBuffer> pivots =
+      context.Allocate((static_cast<size_t>(n) + 1) * sizeof(int));
+  if (!pivots.ok()) return pivots.status();
+  int* ipiv = pivots->as<int>();
+  int* info = ipiv + n;
+  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf(context.cusolver(), n, n,
+                                             LibraryPointer<Wide>(work->data()), n,
+                                             LibraryPointer<Wide>(workspace->data()), ipiv, info));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchLuPivotSummary(work->as<const Wide>(), n, n, ipiv, info, summary, stream));
+
+  DeterminantSummary host{};
+  if (absl::Status s = context.Download(*summary_buffer, &host, sizeof(host)); !s.ok()) return s;
+
+  const double nd = static_cast<double>(n);
+  const double flops_per_update = std::is_same_v<Wide, double> ? 2.0 : 8.0;
+  stats->flops += flops_per_update * nd * nd * nd / 3.0;
+  // The upload, the scaled copy written and read back by getrf's panels, and getrf's result.
+  stats->bytes_moved += a.byte_size() + 3 * elements * sizeof(Wide);
+
+  if (host.info < 0) {
+    return absl::InternalError(
+        absl::StrCat("cusolverDn<t>getrf rejected argument ", -host.info, " (n = ", n, ")"));
+  }
+  if (host.zero_rows > 0 || host.zero_pivots > 0 || host.info > 0) return ScaledNumber::Zero();
+  if (host.nonfinite_pivots > 0) {
+    return absl::OutOfRangeError(
+        "determinant: element growth during LU overflowed the double range");
+  }
+  ScaledNumber det = ScaledNumber::Of({host.mantissa_real, host.mantissa_imag});
+  MultiplyByPowerOfTwo(det, host.exponent2 + host.row_exponent2);
+  if (host.odd_swaps != 0) det.Negate();
+  return det;
+}
+
+absl::StatusOr<ScaledNumber> LuDeterminant(const MatrixView& a, DeviceContext& context,
+                                           ComputeStats* stats) {
+  switch (a.dtype) {
+    case DType::kFloat32:
+      return LuDeterminantOf<float>(a, context, stats);
+    case DType::kFloat64:
+      return LuDeterminantOf<double>(a, context, stats);
+    case DType::kInt64:
+      return LuDeterminantOf<int64_t>(a, context, stats);
+    case DType::kComplex64:
+      return LuDeterminantOf<std::complex<float>>(a, context, stats);
+    case DType::kComplex128:
+      return LuDeterminantOf<std::complex<double>>(a, context, stats);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("matrix.dtype is ",
+                                                     std::string(DTypeName(a.dtype)),
+                                                     "; want float32, float64, complex64, "
+                                                     "complex128 or int64 for a determinant"));
+  }
+}
+
+void AddWork(const ComputeStats& from, ComputeStats* to) {
+  to->flops += from.flops;
+  to->bytes_moved += from.bytes_moved;
+}
+
+// det(A) over Z from det mod enough primes for Hadamard's bound (the same primes and rule as the
+// CPU backend), one ModularLuDeterminant per prime, then Chinese remaindering on the host.
+absl::StatusOr<std::string> ExactDeterminant(const MatrixView& a, int primes,
+                                             DeviceContext& context, JobControl* control,
+                                             double progress_from, ComputeStats* stats) {
+  const std::vector<uint64_t> moduli = cpu::LargePrimes(primes);
+  std::vector<uint64_t> residues;
+  residues.reserve(moduli.size());
+  for (size_t k = 0; k < moduli.size(); ++k) {
+    if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
+    // No control below: the per-prime call would report its own 0..1 on the whole job.
+    absl::StatusOr<DeterminantResult> residue =
+        ModularLuDeterminant(a, moduli[k], context, /*control=*/nullptr);
+    if (!residue.ok()) {
+      return Annotate(residue.status(), absl::StrCat("exact determinant, prime ", k + 1, " of ",
+                                                     moduli.size(), " (", moduli[k], ")"));
+    }
+    residues.push_back(residue->residue);
+    AddWork(residue->stats, stats);
+    ReportProgress(control, progress_from + (1.0 - progress_from) * static_cast<double>(k + 1) /
+                                                static_cast<double>(moduli.size()));
+  }
+  return cpu::ReconstructSigned(residues, moduli);
+}
+
+absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
+                                                     const DeterminantOptions& options,
+                                                     DeviceContext& context, JobControl* control) {
+  if (a.dtype != DType::kInt64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix.dtype is ", std::string(DTypeName(a.dtype)), "; want int64 when modulus > 0"));
+  }
+  if (options.modulus < 2 || options.modulus >= kModulusLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("modulus ", options.modulus, " must be 0 or a prime below 2^62"));
+  }
+  absl::StatusOr<DeterminantResult> result =
+      options.method == DeterminantMethod::kCondensation
+          ? ModularCondensationDeterminant(a, options.modulus, context, control)
+          : ModularLuDeterminant(a, options.modulus, context, control);
+  if (result.ok()) ReportProgress(control, 1.0);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
+                                              const DeterminantOptions& options,
+                                              DeviceContext& context, JobControl* control) {
+  if (a.rows != a.cols || a.rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix has shape ", a.rows, "x", a.cols, "; want square and non-empty"));
+  }
+  if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
+  if (options.modulus > 0) return ModularDeterminant(a, options, context, control);
+  if (!IsFloating(a.dtype) && a.dtype != DType::kInt64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix.dtype is ", std::string(DTypeName(a.dtype)),
+                     "; want float32, float64, complex64, complex128 or int64 for a determinant"));
+  }
+  const int64_t n = a.rows;
+
+  // For INT64 the exact determinant follows when affordable (the CPU backend's rule).
+  int primes = 0;
+  bool exact_affordable = false;
+  if (a.dtype == DType::kInt64) {
+    primes = cpu::HadamardPrimeCount(a.As<int64_t>(), n);
+    const double cube = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    exact_affordable = primes > 0 && primes * cube <= cpu::kExactDeterminantBudget;
+  }
+  // Progress: the floating-point value, then one step per prime (each about as costly).
+  const double value_share = exact_affordable ? 1.0 / (1.0 + primes) : 1.0;
+
+  DeterminantResult result;
+  if (options.method == DeterminantMethod::kCondensation) {
+    result.method_used = DeterminantMethod::kCondensation;
+    absl::StatusOr<DeterminantResult> condensed =
+        CondensationDeterminant(a, context, exact_affordable ? nullptr : control);
+    if (!condensed.ok()) return condensed.status();
+    result.value = condensed->value;
+    AddWork(condensed->stats, &result.stats);
+  } else {
+    result.method_used = DeterminantMethod::kLu;
+    absl::StatusOr<ScaledNumber> value = LuDeterminant(a, context, &result.stats);
+    if (!value.ok()) {
+      return Annotate(value.status(), absl::StrCat("LU determinant of a ", n, "x", n, " ",
+                                                   std::string(DTypeName(a.dtype)), " matrix"));
+    }
+    result.value = *value;
+  }
+  ReportProgress(control, value_share);
+
+  if (a.dtype == DType::kInt64) {
+    if (primes == 0) {
+      result.exact = std::string(1, '0');  // a zero row (assigning "0" trips GCC 12's -Wrestrict)
+      result.value = ScaledNumber::Zero();
+    } else if (exact_affordable) {
+      absl::StatusOr<std::string> exact =
+          ExactDeterminant(a, primes, context, control, value_share, &result.stats);
+      if (!exact.ok()) return exact.status();
+      result.exact = *std::move(exact);
+      // The exact integer, rounded, is never worse than the floating-point value, and zero
+      // exactly when A is singular.
+      result.value = DecimalToScaled(result.exact);
+    }
+  }
+  ReportProgress(control, 1.0);
+  return result;
+}
+
+}  // namespace matrixd::cuda

@@ -1,0 +1,459 @@
+#include "core/cuda/factorize.h"
+
+#include <algorithm>
+#include <complex>
+#include <limits>
+#include <numeric>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cuda_status.h"
+#include "core/cuda/dense_kernels.h"
+#include "core/cuda/library_types.h"
+
+// Layout: the host's row-major m x n array, read column-major (as cuSOLVER and cuBLAS do), is
+// A^T. LU and QR need A itself in column-major order, so the matrix is transposed on the device
+// after the upload and the factors are transposed back before the download
+// (LaunchTranspose). Cholesky needs no transpose at all: see CholeskyOf.
+
+namespace matrixd::cuda {
+namespace {
+
+#define RETURN_IF_ERROR(expr)                                         \
+  do {                                                                \
+    if (absl::Status matrixd_status = (expr); !matrixd_status.ok()) { \
+      return matrixd_status;                                          \
+    }                                                                 \
+  } while (0)
+
+// Assigns the value of a StatusOr<DeviceBuffer> expression to `lhs`, or returns its status.
+#define ASSIGN_BUFFER_OR_RETURN(lhs, expr)        \
+  absl::StatusOr<DeviceBuffer> lhs##_or = (expr); \
+  if (!lhs##_or.ok()) return lhs##_or.status();   \
+  DeviceBuffer lhs = *std::move(lhs##_or)
+
+template <typename T>
+constexpr bool kIsComplex =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+// Real operations per multiply-add: 2, or 8 for complex numbers.
+template <typename T>
+constexpr double kFlopsPerUpdate = kIsComplex<T> ? 8.0 : 2.0;
+
+// Real flops of getrf on m x n (LAPACK Working Note 41, as the CPU backend counts them), k =
+// min(m, n): m n k - (m + n) k^2 / 2 + k^3 / 3 multiply-adds, two flops each.
+double LuFlops(double m, double n) {
+  const double k = std::min(m, n);
+  return 2.0 * m * n * k - (m + n) * k * k + 2.0 * k * k * k / 3.0;
+}
+
+// One int per library call's devInfo, downloaded together at the end.
+enum InfoSlot { kFactorInfo, kSolveInfo, kApplyInfo, kGenerateInfo, kInfoSlots };
+
+absl::Status CheckInfo(const std::vector<int>& info, InfoSlot slot, const char* routine) {
+  if (info[slot] < 0) {
+    return absl::InternalError(
+        absl::StrCat(routine, " rejected its argument ", -info[slot], " (devInfo)"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+typename LibraryTraits<T>::Device* Ptr(const DeviceBuffer& buffer) {
+  return static_cast<typename LibraryTraits<T>::Device*>(buffer.data());
+}
+
+template <typename T>
+Matrix HostMatrix(int64_t rows, int64_t cols) {
+  return Matrix(rows, cols, DTypeOf<T>());
+}
+
+// A column-major copy (leading dimension = rows) of the row-major host matrix `view`, through
+// `staging` (row-major, at least view's size).
+template <typename T>
+absl::Status UploadColumnMajor(const MatrixView& view, DeviceBuffer& staging,
+                               DeviceBuffer& column_major, DeviceContext& context) {
+  RETURN_IF_ERROR(context.Upload(view.data, staging, view.byte_size()));
+  // The staging array read column-major is view^T (cols x rows, leading dimension cols).
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(staging.data(), view.cols, view.rows, view.cols,
+                                               column_major.data(), view.rows, sizeof(T),
+                                               context.stream()));
+  return absl::OkStatus();
+}
+
+// ---- LU ----
+
+// getrf on A (m x n), getrs for A X = B. ipiv is LAPACK's: 1-based, row i swapped with row
+// ipiv[i] in sequence; applying the same swaps to 0..m-1 gives the permutation with
+// A[perm[i], :] = (L U)[i, :].
+template <typename T>
+absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
+                                     DeviceContext& context) {
+  using Traits = LibraryTraits<T>;
+  const int m = static_cast<int>(a.rows);
+  const int n = static_cast<int>(a.cols);
+  const int k = std::min(m, n);
+  const size_t elements = static_cast<size_t>(a.size());
+  const cudaStream_t stream = context.stream();
+  if (rhs != nullptr && m != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix is ", m, "x", n, "; an LU solve needs a square matrix"));
+  }
+
+  ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(elements * sizeof(T)));
+  ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(elements * sizeof(T)));
+  // ipiv[0, k), then one devInfo per call.
+  ASSIGN_BUFFER_OR_RETURN(ints,
+                          context.Allocate((static_cast<size_t>(k) + kInfoSlots) * sizeof(int)));
+  int* ipiv = ints.as<int>();
+  int* info = ipiv + k;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
+  RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
+
+  int workspace_elements = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      Traits::getrf_buffer_size(context.cusolver(), m, n, Ptr<T>(factors), m, &workspace_elements));
+  ASSIGN_BUFFER_OR_RETURN(
+      workspace,
+      context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
+  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf(context.cusolver(), m, n, Ptr<T>(factors), m,
+                                             Ptr<T>(workspace), ipiv, info + kFactorInfo));
+
+  // The solve is queued before the factors' info is known: on a singular matrix it produces
+  // Inf/NaN that are discarded, which costs less than a round trip to the host in between.
+  DeviceBuffer rhs_staging;
+  DeviceBuffer rhs_columns;
+  int nrhs = 0;
+  if (rhs != nullptr) {
+    nrhs = static_cast<int>(rhs->cols);
+    const size_t rhs_elements = static_cast<size_t>(rhs->size());
+    ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs_elements * sizeof(T)));
+    ASSIGN_BUFFER_OR_RETURN(rhs_columns_new, context.Allocate(rhs_elements * sizeof(T)));
+    rhs_staging = std::move(rhs_staging_new);
+    rhs_columns = std::move(rhs_columns_new);
+    RETURN_IF_ERROR(UploadColumnMajor<T>(*rhs, rhs_staging, rhs_columns, context));
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs(context.cusolver(), CUBLAS_OP_N, n, nrhs,
+                                               Ptr<T>(factors), m, ipiv, Ptr<T>(rhs_columns), n,
+                                               info + kSolveInfo));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(rhs_columns.data(), n, nrhs, n, rhs_staging.data(),
+                                                 nrhs, sizeof(T), stream));
+  }
+  // Back to row-major: the column-major m x n factors, transposed, read row-major.
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchTranspose(factors.data(), m, n, m, staging.data(), n, sizeof(T), stream));
+
+  FactorizeResult result;
+  result.kind = FactorizationKind::kLu;
+  std::vector<int> host_ints(static_cast<size_t>(k) + kInfoSlots);
+  RETURN_IF_ERROR(context.Download(ints, host_ints.data(), host_ints.size() * sizeof(int)));
+  const std::vector<int> host_info(host_ints.begin() + k, host_ints.end());
+  RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>getrf"));
+  RETURN_IF_ERROR(CheckInfo(host_info, kSolveInfo, "cusolverDn<t>getrs"));
+  if (host_info[kFactorInfo] > 0) result.singular_column = host_info[kFactorInfo] - 1;
+  if (rhs != nullptr && result.singular_column.has_value()) {
+    const int64_t column = *result.singular_column;
+    return absl::FailedPreconditionError(absl::StrCat("matrix is singular: U[", column, ",", column,
+                                                      "] = 0 at column ", column,
+                                                      "; cannot solve A X = rhs"));
+  }
+  result.permutation.resize(static_cast<size_t>(m));
+  std::iota(result.permutation.begin(), result.permutation.end(), int64_t{0});
+  for (int i = 0; i < k; ++i) {
+    std::swap(result.permutation[i], result.permutation[host_ints[i] - 1]);
+  }
+  result.lu = HostMatrix<T>(m, n);
+  RETURN_IF_ERROR(context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
+  if (rhs != nullptr) {
+    result.solution = HostMatrix<T>(n, nrhs);
+    RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
+                                     result.solution->byte_size()));
+  }
+
+  result.stats.flops =
+      kFlopsPerUpdate<T> / 2.0 * (LuFlops(m, n) + 2.0 * n * static_cast<double>(n) * nrhs);
+  // Transfers, plus each transpose's read and write and the factorisation's own pass.
+  result.stats.bytes_moved = 7 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
+  return result;
+}
+
+// ---- Cholesky ----
+
+// The row-major array read column-major is B = A^T = conj(A) for Hermitian A. potrf with UPPER
+// gives B = U^H U and reads B's upper triangle, which is A's lower one. Then A = B^T = U^T
+// conj(U) = L L^H with L = U^T, and U^T is exactly what the column-major factor reads as
+// row-major. For A X = R: X^T A^T = R^T, i.e. X^T U^H U = R^T, and R^T, X^T are the row-major
+// R, X read column-major: two right-side triangular solves in place, no transposes.
+template <typename T>
+absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView* rhs,
+                                           DeviceContext& context) {
+  using Traits = LibraryTraits<T>;
+  if (a.rows != a.cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix is ", a.rows, "x", a.cols, "; Cholesky needs a square matrix"));
+  }
+  const int n = static_cast<int>(a.rows);
+  const cudaStream_t stream = context.stream();
+
+  ASSIGN_BUFFER_OR_RETURN(factor, context.Allocate(a.byte_size()));
+  ASSIGN_BUFFER_OR_RETURN(ints, context.Allocate(kInfoSlots * sizeof(int)));
+  int* info = ints.as<int>();
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
+  RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
+
+  int workspace_elements = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf_buffer_size(
+      context.cusolver(), CUBLAS_FILL_MODE_UPPER, n, Ptr<T>(factor), n, &workspace_elements));
+  ASSIGN_BUFFER_OR_RETURN(
+      workspace,
+      context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
+  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n,
+                                             Ptr<T>(factor), n, Ptr<T>(workspace),
+                                             workspace_elements, info + kFactorInfo));
+
+  DeviceBuffer solution;
+  int nrhs = 0;
+  if (rhs != nullptr) {
+    nrhs = static_cast<int>(rhs->cols);
+    ASSIGN_BUFFER_OR_RETURN(solution_new, context.Allocate(rhs->byte_size()));
+    solution = std::move(solution_new);
+    RETURN_IF_ERROR(context.Upload(rhs->data, solution, rhs->byte_size()));
+    const typename Traits::Device one = Traits::One();
+    // Y U = R^T, then X^T U^H = Y. On a matrix that is not positive definite this computes
+    // garbage that is discarded below.
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::trsm(
+        context.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+        CUBLAS_DIAG_NON_UNIT, nrhs, n, &one, Ptr<T>(factor), n, Ptr<T>(solution), nrhs));
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::trsm(
+        context.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, Traits::kAdjoint,
+        CUBLAS_DIAG_NON_UNIT, nrhs, n, &one, Ptr<T>(factor), n, Ptr<T>(solution), nrhs));
+  }
+  // potrf leaves the other triangle as it was (A's upper triangle, row-major).
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchZeroStrictTriangle(factor.data(), n, n, sizeof(T), Triangle::kUpper, stream));
+
+  std::vector<int> host_info(kInfoSlots);
+  RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));
+  RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>potrf"));
+  if (host_info[kFactorInfo] > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("matrix is not positive definite: the leading minor of order ",
+                     host_info[kFactorInfo], " is not positive (Cholesky failed)"));
+  }
+  FactorizeResult result;
+  result.kind = FactorizationKind::kCholesky;
+  result.l = HostMatrix<T>(n, n);
+  RETURN_IF_ERROR(context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
+  if (rhs != nullptr) {
+    result.solution = HostMatrix<T>(n, nrhs);
+    RETURN_IF_ERROR(
+        context.Download(solution, result.solution->mutable_bytes(), result.solution->byte_size()));
+  }
+  const double nd = n;
+  // potrf: n^3 / 6 multiply-adds; the two triangular solves n^2 / 2 each per right-hand side.
+  result.stats.flops = kFlopsPerUpdate<T> * (nd * nd * nd / 6.0 + nd * nd * nrhs);
+  result.stats.bytes_moved = 4 * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
+  return result;
+}
+
+// ---- QR ----
+
+// geqrf on A (m x n); R is read out of the upper triangle before orgqr/ungqr overwrites the
+// reflectors with Q (m x k). The least-squares solve (m >= n) applies Q^H to B with ormqr/unmqr
+// while the reflectors are still there, then solves R X = (Q^H B)[0:n, :] with trsm.
+template <typename T>
+absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
+                                     DeviceContext& context) {
+  using Traits = LibraryTraits<T>;
+  const int m = static_cast<int>(a.rows);
+  const int n = static_cast<int>(a.cols);
+  const int k = std::min(m, n);
+  const size_t elements = static_cast<size_t>(a.size());
+  const cudaStream_t stream = context.stream();
+  if (rhs != nullptr && m < n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix is ", m, "x", n, "; a QR solve needs rows >= cols (least squares)"));
+  }
+
+  ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(elements * sizeof(T)));
+  ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(elements * sizeof(T)));
+  ASSIGN_BUFFER_OR_RETURN(tau, context.Allocate(static_cast<size_t>(k) * sizeof(T)));
+  ASSIGN_BUFFER_OR_RETURN(r, context.Allocate(static_cast<size_t>(k) * n * sizeof(T)));
+  ASSIGN_BUFFER_OR_RETURN(ints, context.Allocate(kInfoSlots * sizeof(int)));
+  int* info = ints.as<int>();
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
+  RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
+
+  DeviceBuffer rhs_staging;
+  DeviceBuffer rhs_columns;
+  int nrhs = 0;
+  if (rhs != nullptr) {
+    nrhs = static_cast<int>(rhs->cols);
+    const size_t rhs_elements = static_cast<size_t>(rhs->size());
+    ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs_elements * sizeof(T)));
+    ASSIGN_BUFFER_OR_RETURN(rhs_columns_new, context.Allocate(rhs_elements * sizeof(T)));
+    rhs_staging = std::move(rhs_staging_new);
+    rhs_columns = std::move(rhs_columns_new);
+    RETURN_IF_ERROR(UploadColumnMajor<T>(*rhs, rhs_staging, rhs_columns, context));
+  }
+
+  int geqrf_elements = 0;
+  int orgqr_elements = 0;
+  int ormqr_elements = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      Traits::geqrf_buffer_size(context.cusolver(), m, n, Ptr<T>(factors), m, &geqrf_elements));
+  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::orgqr_buffer_size(
+      context.cusolver(), m, k, k, Ptr<T>(factors), m, Ptr<T>(tau), &orgqr_elements));
+  if (rhs != nullptr) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::ormqr_buffer_size(
+        context.cusolver(), CUBLAS_SIDE_LEFT, Traits::kAdjoint, m, nrhs, k, Ptr<T>(factors), m,
+        Ptr<T>(tau), Ptr<T>(rhs_columns), m, &ormqr_elements));
+  }
+  const int workspace_elements = std::max({geqrf_elements, orgqr_elements, ormqr_elements, 1});
+  ASSIGN_BUFFER_OR_RETURN(workspace,
+                          context.Allocate(static_cast<size_t>(workspace_elements) * sizeof(T)));
+
+  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::geqrf(context.cusolver(), m, n, Ptr<T>(factors), m,
+                                             Ptr<T>(tau), Ptr<T>(workspace), workspace_elements,
+                                             info + kFactorInfo));
+  // R: the first k rows of the column-major factors, upper triangle, as row-major k x n.
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchTranspose(factors.data(), k, n, m, r.data(), n, sizeof(T), stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchZeroStrictTriangle(r.data(), k, n, sizeof(T), Triangle::kLower, stream));
+
+  if (rhs != nullptr) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        Traits::ormqr(context.cusolver(), CUBLAS_SIDE_LEFT, Traits::kAdjoint, m, nrhs, k,
+                      Ptr<T>(factors), m, Ptr<T>(tau), Ptr<T>(rhs_columns), m, Ptr<T>(workspace),
+                      workspace_elements, info + kApplyInfo));
+    const typename Traits::Device one = Traits::One();
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::trsm(
+        context.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+        CUBLAS_DIAG_NON_UNIT, n, nrhs, &one, Ptr<T>(factors), m, Ptr<T>(rhs_columns), m));
+    // X: the first n rows of the column-major result, as row-major n x nrhs.
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(rhs_columns.data(), n, nrhs, m, rhs_staging.data(),
+                                                 nrhs, sizeof(T), stream));
+  }
+
+  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::orgqr(context.cusolver(), m, k, k, Ptr<T>(factors), m,
+                                             Ptr<T>(tau), Ptr<T>(workspace), workspace_elements,
+                                             info + kGenerateInfo));
+  // Q: the first k columns, as row-major m x k (into the staging buffer, m n >= m k).
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchTranspose(factors.data(), m, k, m, staging.data(), k, sizeof(T), stream));
+
+  std::vector<int> host_info(kInfoSlots);
+  RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));
+  RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>geqrf"));
+  RETURN_IF_ERROR(CheckInfo(host_info, kApplyInfo, "cusolverDn<t>ormqr/unmqr"));
+  RETURN_IF_ERROR(CheckInfo(host_info, kGenerateInfo, "cusolverDn<t>orgqr/ungqr"));
+
+  FactorizeResult result;
+  result.kind = FactorizationKind::kQr;
+  result.r = HostMatrix<T>(k, n);
+  RETURN_IF_ERROR(context.Download(r, result.r.mutable_bytes(), result.r.byte_size()));
+  if (rhs != nullptr) {
+    // Like LAPACK's gels: an exactly zero diagonal entry of R means A lacks full column rank.
+    const std::span<const T> r_values = result.r.As<T>();
+    for (int j = 0; j < k; ++j) {
+      if (r_values[static_cast<size_t>(j) * n + j] == T(0)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("matrix does not have full column rank: R[", j, ", ", j,
+                         "] is exactly zero, so the least-squares solution is not unique"));
+      }
+    }
+  }
+  result.q = HostMatrix<T>(m, k);
+  RETURN_IF_ERROR(context.Download(staging, result.q.mutable_bytes(), result.q.byte_size()));
+  if (rhs != nullptr) {
+    result.solution = HostMatrix<T>(n, nrhs);
+    RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
+                                     result.solution->byte_size()));
+  }
+
+  // The CPU backend's counts (LAPACK Working Note 41), so that both report the same work:
+  // geqrf and orgqr twice getrf's multiply-adds each, the solve as Q^H B plus a triangular solve.
+  const double nrhs_d = nrhs;
+  result.stats.flops =
+      kFlopsPerUpdate<T> / 2.0 *
+      (2.0 * LuFlops(m, n) + 2.0 * LuFlops(m, k) + 2.0 * m * static_cast<double>(n) * nrhs_d +
+       n * static_cast<double>(n) * nrhs_d);
+  result.stats.bytes_moved = 8 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
+  return result;
+}
+
+#undef ASSIGN_BUFFER_OR_RETURN
+#undef RETURN_IF_ERROR
+
+const char* KindName(FactorizationKind kind) {
+  switch (kind) {
+    case FactorizationKind::kLu:
+      return "LU";
+    case FactorizationKind::kCholesky:
+      return "Cholesky";
+    case FactorizationKind::kQr:
+      return "QR";
+  }
+  return "?";
+}
+
+}  // namespace
+
+absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, FactorizationKind kind,
+                                          const MatrixView* rhs, DeviceContext& context,
+                                          JobControl* control) {
+  if (IsCancelled(control)) return absl::CancelledError("factorization cancelled");
+  if (!IsFloating(a.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix.dtype is ", std::string(DTypeName(a.dtype)),
+                     "; want float32, float64, complex64 or complex128"));
+  }
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (a.rows < 1 || a.cols < 1 || a.rows > kIntMax || a.cols > kIntMax) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix has shape ", a.rows, "x", a.cols, "; want 1 to 2^31-1 per side"));
+  }
+  if (rhs != nullptr) {
+    if (rhs->dtype != a.dtype) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rhs.dtype is ", std::string(DTypeName(rhs->dtype)), "; want matrix.dtype ",
+                       std::string(DTypeName(a.dtype))));
+    }
+    if (rhs->rows != a.rows || rhs->cols < 1 || rhs->cols > kIntMax) {
+      return absl::InvalidArgumentError(absl::StrCat("rhs has shape ", rhs->rows, "x", rhs->cols,
+                                                     "; want ", a.rows, " rows and >= 1 column"));
+    }
+  }
+  absl::StatusOr<FactorizeResult> result = VisitFloatingType(a.dtype, [&](auto type) {
+    using T = typename decltype(type)::type;
+    switch (kind) {
+      case FactorizationKind::kCholesky:
+        return CholeskyOf<T>(a, rhs, context);
+      case FactorizationKind::kQr:
+        return QrOf<T>(a, rhs, context);
+      case FactorizationKind::kLu:
+      default:
+        return LuOf<T>(a, rhs, context);
+    }
+  });
+  if (!result.ok()) {
+    // FAILED_PRECONDITION and INVALID_ARGUMENT already say what is wrong with the input.
+    if (result.status().code() == absl::StatusCode::kFailedPrecondition ||
+        result.status().code() == absl::StatusCode::kInvalidArgument) {
+      return result;
+    }
+    return absl::Status(
+        result.status().code(),
+        absl::StrCat("cuda ", KindName(kind), " of a ", a.rows, "x", a.cols, " ",
+                     std::string(DTypeName(a.dtype)), " matrix: ", result.status().message()));
+  }
+  ReportProgress(control, 1.0);
+  return result;
+}
+
+}  // namespace matrixd::cuda

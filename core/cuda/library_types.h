@@ -1,0 +1,134 @@
+// The cuSOLVER and cuBLAS entry points of each floating element type, so that the dense paths are
+// written once as templates over the host element type (float, double, std::complex<float>,
+// std::complex<double>) instead of four times by hand.
+#ifndef MATRIXD_CORE_CUDA_LIBRARY_TYPES_H_
+#define MATRIXD_CORE_CUDA_LIBRARY_TYPES_H_
+
+#include <cuComplex.h>
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+
+#include <complex>
+#include <type_traits>
+
+#include "core/matrix.h"
+
+namespace matrixd::cuda {
+
+// LibraryTraits<T>: `Device` is the type the libraries take (std::complex<float> and cuComplex
+// share one layout, so a device buffer of T is passed as Device* by reinterpret_cast);
+// `kAdjoint` is the conjugate transpose (plain transpose for real types); the function pointers
+// are the legacy 32-bit-index cuSOLVER/cuBLAS routines of that type (S, D, C, Z). Matrices are
+// at most 2^28 elements (core/validation.h), so every dimension fits an int.
+template <typename T>
+struct LibraryTraits;
+
+template <>
+struct LibraryTraits<float> {
+  using Device = float;
+  static constexpr cublasOperation_t kAdjoint = CUBLAS_OP_T;
+  static Device One() { return 1.0f; }
+  static Device Zero() { return 0.0f; }
+  static constexpr auto getrf_buffer_size = &cusolverDnSgetrf_bufferSize;
+  static constexpr auto getrf = &cusolverDnSgetrf;
+  static constexpr auto getrs = &cusolverDnSgetrs;
+  static constexpr auto potrf_buffer_size = &cusolverDnSpotrf_bufferSize;
+  static constexpr auto potrf = &cusolverDnSpotrf;
+  static constexpr auto geqrf_buffer_size = &cusolverDnSgeqrf_bufferSize;
+  static constexpr auto geqrf = &cusolverDnSgeqrf;
+  static constexpr auto orgqr_buffer_size = &cusolverDnSorgqr_bufferSize;
+  static constexpr auto orgqr = &cusolverDnSorgqr;
+  static constexpr auto ormqr_buffer_size = &cusolverDnSormqr_bufferSize;
+  static constexpr auto ormqr = &cusolverDnSormqr;
+  static constexpr auto gemm = &cublasSgemm;
+  static constexpr auto trsm = &cublasStrsm;
+};
+
+template <>
+struct LibraryTraits<double> {
+  using Device = double;
+  static constexpr cublasOperation_t kAdjoint = CUBLAS_OP_T;
+  static Device One() { return 1.0; }
+  static Device Zero() { return 0.0; }
+  static constexpr auto getrf_buffer_size = &cusolverDnDgetrf_bufferSize;
+  static constexpr auto getrf = &cusolverDnDgetrf;
+  static constexpr auto getrs = &cusolverDnDgetrs;
+  static constexpr auto potrf_buffer_size = &cusolverDnDpotrf_bufferSize;
+  static constexpr auto potrf = &cusolverDnDpotrf;
+  static constexpr auto geqrf_buffer_size = &cusolverDnDgeqrf_bufferSize;
+  static constexpr auto geqrf = &cusolverDnDgeqrf;
+  static constexpr auto orgqr_buffer_size = &cusolverDnDorgqr_bufferSize;
+  static constexpr auto orgqr = &cusolverDnDorgqr;
+  static constexpr auto ormqr_buffer_size = &cusolverDnDormqr_bufferSize;
+  static constexpr auto ormqr = &cusolverDnDormqr;
+  static constexpr auto gemm = &cublasDgemm;
+  static constexpr auto trsm = &cublasDtrsm;
+};
+
+template <>
+struct LibraryTraits<std::complex<float>> {
+  using Device = cuComplex;
+  static constexpr cublasOperation_t kAdjoint = CUBLAS_OP_C;
+  static Device One() { return make_cuComplex(1.0f, 0.0f); }
+  static Device Zero() { return make_cuComplex(0.0f, 0.0f); }
+  static constexpr auto getrf_buffer_size = &cusolverDnCgetrf_bufferSize;
+  static constexpr auto getrf = &cusolverDnCgetrf;
+  static constexpr auto getrs = &cusolverDnCgetrs;
+  static constexpr auto potrf_buffer_size = &cusolverDnCpotrf_bufferSize;
+  static constexpr auto potrf = &cusolverDnCpotrf;
+  static constexpr auto geqrf_buffer_size = &cusolverDnCgeqrf_bufferSize;
+  static constexpr auto geqrf = &cusolverDnCgeqrf;
+  static constexpr auto orgqr_buffer_size = &cusolverDnCungqr_bufferSize;
+  static constexpr auto orgqr = &cusolverDnCungqr;
+  static constexpr auto ormqr_buffer_size = &cusolverDnCunmqr_bufferSize;
+  static constexpr auto ormqr = &cusolverDnCunmqr;
+  static constexpr auto gemm = &cublasCgemm;
+  static constexpr auto trsm = &cublasCtrsm;
+};
+
+template <>
+struct LibraryTraits<std::complex<double>> {
+  using Device = cuDoubleComplex;
+  static constexpr cublasOperation_t kAdjoint = CUBLAS_OP_C;
+  static Device One() { return make_cuDoubleComplex(1.0, 0.0); }
+  static Device Zero() { return make_cuDoubleComplex(0.0, 0.0); }
+  static constexpr auto getrf_buffer_size = &cusolverDnZgetrf_bufferSize;
+  static constexpr auto getrf = &cusolverDnZgetrf;
+  static constexpr auto getrs = &cusolverDnZgetrs;
+  static constexpr auto potrf_buffer_size = &cusolverDnZpotrf_bufferSize;
+  static constexpr auto potrf = &cusolverDnZpotrf;
+  static constexpr auto geqrf_buffer_size = &cusolverDnZgeqrf_bufferSize;
+  static constexpr auto geqrf = &cusolverDnZgeqrf;
+  static constexpr auto orgqr_buffer_size = &cusolverDnZungqr_bufferSize;
+  static constexpr auto orgqr = &cusolverDnZungqr;
+  static constexpr auto ormqr_buffer_size = &cusolverDnZunmqr_bufferSize;
+  static constexpr auto ormqr = &cusolverDnZunmqr;
+  static constexpr auto gemm = &cublasZgemm;
+  static constexpr auto trsm = &cublasZtrsm;
+};
+
+// A device pointer of host element type T as the libraries take it.
+template <typename T>
+typename LibraryTraits<T>::Device* LibraryPointer(void* data) {
+  return static_cast<typename LibraryTraits<T>::Device*>(data);
+}
+
+// Calls visit(std::type_identity<T>{}) with the host element type T of a floating dtype and
+// returns its result. REQUIRES: IsFloating(dtype).
+template <typename Visitor>
+auto VisitFloatingType(DType dtype, Visitor&& visit) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return visit(std::type_identity<float>{});
+    case DType::kFloat64:
+      return visit(std::type_identity<double>{});
+    case DType::kComplex64:
+      return visit(std::type_identity<std::complex<float>>{});
+    default:
+      return visit(std::type_identity<std::complex<double>>{});
+  }
+}
+
+}  // namespace matrixd::cuda
+
+#endif  // MATRIXD_CORE_CUDA_LIBRARY_TYPES_H_

@@ -1,0 +1,141 @@
+#include "core/cuda/multiply.h"
+
+#include <complex>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/cuda/block_sparse.h"
+#include "core/cuda/cuda_status.h"
+#include "core/cuda/library_types.h"
+#include "core/cuda/uint32_gemm.h"
+
+namespace matrixd::cuda {
+namespace {
+
+// Sets the handle's math mode for one call and restores the previous one on every path out.
+class ScopedMathMode {
+ public:
+  static absl::StatusOr<ScopedMathMode> Set(cublasHandle_t handle, cublasMath_t mode) {
+    cublasMath_t previous = CUBLAS_DEFAULT_MATH;
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasGetMathMode(handle, &previous));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetMathMode(handle, mode));
+    return ScopedMathMode(handle, previous);
+  }
+  ScopedMathMode(ScopedMathMode&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), previous_(other.previous_) {}
+  ScopedMathMode& operator=(ScopedMathMode&&) = delete;
+  ~ScopedMathMode() {
+    if (handle_ != nullptr) static_cast<void>(cublasSetMathMode(handle_, previous_));
+  }
+
+ private:
+  ScopedMathMode(cublasHandle_t handle, cublasMath_t previous)
+      : handle_(handle), previous_(previous) {}
+  cublasHandle_t handle_;
+  cublasMath_t previous_;
+};
+
+// C = op(A) op(B) with A, B, C row-major. A row-major array read column-major is its transpose,
+// so cuBLAS computes C^T = op(B)^T op(A)^T in its column-major terms: gemm with B and A swapped
+// and the same op flags (B's buffer read column-major is B^T, so op(B)^T is B^T as stored for no
+// transpose, and (B^T)^T for a transpose). No data is moved to change the layout.
+template <typename T>
+absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixView& b,
+                                             const MultiplyOptions& options,
+                                             DeviceContext& context) {
+  using Traits = LibraryTraits<T>;
+  const int64_t m = options.transpose_a ? a.cols : a.rows;
+  const int64_t k = options.transpose_a ? a.rows : a.cols;
+  const int64_t n = options.transpose_b ? b.rows : b.cols;
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (m > kIntMax || n > kIntMax || k > kIntMax || a.cols > kIntMax || b.cols > kIntMax) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("product of ", m, "x", k, " and ", k, "x", n, " exceeds cuBLAS's int range"));
+  }
+
+  MultiplyResult result;
+  result.c = Matrix(m, n, a.dtype);
+  absl::StatusOr<DeviceBuffer> device_a = context.Allocate(a.byte_size());
+  if (!device_a.ok()) return device_a.status();
+  absl::StatusOr<DeviceBuffer> device_b = context.Allocate(b.byte_size());
+  if (!device_b.ok()) return device_b.status();
+  absl::StatusOr<DeviceBuffer> device_c = context.Allocate(result.c.byte_size());
+  if (!device_c.ok()) return device_c.status();
+  if (absl::Status s = context.Upload(a.data, *device_a, a.byte_size()); !s.ok()) return s;
+  if (absl::Status s = context.Upload(b.data, *device_b, b.byte_size()); !s.ok()) return s;
+
+  {
+    // TF32 tensor cores only when asked for, and only for this call: the handle is shared by
+    // every operation on this device.
+    cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+    if constexpr (std::is_same_v<T, float>) {
+      if (options.allow_tf32) mode = CUBLAS_TF32_TENSOR_OP_MATH;
+    }
+    absl::StatusOr<ScopedMathMode> math_mode = ScopedMathMode::Set(context.cublas(), mode);
+    if (!math_mode.ok()) return math_mode.status();
+    const typename Traits::Device one = Traits::One();
+    const typename Traits::Device zero = Traits::Zero();
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::gemm(
+        context.cublas(), options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+        static_cast<int>(k), &one, LibraryPointer<T>(device_b->data()), static_cast<int>(b.cols),
+        LibraryPointer<T>(device_a->data()), static_cast<int>(a.cols), &zero,
+        LibraryPointer<T>(device_c->data()), static_cast<int>(n)));
+  }
+  if (absl::Status s = context.Download(*device_c, result.c.mutable_bytes(), result.c.byte_size());
+      !s.ok()) {
+    return s;
+  }
+  const double flops_per_update = std::is_same_v<T, float> || std::is_same_v<T, double> ? 2.0 : 8.0;
+  result.stats.flops =
+      flops_per_update * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  result.stats.bytes_moved = a.byte_size() + b.byte_size() + result.c.byte_size();
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
+                                        const MultiplyOptions& options, DeviceContext& context,
+                                        JobControl* control) {
+  if (IsCancelled(control)) return absl::CancelledError("multiply cancelled");
+  if (a.dtype != b.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("b.dtype is ", std::string(DTypeName(b.dtype)),
+                                                   "; want a.dtype ",
+                                                   std::string(DTypeName(a.dtype))));
+  }
+  if (!IsFloating(a.dtype) && a.dtype != DType::kUInt32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.dtype is ", std::string(DTypeName(a.dtype)),
+                     "; want float32, float64, complex64, complex128 or uint32"));
+  }
+  const int64_t a_cols = options.transpose_a ? a.rows : a.cols;
+  const int64_t b_rows = options.transpose_b ? b.cols : b.rows;
+  if (a_cols != b_rows || a.size() == 0 || b.size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("op(a) has ", a_cols, " columns and op(b) ",
+                                                   b_rows, " rows; want equal and non-zero"));
+  }
+  absl::StatusOr<MultiplyResult> result;
+  if (options.block_size > 0) {
+    result = BlockSparseMultiply(a, b, options, context, control);
+  } else if (a.dtype == DType::kUInt32) {
+    result = Uint32Multiply(a, b, options, context, control);
+  } else {
+    result = VisitFloatingType(a.dtype, [&](auto type) {
+      return DenseMultiply<typename decltype(type)::type>(a, b, options, context);
+    });
+    if (!result.ok()) {
+      result = absl::Status(
+          result.status().code(),
+          absl::StrCat("cuBLAS gemm of ", std::string(DTypeName(a.dtype)), " ", a.rows, "x", a.cols,
+                       " by ", b.rows, "x", b.cols, ": ", result.status().message()));
+    }
+  }
+  if (result.ok()) ReportProgress(control, 1.0);
+  return result;
+}
+
+}  // namespace matrixd::cuda
