@@ -1,0 +1,226 @@
+#include "server/matrix_conversion.h"
+
+#include <bit>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace matrixd::server {
+namespace {
+
+// The wire format is little-endian and we hand the bytes to core as they are.
+static_assert(std::endian::native == std::endian::little, "matrixd assumes a little-endian host");
+
+// Complex types need only their component's alignment.
+size_t ElementAlignment(DType dtype) {
+  return IsComplex(dtype) ? ElementSize(dtype) / 2 : ElementSize(dtype);
+}
+
+}  // namespace
+
+absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view field) {
+  switch (dtype) {
+    case v1::FLOAT32:
+      return DType::kFloat32;
+    case v1::FLOAT64:
+      return DType::kFloat64;
+    case v1::COMPLEX64:
+      return DType::kComplex64;
+    case v1::COMPLEX128:
+      return DType::kComplex128;
+    case v1::INT64:
+      return DType::kInt64;
+    case v1::UINT32:
+      return DType::kUInt32;
+    case v1::DTYPE_UNSPECIFIED:
+      return absl::InvalidArgumentError(absl::StrCat(
+          field,
+          ".dtype is unspecified; want FLOAT32, FLOAT64, COMPLEX64, COMPLEX128, INT64 or "
+          "UINT32"));
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ".dtype is ", static_cast<int>(dtype), ", not a known DType"));
+}
+
+v1::DType ToProto(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return v1::FLOAT32;
+    case DType::kFloat64:
+      return v1::FLOAT64;
+    case DType::kComplex64:
+      return v1::COMPLEX64;
+    case DType::kComplex128:
+      return v1::COMPLEX128;
+    case DType::kInt64:
+      return v1::INT64;
+    case DType::kUInt32:
+      return v1::UINT32;
+  }
+  return v1::DTYPE_UNSPECIFIED;
+}
+
+bool IsAbsent(const v1::Matrix& proto) {
+  return proto.rows() == 0 && proto.cols() == 0 && proto.data().empty();
+}
+
+absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view field) {
+  absl::StatusOr<DType> dtype = FromProto(proto.dtype(), field);
+  if (!dtype.ok()) return dtype.status();
+  const int64_t rows = proto.rows();
+  const int64_t cols = proto.cols();
+  if (rows <= 0 || cols <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has shape ", rows, "x", cols, "; rows and cols must be >= 1"));
+  }
+  const auto element_size = static_cast<int64_t>(ElementSize(*dtype));
+  int64_t elements = 0;
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(rows, cols, &elements) ||
+      __builtin_mul_overflow(elements, element_size, &bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " has shape ", rows, "x", cols,
+                                                   ": rows*cols*", element_size,
+                                                   " bytes overflows 64 bits"));
+  }
+  const std::string& data = proto.data();
+  if (static_cast<uint64_t>(data.size()) != static_cast<uint64_t>(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".data has ", data.size(),
+                                                   " bytes, want ", rows, "*", cols, "*",
+                                                   element_size, " = ", bytes));
+  }
+
+  InputMatrix input;
+  const auto* begin = reinterpret_cast<const std::byte*>(data.data());
+  if (reinterpret_cast<uintptr_t>(begin) % ElementAlignment(*dtype) == 0) {
+    input.view_ = {rows, cols, *dtype, begin};
+  } else {
+    // Short strings live inside the std::string object and need not be aligned.
+    input.aligned_copy_ =
+        Matrix::FromBytes(rows, cols, *dtype, std::span<const std::byte>(begin, data.size()));
+    input.view_ = input.aligned_copy_.view();
+  }
+  return input;
+}
+
+void ToProto(const Matrix& matrix, v1::Matrix* proto) {
+  proto->set_rows(matrix.rows());
+  proto->set_cols(matrix.cols());
+  proto->set_dtype(ToProto(matrix.dtype()));
+  proto->set_data(reinterpret_cast<const char*>(matrix.bytes()), matrix.byte_size());
+}
+
+void ToProto(const ComputeStats& stats, v1::ComputeStats* proto) {
+  proto->set_backend(stats.backend);
+  proto->set_device(stats.device);
+  proto->set_seconds(stats.seconds);
+  proto->set_bytes_moved(stats.bytes_moved);
+  proto->set_flops(stats.flops);
+}
+
+v1::DeterminantMethod ToProto(DeterminantMethod method) {
+  switch (method) {
+    case DeterminantMethod::kAuto:
+      return v1::DETERMINANT_METHOD_AUTO;
+    case DeterminantMethod::kLu:
+      return v1::LU;
+    case DeterminantMethod::kCondensation:
+      return v1::CONDENSATION;
+  }
+  return v1::DETERMINANT_METHOD_AUTO;
+}
+
+v1::FactorizationKind ToProto(FactorizationKind kind) {
+  switch (kind) {
+    case FactorizationKind::kLu:
+      return v1::FACTORIZATION_LU;
+    case FactorizationKind::kCholesky:
+      return v1::FACTORIZATION_CHOLESKY;
+    case FactorizationKind::kQr:
+      return v1::FACTORIZATION_QR;
+  }
+  return v1::FACTORIZATION_KIND_UNSPECIFIED;
+}
+
+v1::PermanentMethod ToProto(PermanentMethod method) {
+  switch (method) {
+    case PermanentMethod::kAuto:
+      return v1::PERMANENT_METHOD_AUTO;
+    case PermanentMethod::kRyser:
+      return v1::RYSER;
+    case PermanentMethod::kGlynn:
+      return v1::GLYNN;
+  }
+  return v1::PERMANENT_METHOD_AUTO;
+}
+
+void ToProto(const DeterminantResult& result, DType input, uint64_t modulus,
+             v1::DeterminantResponse* response) {
+  response->set_method_used(ToProto(result.method_used));
+  ToProto(result.stats, response->mutable_stats());
+  if (modulus > 0) {
+    response->set_residue(result.residue);
+    response->set_singular(result.residue == 0);
+    return;
+  }
+  const ScaledNumber& value = result.value;
+  const bool singular = result.exact.empty() ? value.is_zero() : result.exact == "0";
+  response->set_singular(singular);
+  response->set_exact(result.exact);
+  if (singular) {
+    response->set_log_abs(-std::numeric_limits<double>::infinity());
+    return;  // sign, phase, mantissa, exponent and value are all zero
+  }
+  const std::complex<double> phase = value.phase();
+  if (IsComplex(input)) {
+    response->set_sign(1.0);
+  } else {
+    response->set_sign(value.mantissa().real() > 0 ? 1.0 : -1.0);
+  }
+  response->set_phase_re(phase.real());
+  response->set_phase_im(phase.imag());
+  response->set_log_abs(value.log_abs());
+  const DecimalForm decimal = value.Decimal();
+  response->set_mantissa(decimal.mantissa.real());
+  response->set_mantissa_imag(decimal.mantissa.imag());
+  response->set_exponent10(decimal.exponent10);
+  const std::complex<double> plain = value.ToComplex();
+  response->set_value(plain.real());
+  response->set_value_imag(plain.imag());
+}
+
+void ToProto(const FactorizeResult& result, v1::FactorizeResponse* response) {
+  response->set_kind(ToProto(result.kind));
+  if (!result.lu.empty()) ToProto(result.lu, response->mutable_lu());
+  response->mutable_permutation()->Add(result.permutation.begin(), result.permutation.end());
+  response->set_singular(result.singular_column.has_value());
+  response->set_singular_column(result.singular_column.value_or(-1));
+  if (!result.l.empty()) ToProto(result.l, response->mutable_l());
+  if (!result.q.empty()) ToProto(result.q, response->mutable_q());
+  if (!result.r.empty()) ToProto(result.r, response->mutable_r());
+  if (result.solution.has_value()) ToProto(*result.solution, response->mutable_solution());
+  ToProto(result.stats, response->mutable_stats());
+}
+
+void ToProto(const MultiplyResult& result, v1::MultiplyResponse* response) {
+  ToProto(result.c, response->mutable_c());
+  response->set_block_products(result.block_products);
+  response->set_block_products_total(result.block_products_total);
+  ToProto(result.stats, response->mutable_stats());
+}
+
+void ToProto(const PermanentResult& result, v1::PermanentResponse* response) {
+  response->set_value(result.value.real());
+  response->set_imag(result.value.imag());
+  response->set_exact(result.exact);
+  response->set_method_used(ToProto(result.method_used));
+  ToProto(result.stats, response->mutable_stats());
+}
+
+}  // namespace matrixd::server

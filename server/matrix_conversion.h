@@ -1,0 +1,70 @@
+// Conversions between the API's protobuf messages and core types: proto Matrix -> MatrixView on
+// the way in (after checking dtype, shape and byte length), core results -> response messages on
+// the way out. Nothing below server/ sees a protobuf type.
+#ifndef MATRIXD_SERVER_MATRIX_CONVERSION_H_
+#define MATRIXD_SERVER_MATRIX_CONVERSION_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+#include "matrixd/v1/matrix.pb.h"
+#include "matrixd/v1/matrixd.pb.h"
+
+namespace matrixd::server {
+
+// A proto Matrix seen as a core MatrixView. Borrows the message's bytes when they are aligned for
+// the element type (the usual case), else holds an aligned copy. The message must outlive it.
+// Move-only: the view may point into the copy.
+class InputMatrix {
+ public:
+  InputMatrix(InputMatrix&&) = default;
+  InputMatrix& operator=(InputMatrix&&) = default;
+  InputMatrix(const InputMatrix&) = delete;
+  InputMatrix& operator=(const InputMatrix&) = delete;
+
+  const MatrixView& view() const { return view_; }
+
+ private:
+  friend absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view field);
+  InputMatrix() = default;
+
+  MatrixView view_;
+  Matrix aligned_copy_;  // empty unless the message's bytes were misaligned
+};
+
+// Checks, before touching the data, that the dtype is a known, specified DType, rows and cols are
+// >= 1, rows*cols*element size does not overflow, and data holds exactly that many bytes.
+// INVALID_ARGUMENT naming `field` ("matrix", "rhs", "a", "b") otherwise. Entries are not checked
+// here (core/validation.h checks them).
+absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view field);
+
+// INVALID_ARGUMENT naming `field` for DTYPE_UNSPECIFIED or a value outside the enum.
+absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view field);
+v1::DType ToProto(DType dtype);
+
+// A field that proto3 leaves absent arrives as an empty Matrix (rows 0, cols 0, no data).
+bool IsAbsent(const v1::Matrix& proto);
+
+void ToProto(const Matrix& matrix, v1::Matrix* proto);
+void ToProto(const ComputeStats& stats, v1::ComputeStats* proto);
+
+v1::DeterminantMethod ToProto(DeterminantMethod method);
+v1::FactorizationKind ToProto(FactorizationKind kind);
+v1::PermanentMethod ToProto(PermanentMethod method);
+
+// `input` is the matrix's dtype (real input gets sign +-1/0; complex input sign 1/0 with the
+// direction in phase_re/phase_im). With modulus > 0 only residue, singular, method_used and stats
+// are meaningful; the value fields stay zero.
+void ToProto(const DeterminantResult& result, DType input, uint64_t modulus,
+             v1::DeterminantResponse* response);
+// singular_column is -1 when the matrix is not singular (or not LU).
+void ToProto(const FactorizeResult& result, v1::FactorizeResponse* response);
+void ToProto(const MultiplyResult& result, v1::MultiplyResponse* response);
+void ToProto(const PermanentResult& result, v1::PermanentResponse* response);
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_MATRIX_CONVERSION_H_

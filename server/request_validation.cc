@@ -1,0 +1,133 @@
+#include "server/request_validation.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace matrixd::server {
+namespace {
+
+absl::StatusOr<DeterminantMethod> FromProto(v1::DeterminantMethod method) {
+  switch (method) {
+    case v1::DETERMINANT_METHOD_AUTO:
+      return DeterminantMethod::kAuto;
+    case v1::LU:
+      return DeterminantMethod::kLu;
+    case v1::CONDENSATION:
+      return DeterminantMethod::kCondensation;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("method is ", static_cast<int>(method),
+                   ", not a known DeterminantMethod; want DETERMINANT_METHOD_AUTO, LU or "
+                   "CONDENSATION"));
+}
+
+absl::StatusOr<FactorizationKind> FromProto(v1::FactorizationKind kind) {
+  switch (kind) {
+    case v1::FACTORIZATION_LU:
+      return FactorizationKind::kLu;
+    case v1::FACTORIZATION_CHOLESKY:
+      return FactorizationKind::kCholesky;
+    case v1::FACTORIZATION_QR:
+      return FactorizationKind::kQr;
+    case v1::FACTORIZATION_KIND_UNSPECIFIED:
+      return absl::InvalidArgumentError(
+          "kind is unspecified; want FACTORIZATION_LU, FACTORIZATION_CHOLESKY or "
+          "FACTORIZATION_QR");
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("kind is ", static_cast<int>(kind),
+                   ", not a known FactorizationKind; want FACTORIZATION_LU, "
+                   "FACTORIZATION_CHOLESKY or FACTORIZATION_QR"));
+}
+
+absl::StatusOr<PermanentMethod> FromProto(v1::PermanentMethod method) {
+  switch (method) {
+    case v1::PERMANENT_METHOD_AUTO:
+      return PermanentMethod::kAuto;
+    case v1::RYSER:
+      return PermanentMethod::kRyser;
+    case v1::GLYNN:
+      return PermanentMethod::kGlynn;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("method is ", static_cast<int>(method),
+                   ", not a known PermanentMethod; want PERMANENT_METHOD_AUTO, RYSER or GLYNN"));
+}
+
+}  // namespace
+
+absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& request,
+                                                  const Limits& limits) {
+  absl::StatusOr<DeterminantMethod> method = FromProto(request.method());
+  if (!method.ok()) return method.status();
+  absl::StatusOr<InputMatrix> matrix = FromProto(request.matrix(), "matrix");
+  if (!matrix.ok()) return matrix.status();
+  DeterminantInputs inputs{.matrix = *std::move(matrix),
+                           .options = {.method = *method, .modulus = request.modulus()}};
+  if (absl::Status s = ValidateDeterminant(inputs.matrix.view(), inputs.options, limits); !s.ok()) {
+    return s;
+  }
+  return inputs;
+}
+
+absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& request,
+                                                const Limits& limits) {
+  absl::StatusOr<FactorizationKind> kind = FromProto(request.kind());
+  if (!kind.ok()) return kind.status();
+  absl::StatusOr<InputMatrix> matrix = FromProto(request.matrix(), "matrix");
+  if (!matrix.ok()) return matrix.status();
+  FactorizeInputs inputs{.matrix = *std::move(matrix), .kind = *kind, .rhs = std::nullopt};
+  if (request.has_rhs() && !IsAbsent(request.rhs())) {
+    absl::StatusOr<InputMatrix> rhs = FromProto(request.rhs(), "rhs");
+    if (!rhs.ok()) return rhs.status();
+    inputs.rhs.emplace(*std::move(rhs));
+  }
+  if (absl::Status s =
+          ValidateFactorize(inputs.matrix.view(), inputs.kind, inputs.rhs_view(), limits);
+      !s.ok()) {
+    return s;
+  }
+  return inputs;
+}
+
+absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& request,
+                                               const Limits& limits) {
+  absl::StatusOr<InputMatrix> a = FromProto(request.a(), "a");
+  if (!a.ok()) return a.status();
+  absl::StatusOr<InputMatrix> b = FromProto(request.b(), "b");
+  if (!b.ok()) return b.status();
+  MultiplyInputs inputs{.a = *std::move(a),
+                        .b = *std::move(b),
+                        .options = {.transpose_a = request.transpose_a(),
+                                    .transpose_b = request.transpose_b(),
+                                    .block_size = request.block_size(),
+                                    .allow_tf32 = request.allow_tf32()}};
+  if (absl::Status s = ValidateMultiply(inputs.a.view(), inputs.b.view(), inputs.options, limits);
+      !s.ok()) {
+    return s;
+  }
+  return inputs;
+}
+
+absl::StatusOr<PermanentInputs> ValidateRequest(const v1::PermanentRequest& request,
+                                                const Limits& limits) {
+  absl::StatusOr<PermanentMethod> method = FromProto(request.method());
+  if (!method.ok()) return method.status();
+  absl::StatusOr<InputMatrix> matrix = FromProto(request.matrix(), "matrix");
+  if (!matrix.ok()) return matrix.status();
+  PermanentInputs inputs{.matrix = *std::move(matrix), .options = {.method = *method}};
+  if (absl::Status s = ValidatePermanent(inputs.matrix.view(), inputs.options, limits); !s.ok()) {
+    return s;
+  }
+  return inputs;
+}
+
+}  // namespace matrixd::server

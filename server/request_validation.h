@@ -1,0 +1,49 @@
+// Turns a request message into checked core inputs: enum fields known, matrices well-formed
+// (server/matrix_conversion.h), then core/validation.h's checks under the server's Limits. On
+// failure INVALID_ARGUMENT naming the field; nothing has been computed or queued yet.
+#ifndef MATRIXD_SERVER_REQUEST_VALIDATION_H_
+#define MATRIXD_SERVER_REQUEST_VALIDATION_H_
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "core/operations.h"
+#include "core/validation.h"
+#include "matrixd/v1/matrixd.pb.h"
+#include "server/matrix_conversion.h"
+
+namespace matrixd::server {
+
+// Each borrows the request's bytes: the request must outlive it.
+struct DeterminantInputs {
+  InputMatrix matrix;
+  DeterminantOptions options;
+};
+struct FactorizeInputs {
+  InputMatrix matrix;
+  FactorizationKind kind;
+  std::optional<InputMatrix> rhs;  // absent rhs (rows 0, cols 0, no data): no solve
+  const MatrixView* rhs_view() const { return rhs.has_value() ? &rhs->view() : nullptr; }
+};
+struct MultiplyInputs {
+  InputMatrix a;
+  InputMatrix b;
+  MultiplyOptions options;
+};
+struct PermanentInputs {
+  InputMatrix matrix;
+  PermanentOptions options;
+};
+
+absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& request,
+                                                  const Limits& limits);
+absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& request,
+                                                const Limits& limits);
+absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& request,
+                                               const Limits& limits);
+absl::StatusOr<PermanentInputs> ValidateRequest(const v1::PermanentRequest& request,
+                                                const Limits& limits);
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_REQUEST_VALIDATION_H_
