@@ -5,6 +5,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +34,19 @@ class Client {
   absl::StatusOr<v1::PermanentResponse> Permanent(const v1::PermanentRequest& request);
   // The grpc.health.v1 status of the whole server: true when SERVING.
   absl::StatusOr<bool> Healthy();
+
+  // Asynchronous jobs (matrixd.proto: Submit, Watch, Cancel, GetJob). Submit queues the request
+  // and returns the job's id.
+  absl::StatusOr<std::string> Submit(const v1::JobRequest& request);
+  // Follows the job to its end: calls `on_update` (when set) with every update the server sends,
+  // and returns the last one, the finished job with its result or error. The per-call deadline
+  // covers the whole watch; a stream that ends before the job does is UNAVAILABLE.
+  absl::StatusOr<v1::JobUpdate> Watch(
+      const std::string& job_id,
+      const std::function<void(const v1::JobUpdate&)>& on_update = nullptr);
+  // Asks the job to stop; returns its state just after (a running job may still be RUNNING).
+  absl::StatusOr<v1::JobUpdate> Cancel(const std::string& job_id);
+  absl::StatusOr<v1::JobUpdate> GetJob(const std::string& job_id);
 
   void set_deadline(absl::Duration deadline) { options_.deadline = deadline; }
 

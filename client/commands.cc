@@ -1,0 +1,167 @@
+#include "client/commands.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "client/matrix_values.h"
+#include "client/reference_math.h"
+#include "client/result_format.h"
+
+namespace matrixd {
+namespace {
+
+// Client-side checks cost O(m n k) long double operations; beyond this they would dominate.
+constexpr double kMaxCheckOperations = 3e8;
+
+absl::StatusOr<ComplexValues> ValuesOf(const v1::Matrix& matrix, absl::string_view name) {
+  absl::StatusOr<ComplexValues> values = ToComplex128Values(matrix);
+  if (!values.ok()) {
+    return absl::InternalError(
+        absl::StrCat("server returned a malformed ", name, ": ", values.status().message()));
+  }
+  return values;
+}
+
+double Operations(int64_t m, int64_t n, int64_t k) {
+  return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
+
+absl::StatusOr<std::optional<double>> FactorError(const v1::FactorizeRequest& request,
+                                                  const v1::FactorizeResponse& response,
+                                                  const ComplexValues& a) {
+  const int64_t m = request.matrix().rows();
+  const int64_t n = request.matrix().cols();
+  if (Operations(m, n, std::min(m, n)) > kMaxCheckOperations) return std::nullopt;
+  switch (request.kind()) {
+    case v1::FACTORIZATION_LU: {
+      absl::StatusOr<ComplexValues> lu = ValuesOf(response.lu(), "lu");
+      if (!lu.ok()) return lu.status();
+      std::vector<int64_t> permutation(response.permutation().begin(),
+                                       response.permutation().end());
+      const bool shapes_ok = response.lu().rows() == m && response.lu().cols() == n &&
+                             static_cast<int64_t>(permutation.size()) == m &&
+                             std::all_of(permutation.begin(), permutation.end(),
+                                         [m](int64_t p) { return p >= 0 && p < m; });
+      if (!shapes_ok) return absl::InternalError("server returned an LU of the wrong shape");
+      return LuReconstructionError(a, m, n, *lu, permutation);
+    }
+    case v1::FACTORIZATION_CHOLESKY: {
+      absl::StatusOr<ComplexValues> l = ValuesOf(response.l(), "l");
+      if (!l.ok()) return l.status();
+      if (response.l().rows() != n || response.l().cols() != n || m != n) {
+        return absl::InternalError("server returned an L of the wrong shape");
+      }
+      return CholeskyReconstructionError(a, n, *l);
+    }
+    case v1::FACTORIZATION_QR: {
+      absl::StatusOr<ComplexValues> q = ValuesOf(response.q(), "q");
+      if (!q.ok()) return q.status();
+      absl::StatusOr<ComplexValues> r = ValuesOf(response.r(), "r");
+      if (!r.ok()) return r.status();
+      const int64_t k = std::min(m, n);
+      if (response.q().rows() != m || response.q().cols() != k || response.r().rows() != k ||
+          response.r().cols() != n) {
+        return absl::InternalError("server returned Q and R of the wrong shapes");
+      }
+      return QrReconstructionError(a, m, n, *q, *r);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::DeterminantResponse> RunDeterminant(Client& client,
+                                                       const v1::DeterminantRequest& request,
+                                                       std::ostream& out) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::DeterminantResponse> response = client.Determinant(request);
+  const absl::Duration round_trip = absl::Now() - start;
+  if (!response.ok()) return response.status();
+  out << "determinant of " << FormatShape(request.matrix())
+      << (request.modulus() > 0 ? absl::StrCat(" mod ", request.modulus()) : "") << "\n"
+      << FormatDeterminant(*response, IsComplex(request.matrix().dtype()), request.modulus())
+      << FormatStats(response->stats(), round_trip);
+  return response;
+}
+
+absl::StatusOr<FactorizeReport> RunFactorize(Client& client, const v1::FactorizeRequest& request,
+                                             std::ostream& out) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::FactorizeResponse> response = client.Factorize(request);
+  const absl::Duration round_trip = absl::Now() - start;
+  if (!response.ok()) return response.status();
+  out << "factorization of " << FormatShape(request.matrix())
+      << (request.has_rhs() ? absl::StrCat(", solving for ", FormatShape(request.rhs())) : "")
+      << "\n"
+      << FormatFactorization(*response);
+
+  FactorizeReport report{*std::move(response), std::nullopt, std::nullopt};
+  absl::StatusOr<ComplexValues> a = ToComplex128Values(request.matrix());
+  if (!a.ok()) return a.status();
+  absl::StatusOr<std::optional<double>> factor_error = FactorError(request, report.response, *a);
+  if (!factor_error.ok()) return factor_error.status();
+  report.factor_error = *factor_error;
+  if (report.factor_error) {
+    out << absl::StrFormat("  factor error ||A - factors||/||A|| = %.3e\n", *report.factor_error);
+  } else {
+    out << "  factor error: not checked (too large to check client-side)\n";
+  }
+
+  if (request.has_rhs() && report.response.has_solution()) {
+    const v1::Matrix& x = report.response.solution();
+    const int64_t m = request.matrix().rows();
+    const int64_t n = request.matrix().cols();
+    const int64_t k = request.rhs().cols();
+    if (x.rows() != n || x.cols() != k) {
+      return absl::InternalError(absl::StrCat("server returned a solution of shape ", x.rows(),
+                                              " x ", x.cols(), ", want ", n, " x ", k));
+    }
+    if (Operations(m, n, k) <= kMaxCheckOperations) {
+      absl::StatusOr<ComplexValues> x_values = ValuesOf(x, "solution");
+      if (!x_values.ok()) return x_values.status();
+      absl::StatusOr<ComplexValues> b = ToComplex128Values(request.rhs());
+      if (!b.ok()) return b.status();
+      report.solution_residual = RelativeResidual(*a, m, n, *x_values, k, *b);
+      out << absl::StrFormat("  solution residual ||AX - B||/||B|| = %.3e%s\n",
+                             *report.solution_residual,
+                             m > n ? " (least squares: need not be small)" : "");
+    }
+  }
+  out << FormatStats(report.response.stats(), round_trip);
+  return report;
+}
+
+absl::StatusOr<v1::MultiplyResponse> RunMultiply(Client& client, const v1::MultiplyRequest& request,
+                                                 std::ostream& out) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::MultiplyResponse> response = client.Multiply(request);
+  const absl::Duration round_trip = absl::Now() - start;
+  if (!response.ok()) return response.status();
+  out << "product of " << FormatShape(request.a()) << (request.transpose_a() ? " (transposed)" : "")
+      << " and " << FormatShape(request.b()) << (request.transpose_b() ? " (transposed)" : "")
+      << "\n"
+      << FormatProduct(*response, request.block_size())
+      << FormatStats(response->stats(), round_trip);
+  return response;
+}
+
+absl::StatusOr<v1::PermanentResponse> RunPermanent(Client& client,
+                                                   const v1::PermanentRequest& request,
+                                                   std::ostream& out) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::PermanentResponse> response = client.Permanent(request);
+  const absl::Duration round_trip = absl::Now() - start;
+  if (!response.ok()) return response.status();
+  out << "permanent of " << FormatShape(request.matrix()) << "\n"
+      << FormatPermanent(*response, IsComplex(request.matrix().dtype()))
+      << FormatStats(response->stats(), round_trip);
+  return response;
+}
+
+}  // namespace matrixd

@@ -1,0 +1,42 @@
+// matrixctl's operations, shared by its commands and its demo: send one request, print the
+// result, the server's stats and the round trip, and return the response. The RPC's error is
+// returned unprinted.
+#ifndef MATRIXD_CLIENT_COMMANDS_H_
+#define MATRIXD_CLIENT_COMMANDS_H_
+
+#include <optional>
+#include <ostream>
+
+#include "absl/status/statusor.h"
+#include "client/client.h"
+
+namespace matrixd {
+
+absl::StatusOr<v1::DeterminantResponse> RunDeterminant(Client& client,
+                                                       const v1::DeterminantRequest& request,
+                                                       std::ostream& out);
+
+// A factorization and what the client measured of it.
+struct FactorizeReport {
+  v1::FactorizeResponse response;
+  // ||A X - B||_F / ||B||_F, when the request had a right-hand side.
+  std::optional<double> solution_residual;
+  // ||A - factors||_F / ||A||_F (LU with the row permutation).
+  std::optional<double> factor_error;
+};
+
+// Also checks the answer client-side (residual and reconstruction, skipped for matrices too large
+// to check in a moment). INTERNAL if the server's matrices are malformed.
+absl::StatusOr<FactorizeReport> RunFactorize(Client& client, const v1::FactorizeRequest& request,
+                                             std::ostream& out);
+
+absl::StatusOr<v1::MultiplyResponse> RunMultiply(Client& client, const v1::MultiplyRequest& request,
+                                                 std::ostream& out);
+
+absl::StatusOr<v1::PermanentResponse> RunPermanent(Client& client,
+                                                   const v1::PermanentRequest& request,
+                                                   std::ostream& out);
+
+}  // namespace matrixd
+
+#endif  // MATRIXD_CLIENT_COMMANDS_H_

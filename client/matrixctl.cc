@@ -1,0 +1,371 @@
+// matrixctl: the command-line client of matrixd.
+//   matrixctl [flags] det|factorize|multiply|permanent|health|demo [FILE.npy|FILE.mtx ...]
+// Errors print "matrixctl: <CODE>: <message>" and exit 1; usage errors exit 2.
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "client/commands.h"
+#include "client/demo.h"
+#include "client/matrix_files.h"
+#include "client/matrix_generators.h"
+#include "client/matrix_values.h"
+
+ABSL_FLAG(std::string, server, "localhost:50051", "matrixd address, host:port");
+ABSL_FLAG(absl::Duration, deadline, absl::Minutes(5), "deadline of each call, e.g. 30s or 5m");
+ABSL_FLAG(int64_t, random, 0, "use random N x N input(s) instead of files");
+ABSL_FLAG(int64_t, hilbert, 0, "use the N x N Hilbert matrix as input instead of files");
+ABSL_FLAG(std::string, dtype, "",
+          "float64|float32|complex128|complex64|int64|uint32: the dtype of --random/--hilbert "
+          "inputs (default float64); for file inputs, convert them to it");
+ABSL_FLAG(uint64_t, seed, 1, "seed of --random and --rhs_random inputs and of the demo");
+ABSL_FLAG(std::string, method, "auto", "det: auto|lu|condensation; permanent: auto|ryser|glynn");
+ABSL_FLAG(uint64_t, modulus, 0, "det: a prime p < 2^62 for the determinant mod p (int64 input)");
+ABSL_FLAG(std::string, kind, "lu", "factorize: lu|cholesky|qr");
+ABSL_FLAG(std::string, rhs, "", "factorize: a right-hand side file B; also solve A X = B");
+ABSL_FLAG(int64_t, rhs_random, 0, "factorize: a random right-hand side with K columns");
+ABSL_FLAG(bool, transpose_a, false, "multiply: use A^T");
+ABSL_FLAG(bool, transpose_b, false, "multiply: use B^T");
+ABSL_FLAG(int64_t, block_size, 0, "multiply: block-sparse product with B x B blocks");
+ABSL_FLAG(double, density, 1.0,
+          "multiply with --random and --block_size: the fraction of non-zero blocks");
+ABSL_FLAG(bool, allow_tf32, false, "multiply: float32 on a GPU may use TF32 tensor cores");
+ABSL_FLAG(std::string, output, "",
+          "write the result matrix as .npy: the product; the solution when there is a "
+          "right-hand side; else LU's packed lu, Cholesky's L, or QR's Q (and R in FILE_r.npy)");
+
+namespace matrixd {
+namespace {
+
+constexpr absl::string_view kUsage =
+    "matrixctl [flags] COMMAND [FILE.npy|FILE.mtx ...]\n"
+    "Commands:\n"
+    "  det        determinant of one matrix (--method, --modulus)\n"
+    "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random)\n"
+    "  multiply   product of two matrices (--transpose_a/b, --block_size, --density)\n"
+    "  permanent  permanent of one matrix (--method)\n"
+    "  health     SERVING or NOT_SERVING; exits 0 only when serving\n"
+    "  demo       a checked tour of every operation\n"
+    "Inputs are files, or --random N (--dtype, --seed) or --hilbert N.";
+
+// Usage errors carry this payload so that main() can tell them from failures (exit 2, not 1).
+constexpr absl::string_view kUsagePayload = "matrixctl/usage";
+
+absl::Status UsageError(absl::string_view message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(kUsagePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsUsageError(const absl::Status& status) {
+  return status.GetPayload(kUsagePayload).has_value();
+}
+
+absl::StatusOr<v1::DType> GeneratedDType() {
+  const std::string name = absl::GetFlag(FLAGS_dtype);
+  absl::StatusOr<v1::DType> dtype = ParseDType(name.empty() ? "float64" : name);
+  if (!dtype.ok()) return UsageError(absl::StrCat("--dtype: ", dtype.status().message()));
+  return dtype;
+}
+
+// The command's `count` input matrices, from files or from --random / --hilbert.
+absl::StatusOr<std::vector<v1::Matrix>> LoadInputs(const std::vector<std::string>& files,
+                                                   size_t count) {
+  const int64_t random = absl::GetFlag(FLAGS_random);
+  const int64_t hilbert = absl::GetFlag(FLAGS_hilbert);
+  if (random < 0 || hilbert < 0) return UsageError("--random and --hilbert take a size N > 0");
+  if (random > 0 && hilbert > 0) return UsageError("give --random or --hilbert, not both");
+  const bool generated = random > 0 || hilbert > 0;
+  if (generated && !files.empty()) {
+    return UsageError("give input files or --random/--hilbert, not both");
+  }
+  std::vector<v1::Matrix> inputs;
+  if (!generated) {
+    if (files.size() != count) {
+      return UsageError(absl::StrCat("this command takes ", count, " input file(s), got ",
+                                     files.size(), " (or use --random N / --hilbert N)"));
+    }
+    const std::string dtype_name = absl::GetFlag(FLAGS_dtype);
+    for (const std::string& file : files) {
+      absl::StatusOr<v1::Matrix> matrix = ReadMatrixFile(file);
+      if (!matrix.ok()) return matrix.status();
+      if (!dtype_name.empty()) {
+        absl::StatusOr<v1::DType> dtype = GeneratedDType();
+        if (!dtype.ok()) return dtype.status();
+        matrix = ConvertMatrix(*matrix, *dtype);
+        if (!matrix.ok()) {
+          return absl::Status(matrix.status().code(),
+                              absl::StrCat(file, ": --dtype: ", matrix.status().message()));
+        }
+      }
+      inputs.push_back(*std::move(matrix));
+    }
+    return inputs;
+  }
+  absl::StatusOr<v1::DType> dtype = GeneratedDType();
+  if (!dtype.ok()) return dtype.status();
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const int64_t block_size = absl::GetFlag(FLAGS_block_size);
+  const double density = absl::GetFlag(FLAGS_density);
+  for (size_t k = 0; k < count; ++k) {
+    if (hilbert > 0) {
+      absl::StatusOr<v1::Matrix> matrix = HilbertMatrix(hilbert, *dtype);
+      if (!matrix.ok()) return UsageError(matrix.status().message());
+      inputs.push_back(*std::move(matrix));
+    } else if (density < 1.0) {
+      inputs.push_back(
+          RandomBlockSparseMatrix(random, random, *dtype, seed + k, block_size, density));
+    } else {
+      inputs.push_back(RandomMatrix(random, random, *dtype, seed + k));
+    }
+  }
+  return inputs;
+}
+
+absl::Status WriteOutput(const v1::Matrix& matrix, const std::string& path) {
+  if (absl::Status status = WriteNpyFile(matrix, path); !status.ok()) return status;
+  std::cout << "wrote " << matrix.rows() << " x " << matrix.cols() << " "
+            << DTypeFlagName(matrix.dtype()) << " to " << path << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status NoOutputFor(absl::string_view command) {
+  if (absl::GetFlag(FLAGS_output).empty()) return absl::OkStatus();
+  return UsageError(absl::StrCat("--output: ", command, " has no result matrix to write"));
+}
+
+absl::Status Determinant(Client& client, const std::vector<std::string>& files) {
+  if (absl::Status status = NoOutputFor("det"); !status.ok()) return status;
+  v1::DeterminantRequest request;
+  const std::string method = absl::GetFlag(FLAGS_method);
+  if (method == "auto") {
+    request.set_method(v1::DETERMINANT_METHOD_AUTO);
+  } else if (method == "lu") {
+    request.set_method(v1::LU);
+  } else if (method == "condensation") {
+    request.set_method(v1::CONDENSATION);
+  } else {
+    return UsageError(absl::StrCat("--method '", method, "': det takes auto, lu or condensation"));
+  }
+  request.set_modulus(absl::GetFlag(FLAGS_modulus));
+  absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
+  if (!inputs.ok()) return inputs.status();
+  *request.mutable_matrix() = std::move((*inputs)[0]);
+  return RunDeterminant(client, request, std::cout).status();
+}
+
+absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
+  v1::FactorizeRequest request;
+  const std::string kind = absl::GetFlag(FLAGS_kind);
+  if (kind == "lu") {
+    request.set_kind(v1::FACTORIZATION_LU);
+  } else if (kind == "cholesky") {
+    request.set_kind(v1::FACTORIZATION_CHOLESKY);
+  } else if (kind == "qr") {
+    request.set_kind(v1::FACTORIZATION_QR);
+  } else {
+    return UsageError(absl::StrCat("--kind '", kind, "': want lu, cholesky or qr"));
+  }
+  const std::string rhs_file = absl::GetFlag(FLAGS_rhs);
+  const int64_t rhs_random = absl::GetFlag(FLAGS_rhs_random);
+  if (!rhs_file.empty() && rhs_random != 0)
+    return UsageError("give --rhs or --rhs_random, not both");
+  if (rhs_random < 0) return UsageError("--rhs_random takes a column count K > 0");
+  absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
+  if (!inputs.ok()) return inputs.status();
+  *request.mutable_matrix() = std::move((*inputs)[0]);
+  const v1::Matrix& a = request.matrix();
+  if (!rhs_file.empty()) {
+    absl::StatusOr<v1::Matrix> rhs = ReadMatrixFile(rhs_file);
+    if (!rhs.ok()) return rhs.status();
+    // The server wants the right-hand side in the matrix's dtype; convert here, once.
+    rhs = ConvertMatrix(*rhs, a.dtype());
+    if (!rhs.ok()) {
+      return absl::Status(rhs.status().code(),
+                          absl::StrCat(rhs_file, ": ", rhs.status().message()));
+    }
+    *request.mutable_rhs() = *std::move(rhs);
+  } else if (rhs_random > 0) {
+    *request.mutable_rhs() =
+        RandomMatrix(a.rows(), rhs_random, a.dtype(), absl::GetFlag(FLAGS_seed) + 1000);
+  }
+  absl::StatusOr<FactorizeReport> report = RunFactorize(client, request, std::cout);
+  if (!report.ok()) return report.status();
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output.empty()) return absl::OkStatus();
+  const v1::FactorizeResponse& response = report->response;
+  if (response.has_solution()) return WriteOutput(response.solution(), output);
+  switch (request.kind()) {
+    case v1::FACTORIZATION_LU:
+      return WriteOutput(response.lu(), output);
+    case v1::FACTORIZATION_CHOLESKY:
+      return WriteOutput(response.l(), output);
+    default: {
+      if (absl::Status status = WriteOutput(response.q(), output); !status.ok()) return status;
+      std::string r_path = output;
+      if (absl::EndsWith(r_path, ".npy")) r_path.resize(r_path.size() - 4);
+      return WriteOutput(response.r(), absl::StrCat(r_path, "_r.npy"));
+    }
+  }
+}
+
+absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
+  v1::MultiplyRequest request;
+  request.set_transpose_a(absl::GetFlag(FLAGS_transpose_a));
+  request.set_transpose_b(absl::GetFlag(FLAGS_transpose_b));
+  request.set_allow_tf32(absl::GetFlag(FLAGS_allow_tf32));
+  const int64_t block_size = absl::GetFlag(FLAGS_block_size);
+  const double density = absl::GetFlag(FLAGS_density);
+  if (block_size < 0) return UsageError("--block_size must be >= 0");
+  if (!(density >= 0 && density <= 1)) return UsageError("--density must be in [0, 1]");
+  if (density < 1 && (block_size == 0 || absl::GetFlag(FLAGS_random) == 0)) {
+    return UsageError("--density needs --random N and --block_size B");
+  }
+  request.set_block_size(block_size);
+  absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 2);
+  if (!inputs.ok()) return inputs.status();
+  *request.mutable_a() = std::move((*inputs)[0]);
+  *request.mutable_b() = std::move((*inputs)[1]);
+  absl::StatusOr<v1::MultiplyResponse> response = RunMultiply(client, request, std::cout);
+  if (!response.ok()) return response.status();
+  const std::string output = absl::GetFlag(FLAGS_output);
+  return output.empty() ? absl::OkStatus() : WriteOutput(response->c(), output);
+}
+
+absl::Status Permanent(Client& client, const std::vector<std::string>& files) {
+  if (absl::Status status = NoOutputFor("permanent"); !status.ok()) return status;
+  v1::PermanentRequest request;
+  const std::string method = absl::GetFlag(FLAGS_method);
+  if (method == "auto") {
+    request.set_method(v1::PERMANENT_METHOD_AUTO);
+  } else if (method == "ryser") {
+    request.set_method(v1::RYSER);
+  } else if (method == "glynn") {
+    request.set_method(v1::GLYNN);
+  } else {
+    return UsageError(
+        absl::StrCat("--method '", method, "': permanent takes auto, ryser or glynn"));
+  }
+  absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
+  if (!inputs.ok()) return inputs.status();
+  *request.mutable_matrix() = std::move((*inputs)[0]);
+  return RunPermanent(client, request, std::cout).status();
+}
+
+// Exit status of `health`: 0 only when the server reports SERVING.
+absl::StatusOr<bool> Health(Client& client, const std::vector<std::string>& files) {
+  if (!files.empty()) return UsageError("health takes no inputs");
+  absl::StatusOr<bool> serving = client.Healthy();
+  if (!serving.ok()) return serving.status();
+  std::cout << (*serving ? "SERVING" : "NOT_SERVING") << "\n";
+  return *serving;
+}
+
+absl::Status Demo(Client& client, const std::vector<std::string>& files) {
+  if (!files.empty()) return UsageError("demo takes no inputs");
+  if (absl::Status status = NoOutputFor("demo"); !status.ok()) return status;
+  return RunDemo(client, std::cout, absl::GetFlag(FLAGS_seed));
+}
+
+// absl::ParseCommandLine exits with status 1 on an unknown flag or a bad value; matrixctl's
+// contract is 2 for usage errors, so the flags are checked first.
+absl::Status CheckFlagSyntax(int argc, char** argv) {
+  for (int k = 1; k < argc; ++k) {
+    absl::string_view arg = argv[k];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
+    const size_t equals = arg.find('=');
+    const absl::string_view name = arg.substr(0, equals);
+    // The usage flags (--help, --helpfull, --version...) are not registered flags.
+    if (absl::StartsWith(name, "help") || name == "version" || name == "only_check_args") {
+      continue;
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && absl::StartsWith(name, "no")) {
+      absl::CommandLineFlag* negated = absl::FindCommandLineFlag(name.substr(2));
+      if (negated != nullptr && negated->IsOfType<bool>() && equals == absl::string_view::npos) {
+        continue;
+      }
+    }
+    if (flag == nullptr) return UsageError(absl::StrCat("unknown flag --", name));
+    std::string value;
+    if (equals != absl::string_view::npos) {
+      value = std::string(arg.substr(equals + 1));
+    } else if (flag->IsOfType<bool>()) {
+      continue;
+    } else if (k + 1 < argc) {
+      value = argv[++k];
+    } else {
+      return UsageError(absl::StrCat("flag --", name, " needs a value"));
+    }
+    // Parsing into the flag is harmless: ParseCommandLine parses the same text again.
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return UsageError(absl::StrCat("--", name, "=", value, ": ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  auto fail = [](const absl::Status& status) {
+    std::cout.flush();
+    if (IsUsageError(status)) {
+      std::cerr << "matrixctl: usage: " << status.message() << "\nRun 'matrixctl --help'.\n";
+      return 2;
+    }
+    std::cerr << "matrixctl: " << absl::StatusCodeToString(status.code()) << ": "
+              << status.message() << "\n";
+    return 1;
+  };
+  if (absl::Status status = CheckFlagSyntax(argc, argv); !status.ok()) return fail(status);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() < 2) return fail(UsageError(absl::StrCat("no command\n", kUsage)));
+  const std::string command = args[1];
+  const std::vector<std::string> files(args.begin() + 2, args.end());
+  if (absl::GetFlag(FLAGS_deadline) <= absl::ZeroDuration()) {
+    return fail(UsageError("--deadline must be positive"));
+  }
+  ClientOptions options;
+  options.deadline = absl::GetFlag(FLAGS_deadline);
+  Client client(absl::GetFlag(FLAGS_server), options);
+
+  absl::Status status;
+  if (command == "det") {
+    status = Determinant(client, files);
+  } else if (command == "factorize") {
+    status = Factorize(client, files);
+  } else if (command == "multiply") {
+    status = Multiply(client, files);
+  } else if (command == "permanent") {
+    status = Permanent(client, files);
+  } else if (command == "demo") {
+    status = Demo(client, files);
+  } else if (command == "health") {
+    absl::StatusOr<bool> serving = Health(client, files);
+    if (!serving.ok()) return fail(serving.status());
+    return *serving ? 0 : 1;
+  } else {
+    return fail(UsageError(absl::StrCat("unknown command '", command, "'\n", kUsage)));
+  }
+  return status.ok() ? 0 : fail(status);
+}
+
+}  // namespace
+}  // namespace matrixd
+
+int main(int argc, char** argv) { return matrixd::Main(argc, argv); }
