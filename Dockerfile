@@ -29,7 +29,7 @@ COPY --from=build /out/bin/ /usr/local/bin/
 COPY --from=build /out/lib/ /usr/local/lib/matrixd/
 ENV LD_LIBRARY_PATH=/usr/local/lib/matrixd
 USER 10001
-EXPOSE 50051
+EXPOSE 50051 9464
 HEALTHCHECK --interval=10s --timeout=3s CMD ["matrixctl", "--server=127.0.0.1:50051", "--deadline=2s", "health"]
 ENTRYPOINT ["matrixd"]
 CMD ["--listen=0.0.0.0:50051", "--backend=auto"]

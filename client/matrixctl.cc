@@ -1,5 +1,6 @@
 // matrixctl: the command-line client of matrixd.
 //   matrixctl [flags] det|factorize|multiply|permanent|health|demo [FILE.npy|FILE.mtx ...]
+//   matrixctl [flags] submit det|factorize|multiply|permanent [FILE ...] | watch|cancel|job ID
 // Errors print "matrixctl: <CODE>: <message>" and exit 1; usage errors exit 2.
 #include <cstdint>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include "client/client.h"
 #include "client/commands.h"
 #include "client/demo.h"
+#include "client/job_commands.h"
 #include "client/matrix_files.h"
 #include "client/matrix_generators.h"
 #include "client/matrix_values.h"
@@ -42,6 +44,9 @@ ABSL_FLAG(int64_t, block_size, 0, "multiply: block-sparse product with B x B blo
 ABSL_FLAG(double, density, 1.0,
           "multiply with --random and --block_size: the fraction of non-zero blocks");
 ABSL_FLAG(bool, allow_tf32, false, "multiply: float32 on a GPU may use TF32 tensor cores");
+ABSL_FLAG(double, job_timeout, 0,
+          "submit: the job fails with DEADLINE_EXCEEDED unless done this many seconds after "
+          "submission; 0 = no limit");
 ABSL_FLAG(std::string, output, "",
           "write the result matrix as .npy: the product; the solution when there is a "
           "right-hand side; else LU's packed lu, Cholesky's L, or QR's Q (and R in FILE_r.npy)");
@@ -58,6 +63,10 @@ constexpr absl::string_view kUsage =
     "  permanent  permanent of one matrix (--method)\n"
     "  health     SERVING or NOT_SERVING; exits 0 only when serving\n"
     "  demo       a checked tour of every operation\n"
+    "  submit OP  queue det|factorize|multiply|permanent as a job; prints its id (--job_timeout)\n"
+    "  watch ID   follow a job's progress to its result; exits 0 only when it succeeded\n"
+    "  cancel ID  stop a queued or running job\n"
+    "  job ID     a job's state, and its result once done\n"
     "Inputs are files, or --random N (--dtype, --seed) or --hilbert N.";
 
 // Usage errors carry this payload so that main() can tell them from failures (exit 2, not 1).
@@ -146,8 +155,8 @@ absl::Status NoOutputFor(absl::string_view command) {
   return UsageError(absl::StrCat("--output: ", command, " has no result matrix to write"));
 }
 
-absl::Status Determinant(Client& client, const std::vector<std::string>& files) {
-  if (absl::Status status = NoOutputFor("det"); !status.ok()) return status;
+absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
+    const std::vector<std::string>& files) {
   v1::DeterminantRequest request;
   const std::string method = absl::GetFlag(FLAGS_method);
   if (method == "auto") {
@@ -163,10 +172,18 @@ absl::Status Determinant(Client& client, const std::vector<std::string>& files) 
   absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
   if (!inputs.ok()) return inputs.status();
   *request.mutable_matrix() = std::move((*inputs)[0]);
-  return RunDeterminant(client, request, std::cout).status();
+  return request;
 }
 
-absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
+absl::Status Determinant(Client& client, const std::vector<std::string>& files) {
+  if (absl::Status status = NoOutputFor("det"); !status.ok()) return status;
+  absl::StatusOr<v1::DeterminantRequest> request = DeterminantRequestFromFlags(files);
+  if (!request.ok()) return request.status();
+  return RunDeterminant(client, *request, std::cout).status();
+}
+
+absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
+    const std::vector<std::string>& files) {
   v1::FactorizeRequest request;
   const std::string kind = absl::GetFlag(FLAGS_kind);
   if (kind == "lu") {
@@ -201,6 +218,13 @@ absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
     *request.mutable_rhs() =
         RandomMatrix(a.rows(), rhs_random, a.dtype(), absl::GetFlag(FLAGS_seed) + 1000);
   }
+  return request;
+}
+
+absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
+  absl::StatusOr<v1::FactorizeRequest> built = FactorizeRequestFromFlags(files);
+  if (!built.ok()) return built.status();
+  const v1::FactorizeRequest& request = *built;
   absl::StatusOr<FactorizeReport> report = RunFactorize(client, request, std::cout);
   if (!report.ok()) return report.status();
   const std::string output = absl::GetFlag(FLAGS_output);
@@ -221,7 +245,8 @@ absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
   }
 }
 
-absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
+absl::StatusOr<v1::MultiplyRequest> MultiplyRequestFromFlags(
+    const std::vector<std::string>& files) {
   v1::MultiplyRequest request;
   request.set_transpose_a(absl::GetFlag(FLAGS_transpose_a));
   request.set_transpose_b(absl::GetFlag(FLAGS_transpose_b));
@@ -238,14 +263,20 @@ absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
   if (!inputs.ok()) return inputs.status();
   *request.mutable_a() = std::move((*inputs)[0]);
   *request.mutable_b() = std::move((*inputs)[1]);
-  absl::StatusOr<v1::MultiplyResponse> response = RunMultiply(client, request, std::cout);
+  return request;
+}
+
+absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
+  absl::StatusOr<v1::MultiplyRequest> request = MultiplyRequestFromFlags(files);
+  if (!request.ok()) return request.status();
+  absl::StatusOr<v1::MultiplyResponse> response = RunMultiply(client, *request, std::cout);
   if (!response.ok()) return response.status();
   const std::string output = absl::GetFlag(FLAGS_output);
   return output.empty() ? absl::OkStatus() : WriteOutput(response->c(), output);
 }
 
-absl::Status Permanent(Client& client, const std::vector<std::string>& files) {
-  if (absl::Status status = NoOutputFor("permanent"); !status.ok()) return status;
+absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
+    const std::vector<std::string>& files) {
   v1::PermanentRequest request;
   const std::string method = absl::GetFlag(FLAGS_method);
   if (method == "auto") {
@@ -261,7 +292,57 @@ absl::Status Permanent(Client& client, const std::vector<std::string>& files) {
   absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
   if (!inputs.ok()) return inputs.status();
   *request.mutable_matrix() = std::move((*inputs)[0]);
-  return RunPermanent(client, request, std::cout).status();
+  return request;
+}
+
+absl::Status Permanent(Client& client, const std::vector<std::string>& files) {
+  if (absl::Status status = NoOutputFor("permanent"); !status.ok()) return status;
+  absl::StatusOr<v1::PermanentRequest> request = PermanentRequestFromFlags(files);
+  if (!request.ok()) return request.status();
+  return RunPermanent(client, *request, std::cout).status();
+}
+
+// submit OP [inputs]: the request OP would send, queued as a job.
+absl::Status Submit(Client& client, const std::vector<std::string>& args) {
+  if (args.empty()) {
+    return UsageError("submit takes an operation: det|factorize|multiply|permanent");
+  }
+  if (absl::Status status = NoOutputFor("submit"); !status.ok()) return status;
+  const std::string& op = args[0];
+  const std::vector<std::string> files(args.begin() + 1, args.end());
+  v1::JobRequest job;
+  job.set_timeout_seconds(absl::GetFlag(FLAGS_job_timeout));
+  if (!(job.timeout_seconds() >= 0)) return UsageError("--job_timeout must be >= 0");
+  absl::Status built;
+  if (op == "det") {
+    absl::StatusOr<v1::DeterminantRequest> request = DeterminantRequestFromFlags(files);
+    if (request.ok()) *job.mutable_determinant() = *std::move(request);
+    built = request.status();
+  } else if (op == "factorize") {
+    absl::StatusOr<v1::FactorizeRequest> request = FactorizeRequestFromFlags(files);
+    if (request.ok()) *job.mutable_factorize() = *std::move(request);
+    built = request.status();
+  } else if (op == "multiply") {
+    absl::StatusOr<v1::MultiplyRequest> request = MultiplyRequestFromFlags(files);
+    if (request.ok()) *job.mutable_multiply() = *std::move(request);
+    built = request.status();
+  } else if (op == "permanent") {
+    absl::StatusOr<v1::PermanentRequest> request = PermanentRequestFromFlags(files);
+    if (request.ok()) *job.mutable_permanent() = *std::move(request);
+    built = request.status();
+  } else {
+    return UsageError(absl::StrCat("submit: unknown operation '", op,
+                                   "'; want det|factorize|multiply|permanent"));
+  }
+  if (!built.ok()) return built;
+  return RunSubmit(client, job, std::cout);
+}
+
+// watch|cancel|job ID.
+absl::StatusOr<std::string> JobIdArgument(absl::string_view command,
+                                          const std::vector<std::string>& args) {
+  if (args.size() != 1) return UsageError(absl::StrCat(command, " takes one job id"));
+  return args[0];
 }
 
 // Exit status of `health`: 0 only when the server reports SERVING.
@@ -355,6 +436,14 @@ int Main(int argc, char** argv) {
     status = Permanent(client, files);
   } else if (command == "demo") {
     status = Demo(client, files);
+  } else if (command == "submit") {
+    status = Submit(client, files);
+  } else if (command == "watch" || command == "cancel" || command == "job") {
+    absl::StatusOr<std::string> id = JobIdArgument(command, files);
+    if (!id.ok()) return fail(id.status());
+    status = command == "watch"    ? RunWatch(client, *id, std::cout)
+             : command == "cancel" ? RunCancel(client, *id, std::cout)
+                                   : RunGetJob(client, *id, std::cout);
   } else if (command == "health") {
     absl::StatusOr<bool> serving = Health(client, files);
     if (!serving.ok()) return fail(serving.status());

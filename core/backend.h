@@ -4,8 +4,10 @@
 #ifndef MATRIXD_CORE_BACKEND_H_
 #define MATRIXD_CORE_BACKEND_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/job_control.h"
@@ -13,6 +15,29 @@
 #include "core/operations.h"
 
 namespace matrixd {
+
+// How much of each device's memory a backend may allocate: `bytes` when non-zero, else
+// `fraction` (in (0, 1]) of the device's total memory.
+struct DeviceMemoryLimit {
+  uint64_t bytes = 0;
+  double fraction = 0.9;
+};
+
+// The memory of one device as the backend's stream-ordered pool sees it, in bytes.
+struct DeviceMemoryUsage {
+  std::string device;     // as ComputeStats::device
+  uint64_t total = 0;     // the device's memory
+  uint64_t limit = 0;     // what the backend may allocate on it (the pool's cap)
+  uint64_t used = 0;      // allocated and not yet freed
+  uint64_t reserved = 0;  // taken from the driver by the pool: used plus cached
+};
+
+// Device-to-device bandwidth of a plain copy (bytes read plus bytes written per second): the
+// yardstick for memory-bound kernels.
+struct DeviceCopyBandwidth {
+  std::string device;  // as ComputeStats::device
+  double bytes_per_second = 0.0;
+};
 
 class Backend {
  public:
@@ -29,13 +54,16 @@ class Backend {
                                                         const DeterminantOptions& options,
                                                         JobControl* control) = 0;
 
-  // LU, Cholesky (FAILED_PRECONDITION if not positive definite) or QR of a; solves A X = rhs
-  // when rhs is not null (FAILED_PRECONDITION if A is singular).
-  // REQUIRES: a floating (real or complex) and finite; square for CHOLESKY and for a solve;
-  // rhs, if given, with a.rows rows and a's dtype.
-  virtual absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, FactorizationKind kind,
-                                                    const MatrixView* rhs,
-                                                    JobControl* control) = 0;
+  // LU, Cholesky (FAILED_PRECONDITION if not positive definite) or QR of a, or of each matrix of
+  // a batch (options.batch_count > 0); solves A X = rhs when rhs is not null
+  // (FAILED_PRECONDITION if A is singular). In a batch, FAILED_PRECONDITION names the index of
+  // the first matrix that fails.
+  // REQUIRES: a floating (real or complex) and finite; square for CHOLESKY, for a solve and for
+  // a batched LU; rhs, if given, with a.rows rows and a's dtype; a.rows a multiple of
+  // batch_count.
+  virtual absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a,
+                                                    const FactorizeOptions& options,
+                                                    const MatrixView* rhs, JobControl* control) = 0;
 
   // C = op(A) op(B). REQUIRES: same dtype (floating or UINT32), inner dimensions agree.
   virtual absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
@@ -46,6 +74,37 @@ class Backend {
   virtual absl::StatusOr<PermanentResult> Permanent(const MatrixView& a,
                                                     const PermanentOptions& options,
                                                     JobControl* control) = 0;
+
+  // ---- Resources. The defaults suit a backend without device memory (CPU). ----
+
+  // Device memory the operation with these arguments allocates at its peak (an upper estimate,
+  // for admission before it starts); 0 when it allocates none. Reads only shapes and options.
+  virtual uint64_t DeterminantDeviceBytes(const MatrixView& /*a*/,
+                                          const DeterminantOptions& /*options*/) const {
+    return 0;
+  }
+  virtual uint64_t FactorizeDeviceBytes(const MatrixView& /*a*/,
+                                        const FactorizeOptions& /*options*/,
+                                        const MatrixView* /*rhs*/) const {
+    return 0;
+  }
+  virtual uint64_t MultiplyDeviceBytes(const MatrixView& /*a*/, const MatrixView& /*b*/,
+                                       const MultiplyOptions& /*options*/) const {
+    return 0;
+  }
+  virtual uint64_t PermanentDeviceBytes(const MatrixView& /*a*/,
+                                        const PermanentOptions& /*options*/) const {
+    return 0;
+  }
+
+  // The pool state of each device the backend uses; empty without device memory. Thread-safe.
+  virtual std::vector<DeviceMemoryUsage> DeviceMemory() const { return {}; }
+
+  // Times a copy on each device (CPU: a memcpy in main memory). Takes a fraction of a second;
+  // call it at start-up, not while operations run.
+  virtual absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() {
+    return std::vector<DeviceCopyBandwidth>{};
+  }
 };
 
 }  // namespace matrixd

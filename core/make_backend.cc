@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
   }
   if (name == "cuda" || name == "auto") {
 #ifdef MATRIXD_HAVE_CUDA
-    return MakeCudaBackend(config.devices);
+    return MakeCudaBackend(config.devices, config.device_memory_limit);
 #else
     return absl::UnavailableError("backend \"cuda\": this build has no CUDA backend");
 #endif

@@ -12,8 +12,9 @@
 namespace matrixd {
 
 struct BackendConfig {
-  std::vector<int> devices;  // CUDA device ordinals; empty = device 0
-  int cpu_threads = 0;       // 0 = all hardware threads
+  std::vector<int> devices;               // CUDA device ordinals; empty = device 0
+  int cpu_threads = 0;                    // 0 = all hardware threads
+  DeviceMemoryLimit device_memory_limit;  // per CUDA device; default 90% of its memory
 };
 
 // True when this build has the CUDA backend and at least one CUDA device is usable.

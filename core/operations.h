@@ -13,6 +13,16 @@
 
 namespace matrixd {
 
+// One timed kernel or library call of an operation (CUDA: events on the job's stream around it;
+// CPU: the whole operation, named for its method). `bytes` counts the bytes the call reads and
+// writes in device (or main) memory by the same model as ComputeStats::bytes_moved.
+struct KernelRecord {
+  std::string kernel;  // e.g. "cusolver_getrf", "scale_rows", "cublas_gemm"
+  double seconds = 0.0;
+  uint64_t bytes = 0;
+  double flops = 0.0;
+};
+
 // What every result carries: where and how long it ran, and how much it moved and computed.
 struct ComputeStats {
   std::string backend;   // "cpu" or "cuda"
@@ -20,6 +30,8 @@ struct ComputeStats {
   double seconds = 0.0;  // compute time, excluding queueing and (de)serialisation
   uint64_t bytes_moved = 0;
   double flops = 0.0;
+  // The main kernels of the operation, in order; empty when the backend timed none separately.
+  std::vector<KernelRecord> kernels = {};  // "= {}": designated initialisers may leave it out
 };
 
 // ---- Determinant ----
@@ -45,6 +57,17 @@ struct DeterminantResult {
 // ---- Factorize ----
 enum class FactorizationKind { kLu, kCholesky, kQr };
 
+struct FactorizeOptions {
+  FactorizationKind kind = FactorizationKind::kLu;
+  // 0: the input is one matrix. > 0: a batch of that many matrices of one shape, stacked
+  // vertically (a.rows = batch_count * rows of each; rhs likewise), each factorized on its own.
+  // Every field of the result is then stacked or concatenated in the same order.
+  int64_t batch_count = 0;
+};
+
+// In a batch, each Matrix field holds the matrices' results stacked vertically, `permutation`
+// the matrices' permutations one after the other (each 0-based within its matrix), and
+// singular_column is that of the first singular matrix.
 struct FactorizeResult {
   FactorizationKind kind = FactorizationKind::kLu;
   // LU: packed factors (unit lower L strictly below the diagonal, U on and above), rows x cols.
@@ -53,6 +76,8 @@ struct FactorizeResult {
   std::vector<int64_t> permutation;
   // LU: first column whose U diagonal entry is exactly zero.
   std::optional<int64_t> singular_column;
+  // LU of a batch: each matrix's singular column, -1 when it has none. Empty otherwise.
+  std::vector<int64_t> singular_columns;
   // CHOLESKY: lower factor with A = L L^H (upper triangle zero).
   Matrix l;
   // QR: Q (rows x k, orthonormal columns) and R (k x cols, upper triangular), k = min(rows, cols).

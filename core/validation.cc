@@ -92,29 +92,52 @@ absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& 
                       "float32, float64, complex64, complex128 or int64");
 }
 
-absl::Status ValidateFactorize(const MatrixView& a, FactorizationKind kind, const MatrixView* rhs,
-                               const Limits& limits) {
+absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
+                               const MatrixView* rhs, const Limits& limits) {
   if (absl::Status s = ValidateMatrix(a, "matrix", limits); !s.ok()) return s;
   if (absl::Status s = RequireDType(a, "matrix", IsFloating(a.dtype),
                                     "float32, float64, complex64 or complex128");
       !s.ok()) {
     return s;
   }
-  if (kind == FactorizationKind::kCholesky) {
-    if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
+  const int64_t batch_count = options.batch_count;
+  if (batch_count < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_count is ", batch_count, "; want 0 (one matrix) or the number of matrices"));
+  }
+  if (batch_count > 0 && a.rows % batch_count != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix.rows = ", a.rows, " is not a multiple of batch_count = ", batch_count,
+                     "; a batch stacks batch_count matrices of one shape vertically"));
+  }
+  // The shape rules apply to each matrix of a batch.
+  MatrixView each = a;
+  absl::string_view each_name = "matrix";
+  if (batch_count > 0) {
+    each.rows = a.rows / batch_count;
+    each_name = "each matrix of the batch";
+  }
+  if (options.kind == FactorizationKind::kCholesky ||
+      (batch_count > 0 && options.kind == FactorizationKind::kLu)) {
+    if (absl::Status s = RequireSquare(each, each_name); !s.ok()) return s;
   }
   if (rhs == nullptr) return absl::OkStatus();
   if (absl::Status s = ValidateMatrix(*rhs, "rhs", limits); !s.ok()) return s;
-  if (kind == FactorizationKind::kLu) {
-    if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
+  if (options.kind == FactorizationKind::kLu) {
+    if (absl::Status s = RequireSquare(each, each_name); !s.ok()) return s;
   }
-  if (kind == FactorizationKind::kQr && a.rows < a.cols) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "matrix is ", a.rows, "x", a.cols, "; a QR solve needs rows >= cols (least squares)"));
+  if (options.kind == FactorizationKind::kQr && each.rows < each.cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(each_name, " is ", each.rows, "x", each.cols,
+                     "; a QR solve needs rows >= cols (least squares)"));
   }
   if (rhs->dtype != a.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("rhs.dtype is ", DTypeName(rhs->dtype),
                                                    "; want matrix.dtype ", DTypeName(a.dtype)));
+  }
+  if (batch_count > 0 && rhs->rows % batch_count != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rhs.rows = ", rhs->rows, " is not a multiple of batch_count = ", batch_count));
   }
   if (rhs->rows != a.rows) {
     return absl::InvalidArgumentError(

@@ -12,7 +12,7 @@ cmake --build build -j"$(nproc)" --target matrixd matrixctl
 
 port=${MATRIXD_DEMO_PORT:-50051}
 address=127.0.0.1:${port}
-build/server/matrixd --listen="${address}" --backend="${MATRIXD_BACKEND:-auto}" &
+build/server/matrixd --listen="${address}" --backend="${MATRIXD_BACKEND:-auto}" --metrics= &
 server_pid=$!
 trap 'kill "${server_pid}" 2>/dev/null; wait "${server_pid}" 2>/dev/null || true' EXIT
 

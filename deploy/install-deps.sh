@@ -13,7 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libntl-dev python3-numpy python3-grpcio python3-grpc-tools)
+  packages+=(libntl-dev prometheus python3-numpy python3-grpcio python3-grpc-tools)
 fi
 
 missing=()

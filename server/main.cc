@@ -3,6 +3,7 @@
 // (flag values, unknown backend, --backend=cuda without a usable device).
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -19,8 +20,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "core/make_backend.h"
 #include "core/validation.h"
+#include "server/memory_limit.h"
+#include "server/metrics_http.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "host:port to listen on; port 0 picks a free port");
@@ -35,6 +39,22 @@ ABSL_FLAG(int64_t, max_matrix_elements, matrixd::Limits{}.max_elements,
           "largest number of elements accepted per input matrix (and per product)");
 ABSL_FLAG(int, max_message_bytes, matrixd::server::ServerOptions{}.max_message_bytes,
           "largest request or response message in bytes");
+ABSL_FLAG(int, queue_depth, matrixd::server::SchedulerOptions{}.queue_depth,
+          "jobs that may wait in each lane (small, large); one more is refused with "
+          "RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, cpu_workers, 2, "jobs the cpu backend runs at once");
+ABSL_FLAG(int, streams_per_device, 2, "jobs the cuda backend runs at once per device");
+ABSL_FLAG(double, large_job_flops, matrixd::server::SchedulerOptions{}.large_job_flops,
+          "estimated flops from which a job goes to the large lane (large jobs leave one worker "
+          "to small ones)");
+ABSL_FLAG(absl::Duration, job_ttl, matrixd::server::SchedulerOptions{}.job_ttl,
+          "how long a finished asynchronous job stays visible to GetJob/Watch, e.g. 10m");
+ABSL_FLAG(std::string, metrics, "0.0.0.0:9464",
+          "host:port serving Prometheus metrics at GET /metrics; empty = no metrics endpoint");
+ABSL_FLAG(std::string, device_memory_limit, "90%",
+          "device memory the cuda backend may use on each device: a share (90%) or a size "
+          "(60GiB, 64G); a job needing more fails with RESOURCE_EXHAUSTED, one that does not fit "
+          "next to the running jobs waits");
 
 namespace {
 
@@ -84,6 +104,26 @@ absl::StatusOr<matrixd::server::ServerOptions> ServerOptionsFromFlags() {
   if (options.max_message_bytes < 1) {
     return absl::InvalidArgumentError("--max_message_bytes must be >= 1");
   }
+  if (absl::GetFlag(FLAGS_cpu_workers) < 1) {
+    return absl::InvalidArgumentError("--cpu_workers must be >= 1");
+  }
+  if (absl::GetFlag(FLAGS_streams_per_device) < 1) {
+    return absl::InvalidArgumentError("--streams_per_device must be >= 1");
+  }
+  options.scheduler.queue_depth = absl::GetFlag(FLAGS_queue_depth);
+  options.scheduler.large_job_flops = absl::GetFlag(FLAGS_large_job_flops);
+  options.scheduler.job_ttl = absl::GetFlag(FLAGS_job_ttl);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics);
+  if (!options.metrics_address.empty()) {
+    if (absl::Status valid = matrixd::server::SplitHostPort(options.metrics_address).status();
+        !valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--metrics: ", valid.message()));
+    }
+  }
+  if (absl::Status valid = matrixd::server::ValidateSchedulerOptions(options.scheduler);
+      !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("bad queue flag: ", valid.message()));
+  }
   return options;
 }
 
@@ -92,13 +132,25 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
   if (!devices.ok()) return devices.status();
   const int cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
   if (cpu_threads < 0) return absl::InvalidArgumentError("--cpu_threads must be >= 0");
+  absl::StatusOr<matrixd::DeviceMemoryLimit> memory_limit =
+      matrixd::server::ParseDeviceMemoryLimit(absl::GetFlag(FLAGS_device_memory_limit));
+  if (!memory_limit.ok()) return memory_limit.status();
   const std::string name = absl::GetFlag(FLAGS_backend);
   if (name == "auto") {
     Log(matrixd::CudaDeviceAvailable()
             ? "--backend=auto: a CUDA device is present, using the cuda backend"
             : "--backend=auto: no usable CUDA device (or no CUDA build), using the cpu backend");
   }
-  return matrixd::MakeBackend(name, {.devices = *std::move(devices), .cpu_threads = cpu_threads});
+  return matrixd::MakeBackend(name, {.devices = *std::move(devices),
+                                     .cpu_threads = cpu_threads,
+                                     .device_memory_limit = *memory_limit});
+}
+
+// Jobs run at once: --cpu_workers for the CPU backend, --streams_per_device per device for CUDA.
+int WorkersFromFlags(const matrixd::Backend& backend) {
+  if (backend.name() != "cuda") return absl::GetFlag(FLAGS_cpu_workers);
+  const int devices = std::max<int>(1, static_cast<int>(absl::GetFlag(FLAGS_devices).size()));
+  return absl::GetFlag(FLAGS_streams_per_device) * devices;
 }
 
 }  // namespace
@@ -118,6 +170,10 @@ int main(int argc, char** argv) {
     return kExitBadConfig;
   }
 
+  options->scheduler.workers = WorkersFromFlags(**backend);
+  Log(absl::StrCat(options->scheduler.workers, " workers, up to ", options->scheduler.queue_depth,
+                   " waiting jobs per lane"));
+
   int signal_pipe[2];
   if (pipe(signal_pipe) != 0) {
     Log("cannot create the signal pipe");
@@ -136,6 +192,10 @@ int main(int argc, char** argv) {
   const matrixd::Backend& serving = (*server)->backend();
   std::cout << "matrixd listening on " << (*server)->address() << " (backend " << serving.name()
             << ", device " << serving.device() << ")" << std::endl;
+  if (const matrixd::server::MetricsHttpServer* metrics = (*server)->metrics_http();
+      metrics != nullptr) {
+    Log(absl::StrCat("Prometheus metrics at http://", metrics->address(), "/metrics"));
+  }
 
   unsigned char signal_number = 0;
   while (read(signal_pipe[0], &signal_number, 1) < 0) {

@@ -201,6 +201,8 @@ void ToProto(const FactorizeResult& result, v1::FactorizeResponse* response) {
   response->mutable_permutation()->Add(result.permutation.begin(), result.permutation.end());
   response->set_singular(result.singular_column.has_value());
   response->set_singular_column(result.singular_column.value_or(-1));
+  response->mutable_singular_columns()->Add(result.singular_columns.begin(),
+                                            result.singular_columns.end());
   if (!result.l.empty()) ToProto(result.l, response->mutable_l());
   if (!result.q.empty()) ToProto(result.q, response->mutable_q());
   if (!result.r.empty()) ToProto(result.r, response->mutable_r());

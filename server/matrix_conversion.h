@@ -60,7 +60,8 @@ v1::PermanentMethod ToProto(PermanentMethod method);
 // are meaningful; the value fields stay zero.
 void ToProto(const DeterminantResult& result, DType input, uint64_t modulus,
              v1::DeterminantResponse* response);
-// singular_column is -1 when the matrix is not singular (or not LU).
+// singular_column is -1 when the matrix is not singular (or not LU); a batch's results are
+// stacked as the core result holds them, singular_columns copied.
 void ToProto(const FactorizeResult& result, v1::FactorizeResponse* response);
 void ToProto(const MultiplyResult& result, v1::MultiplyResponse* response);
 void ToProto(const PermanentResult& result, v1::PermanentResponse* response);

@@ -1,22 +1,28 @@
-// matrixd.v1.MatrixService on a core::Backend, synchronous gRPC API. Each handler validates the
-// request (INVALID_ARGUMENT before any work), runs the backend with a JobControl that is cancelled
-// when the client goes away, and converts the result back. No exception leaves a handler:
-// std::bad_alloc becomes RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
+// matrixd.v1.MatrixService, synchronous gRPC API, on the scheduler (server/scheduler.h). Every
+// request becomes a job: it is validated (INVALID_ARGUMENT before anything is queued), queued
+// (RESOURCE_EXHAUSTED at once when the queue is full) and run by a worker. The four computing
+// RPCs wait for their job, cancel it when the client cancels or its deadline passes, and return
+// its result; Submit/Watch/Cancel/GetJob expose jobs by id. No exception leaves a handler or a
+// job: std::bad_alloc becomes RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
 #ifndef MATRIXD_SERVER_MATRIX_SERVICE_H_
 #define MATRIXD_SERVER_MATRIX_SERVICE_H_
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/time/time.h"
 #include "core/backend.h"
 #include "core/validation.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
+#include "server/scheduler.h"
 
 namespace matrixd::server {
 
 class MatrixService final : public v1::MatrixService::Service {
  public:
-  // `backend` must outlive the service; it is called from several gRPC threads at once.
-  MatrixService(Backend& backend, const Limits& limits) : backend_(backend), limits_(limits) {}
+  // `backend` and `scheduler` must outlive the service; the backend is called from the
+  // scheduler's workers, several at once.
+  MatrixService(Backend& backend, Scheduler& scheduler, const Limits& limits)
+      : backend_(backend), scheduler_(scheduler), limits_(limits) {}
 
   grpc::Status Determinant(grpc::ServerContext* context, const v1::DeterminantRequest* request,
                            v1::DeterminantResponse* response) override;
@@ -27,9 +33,30 @@ class MatrixService final : public v1::MatrixService::Service {
   grpc::Status Permanent(grpc::ServerContext* context, const v1::PermanentRequest* request,
                          v1::PermanentResponse* response) override;
 
+  grpc::Status Submit(grpc::ServerContext* context, const v1::JobRequest* request,
+                      v1::JobHandle* response) override;
+  // Sends the current state at once, then each change of state or progress (at most every
+  // watch_interval), and ends after the finished job's update.
+  grpc::Status Watch(grpc::ServerContext* context, const v1::JobId* request,
+                     grpc::ServerWriter<v1::JobUpdate>* writer) override;
+  grpc::Status Cancel(grpc::ServerContext* context, const v1::JobId* request,
+                      v1::JobUpdate* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const v1::JobId* request,
+                      v1::JobUpdate* response) override;
+
+  // How often Watch looks at a running job's progress.
+  void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }
+
  private:
+  // Queues the job of a synchronous call and waits for it.
+  template <typename Request, typename Response>
+  grpc::Status RunAndWait(const char* rpc, grpc::ServerContext* context, const Request& request,
+                          Response* response);
+
   Backend& backend_;
+  Scheduler& scheduler_;
   const Limits limits_;
+  absl::Duration watch_interval_ = absl::Milliseconds(100);
 };
 
 }  // namespace matrixd::server

@@ -84,14 +84,17 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
   if (!kind.ok()) return kind.status();
   absl::StatusOr<InputMatrix> matrix = FromProto(request.matrix(), "matrix");
   if (!matrix.ok()) return matrix.status();
-  FactorizeInputs inputs{.matrix = *std::move(matrix), .kind = *kind, .rhs = std::nullopt};
+  FactorizeInputs inputs{.matrix = *std::move(matrix),
+                         .kind = *kind,
+                         .rhs = std::nullopt,
+                         .batch_count = request.batch_count()};
   if (request.has_rhs() && !IsAbsent(request.rhs())) {
     absl::StatusOr<InputMatrix> rhs = FromProto(request.rhs(), "rhs");
     if (!rhs.ok()) return rhs.status();
     inputs.rhs.emplace(*std::move(rhs));
   }
   if (absl::Status s =
-          ValidateFactorize(inputs.matrix.view(), inputs.kind, inputs.rhs_view(), limits);
+          ValidateFactorize(inputs.matrix.view(), inputs.options(), inputs.rhs_view(), limits);
       !s.ok()) {
     return s;
   }

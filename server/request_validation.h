@@ -4,6 +4,7 @@
 #ifndef MATRIXD_SERVER_REQUEST_VALIDATION_H_
 #define MATRIXD_SERVER_REQUEST_VALIDATION_H_
 
+#include <cstdint>
 #include <optional>
 
 #include "absl/status/statusor.h"
@@ -23,7 +24,9 @@ struct FactorizeInputs {
   InputMatrix matrix;
   FactorizationKind kind;
   std::optional<InputMatrix> rhs;  // absent rhs (rows 0, cols 0, no data): no solve
+  int64_t batch_count = 0;         // 0: one matrix; > 0: matrices stacked in `matrix`
   const MatrixView* rhs_view() const { return rhs.has_value() ? &rhs->view() : nullptr; }
+  FactorizeOptions options() const { return {.kind = kind, .batch_count = batch_count}; }
 };
 struct MultiplyInputs {
   InputMatrix a;

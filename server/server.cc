@@ -4,11 +4,20 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <chrono>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "server/metrics_backend.h"
+#include "server/metrics_interceptor.h"
+
+#ifndef MATRIXD_VERSION
+#define MATRIXD_VERSION "unknown"
+#endif
 
 namespace matrixd::server {
 namespace {
@@ -22,10 +31,44 @@ absl::string_view HostOf(absl::string_view address) {
   return address.substr(0, colon);
 }
 
+// One admission per device would need the scheduler to place jobs on devices; the backend runs
+// every job on its first device, so that device's limit is the one to admit against.
+std::unique_ptr<MemoryAdmission> MakeMemoryAdmission(const Backend& backend) {
+  const std::vector<DeviceMemoryUsage> devices = backend.DeviceMemory();
+  if (devices.empty()) return nullptr;
+  return std::make_unique<MemoryAdmission>(devices.front().limit);
+}
+
+SchedulerOptions WithDefaultHooks(SchedulerOptions options, SchedulerObserver* observer,
+                                  JobAdmission* admission) {
+  if (options.observer == nullptr) options.observer = observer;
+  if (options.admission == nullptr) options.admission = admission;
+  return options;
+}
+
 }  // namespace
 
-MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const Limits& limits)
-    : backend_(std::move(backend)), service_(*backend_, limits) {}
+MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions& options)
+    : metrics_(std::make_unique<Metrics>(MATRIXD_VERSION, std::string(backend->name()))),
+      backend_(std::make_unique<MeteredBackend>(std::move(backend), *metrics_)),
+      memory_admission_(MakeMemoryAdmission(*backend_)),
+      job_admission_(memory_admission_ != nullptr
+                         ? std::make_unique<MemoryJobAdmission>(*memory_admission_)
+                         : nullptr),
+      scheduler_observer_(std::make_unique<MetricsSchedulerObserver>(*metrics_)),
+      scheduler_(std::make_unique<Scheduler>(
+          WithDefaultHooks(options.scheduler, scheduler_observer_.get(), job_admission_.get()))),
+      service_(*backend_, *scheduler_, options.limits) {
+  // Pool counters are read at each scrape rather than pushed after each job.
+  metrics_->SetScrapeHook(
+      [backend = backend_.get(), admission = memory_admission_.get()](Metrics& metrics) {
+        const std::vector<DeviceMemoryUsage> devices = backend->DeviceMemory();
+        for (size_t i = 0; i < devices.size(); ++i) {
+          metrics.SetDeviceMemory(devices[i],
+                                  i == 0 && admission != nullptr ? admission->reserved() : 0);
+        }
+      });
+}
 
 absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_ptr<Backend> backend,
                                                                   const ServerOptions& options) {
@@ -34,11 +77,27 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
     return absl::InvalidArgumentError(
         absl::StrCat("max_message_bytes is ", options.max_message_bytes, "; want > 0"));
   }
+  if (absl::Status valid = ValidateSchedulerOptions(options.scheduler); !valid.ok()) return valid;
   // Both are process-wide switches read by the ServerBuilder; setting them again is harmless.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
-  std::unique_ptr<MatrixServer> server(new MatrixServer(std::move(backend), options.limits));
+  std::unique_ptr<MatrixServer> server(new MatrixServer(std::move(backend), options));
+  if (!options.metrics_address.empty()) {
+    // The yardstick of the bandwidth efficiency ratios, once, before any job runs. A device
+    // that cannot be measured only leaves its ratios out.
+    absl::StatusOr<std::vector<DeviceCopyBandwidth>> copies =
+        server->backend_->MeasureCopyBandwidth();
+    if (copies.ok()) {
+      for (const DeviceCopyBandwidth& copy : *copies) {
+        server->metrics_->SetCopyBandwidth(copy.device, copy.bytes_per_second);
+      }
+    }
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http =
+        MetricsHttpServer::Start(options.metrics_address, server->metrics_.get());
+    if (!http.ok()) return http.status();
+    server->metrics_http_ = *std::move(http);
+  }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
@@ -47,6 +106,9 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(&server->service_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<RpcMetricsInterceptorFactory>(server->metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(

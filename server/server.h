@@ -14,6 +14,12 @@
 #include "core/backend.h"
 #include "core/validation.h"
 #include "server/matrix_service.h"
+#include "server/memory_admission.h"
+#include "server/memory_job_admission.h"
+#include "server/metrics.h"
+#include "server/metrics_http.h"
+#include "server/metrics_observer.h"
+#include "server/scheduler.h"
 
 namespace matrixd::server {
 
@@ -26,6 +32,12 @@ struct ServerOptions {
   Limits limits;
   // Largest request and response; gRPC's default of 4 MB is too small for matrices.
   int max_message_bytes = 1 << 30;
+  // The job queue every request goes through (workers, queue depth, lanes, job TTL). Left null,
+  // its observer feeds metrics() and its admission is device memory (first device's limit).
+  SchedulerOptions scheduler;
+  // host:port for GET /metrics (port 0 picks a free one); empty: no metrics endpoint (metrics()
+  // still counts).
+  std::string metrics_address;
 };
 
 class MatrixServer {
@@ -45,6 +57,12 @@ class MatrixServer {
   // The listen address with the actual port, e.g. "127.0.0.1:43117".
   const std::string& address() const { return address_; }
   const Backend& backend() const { return *backend_; }
+  Scheduler& scheduler() { return *scheduler_; }
+  Metrics& metrics() { return *metrics_; }
+  // The metrics endpoint; null without ServerOptions::metrics_address.
+  const MetricsHttpServer* metrics_http() const { return metrics_http_.get(); }
+  // Device-memory admission of the first device; null for a backend without device memory.
+  MemoryAdmission* memory_admission() { return memory_admission_.get(); }
 
   // Marks every service NOT_SERVING, stops accepting calls and cancels those still running after
   // `grace`. Thread-safe and idempotent; safe to call from a signal-handling thread.
@@ -53,11 +71,19 @@ class MatrixServer {
   void Wait();
 
  private:
-  MatrixServer(std::unique_ptr<Backend> backend, const Limits& limits);
+  MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions& options);
 
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Metrics> metrics_;  // first: everything below may record into it
+  std::unique_ptr<Backend> backend_;  // a MeteredBackend around the one given to Start
+  std::unique_ptr<MemoryAdmission> memory_admission_;
+  std::unique_ptr<MemoryJobAdmission> job_admission_;
+  std::unique_ptr<MetricsSchedulerObserver> scheduler_observer_;
+  // Destroyed after the gRPC server has stopped (no handler waits on a job any more) and before
+  // the backend its workers call.
+  std::unique_ptr<Scheduler> scheduler_;
   MatrixService service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;  // stops before metrics_ goes
   int port_ = 0;
   std::string address_;
   absl::Mutex shutdown_mutex_;

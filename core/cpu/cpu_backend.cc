@@ -4,8 +4,10 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/cpu/copy_bandwidth.h"
 #include "core/cpu/determinant.h"
 #include "core/cpu/factorize.h"
 #include "core/cpu/multiply.h"
@@ -13,6 +15,28 @@
 
 namespace matrixd {
 namespace {
+
+// The kernel label of the one KernelRecord per operation: the method that ran.
+const char* KernelNameOf(const DeterminantResult& result) {
+  return result.method_used == DeterminantMethod::kCondensation ? "condensation" : "lu";
+}
+const char* KernelNameOf(const FactorizeResult& result) {
+  switch (result.kind) {
+    case FactorizationKind::kCholesky:
+      return "potrf";
+    case FactorizationKind::kQr:
+      return "geqrf";
+    case FactorizationKind::kLu:
+      break;
+  }
+  return "getrf";
+}
+const char* KernelNameOf(const MultiplyResult& result) {
+  return result.block_products_total > 0 ? "block_sparse_gemm" : "gemm";
+}
+const char* KernelNameOf(const PermanentResult& result) {
+  return result.method_used == PermanentMethod::kRyser ? "ryser" : "glynn";
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -26,9 +50,9 @@ class CpuBackend final : public Backend {
                                                 JobControl* control) override {
     return Timed([&] { return cpu::Determinant(a, options, control); });
   }
-  absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, FactorizationKind kind,
+  absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
-    return Timed([&] { return cpu::Factorize(a, kind, rhs, control); });
+    return Timed([&] { return cpu::Factorize(a, options, rhs, threads_, control); });
   }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
@@ -38,6 +62,12 @@ class CpuBackend final : public Backend {
   absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                             JobControl* control) override {
     return Timed([&] { return cpu::Permanent(a, options, threads_, control); });
+  }
+
+  absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() override {
+    absl::StatusOr<double> bandwidth = cpu::MeasureCopyBandwidth();
+    if (!bandwidth.ok()) return bandwidth.status();
+    return std::vector<DeviceCopyBandwidth>{{.device = device(), .bytes_per_second = *bandwidth}};
   }
 
  private:
@@ -51,6 +81,13 @@ class CpuBackend final : public Backend {
       result->stats.device = device();
       result->stats.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      // No finer timing on the CPU: one record for the whole operation.
+      if (result->stats.kernels.empty()) {
+        result->stats.kernels.push_back({.kernel = KernelNameOf(*result),
+                                         .seconds = result->stats.seconds,
+                                         .bytes = result->stats.bytes_moved,
+                                         .flops = result->stats.flops});
+      }
     }
     return result;
   }

@@ -10,7 +10,8 @@
 namespace matrixd {
 
 struct CpuBackendOptions {
-  // Worker threads for our own parallel kernels (permanent); 0 = all hardware threads.
+  // Worker threads for our own parallel kernels (permanent, batches of small factorizations);
+  // 0 = all hardware threads.
   int threads = 0;
 };
 

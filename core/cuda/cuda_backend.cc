@@ -3,15 +3,19 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "core/cuda/copy_bandwidth.h"
 #include "core/cuda/determinant.h"
 #include "core/cuda/device_context.h"
 #include "core/cuda/factorize.h"
+#include "core/cuda/memory_estimate.h"
 #include "core/cuda/multiply.h"
 #include "core/cuda/permanent.h"
 
@@ -44,10 +48,10 @@ class CudaBackend final : public Backend {
       return cuda::Determinant(a, options, context, control);
     });
   }
-  absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, FactorizationKind kind,
+  absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
     return Timed([&](cuda::DeviceContext& context) {
-      return cuda::Factorize(a, kind, rhs, context, control);
+      return cuda::Factorize(a, options, rhs, context, control);
     });
   }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
@@ -62,6 +66,54 @@ class CudaBackend final : public Backend {
     return Timed([&](cuda::DeviceContext& context) {
       return cuda::Permanent(a, options, context, control);
     });
+  }
+
+  uint64_t DeterminantDeviceBytes(const MatrixView& a,
+                                  const DeterminantOptions& options) const override {
+    return cuda::DeterminantDeviceBytes(a, options);
+  }
+  uint64_t FactorizeDeviceBytes(const MatrixView& a, const FactorizeOptions& options,
+                                const MatrixView* rhs) const override {
+    return cuda::FactorizeDeviceBytes(a, options, rhs);
+  }
+  uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
+                               const MultiplyOptions& options) const override {
+    return cuda::MultiplyDeviceBytes(a, b, options);
+  }
+  uint64_t PermanentDeviceBytes(const MatrixView& a,
+                                const PermanentOptions& options) const override {
+    return cuda::PermanentDeviceBytes(a, options);
+  }
+
+  // Pool counters need no lock: the driver keeps them.
+  std::vector<DeviceMemoryUsage> DeviceMemory() const override {
+    std::vector<DeviceMemoryUsage> usages;
+    for (const auto& slot : slots_) {
+      const cuda::DeviceContext& context = *slot->context;
+      DeviceMemoryUsage usage{.device = slot->description,
+                              .total = context.properties().totalGlobalMem,
+                              .limit = context.memory_limit()};
+      if (absl::StatusOr<cuda::MemoryPoolUsage> pool = context.MemoryUsage(); pool.ok()) {
+        usage.used = pool->used;
+        usage.reserved = pool->reserved;
+      }
+      usages.push_back(usage);
+    }
+    return usages;
+  }
+
+  absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() override {
+    std::vector<DeviceCopyBandwidth> bandwidths;
+    for (const auto& slot : slots_) {
+      absl::MutexLock lock(&slot->mutex);
+      // A 256 MiB copy runs for about 0.2 ms on an H100: long enough for events to time well.
+      const size_t bytes = static_cast<size_t>(
+          std::min<uint64_t>(uint64_t{256} << 20, slot->context->memory_limit() / 8));
+      absl::StatusOr<double> bandwidth = cuda::MeasureCopyBandwidth(*slot->context, bytes);
+      if (!bandwidth.ok()) return bandwidth.status();
+      bandwidths.push_back({.device = slot->description, .bytes_per_second = *bandwidth});
+    }
+    return bandwidths;
   }
 
  private:
@@ -106,7 +158,8 @@ int CudaDeviceCount() {
   return count;
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices) {
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices,
+                                                         const DeviceMemoryLimit& memory_limit) {
   const int count = CudaDeviceCount();
   if (count == 0) {
     return absl::UnavailableError(
@@ -126,7 +179,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>&
           absl::StrCat("CUDA device ", ordinal, " is listed more than once"));
     }
     absl::StatusOr<std::unique_ptr<cuda::DeviceContext>> context =
-        cuda::DeviceContext::Create(ordinal);
+        cuda::DeviceContext::Create(ordinal, memory_limit);
     if (!context.ok()) return context.status();
     auto slot = std::make_unique<DeviceSlot>();
     slot->description = absl::StrCat((*context)->properties().name, " (device ", ordinal, ")");

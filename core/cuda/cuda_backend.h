@@ -15,9 +15,11 @@ namespace matrixd {
 // Number of usable CUDA devices; 0 when there is no driver or no device (never an error).
 int CudaDeviceCount();
 
-// A backend on the given device ordinals (empty = device 0). UNAVAILABLE when no device is usable,
-// INVALID_ARGUMENT for an ordinal that does not exist.
-absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices);
+// A backend on the given device ordinals (empty = device 0), each allocating from a pool capped at
+// `memory_limit`. UNAVAILABLE when no device is usable, INVALID_ARGUMENT for an ordinal that does
+// not exist or a bad limit.
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(
+    const std::vector<int>& devices, const DeviceMemoryLimit& memory_limit = {});
 
 }  // namespace matrixd
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/cuda/condensation.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/modular_lu.h"
 #include "core/modular_arithmetic.h"
@@ -85,12 +87,17 @@ absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext&
 
   absl::StatusOr<DeviceBuffer> work = context.Allocate(elements * sizeof(Wide));
   if (!work.ok()) return work.status();
+  std::optional<KernelTimer> scale_timer;  // started after the upload, inside the block
   {
     absl::StatusOr<DeviceBuffer> source = context.Allocate(a.byte_size());
     if (!source.ok()) return source.status();
     if (absl::Status s = context.Upload(a.data, *source, a.byte_size()); !s.ok()) return s;
+    absl::StatusOr<KernelTimer> started = KernelTimer::Start(stream);
+    if (!started.ok()) return started.status();
+    scale_timer.emplace(*std::move(started));
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchScaleRows(source->as<const Source>(), work->as<Wide>(),
                                                  a.rows, a.cols, summary, stream));
+    if (absl::Status s = scale_timer->Stop(); !s.ok()) return s;
     // `source` goes back to the pool here, stream-ordered after the scaling kernel.
   }
 
@@ -106,9 +113,12 @@ absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext&
   if (!pivots.ok()) return pivots.status();
   int* ipiv = pivots->as<int>();
   int* info = ipiv + n;
+  absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(stream);
+  if (!getrf_timer.ok()) return getrf_timer.status();
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf(context.cusolver(), n, n,
                                              LibraryPointer<Wide>(work->data()), n,
                                              LibraryPointer<Wide>(workspace->data()), ipiv, info));
+  if (absl::Status s = getrf_timer->Stop(); !s.ok()) return s;
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchLuPivotSummary(work->as<const Wide>(), n, n, ipiv, info, summary, stream));
 
@@ -120,6 +130,19 @@ absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext&
   stats->flops += flops_per_update * nd * nd * nd / 3.0;
   // The upload, the scaled copy written and read back by getrf's panels, and getrf's result.
   stats->bytes_moved += a.byte_size() + 3 * elements * sizeof(Wide);
+  // Scaling reads the input and writes the widened copy (memory-bound: the one to compare with
+  // the copy bandwidth); getrf reads and writes the copy at least once.
+  if (absl::Status s =
+          scale_timer->AppendTo(stats, "scale_rows", a.byte_size() + elements * sizeof(Wide),
+                                2.0 * static_cast<double>(elements));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = getrf_timer->AppendTo(stats, "cusolver_getrf", 2 * elements * sizeof(Wide),
+                                             flops_per_update * nd * nd * nd / 3.0);
+      !s.ok()) {
+    return s;
+  }
 
   if (host.info < 0) {
     return absl::InternalError(

@@ -1,10 +1,12 @@
 #include "core/cuda/device_context.h"
 
 #include <cstdint>
-#include <limits>
+#include <map>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/cuda/cuda_status.h"
 
 namespace matrixd::cuda {
@@ -13,6 +15,64 @@ namespace {
 // Prefixes a failure with what was being done, keeping its code.
 absl::Status Annotate(const absl::Status& status, absl::string_view context) {
   return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+}
+
+// Pools are mapped in units of the allocation granularity, 2 MiB on current GPUs.
+constexpr uint64_t kPoolGranularity = uint64_t{2} << 20;
+
+absl::StatusOr<uint64_t> ResolveLimit(const DeviceMemoryLimit& limit, uint64_t total) {
+  uint64_t bytes = limit.bytes;
+  if (bytes == 0) {
+    if (!(limit.fraction > 0.0 && limit.fraction <= 1.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device memory limit: fraction ", limit.fraction, " is not in (0, 1]"));
+    }
+    bytes = static_cast<uint64_t>(limit.fraction * static_cast<double>(total));
+  }
+  bytes -= bytes % kPoolGranularity;
+  if (bytes == 0) {
+    return absl::InvalidArgumentError("device memory limit: below the 2 MiB pool granularity");
+  }
+  return bytes;
+}
+
+// One pool per (device, limit) for the life of the process: every context of a device shares it,
+// so its cap (maxSize) bounds their allocations together, and memory freed by one operation is
+// reused by the next without a driver call.
+absl::StatusOr<cudaMemPool_t> SharedPool(int device, uint64_t limit) {
+  ABSL_CONST_INIT static absl::Mutex mutex(absl::kConstInit);
+  static auto* const pools = new std::map<std::pair<int, uint64_t>, cudaMemPool_t>();
+  absl::MutexLock lock(&mutex);
+  if (const auto it = pools->find({device, limit}); it != pools->end()) return it->second;
+  cudaMemPoolProps properties{};
+  properties.allocType = cudaMemAllocationTypePinned;
+  properties.handleTypes = cudaMemHandleTypeNone;
+  properties.location.type = cudaMemLocationTypeDevice;
+  properties.location.id = device;
+  properties.maxSize = limit;
+  cudaMemPool_t pool = nullptr;
+  cudaError_t code = cudaMemPoolCreate(&pool, &properties);
+  if (code == cudaErrorInvalidValue || code == cudaErrorNotSupported) {
+    // A driver older than CUDA 12.2 knows no maxSize: the pool is then uncapped, and only the
+    // server's admission keeps the jobs' stated needs under the limit.
+    static_cast<void>(cudaGetLastError());
+    properties.maxSize = 0;
+    code = cudaMemPoolCreate(&pool, &properties);
+  }
+  MATRIXD_CUDA_RETURN_IF_ERROR(code);
+  // Keep freed memory cached up to the limit instead of returning it to the driver at every
+  // synchronisation (the default threshold is 0): repeated operations of one size then allocate
+  // without a driver call. Allocate() trims the cache when an allocation does not fit.
+  uint64_t threshold = limit;
+  if (absl::Status status =
+          ToStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                   "cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...)");
+      !status.ok()) {
+    static_cast<void>(cudaMemPoolDestroy(pool));
+    return status;
+  }
+  pools->emplace(std::make_pair(device, limit), pool);
+  return pool;
 }
 
 }  // namespace
@@ -82,7 +142,8 @@ absl::StatusOr<double> EventTimer::Seconds() {
 
 // ---- DeviceContext ----
 
-absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(int device) {
+absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
+    int device, const DeviceMemoryLimit& memory_limit) {
   // The destructor releases whatever was created before a failure.
   std::unique_ptr<DeviceContext> context(new DeviceContext());
   context->device_ = device;
@@ -99,16 +160,16 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(int device)
     MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnSetStream(context->cusolver_, context->stream_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cusparseCreate(&context->cusparse_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cusparseSetStream(context->cusparse_, context->stream_));
-    // Keep freed memory cached in the pool instead of returning it to the driver at every
-    // synchronisation (the default threshold is 0): repeated operations of one size then allocate
-    // without a driver call. Allocate() trims the pool when an allocation does not fit.
-    cudaMemPool_t pool = nullptr;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaDeviceGetDefaultMemPool(&pool, device));
-    uint64_t threshold = std::numeric_limits<uint64_t>::max();
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    absl::StatusOr<uint64_t> limit =
+        ResolveLimit(memory_limit, context->properties_.totalGlobalMem);
+    if (!limit.ok()) return limit.status();
+    absl::StatusOr<cudaMemPool_t> pool = SharedPool(device, *limit);
+    if (!pool.ok()) return pool.status();
+    context->pool_ = *pool;
+    context->memory_limit_ = *limit;
     return absl::OkStatus();
   }();
+  if (status.code() == absl::StatusCode::kInvalidArgument) return status;
   if (!status.ok()) {
     return absl::UnavailableError(
         absl::StrCat("CUDA device ", device, " cannot be used: ", status.message()));
@@ -134,22 +195,33 @@ absl::Status DeviceContext::Activate() const {
 absl::StatusOr<DeviceBuffer> DeviceContext::Allocate(size_t bytes) {
   if (bytes == 0) return DeviceBuffer();
   void* data = nullptr;
-  cudaError_t code = cudaMallocAsync(&data, bytes, stream_);
+  cudaError_t code = cudaMallocFromPoolAsync(&data, bytes, pool_, stream_);
   if (code == cudaErrorMemoryAllocation) {
     // The pool may hold enough freed memory in blocks of other sizes: wait for pending frees,
     // give all unused memory back to the driver, and try once more.
     static_cast<void>(cudaGetLastError());
-    cudaMemPool_t pool = nullptr;
     if (cudaStreamSynchronize(stream_) == cudaSuccess &&
-        cudaDeviceGetDefaultMemPool(&pool, device_) == cudaSuccess &&
-        cudaMemPoolTrimTo(pool, 0) == cudaSuccess) {
-      code = cudaMallocAsync(&data, bytes, stream_);
+        cudaMemPoolTrimTo(pool_, 0) == cudaSuccess) {
+      code = cudaMallocFromPoolAsync(&data, bytes, pool_, stream_);
     }
+    if (code == cudaErrorMemoryAllocation) static_cast<void>(cudaGetLastError());
   }
-  if (absl::Status status = ToStatus(code, "cudaMallocAsync(...)"); !status.ok()) {
+  if (absl::Status status = ToStatus(code, "cudaMallocFromPoolAsync(...)"); !status.ok()) {
     return Annotate(status, absl::StrCat("allocating ", bytes, " bytes on CUDA device ", device_));
   }
   return DeviceBuffer(data, bytes, stream_);
+}
+
+absl::StatusOr<MemoryPoolUsage> DeviceContext::MemoryUsage() const {
+  MemoryPoolUsage usage;
+  uint64_t value = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &value));
+  usage.used = value;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &value));
+  usage.reserved = value;
+  return usage;
 }
 
 absl::Status DeviceContext::Upload(const void* host, DeviceBuffer& device, size_t bytes) {

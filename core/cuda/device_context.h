@@ -1,6 +1,7 @@
 // What one worker needs to run operations on one CUDA device: the device ordinal and properties,
 // a stream, cuBLAS/cuSOLVER/cuSPARSE handles bound to that stream, and stream-ordered allocation
-// from the device's memory pool. Every resource is owned (RAII), moved never copied.
+// from a memory pool capped at the device-memory limit. Every resource is owned (RAII), moved never
+// copied.
 #ifndef MATRIXD_CORE_CUDA_DEVICE_CONTEXT_H_
 #define MATRIXD_CORE_CUDA_DEVICE_CONTEXT_H_
 
@@ -10,10 +11,12 @@
 #include <cusparse.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/backend.h"
 
 namespace matrixd::cuda {
 
@@ -65,10 +68,22 @@ class EventTimer {
   cudaEvent_t stop_ = nullptr;
 };
 
+// A memory pool's counters (cudaMemPoolAttrUsedMemCurrent, cudaMemPoolAttrReservedMemCurrent).
+struct MemoryPoolUsage {
+  uint64_t used = 0;      // allocated and not yet freed (in stream order)
+  uint64_t reserved = 0;  // mapped by the pool: used plus cached for reuse
+};
+
 class DeviceContext {
  public:
-  // Creates a stream and library handles on `device`. UNAVAILABLE if the device cannot be used.
-  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(int device);
+  // Creates a stream and library handles on `device`, allocating from a stream-ordered pool
+  // (cudaMemPool_t) whose size is capped at `memory_limit` of the device (rounded down to 2 MiB).
+  // Contexts of one device with the same limit share one pool, so the cap holds for all of them
+  // together; the pool keeps up to the limit cached between operations (release threshold = limit).
+  // UNAVAILABLE if the device cannot be used; INVALID_ARGUMENT for a limit below 2 MiB or a
+  // fraction outside (0, 1].
+  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(
+      int device, const DeviceMemoryLimit& memory_limit = {});
   ~DeviceContext();
   DeviceContext(const DeviceContext&) = delete;
   DeviceContext& operator=(const DeviceContext&) = delete;
@@ -82,9 +97,13 @@ class DeviceContext {
 
   // Makes this context's device current for the calling thread.
   absl::Status Activate() const;
-  // Stream-ordered allocation from the device's default memory pool. RESOURCE_EXHAUSTED when the
-  // device is out of memory.
+  // Stream-ordered allocation from the context's pool. RESOURCE_EXHAUSTED when the pool is at its
+  // limit or the device is out of memory (after trimming the pool's cache and trying again).
   absl::StatusOr<DeviceBuffer> Allocate(size_t bytes);
+  // The pool's cap in bytes, and its counters now.
+  uint64_t memory_limit() const { return memory_limit_; }
+  cudaMemPool_t memory_pool() const { return pool_; }
+  absl::StatusOr<MemoryPoolUsage> MemoryUsage() const;
   // Copies host -> device / device -> host on the stream (asynchronous w.r.t. the host only when
   // the host memory is pinned; pageable copies are staged by the driver).
   absl::Status Upload(const void* host, DeviceBuffer& device, size_t bytes);
@@ -101,6 +120,8 @@ class DeviceContext {
   cublasHandle_t cublas_ = nullptr;
   cusolverDnHandle_t cusolver_ = nullptr;
   cusparseHandle_t cusparse_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;  // shared, owned by the process-wide pool table
+  uint64_t memory_limit_ = 0;
 };
 
 }  // namespace matrixd::cuda

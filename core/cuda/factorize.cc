@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/factorize_batch.h"
+#include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 
 // Layout: the host's row-major m x n array, read column-major (as cuSOLVER and cuBLAS do), is
@@ -121,8 +123,11 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   ASSIGN_BUFFER_OR_RETURN(
       workspace,
       context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
+  absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(stream);
+  RETURN_IF_ERROR(getrf_timer.status());
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf(context.cusolver(), m, n, Ptr<T>(factors), m,
                                              Ptr<T>(workspace), ipiv, info + kFactorInfo));
+  RETURN_IF_ERROR(getrf_timer->Stop());
 
   // The solve is queued before the factors' info is known: on a singular matrix it produces
   // Inf/NaN that are discarded, which costs less than a round trip to the host in between.
@@ -178,6 +183,8 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
       kFlopsPerUpdate<T> / 2.0 * (LuFlops(m, n) + 2.0 * n * static_cast<double>(n) * nrhs);
   // Transfers, plus each transpose's read and write and the factorisation's own pass.
   result.stats.bytes_moved = 7 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
+  RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cusolver_getrf", 2 * a.byte_size(),
+                                        kFlopsPerUpdate<T> / 2.0 * LuFlops(m, n)));
   return result;
 }
 
@@ -211,9 +218,12 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   ASSIGN_BUFFER_OR_RETURN(
       workspace,
       context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
+  absl::StatusOr<KernelTimer> potrf_timer = KernelTimer::Start(stream);
+  RETURN_IF_ERROR(potrf_timer.status());
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n,
                                              Ptr<T>(factor), n, Ptr<T>(workspace),
                                              workspace_elements, info + kFactorInfo));
+  RETURN_IF_ERROR(potrf_timer->Stop());
 
   DeviceBuffer solution;
   int nrhs = 0;
@@ -257,6 +267,8 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   // potrf: n^3 / 6 multiply-adds; the two triangular solves n^2 / 2 each per right-hand side.
   result.stats.flops = kFlopsPerUpdate<T> * (nd * nd * nd / 6.0 + nd * nd * nrhs);
   result.stats.bytes_moved = 4 * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
+  RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf", 2 * a.byte_size(),
+                                        kFlopsPerUpdate<T> * nd * nd * nd / 6.0));
   return result;
 }
 
@@ -317,9 +329,12 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
   ASSIGN_BUFFER_OR_RETURN(workspace,
                           context.Allocate(static_cast<size_t>(workspace_elements) * sizeof(T)));
 
+  absl::StatusOr<KernelTimer> geqrf_timer = KernelTimer::Start(stream);
+  RETURN_IF_ERROR(geqrf_timer.status());
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::geqrf(context.cusolver(), m, n, Ptr<T>(factors), m,
                                              Ptr<T>(tau), Ptr<T>(workspace), workspace_elements,
                                              info + kFactorInfo));
+  RETURN_IF_ERROR(geqrf_timer->Stop());
   // R: the first k rows of the column-major factors, upper triangle, as row-major k x n.
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchTranspose(factors.data(), k, n, m, r.data(), n, sizeof(T), stream));
@@ -384,6 +399,8 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
       (2.0 * LuFlops(m, n) + 2.0 * LuFlops(m, k) + 2.0 * m * static_cast<double>(n) * nrhs_d +
        n * static_cast<double>(n) * nrhs_d);
   result.stats.bytes_moved = 8 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
+  RETURN_IF_ERROR(geqrf_timer->AppendTo(&result.stats, "cusolver_geqrf", 2 * a.byte_size(),
+                                        kFlopsPerUpdate<T> * LuFlops(m, n)));
   return result;
 }
 
@@ -404,10 +421,11 @@ const char* KindName(FactorizationKind kind) {
 
 }  // namespace
 
-absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, FactorizationKind kind,
+absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                           const MatrixView* rhs, DeviceContext& context,
                                           JobControl* control) {
   if (IsCancelled(control)) return absl::CancelledError("factorization cancelled");
+  const FactorizationKind kind = options.kind;
   if (!IsFloating(a.dtype)) {
     return absl::InvalidArgumentError(
         absl::StrCat("matrix.dtype is ", std::string(DTypeName(a.dtype)),
@@ -429,28 +447,40 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, FactorizationKind
                                                      "; want ", a.rows, " rows and >= 1 column"));
     }
   }
-  absl::StatusOr<FactorizeResult> result = VisitFloatingType(a.dtype, [&](auto type) {
-    using T = typename decltype(type)::type;
-    switch (kind) {
-      case FactorizationKind::kCholesky:
-        return CholeskyOf<T>(a, rhs, context);
-      case FactorizationKind::kQr:
-        return QrOf<T>(a, rhs, context);
-      case FactorizationKind::kLu:
-      default:
-        return LuOf<T>(a, rhs, context);
-    }
-  });
+  if (options.batch_count < 0 || (options.batch_count > 0 && a.rows % options.batch_count != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix.rows = ", a.rows, " is not a multiple of batch_count = ", options.batch_count));
+  }
+  absl::StatusOr<FactorizeResult> result = [&]() -> absl::StatusOr<FactorizeResult> {
+    if (options.batch_count > 0) return FactorizeBatch(a, options, rhs, context);
+    return VisitFloatingType(a.dtype, [&](auto type) {
+      using T = typename decltype(type)::type;
+      switch (kind) {
+        case FactorizationKind::kCholesky:
+          return CholeskyOf<T>(a, rhs, context);
+        case FactorizationKind::kQr:
+          return QrOf<T>(a, rhs, context);
+        case FactorizationKind::kLu:
+        default:
+          return LuOf<T>(a, rhs, context);
+      }
+    });
+  }();
   if (!result.ok()) {
     // FAILED_PRECONDITION and INVALID_ARGUMENT already say what is wrong with the input.
     if (result.status().code() == absl::StatusCode::kFailedPrecondition ||
         result.status().code() == absl::StatusCode::kInvalidArgument) {
       return result;
     }
+    const std::string what = options.batch_count > 0
+                                 ? absl::StrCat("a batch of ", options.batch_count, " ",
+                                                a.rows / options.batch_count, "x", a.cols)
+                                 : absl::StrCat("a ", a.rows, "x", a.cols);
     return absl::Status(
         result.status().code(),
-        absl::StrCat("cuda ", KindName(kind), " of a ", a.rows, "x", a.cols, " ",
-                     std::string(DTypeName(a.dtype)), " matrix: ", result.status().message()));
+        absl::StrCat(
+            "cuda ", KindName(kind), " of ", what, " ", std::string(DTypeName(a.dtype)),
+            options.batch_count > 0 ? " matrices: " : " matrix: ", result.status().message()));
   }
   ReportProgress(control, 1.0);
   return result;

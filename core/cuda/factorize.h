@@ -1,4 +1,6 @@
-// LU, Cholesky and QR on one CUDA device through cuSOLVER, with the matching solves (see Backend::Factorize). Fills stats except backend/device/seconds.
+// LU, Cholesky and QR on one CUDA device through cuSOLVER, with the matching solves (see
+// Backend::Factorize); batches through the batched routines (core/cuda/factorize_batch.h). Fills
+// stats except backend/device/seconds.
 #ifndef MATRIXD_CORE_CUDA_FACTORIZE_H_
 #define MATRIXD_CORE_CUDA_FACTORIZE_H_
 
@@ -12,7 +14,7 @@
 
 namespace matrixd::cuda {
 
-absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, FactorizationKind kind,
+absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                           const MatrixView* rhs, DeviceContext& context,
                                           JobControl* control);
 

@@ -18,8 +18,9 @@ namespace matrixd::cuda {
 // LibraryTraits<T>: `Device` is the type the libraries take (std::complex<float> and cuComplex
 // share one layout, so a device buffer of T is passed as Device* by reinterpret_cast);
 // `kAdjoint` is the conjugate transpose (plain transpose for real types); the function pointers
-// are the legacy 32-bit-index cuSOLVER/cuBLAS routines of that type (S, D, C, Z). Matrices are
-// at most 2^28 elements (core/validation.h), so every dimension fits an int.
+// are the legacy 32-bit-index cuSOLVER/cuBLAS routines of that type (S, D, C, Z), the *_batched
+// ones those that take a batch of small matrices at once. Matrices are at most 2^28 elements
+// (core/validation.h), so every dimension and batch count fits an int.
 template <typename T>
 struct LibraryTraits;
 
@@ -42,6 +43,12 @@ struct LibraryTraits<float> {
   static constexpr auto ormqr = &cusolverDnSormqr;
   static constexpr auto gemm = &cublasSgemm;
   static constexpr auto trsm = &cublasStrsm;
+  static constexpr auto getrf_batched = &cublasSgetrfBatched;
+  static constexpr auto getrs_batched = &cublasSgetrsBatched;
+  static constexpr auto potrf_batched = &cusolverDnSpotrfBatched;
+  static constexpr auto geqrf_batched = &cublasSgeqrfBatched;
+  static constexpr auto trsm_batched = &cublasStrsmBatched;
+  static constexpr auto gemm_strided_batched = &cublasSgemmStridedBatched;
 };
 
 template <>
@@ -63,6 +70,12 @@ struct LibraryTraits<double> {
   static constexpr auto ormqr = &cusolverDnDormqr;
   static constexpr auto gemm = &cublasDgemm;
   static constexpr auto trsm = &cublasDtrsm;
+  static constexpr auto getrf_batched = &cublasDgetrfBatched;
+  static constexpr auto getrs_batched = &cublasDgetrsBatched;
+  static constexpr auto potrf_batched = &cusolverDnDpotrfBatched;
+  static constexpr auto geqrf_batched = &cublasDgeqrfBatched;
+  static constexpr auto trsm_batched = &cublasDtrsmBatched;
+  static constexpr auto gemm_strided_batched = &cublasDgemmStridedBatched;
 };
 
 template <>
@@ -84,6 +97,12 @@ struct LibraryTraits<std::complex<float>> {
   static constexpr auto ormqr = &cusolverDnCunmqr;
   static constexpr auto gemm = &cublasCgemm;
   static constexpr auto trsm = &cublasCtrsm;
+  static constexpr auto getrf_batched = &cublasCgetrfBatched;
+  static constexpr auto getrs_batched = &cublasCgetrsBatched;
+  static constexpr auto potrf_batched = &cusolverDnCpotrfBatched;
+  static constexpr auto geqrf_batched = &cublasCgeqrfBatched;
+  static constexpr auto trsm_batched = &cublasCtrsmBatched;
+  static constexpr auto gemm_strided_batched = &cublasCgemmStridedBatched;
 };
 
 template <>
@@ -105,6 +124,12 @@ struct LibraryTraits<std::complex<double>> {
   static constexpr auto ormqr = &cusolverDnZunmqr;
   static constexpr auto gemm = &cublasZgemm;
   static constexpr auto trsm = &cublasZtrsm;
+  static constexpr auto getrf_batched = &cublasZgetrfBatched;
+  static constexpr auto getrs_batched = &cublasZgetrsBatched;
+  static constexpr auto potrf_batched = &cusolverDnZpotrfBatched;
+  static constexpr auto geqrf_batched = &cublasZgeqrfBatched;
+  static constexpr auto trsm_batched = &cublasZtrsmBatched;
+  static constexpr auto gemm_strided_batched = &cublasZgemmStridedBatched;
 };
 
 // A device pointer of host element type T as the libraries take it.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/block_sparse.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/uint32_gemm.h"
 
@@ -67,6 +68,8 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
   if (absl::Status s = context.Upload(a.data, *device_a, a.byte_size()); !s.ok()) return s;
   if (absl::Status s = context.Upload(b.data, *device_b, b.byte_size()); !s.ok()) return s;
 
+  absl::StatusOr<KernelTimer> gemm_timer = KernelTimer::Start(context.stream());
+  if (!gemm_timer.ok()) return gemm_timer.status();
   {
     // TF32 tensor cores only when asked for, and only for this call: the handle is shared by
     // every operation on this device.
@@ -85,6 +88,7 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
         LibraryPointer<T>(device_a->data()), static_cast<int>(a.cols), &zero,
         LibraryPointer<T>(device_c->data()), static_cast<int>(n)));
   }
+  if (absl::Status s = gemm_timer->Stop(); !s.ok()) return s;
   if (absl::Status s = context.Download(*device_c, result.c.mutable_bytes(), result.c.byte_size());
       !s.ok()) {
     return s;
@@ -93,6 +97,11 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
   result.stats.flops =
       flops_per_update * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   result.stats.bytes_moved = a.byte_size() + b.byte_size() + result.c.byte_size();
+  if (absl::Status s = gemm_timer->AppendTo(&result.stats, "cublas_gemm", result.stats.bytes_moved,
+                                            result.stats.flops);
+      !s.ok()) {
+    return s;
+  }
   return result;
 }
 

@@ -1,10 +1,12 @@
 // matrixd_bench: one table per operation and size from one run, our backends' times next to the
 // libraries called directly on data already on the device (cuSOLVER getrf for the LU determinant,
-// cuBLAS gemm for products) and the machine's copy bandwidths, so that the gap between an
-// operation and its library call (transfers, layout changes, our own kernels) is visible.
+// cuBLAS gemm for products, cuBLAS getrfBatched for batches of small LUs) and the machine's copy
+// bandwidths, so that the gap between an operation and its library call (transfers, layout
+// changes, our own kernels) is visible.
 //
 //   matrixd_bench [--quick] [--det_sizes=4096,8192,16384] [--gemm_n=8192] [--factor_n=4096]
-//                 [--cpu_n=2048] [--repeats=3] [--no_gpu] [--no_cpu]
+//                 [--cpu_n=2048] [--batch=100000] [--batch_sizes=32,64] [--cpu_batch=10000]
+//                 [--repeats=3] [--no_gpu] [--no_cpu]
 //
 // Times are medians over --repeats runs after one warm-up run. "ours" is ComputeStats::seconds
 // (device events around the whole operation, transfers included); "wall" is the host's clock
@@ -31,6 +33,7 @@
 #include "core/operations.h"
 
 #ifdef MATRIXD_HAVE_CUDA
+#include "core/cuda/batch_kernels.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
@@ -45,6 +48,9 @@ struct Flags {
   int gemm_n = 8192;
   int factor_n = 4096;
   int cpu_n = 2048;
+  int batch = 100000;  // matrices per batched LU on the GPU
+  std::vector<int> batch_sizes = {32, 64};
+  int cpu_batch = 10000;  // matrices per batched LU on the CPU
   int repeats = 3;
   bool gpu = true;
   bool cpu = true;
@@ -73,6 +79,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.gemm_n = 2048;
       flags.factor_n = 1024;
       flags.cpu_n = 512;
+      flags.batch = 20000;
+      flags.cpu_batch = 2000;
       flags.repeats = 2;
     } else if (name == "--det_sizes") {
       flags.det_sizes = ParseSizes(value);
@@ -82,6 +90,12 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.factor_n = std::atoi(value.c_str());
     } else if (name == "--cpu_n") {
       flags.cpu_n = std::atoi(value.c_str());
+    } else if (name == "--batch") {
+      flags.batch = std::max(1, std::atoi(value.c_str()));
+    } else if (name == "--batch_sizes") {
+      flags.batch_sizes = ParseSizes(value);
+    } else if (name == "--cpu_batch") {
+      flags.cpu_batch = std::max(1, std::atoi(value.c_str()));
     } else if (name == "--repeats") {
       flags.repeats = std::max(1, std::atoi(value.c_str()));
     } else if (name == "--no_gpu") {
@@ -190,6 +204,23 @@ std::string Rate(double flops, double s, double unit) {
   if (std::isnan(s) || s <= 0) return "-";
   std::snprintf(text, sizeof(text), "%.1f", flops / s / unit);
   return text;
+}
+
+// `count` random n x n float64 matrices stacked, as a batched Factorize takes them.
+Matrix RandomBatch(int n, int count, uint64_t seed) {
+  return RandomMatrix(int64_t{count} * n, n, DType::kFloat64, seed);
+}
+
+// Millions of matrices per second, three significant digits.
+std::string MillionsPerSecond(double count, double s) {
+  char text[32];
+  if (std::isnan(s) || s <= 0) return "-";
+  std::snprintf(text, sizeof(text), "%.3g", count / s / 1e6);
+  return text;
+}
+
+FactorizeOptions BatchedLu(int count) {
+  return {.kind = FactorizationKind::kLu, .batch_count = count};
 }
 
 #ifdef MATRIXD_HAVE_CUDA
@@ -394,7 +425,133 @@ void BenchGemm(Backend& backend, cuda::DeviceContext& context, const Flags& flag
   }
 }
 
+// Batched LU of small float64 matrices: our Backend call (upload, transposes, getrfBatched, pivot
+// summary, download) next to its device part alone (the same kernels and getrfBatched on
+// resident data), cuBLAS getrfBatched alone, and the PCIe round trip of the same bytes alone,
+// from pageable memory and from memory registered in place (cudaHostRegister and
+// cudaHostUnregister included in the time; ours registers batches of 16 MiB and more).
+void BenchBatchedLu(Backend& backend, cuda::DeviceContext& context, const Flags& flags) {
+  const int count = flags.batch;
+  char title[128];
+  std::snprintf(title, sizeof(title), "Batched LU, float64, batch %d (M/s: million matrices/s)",
+                count);
+  PrintHeader(title,
+              "n     ours(s)   wall(s)   ours M/s  device part(s)  getrfBatched(s)  alone M/s  "
+              "up+down pageable(s)  up+down registered(s)");
+  for (const int n : flags.batch_sizes) {
+    const Matrix a = RandomBatch(n, count, 200 + n);
+    const size_t bytes = a.byte_size();
+    const Timing ours = TimeOperation(flags.repeats, [&] {
+      return backend.Factorize(a.view(), BatchedLu(count), nullptr, nullptr);
+    });
+
+    // cuBLAS dgetrfBatched alone, one call for the whole batch, on a resident copy restored
+    // before each run; with `ours_around`, wrapped in our kernels as the Backend call runs them.
+    const auto on_device = [&](bool ours_around) -> absl::StatusOr<double> {
+      absl::StatusOr<cuda::DeviceBuffer> pristine = context.Allocate(bytes);
+      if (!pristine.ok()) return pristine.status();
+      absl::StatusOr<cuda::DeviceBuffer> work = context.Allocate(bytes);
+      if (!work.ok()) return work.status();
+      absl::StatusOr<cuda::DeviceBuffer> pointers = context.Allocate(sizeof(double*) * count);
+      if (!pointers.ok()) return pointers.status();
+      absl::StatusOr<cuda::DeviceBuffer> ints = context.Allocate(sizeof(int) * count * (n + 3));
+      if (!ints.ok()) return ints.status();
+      absl::StatusOr<cuda::DeviceBuffer> rows = context.Allocate(bytes);
+      if (!rows.ok()) return rows.status();
+      absl::StatusOr<cuda::DeviceBuffer> permutation =
+          context.Allocate(sizeof(int64_t) * count * n);
+      if (!permutation.ok()) return permutation.status();
+      if (absl::Status s = context.Upload(a.bytes(), *pristine, bytes); !s.ok()) return s;
+      int* info = ints->as<int>();
+      int* ipiv = info + 3 * count;
+      MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchFillPointers(
+          pointers->as<void*>(), work->data(), sizeof(double) * n * n, count, context.stream()));
+      return TimeOnDevice(
+          context, flags.repeats,
+          [&]() -> absl::Status {
+            MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+                work->data(), pristine->data(), bytes, cudaMemcpyDeviceToDevice, context.stream()));
+            return absl::OkStatus();
+          },
+          [&]() -> absl::Status {
+            const cudaStream_t stream = context.stream();
+            if (ours_around) {
+              MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchBatchedTranspose(
+                  pristine->data(), n, n, count, work->data(), sizeof(double), stream));
+            }
+            MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgetrfBatched(
+                context.cublas(), n, pointers->as<double*>(), n, ipiv, info, count));
+            if (ours_around) {
+              MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchBatchedLuSummary(
+                  work->as<double>(), ipiv, n, count, permutation->as<int64_t>(), info + count,
+                  info + 2 * count, stream));
+              MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchBatchedTranspose(
+                  work->data(), n, n, count, rows->data(), sizeof(double), stream));
+            }
+            return absl::OkStatus();
+          });
+    };
+    const absl::StatusOr<double> device_part = on_device(true);
+    const absl::StatusOr<double> alone = on_device(false);
+
+    Matrix back(a.rows(), a.cols(), a.dtype());
+    const auto round_trip = [&](bool registered) -> absl::StatusOr<double> {
+      absl::StatusOr<cuda::DeviceBuffer> target = context.Allocate(bytes);
+      if (!target.ok()) return target.status();
+      return TimeOnDevice(context, flags.repeats, NoPreparation, [&]() -> absl::Status {
+        void* in = const_cast<std::byte*>(a.bytes());
+        if (registered) {
+          MATRIXD_CUDA_RETURN_IF_ERROR(cudaHostRegister(in, bytes, cudaHostRegisterDefault));
+          MATRIXD_CUDA_RETURN_IF_ERROR(
+              cudaHostRegister(back.mutable_bytes(), bytes, cudaHostRegisterDefault));
+        }
+        absl::Status s = context.Upload(in, *target, bytes);
+        if (s.ok()) s = context.Download(*target, back.mutable_bytes(), bytes);
+        if (registered) {
+          MATRIXD_CUDA_RETURN_IF_ERROR(cudaHostUnregister(in));
+          MATRIXD_CUDA_RETURN_IF_ERROR(cudaHostUnregister(back.mutable_bytes()));
+        }
+        return s;
+      });
+    };
+    const absl::StatusOr<double> pageable = round_trip(false);
+    const absl::StatusOr<double> registered = round_trip(true);
+
+    const auto per_second = [&](double s) { return MillionsPerSecond(count, s); };
+    std::printf("%-5d %-9s %-9s %-9s %-15s %-16s %-10s %-20s %s\n", n,
+                Seconds(ours.seconds).c_str(), Seconds(ours.wall).c_str(),
+                per_second(ours.seconds).c_str(), OrError(device_part, Seconds).c_str(),
+                OrError(alone, Seconds).c_str(), OrError(alone, per_second).c_str(),
+                OrError(pageable, Seconds).c_str(), OrError(registered, Seconds).c_str());
+    if (!ours.error.empty()) std::printf("  ours failed: %s\n", ours.error.c_str());
+  }
+}
+
 #endif  // MATRIXD_HAVE_CUDA
+
+// Batched LU of small float64 matrices on the CPU backend, on all its threads and on one.
+void BenchBatchedLuCpu(Backend& cpu, const Flags& flags) {
+  const int count = flags.cpu_batch;
+  char title[128];
+  std::snprintf(title, sizeof(title), "CPU: batched LU, float64, batch %d", count);
+  PrintHeader(title, "n     ours(s)   wall(s)   ours M/s  one thread(s)  one thread M/s");
+  const std::unique_ptr<Backend> serial = MakeCpuBackend({.threads = 1});
+  for (const int n : flags.batch_sizes) {
+    const Matrix a = RandomBatch(n, count, 300 + n);
+    const Timing ours = TimeOperation(
+        flags.repeats, [&] { return cpu.Factorize(a.view(), BatchedLu(count), nullptr, nullptr); });
+    const Timing one = TimeOperation(flags.repeats, [&] {
+      return serial->Factorize(a.view(), BatchedLu(count), nullptr, nullptr);
+    });
+    const auto per_second = [&](double s) { return MillionsPerSecond(count, s); };
+    std::printf("%-5d %-9s %-9s %-9s %-14s %s\n", n, Seconds(ours.seconds).c_str(),
+                Seconds(ours.wall).c_str(), per_second(ours.seconds).c_str(),
+                Seconds(one.seconds).c_str(), per_second(one.seconds).c_str());
+    for (const Timing* t : {&ours, &one}) {
+      if (!t->error.empty()) std::printf("  failed: %s\n", t->error.c_str());
+    }
+  }
+}
 
 // LU, Cholesky and QR through a backend (no library-only column yet).
 void BenchFactorize(Backend& backend, int n, int repeats) {
@@ -414,7 +571,7 @@ void BenchFactorize(Backend& backend, int n, int repeats) {
                         Case{"QR", FactorizationKind::kQr, &general}}) {
     double flops = 0;
     const Timing t = TimeOperation(repeats, [&] {
-      auto result = backend.Factorize(c.a->view(), c.kind, nullptr, nullptr);
+      auto result = backend.Factorize(c.a->view(), {.kind = c.kind}, nullptr, nullptr);
       if (result.ok()) flops = result->stats.flops;
       return result;
     });
@@ -447,6 +604,7 @@ void BenchCpu(const Flags& flags) {
     if (!t->error.empty()) std::printf("  failed: %s\n", t->error.c_str());
   }
   BenchFactorize(*cpu, std::min(n, 2048), flags.repeats);
+  BenchBatchedLuCpu(*cpu, flags);
 }
 
 int Main(int argc, char** argv) {
@@ -471,6 +629,7 @@ int Main(int argc, char** argv) {
     BenchDeterminant(**backend, **context, flags);
     BenchGemm(**backend, **context, flags);
     BenchFactorize(**backend, flags.factor_n, flags.repeats);
+    BenchBatchedLu(**backend, **context, flags);
   }
 #else
   if (flags.gpu) std::printf("# This build has no CUDA backend: GPU tables skipped.\n");

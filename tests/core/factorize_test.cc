@@ -227,7 +227,8 @@ void ExpectLuReconstructs(Backend& backend, const Matrix& a,
   const int64_t m = a.rows();
   const int64_t n = a.cols();
   const int64_t k = std::min(m, n);
-  const auto result = backend.Factorize(a.view(), FactorizationKind::kLu, nullptr, nullptr);
+  const auto result =
+      backend.Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr, nullptr);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->kind, FactorizationKind::kLu);
   ASSERT_EQ(result->lu.rows(), m);
@@ -316,7 +317,8 @@ TEST_P(FactorizeTest, LuPivotsPastZeroLeadingEntry) {
     using T = typename decltype(type)::type;
     const Matrix a = Matrix::FromValues<T>(3, 3, std::vector<T>{0, 2, 1, 1, 1, 1, 3, 0, 2});
     ExpectLuReconstructs<T>(backend(), a, std::nullopt);
-    const auto result = backend().Factorize(a.view(), FactorizationKind::kLu, nullptr, nullptr);
+    const auto result =
+        backend().Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr, nullptr);
     ASSERT_TRUE(result.ok()) << result.status();
     // Partial pivoting takes the largest entry of column 0, in row 2.
     EXPECT_EQ(result->permutation[0], 2);
@@ -350,7 +352,8 @@ TEST_P(FactorizeTest, LuSolveHasSmallBackwardError) {
       const Matrix a = RandomMatrix<T>(n, n, 21 + n);
       const Matrix b = RandomMatrix<T>(n, 3, 22 + n);
       const MatrixView rhs = b.view();
-      const auto result = backend().Factorize(a.view(), FactorizationKind::kLu, &rhs, nullptr);
+      const auto result =
+          backend().Factorize(a.view(), {.kind = FactorizationKind::kLu}, &rhs, nullptr);
       ASSERT_TRUE(result.ok()) << result.status();
       ASSERT_TRUE(result->solution.has_value());
       ExpectSolves<T>(a, b, *result->solution);
@@ -365,7 +368,8 @@ TEST_P(FactorizeTest, LuSolveOfSingularMatrixFailsPrecondition) {
     for (int64_t i = 0; i < 5; ++i) a.As<T>()[i * 5 + 2] = T(0);
     const Matrix b = RandomMatrix<T>(5, 1, 32);
     const MatrixView rhs = b.view();
-    const auto result = backend().Factorize(a.view(), FactorizationKind::kLu, &rhs, nullptr);
+    const auto result =
+        backend().Factorize(a.view(), {.kind = FactorizationKind::kLu}, &rhs, nullptr);
     ASSERT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
     EXPECT_NE(result.status().message().find("singular"), std::string::npos) << result.status();
     EXPECT_NE(result.status().message().find("column 2"), std::string::npos) << result.status();
@@ -380,7 +384,7 @@ TEST_P(FactorizeTest, CholeskyReconstructsPositiveDefiniteMatrices) {
       for (const double scale : {1.0, std::ldexp(1.0, exponent), std::ldexp(1.0, -exponent)}) {
         const Matrix a = HermitianPositiveDefinite<T>(n, 40 + n, scale);
         const auto result =
-            backend().Factorize(a.view(), FactorizationKind::kCholesky, nullptr, nullptr);
+            backend().Factorize(a.view(), {.kind = FactorizationKind::kCholesky}, nullptr, nullptr);
         ASSERT_TRUE(result.ok()) << result.status();
         EXPECT_EQ(result->kind, FactorizationKind::kCholesky);
         ASSERT_EQ(result->l.rows(), n);
@@ -418,7 +422,7 @@ TEST_P(FactorizeTest, CholeskyOfIndefiniteMatrixNamesTheFailingMinor) {
     for (const Case& c : cases) {
       const Matrix a = Matrix::FromValues<T>(c.n, c.n, c.values);
       const auto result =
-          backend().Factorize(a.view(), FactorizationKind::kCholesky, nullptr, nullptr);
+          backend().Factorize(a.view(), {.kind = FactorizationKind::kCholesky}, nullptr, nullptr);
       ASSERT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
       EXPECT_NE(result.status().message().find("not positive definite"), std::string::npos)
           << result.status();
@@ -435,7 +439,8 @@ TEST_P(FactorizeTest, CholeskySolveHasSmallBackwardError) {
     const Matrix a = HermitianPositiveDefinite<T>(30, 51);
     const Matrix b = RandomMatrix<T>(30, 4, 52);
     const MatrixView rhs = b.view();
-    const auto result = backend().Factorize(a.view(), FactorizationKind::kCholesky, &rhs, nullptr);
+    const auto result =
+        backend().Factorize(a.view(), {.kind = FactorizationKind::kCholesky}, &rhs, nullptr);
     ASSERT_TRUE(result.ok()) << result.status();
     ASSERT_TRUE(result->solution.has_value());
     ExpectSolves<T>(a, b, *result->solution);
@@ -451,7 +456,8 @@ TEST_P(FactorizeTest, QrReconstructsTallSquareAndWideMatrices) {
       SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n));
       const int64_t k = std::min(m, n);
       const Matrix a = RandomMatrix<T>(m, n, 60 + m * 100 + n);
-      const auto result = backend().Factorize(a.view(), FactorizationKind::kQr, nullptr, nullptr);
+      const auto result =
+          backend().Factorize(a.view(), {.kind = FactorizationKind::kQr}, nullptr, nullptr);
       ASSERT_TRUE(result.ok()) << result.status();
       EXPECT_EQ(result->kind, FactorizationKind::kQr);
       ASSERT_EQ(result->q.rows(), m);
@@ -483,7 +489,8 @@ TEST_P(FactorizeTest, QrSolveMatchesNormalEquations) {
     const Matrix a = RandomMatrix<T>(m, n, 71);
     const Matrix b = RandomMatrix<T>(m, 2, 72);
     const MatrixView rhs = b.view();
-    const auto result = backend().Factorize(a.view(), FactorizationKind::kQr, &rhs, nullptr);
+    const auto result =
+        backend().Factorize(a.view(), {.kind = FactorizationKind::kQr}, &rhs, nullptr);
     ASSERT_TRUE(result.ok()) << result.status();
     ASSERT_TRUE(result->solution.has_value());
     ASSERT_EQ(result->solution->rows(), n);
@@ -504,7 +511,8 @@ TEST_P(FactorizeTest, QrSolveOfSquareSystemHasSmallBackwardError) {
     const Matrix a = RandomMatrix<T>(25, 25, 81);
     const Matrix b = RandomMatrix<T>(25, 3, 82);
     const MatrixView rhs = b.view();
-    const auto result = backend().Factorize(a.view(), FactorizationKind::kQr, &rhs, nullptr);
+    const auto result =
+        backend().Factorize(a.view(), {.kind = FactorizationKind::kQr}, &rhs, nullptr);
     ASSERT_TRUE(result.ok()) << result.status();
     ASSERT_TRUE(result->solution.has_value());
     ExpectSolves<T>(a, b, *result->solution);
@@ -518,7 +526,8 @@ TEST_P(FactorizeTest, QrSolveWithoutFullColumnRankFailsPrecondition) {
     for (int64_t i = 0; i < 8; ++i) a.As<T>()[i * 4 + 2] = T(0);
     const Matrix b = RandomMatrix<T>(8, 1, 92);
     const MatrixView rhs = b.view();
-    const auto result = backend().Factorize(a.view(), FactorizationKind::kQr, &rhs, nullptr);
+    const auto result =
+        backend().Factorize(a.view(), {.kind = FactorizationKind::kQr}, &rhs, nullptr);
     EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
   });
 }
@@ -528,9 +537,9 @@ TEST_P(FactorizeTest, FactorizeRejectsIntegerDTypes) {
   const Matrix u = Matrix::FromValues<uint32_t>(2, 2, std::vector<uint32_t>{1, 2, 3, 4});
   for (const FactorizationKind kind :
        {FactorizationKind::kLu, FactorizationKind::kCholesky, FactorizationKind::kQr}) {
-    EXPECT_EQ(backend().Factorize(a.view(), kind, nullptr, nullptr).status().code(),
+    EXPECT_EQ(backend().Factorize(a.view(), {.kind = kind}, nullptr, nullptr).status().code(),
               absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(backend().Factorize(u.view(), kind, nullptr, nullptr).status().code(),
+    EXPECT_EQ(backend().Factorize(u.view(), {.kind = kind}, nullptr, nullptr).status().code(),
               absl::StatusCode::kInvalidArgument);
   }
 }
@@ -539,14 +548,17 @@ TEST_P(FactorizeTest, FactorizeReturnsCancelledWhenCancelled) {
   const Matrix a = RandomMatrix<double>(4, 4, 101);
   JobControl control;
   control.Cancel();
-  EXPECT_EQ(
-      backend().Factorize(a.view(), FactorizationKind::kLu, nullptr, &control).status().code(),
-      absl::StatusCode::kCancelled);
+  EXPECT_EQ(backend()
+                .Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr, &control)
+                .status()
+                .code(),
+            absl::StatusCode::kCancelled);
 }
 
 TEST_P(FactorizeTest, FactorizeCountsFlopsAndBytes) {
   const Matrix a = RandomMatrix<double>(10, 10, 111);
-  const auto result = backend().Factorize(a.view(), FactorizationKind::kLu, nullptr, nullptr);
+  const auto result =
+      backend().Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr, nullptr);
   ASSERT_TRUE(result.ok()) << result.status();
   // About 2n^3/3, whatever the lower-order terms.
   EXPECT_NEAR(result->stats.flops, 2.0 * 1000 / 3, 0.2 * 2.0 * 1000 / 3);

@@ -189,8 +189,8 @@ class MisbehavingBackend final : public Backend {
                                                 JobControl*) override {
     throw std::bad_alloc();
   }
-  absl::StatusOr<FactorizeResult> Factorize(const MatrixView&, FactorizationKind, const MatrixView*,
-                                            JobControl*) override {
+  absl::StatusOr<FactorizeResult> Factorize(const MatrixView&, const FactorizeOptions&,
+                                            const MatrixView*, JobControl*) override {
     return absl::DataLossError("factors went missing");
   }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView&, const MatrixView&,

@@ -31,9 +31,11 @@ inline ::testing::Environment* const kGrpcLibraryEnvironment =
 inline Limits TestLimits() { return {.max_elements = int64_t{1} << 16, .max_permanent_n = 12}; }
 
 inline std::unique_ptr<MatrixServer> StartTestServer(std::unique_ptr<Backend> backend) {
-  auto server = MatrixServer::Start(
-      std::move(backend),
-      {.listen_address = "127.0.0.1:0", .limits = TestLimits(), .max_message_bytes = 64 << 20});
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.limits = TestLimits();
+  options.max_message_bytes = 64 << 20;
+  auto server = MatrixServer::Start(std::move(backend), options);
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? *std::move(server) : nullptr;
 }

@@ -1,0 +1,544 @@
+#include "core/cuda/factorize_batch.h"
+
+#include <algorithm>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/cpu/factorize.h"
+#include "core/cuda/batch_kernels.h"
+#include "core/cuda/cuda_status.h"
+#include "core/cuda/dense_kernels.h"
+#include "core/cuda/host_registration.h"
+#include "core/cuda/kernel_timer.h"
+#include "core/cuda/library_types.h"
+
+// Layout: as in factorize.cc, a row-major matrix read column-major is its transpose. LU and QR
+// transpose each matrix of the batch after the upload and their factors back before the download
+// (LaunchBatchedTranspose); Cholesky and every solve but LU's work on the row-major data as it is.
+//
+// Transfers: a batch is all transfer and little arithmetic (100000 LUs of 32x32 are 0.8 GB each
+// way against under 2 ms of getrfBatched on an H100), so large inputs and outputs are registered
+// in place (HostRegistration) and copied at the copy engines' speed, and the outputs are allocated
+// on the host while the device works, before the first download waits for it.
+
+namespace matrixd::cuda {
+namespace {
+
+#define RETURN_IF_ERROR(expr)                                         \
+  do {                                                                \
+    if (absl::Status matrixd_status = (expr); !matrixd_status.ok()) { \
+      return matrixd_status;                                          \
+    }                                                                 \
+  } while (0)
+
+// Assigns the value of a StatusOr<DeviceBuffer> expression to `lhs`, or returns its status.
+#define ASSIGN_BUFFER_OR_RETURN(lhs, expr)        \
+  absl::StatusOr<DeviceBuffer> lhs##_or = (expr); \
+  if (!lhs##_or.ok()) return lhs##_or.status();   \
+  DeviceBuffer lhs = *std::move(lhs##_or)
+
+template <typename T>
+using Device = typename LibraryTraits<T>::Device;
+
+template <typename T>
+constexpr bool kIsComplex =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+// Real operations per multiply-add: 2, or 8 for complex numbers.
+template <typename T>
+constexpr double kFlopsPerUpdate = kIsComplex<T> ? 8.0 : 2.0;
+
+// Multiply-adds of getrf on m x n (LAPACK Working Note 41, as both backends count them), times
+// two.
+double LuFlops(double m, double n) {
+  const double k = std::min(m, n);
+  return 2.0 * m * n * k - (m + n) * k * k + 2.0 * k * k * k / 3.0;
+}
+
+// `count` matrices of rows x cols, with nrhs right-hand sides each (0 without a solve).
+struct Batch {
+  int count = 0;
+  int rows = 0;
+  int cols = 0;
+  int nrhs = 0;
+
+  int64_t size() const { return int64_t{rows} * cols; }
+};
+
+// How an error names matrix `index` of the batch.
+std::string Subject(int64_t index) { return absl::StrCat("matrix ", index, " of the batch"); }
+
+template <typename T>
+Matrix HostMatrix(int64_t rows, int64_t cols) {
+  return Matrix(rows, cols, DTypeOf<T>());
+}
+
+// A device array of `count` pointers into `buffer`, one every `stride` elements of T: the form in
+// which the batched routines take their matrices. Built on the device: no upload, no wait.
+template <typename T>
+absl::StatusOr<DeviceBuffer> PointersInto(const DeviceBuffer& buffer, int64_t stride, int count,
+                                          DeviceContext& context) {
+  ASSIGN_BUFFER_OR_RETURN(pointers, context.Allocate(static_cast<size_t>(count) * sizeof(void*)));
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchFillPointers(pointers.as<void*>(), buffer.data(),
+                                                  static_cast<size_t>(stride) * sizeof(T), count,
+                                                  context.stream()));
+  return pointers;
+}
+
+template <typename T>
+Device<T>** PointerArray(const DeviceBuffer& pointers) {
+  return pointers.as<Device<T>*>();
+}
+
+// The batched routines go out in slices of at most this many matrices. None documents a limit on
+// the batch size; slices keep every launch they make well inside the 65535 blocks that a grid's
+// y and z dimensions allow, whatever each routine does with them, at no measurable cost.
+constexpr int kMaxMatricesPerCall = 65535;
+
+// Runs call(first, size) over consecutive slices of [0, count).
+template <typename Call>
+absl::Status InSlices(int count, Call&& call) {
+  for (int first = 0; first < count; first += kMaxMatricesPerCall) {
+    RETURN_IF_ERROR(call(first, std::min(kMaxMatricesPerCall, count - first)));
+  }
+  return absl::OkStatus();
+}
+
+// getrsBatched and geqrfBatched report argument errors through a host int.
+absl::Status CheckHostInfo(int info, const char* routine) {
+  if (info < 0) {
+    return absl::InternalError(absl::StrCat(routine, " rejected its argument ", -info, " (info)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireSquare(const Batch& batch, const char* what) {
+  if (batch.rows != batch.cols) {
+    return absl::InvalidArgumentError(absl::StrCat("each matrix of the batch is ", batch.rows, "x",
+                                                   batch.cols, "; ", what,
+                                                   " needs square matrices"));
+  }
+  return absl::OkStatus();
+}
+
+// ---- LU ----
+
+// cuBLAS does not promise LAPACK's handling of an exactly zero pivot (skip the division by it
+// and carry on), so a singular matrix whose factors came back with an Inf or a NaN is factored
+// again by LAPACK on the host: such matrices are rare, and their factors are then those of the
+// unbatched path. Updates lu, permutation and singular_columns.
+template <typename T>
+absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<const int> nonfinite,
+                            FactorizeResult& result) {
+  const size_t matrix_bytes = static_cast<size_t>(batch.size()) * sizeof(T);
+  for (int b = 0; b < batch.count; ++b) {
+    if (nonfinite[b] == 0) continue;
+    const MatrixView one{.rows = batch.rows,
+                         .cols = batch.cols,
+                         .dtype = a.dtype,
+                         .data = a.data + static_cast<size_t>(b) * matrix_bytes};
+    absl::StatusOr<FactorizeResult> host =
+        cpu::Factorize(one, {.kind = FactorizationKind::kLu}, nullptr, 1, nullptr);
+    if (!host.ok()) return host.status();
+    std::memcpy(result.lu.mutable_bytes() + static_cast<size_t>(b) * matrix_bytes, host->lu.bytes(),
+                matrix_bytes);
+    std::copy(host->permutation.begin(), host->permutation.end(),
+              result.permutation.begin() + int64_t{b} * batch.rows);
+    result.singular_columns[b] = host->singular_column.value_or(-1);
+  }
+  return absl::OkStatus();
+}
+
+// getrfBatched on each A, getrsBatched for A X = B. Pivots are LAPACK's (1-based row swaps in
+// sequence); LaunchBatchedLuSummary turns them into permutations on the device and finds each
+// matrix's first zero pivot.
+template <typename T>
+absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView* rhs,
+                                          const Batch& batch, DeviceContext& context) {
+  using Traits = LibraryTraits<T>;
+  RETURN_IF_ERROR(RequireSquare(batch, "a batched LU"));
+  const int n = batch.rows;
+  const int count = batch.count;
+  const cudaStream_t stream = context.stream();
+
+  ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(a.byte_size()));
+  ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(a.byte_size()));
+  ASSIGN_BUFFER_OR_RETURN(pivots, context.Allocate(static_cast<size_t>(count) * n * sizeof(int)));
+  ASSIGN_BUFFER_OR_RETURN(permutation,
+                          context.Allocate(static_cast<size_t>(count) * n * sizeof(int64_t)));
+  // Per matrix: getrf's info, the first zero pivot, the Inf/NaN flag. Downloaded first, alone.
+  ASSIGN_BUFFER_OR_RETURN(flags, context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
+  int* info = flags.as<int>();
+  int* singular = info + count;
+  int* nonfinite = singular + count;
+  int* ipiv = pivots.as<int>();
+
+  const HostRegistration a_pin(a.data, a.byte_size(), stream);
+  RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchBatchedTranspose(staging.data(), n, n, count, factors.data(), sizeof(T), stream));
+  ASSIGN_BUFFER_OR_RETURN(factor_pointers, PointersInto<T>(factors, batch.size(), count, context));
+  Device<T>** lu = PointerArray<T>(factor_pointers);
+  absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(stream);
+  RETURN_IF_ERROR(getrf_timer.status());
+  RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf_batched(
+        context.cublas(), n, lu + first, n, ipiv + int64_t{first} * n, info + first, size));
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(getrf_timer->Stop());
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedLuSummary(
+      factors.as<T>(), ipiv, n, count, permutation.as<int64_t>(), singular, nonfinite, stream));
+
+  // The solve is queued before the pivots are known: on a singular matrix it produces Inf/NaN
+  // that are discarded, which costs less than a round trip to the host in between.
+  DeviceBuffer rhs_staging;
+  const int nrhs = batch.nrhs;
+  const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
+                                 rhs != nullptr ? rhs->byte_size() : 0, stream);
+  if (rhs != nullptr) {
+    ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs->byte_size()));
+    ASSIGN_BUFFER_OR_RETURN(rhs_columns, context.Allocate(rhs->byte_size()));
+    rhs_staging = std::move(rhs_staging_new);
+    RETURN_IF_ERROR(context.Upload(rhs->data, rhs_staging, rhs->byte_size()));
+    // Each row-major n x nrhs right-hand side reads as nrhs x n column-major.
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedTranspose(rhs_staging.data(), nrhs, n, count,
+                                                        rhs_columns.data(), sizeof(T), stream));
+    ASSIGN_BUFFER_OR_RETURN(rhs_pointers,
+                            PointersInto<T>(rhs_columns, int64_t{n} * nrhs, count, context));
+    Device<T>** b = PointerArray<T>(rhs_pointers);
+    RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+      int host_info = 0;
+      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs_batched(context.cublas(), CUBLAS_OP_N, n, nrhs,
+                                                         lu + first, n, ipiv + int64_t{first} * n,
+                                                         b + first, n, &host_info, size));
+      return CheckHostInfo(host_info, "cublas<t>getrsBatched");
+    }));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedTranspose(rhs_columns.data(), n, nrhs, count,
+                                                        rhs_staging.data(), sizeof(T), stream));
+  }
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchBatchedTranspose(factors.data(), n, n, count, staging.data(), sizeof(T), stream));
+
+  FactorizeResult result;
+  result.kind = FactorizationKind::kLu;
+  result.lu = HostMatrix<T>(a.rows, n);
+  result.permutation.resize(static_cast<size_t>(count) * n);
+  if (rhs != nullptr) result.solution = HostMatrix<T>(rhs->rows, nrhs);
+  const HostRegistration lu_pin(result.lu.bytes(), result.lu.byte_size(), stream);
+  const HostRegistration permutation_pin(result.permutation.data(),
+                                         result.permutation.size() * sizeof(int64_t), stream);
+  const HostRegistration solution_pin(rhs != nullptr ? result.solution->bytes() : nullptr,
+                                      rhs != nullptr ? result.solution->byte_size() : 0, stream);
+
+  std::vector<int> host_flags(static_cast<size_t>(count) * 3);
+  RETURN_IF_ERROR(context.Download(flags, host_flags.data(), host_flags.size() * sizeof(int)));
+  const std::span<const int> infos(host_flags.data(), count);
+  const std::span<const int> singular_columns(host_flags.data() + count, count);
+  const std::span<const int> nonfinite_flags(host_flags.data() + 2 * int64_t{count}, count);
+  for (int b = 0; b < count; ++b) {
+    if (infos[b] < 0) {
+      return absl::InternalError(absl::StrCat("cublas<t>getrfBatched rejected its argument ",
+                                              -infos[b], " (info of ", Subject(b), ")"));
+    }
+  }
+  if (rhs != nullptr) {
+    for (int b = 0; b < count; ++b) {
+      if (const int k = singular_columns[b]; k >= 0) {
+        return absl::FailedPreconditionError(absl::StrCat(Subject(b), " is singular: U[", k, ",", k,
+                                                          "] = 0 at column ", k, "; cannot solve"));
+      }
+    }
+  }
+
+  RETURN_IF_ERROR(context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
+  RETURN_IF_ERROR(context.Download(permutation, result.permutation.data(),
+                                   result.permutation.size() * sizeof(int64_t)));
+  if (rhs != nullptr) {
+    RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
+                                     result.solution->byte_size()));
+  }
+  result.singular_columns.assign(singular_columns.begin(), singular_columns.end());
+  RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, nonfinite_flags, result));
+  for (const int64_t column : result.singular_columns) {
+    if (column >= 0) {
+      result.singular_column = column;
+      break;
+    }
+  }
+
+  result.stats.flops =
+      kFlopsPerUpdate<T> / 2.0 * count * (LuFlops(n, n) + 2.0 * n * static_cast<double>(n) * nrhs);
+  // Transfers, plus each transpose's read and write and the factorisation's own pass.
+  result.stats.bytes_moved = 7 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
+  RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cublas_getrf_batched", 2 * a.byte_size(),
+                                        kFlopsPerUpdate<T> / 2.0 * count * LuFlops(n, n)));
+  return result;
+}
+
+// ---- Cholesky ----
+
+// As in the unbatched path (factorize.cc, CholeskyOf): the row-major array read column-major is
+// conj(A) for Hermitian A; potrf with UPPER factors it as U^H U and U read row-major is L. A X = R
+// becomes X^T U^H U = R^T, two right-side triangular solves on the row-major R in place.
+template <typename T>
+absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const MatrixView* rhs,
+                                                const Batch& batch, DeviceContext& context) {
+  using Traits = LibraryTraits<T>;
+  RETURN_IF_ERROR(RequireSquare(batch, "Cholesky"));
+  const int n = batch.rows;
+  const int count = batch.count;
+  const int nrhs = batch.nrhs;
+  const cudaStream_t stream = context.stream();
+
+  ASSIGN_BUFFER_OR_RETURN(factor, context.Allocate(a.byte_size()));
+  ASSIGN_BUFFER_OR_RETURN(infos, context.Allocate(static_cast<size_t>(count) * sizeof(int)));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(infos.data(), 0, static_cast<size_t>(count) * sizeof(int), stream));
+  const HostRegistration a_pin(a.data, a.byte_size(), stream);
+  RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
+  ASSIGN_BUFFER_OR_RETURN(factor_pointers, PointersInto<T>(factor, batch.size(), count, context));
+  Device<T>** u = PointerArray<T>(factor_pointers);
+  absl::StatusOr<KernelTimer> potrf_timer = KernelTimer::Start(stream);
+  RETURN_IF_ERROR(potrf_timer.status());
+  RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf_batched(context.cusolver(), CUBLAS_FILL_MODE_UPPER,
+                                                       n, u + first, n, infos.as<int>() + first,
+                                                       size));
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(potrf_timer->Stop());
+
+  DeviceBuffer solution;
+  const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
+                                 rhs != nullptr ? rhs->byte_size() : 0, stream);
+  if (rhs != nullptr) {
+    ASSIGN_BUFFER_OR_RETURN(solution_new, context.Allocate(rhs->byte_size()));
+    solution = std::move(solution_new);
+    RETURN_IF_ERROR(context.Upload(rhs->data, solution, rhs->byte_size()));
+    ASSIGN_BUFFER_OR_RETURN(solution_pointers,
+                            PointersInto<T>(solution, int64_t{n} * nrhs, count, context));
+    Device<T>** x = PointerArray<T>(solution_pointers);
+    const Device<T> one = Traits::One();
+    // Y U = R^T, then X^T U^H = Y. A matrix that is not positive definite gets garbage, which is
+    // discarded below.
+    RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::trsm_batched(
+          context.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+          CUBLAS_DIAG_NON_UNIT, nrhs, n, &one, u + first, n, x + first, nrhs, size));
+      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::trsm_batched(
+          context.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, Traits::kAdjoint,
+          CUBLAS_DIAG_NON_UNIT, nrhs, n, &one, u + first, n, x + first, nrhs, size));
+      return absl::OkStatus();
+    }));
+  }
+  // potrf leaves the other triangle as it was (A's upper triangle, row-major).
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedZeroStrictTriangle(
+      factor.data(), n, n, count, sizeof(T), Triangle::kUpper, stream));
+
+  FactorizeResult result;
+  result.kind = FactorizationKind::kCholesky;
+  result.l = HostMatrix<T>(a.rows, n);
+  if (rhs != nullptr) result.solution = HostMatrix<T>(rhs->rows, nrhs);
+  const HostRegistration l_pin(result.l.bytes(), result.l.byte_size(), stream);
+  const HostRegistration solution_pin(rhs != nullptr ? result.solution->bytes() : nullptr,
+                                      rhs != nullptr ? result.solution->byte_size() : 0, stream);
+
+  std::vector<int> host_infos(count);
+  RETURN_IF_ERROR(context.Download(infos, host_infos.data(), host_infos.size() * sizeof(int)));
+  for (int b = 0; b < count; ++b) {
+    if (host_infos[b] < 0) {
+      return absl::InternalError(absl::StrCat("cusolverDn<t>potrfBatched rejected its argument ",
+                                              -host_infos[b], " (info of ", Subject(b), ")"));
+    }
+  }
+  for (int b = 0; b < count; ++b) {
+    if (host_infos[b] > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(Subject(b), " is not positive definite: the leading minor of order ",
+                       host_infos[b], " is not positive"));
+    }
+  }
+
+  RETURN_IF_ERROR(context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
+  if (rhs != nullptr) {
+    RETURN_IF_ERROR(
+        context.Download(solution, result.solution->mutable_bytes(), result.solution->byte_size()));
+  }
+  const double nd = n;
+  // potrf: n^3 / 6 multiply-adds; the two triangular solves n^2 / 2 each per right-hand side.
+  result.stats.flops = kFlopsPerUpdate<T> * count * (nd * nd * nd / 6.0 + nd * nd * nrhs);
+  result.stats.bytes_moved = 4 * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
+  RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf_batched", 2 * a.byte_size(),
+                                        kFlopsPerUpdate<T> * count * nd * nd * nd / 6.0));
+  return result;
+}
+
+// ---- QR ----
+
+// geqrfBatched on each A (m x n); R is read out of the upper triangle and Q formed from the
+// reflectors by LaunchBatchedFormQ (cuBLAS has no batched orgqr). The least-squares solve
+// (m >= n, so k = n) is X = R^-1 (Q^H B), all in row-major: Y^T = B^T conj(Q) is a strided batched
+// gemm on B and Q read column-major (B^T and Q^T, whose conjugate transpose is conj(Q)), and
+// R X = Y is X^T R^T = Y^T, a right-side triangular solve with the row-major R read
+// column-major (R^T, lower triangular).
+template <typename T>
+absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView* rhs,
+                                          const Batch& batch, DeviceContext& context) {
+  using Traits = LibraryTraits<T>;
+  const int m = batch.rows;
+  const int n = batch.cols;
+  const int k = std::min(m, n);
+  const int count = batch.count;
+  const int nrhs = batch.nrhs;
+  const cudaStream_t stream = context.stream();
+  if (rhs != nullptr && m < n) {
+    return absl::InvalidArgumentError(absl::StrCat("each matrix of the batch is ", m, "x", n,
+                                                   "; a QR solve needs rows >= cols (least "
+                                                   "squares)"));
+  }
+
+  ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(a.byte_size()));
+  ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(a.byte_size()));
+  ASSIGN_BUFFER_OR_RETURN(tau, context.Allocate(static_cast<size_t>(count) * k * sizeof(T)));
+  ASSIGN_BUFFER_OR_RETURN(r, context.Allocate(static_cast<size_t>(count) * k * n * sizeof(T)));
+  const HostRegistration a_pin(a.data, a.byte_size(), stream);
+  RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchBatchedTranspose(staging.data(), n, m, count, factors.data(), sizeof(T), stream));
+  // Q (m x k per matrix, k <= n) goes where the input was: its staging copy is no longer needed.
+  DeviceBuffer& q = staging;
+  ASSIGN_BUFFER_OR_RETURN(factor_pointers, PointersInto<T>(factors, batch.size(), count, context));
+  ASSIGN_BUFFER_OR_RETURN(tau_pointers, PointersInto<T>(tau, k, count, context));
+  Device<T>** reflectors = PointerArray<T>(factor_pointers);
+  Device<T>** scales = PointerArray<T>(tau_pointers);
+  absl::StatusOr<KernelTimer> geqrf_timer = KernelTimer::Start(stream);
+  RETURN_IF_ERROR(geqrf_timer.status());
+  RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+    int host_info = 0;
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::geqrf_batched(context.cublas(), m, n, reflectors + first,
+                                                       m, scales + first, &host_info, size));
+    return CheckHostInfo(host_info, "cublas<t>geqrfBatched");
+  }));
+  RETURN_IF_ERROR(geqrf_timer->Stop());
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchBatchedUpperTriangle(factors.data(), m, n, k, count, r.data(), sizeof(T), stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchBatchedFormQ(factors.as<T>(), tau.as<T>(), m, n, k, count, q.as<T>(), stream));
+
+  DeviceBuffer solution;
+  const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
+                                 rhs != nullptr ? rhs->byte_size() : 0, stream);
+  if (rhs != nullptr) {
+    ASSIGN_BUFFER_OR_RETURN(b, context.Allocate(rhs->byte_size()));
+    ASSIGN_BUFFER_OR_RETURN(y, context.Allocate(static_cast<size_t>(count) * n * nrhs * sizeof(T)));
+    RETURN_IF_ERROR(context.Upload(rhs->data, b, rhs->byte_size()));
+    const Device<T> one = Traits::One();
+    const Device<T> zero = Traits::Zero();
+    const int64_t b_stride = int64_t{m} * nrhs;
+    const int64_t q_stride = int64_t{m} * k;
+    const int64_t y_stride = int64_t{k} * nrhs;
+    RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          Traits::gemm_strided_batched(context.cublas(), CUBLAS_OP_N, Traits::kAdjoint, nrhs, k, m,
+                                       &one, b.as<Device<T>>() + first * b_stride, nrhs, b_stride,
+                                       q.as<Device<T>>() + first * q_stride, k, q_stride, &zero,
+                                       y.as<Device<T>>() + first * y_stride, nrhs, y_stride, size));
+      return absl::OkStatus();
+    }));
+    ASSIGN_BUFFER_OR_RETURN(r_pointers, PointersInto<T>(r, int64_t{k} * n, count, context));
+    ASSIGN_BUFFER_OR_RETURN(y_pointers, PointersInto<T>(y, y_stride, count, context));
+    Device<T>** r_array = PointerArray<T>(r_pointers);
+    Device<T>** y_array = PointerArray<T>(y_pointers);
+    RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::trsm_batched(
+          context.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+          CUBLAS_DIAG_NON_UNIT, nrhs, n, &one, r_array + first, n, y_array + first, nrhs, size));
+      return absl::OkStatus();
+    }));
+    solution = std::move(y);
+  }
+
+  FactorizeResult result;
+  result.kind = FactorizationKind::kQr;
+  result.r = HostMatrix<T>(int64_t{count} * k, n);
+  result.q = HostMatrix<T>(int64_t{count} * m, k);
+  if (rhs != nullptr) result.solution = HostMatrix<T>(int64_t{count} * n, nrhs);
+  const HostRegistration r_pin(result.r.bytes(), result.r.byte_size(), stream);
+  const HostRegistration q_pin(result.q.bytes(), result.q.byte_size(), stream);
+  const HostRegistration solution_pin(rhs != nullptr ? result.solution->bytes() : nullptr,
+                                      rhs != nullptr ? result.solution->byte_size() : 0, stream);
+  RETURN_IF_ERROR(context.Download(r, result.r.mutable_bytes(), result.r.byte_size()));
+  if (rhs != nullptr) {
+    // Like LAPACK's gels: an exactly zero diagonal entry of R means A lacks full column rank.
+    const std::span<const T> r_values = result.r.As<T>();
+    for (int b = 0; b < count; ++b) {
+      const T* r_b = r_values.data() + int64_t{b} * k * n;
+      for (int j = 0; j < k; ++j) {
+        if (r_b[int64_t{j} * n + j] == T(0)) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(Subject(b), " does not have full column rank: R[", j, ",", j,
+                           "] = 0 at column ", j, "; cannot solve least squares"));
+        }
+      }
+    }
+  }
+  RETURN_IF_ERROR(context.Download(q, result.q.mutable_bytes(), result.q.byte_size()));
+  if (rhs != nullptr) {
+    RETURN_IF_ERROR(
+        context.Download(solution, result.solution->mutable_bytes(), result.solution->byte_size()));
+  }
+
+  // The CPU backend's counts (LAPACK Working Note 41): geqrf and forming Q twice getrf's
+  // multiply-adds each, the solve as Q^H B plus a triangular solve.
+  const double nrhs_d = nrhs;
+  result.stats.flops =
+      kFlopsPerUpdate<T> / 2.0 * count *
+      (2.0 * LuFlops(m, n) + 2.0 * LuFlops(m, k) + 2.0 * m * static_cast<double>(n) * nrhs_d +
+       n * static_cast<double>(n) * nrhs_d);
+  // Transfers, the transpose, geqrf's pass, and Q and R written then downloaded.
+  result.stats.bytes_moved = 5 * a.byte_size() + 2 * (result.q.byte_size() + result.r.byte_size()) +
+                             (rhs != nullptr ? 4 * rhs->byte_size() : 0);
+  RETURN_IF_ERROR(geqrf_timer->AppendTo(&result.stats, "cublas_geqrf_batched", 2 * a.byte_size(),
+                                        kFlopsPerUpdate<T> * count * LuFlops(m, n)));
+  return result;
+}
+
+#undef ASSIGN_BUFFER_OR_RETURN
+#undef RETURN_IF_ERROR
+
+}  // namespace
+
+absl::StatusOr<FactorizeResult> FactorizeBatch(const MatrixView& a, const FactorizeOptions& options,
+                                               const MatrixView* rhs, DeviceContext& context) {
+  if (options.batch_count <= 0 || a.rows % options.batch_count != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix.rows = ", a.rows, " is not a multiple of batch_count = ", options.batch_count));
+  }
+  const Batch batch{.count = static_cast<int>(options.batch_count),
+                    .rows = static_cast<int>(a.rows / options.batch_count),
+                    .cols = static_cast<int>(a.cols),
+                    .nrhs = rhs != nullptr ? static_cast<int>(rhs->cols) : 0};
+  return VisitFloatingType(a.dtype, [&](auto type) -> absl::StatusOr<FactorizeResult> {
+    using T = typename decltype(type)::type;
+    switch (options.kind) {
+      case FactorizationKind::kCholesky:
+        return BatchedCholesky<T>(a, rhs, batch, context);
+      case FactorizationKind::kQr:
+        return BatchedQr<T>(a, rhs, batch, context);
+      case FactorizationKind::kLu:
+      default:
+        return BatchedLu<T>(a, rhs, batch, context);
+    }
+  });
+}
+
+}  // namespace matrixd::cuda

@@ -1,0 +1,30 @@
+#include "core/cuda/host_registration.h"
+
+namespace matrixd::cuda {
+
+HostRegistration::HostRegistration(const void* data, size_t bytes, cudaStream_t stream)
+    : stream_(stream) {
+  if (data == nullptr || bytes < kMinBytes) return;
+  // The driver only reads a range registered for uploads, but takes it as void*.
+  void* range = const_cast<void*>(data);
+  if (cudaHostRegister(range, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+    data_ = range;
+  } else {
+    // Not an error for us (see the header): clear it so that it does not surface later as the
+    // result of an unrelated call.
+    static_cast<void>(cudaGetLastError());
+  }
+}
+
+HostRegistration::~HostRegistration() {
+  if (data_ == nullptr) return;
+  // Errors cannot be reported from here; a failed wait leaves the range registered rather than
+  // unregistering it under a running copy.
+  if (cudaStreamSynchronize(stream_) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    return;
+  }
+  if (cudaHostUnregister(data_) != cudaSuccess) static_cast<void>(cudaGetLastError());
+}
+
+}  // namespace matrixd::cuda

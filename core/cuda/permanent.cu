@@ -1,0 +1,548 @@
+// Permanents on the GPU: the host side of the walks in permanent_walks.cuh. The matrix is prepared
+// as on the CPU (core/cpu/permanent.cc: rows scaled by powers of two, Glynn's base row sums in
+// double-double, the same steps), the walk runs in slices of ~30 ms with a cancellation check and
+// a progress report between slices, and the partial sums are combined on the device in a fixed
+// order. INT64 matrices are walked modulo several primes of core/cpu/multimodular.h and the exact
+// permanent is rebuilt by Chinese remaindering on the host, exactly as the CPU does.
+//
+// Speed floor. A walk of 2^bits terms (bits = n - 1 for Glynn, n for Ryser) updates n row sums
+// and multiplies them at every term: at least 2^(n-1) * 2n FP64 instructions for Glynn (one add
+// and one multiply per row), 3.2e10 at n = 30 and 4.4e13 at n = 40. An H100 SXM issues
+// 132 SMs x 64 FP64 lanes x ~1.75 GHz = 1.5e13 FP64 instructions/s (its 34 TFLOPS count an FMA
+// as two), so the floor is ~2 ms at n = 30 and ~3 s at n = 40, doubling with each n. Real walks
+// spend 11 instructions per row and term instead of 2 (x5.5): row sums in double-double (TwoSum,
+// 7) and products in double-double (4 per factor), because Ryser's terms cancel by up to 10
+// orders of magnitude and a plain double walk loses that many digits. Complex walks spend 6 per
+// row and term (2 adds, a complex multiply) with plain double row sums restarted every 1024
+// terms. INT64 walks are integer-bound (a Montgomery product is four 64-bit multiplications) and
+// run once per prime. Measured on an H100 80GB HBM3 (device time of the walk): real Glynn
+// n = 30 16 ms, n = 32 65 ms, n = 34 0.28 s, 7.1-7.6x the floor; Ryser twice that; complex
+// Glynn n = 32 43 ms (4.7x the real floor); INT64 Glynn n = 28 with entries below 1000, 7
+// primes, 60 ms.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/cpu/compensated_sum.h"
+#include "core/cpu/multimodular.h"
+#include "core/cuda/blocking_event.h"
+#include "core/cuda/cuda_status.h"
+#include "core/cuda/permanent.h"
+#include "core/cuda/permanent_walks.cuh"
+#include "core/modular_arithmetic.h"
+
+namespace matrixd::cuda {
+namespace {
+
+// A thread's chunk is at least 2^kMinChunkLog2 terms (its start adds up to bits columns) and
+// at most ~kThreadWork row-sum updates (one wave of chunks, the shortest possible slice, then
+// takes a few ms); within those bounds the walk is cut into at least 2^kMinThreadsLog2 chunks,
+// several waves of the ~34k threads an H100 holds at once.
+constexpr int kMinChunkLog2 = 6;
+constexpr int kMinThreadsLog2 = 16;
+constexpr double kThreadWork = 1 << 19;
+// Modular row-sum updates and products cost ~4x the floating-point ones.
+constexpr double kModularCost = 4.0;
+// The device time aimed at per slice: a cancel returns within about this long.
+constexpr double kSliceSeconds = 0.03;
+
+absl::Status Cancelled() { return absl::CancelledError("permanent cancelled"); }
+
+int WalkBits(int n, PermanentMethod method) {
+  return method == PermanentMethod::kRyser ? n : n - 1;
+}
+
+int PaddedOrder(int n) {
+  return std::max(kOrderStep, (n + kOrderStep - 1) / kOrderStep * kOrderStep);
+}
+
+// How a walk is cut into per-thread chunks and blocks.
+struct WalkLayout {
+  int bits = 0;
+  int chunk_log2 = 0;
+  uint64_t threads = 1;
+  int64_t blocks = 1;
+};
+
+WalkLayout PlanWalk(int bits, int padded_order, double cost_per_update) {
+  const int work_log2 =
+      static_cast<int>(std::floor(std::log2(kThreadWork / (padded_order * cost_per_update))));
+  int chunk_log2 = std::min(bits - kMinThreadsLog2, work_log2);
+  chunk_log2 = std::min(std::max(chunk_log2, kMinChunkLog2), bits);
+  WalkLayout layout;
+  layout.bits = bits;
+  layout.chunk_log2 = chunk_log2;
+  layout.threads = uint64_t{1} << (bits - chunk_log2);
+  layout.blocks = static_cast<int64_t>((layout.threads + kWalkThreads - 1) / kWalkThreads);
+  return layout;
+}
+
+template <typename T>
+absl::StatusOr<DeviceBuffer> UploadVector(DeviceContext& context, const std::vector<T>& values) {
+  absl::StatusOr<DeviceBuffer> buffer =
+      context.Allocate(std::max<size_t>(values.size(), 1) * sizeof(T));
+  if (!buffer.ok()) return buffer.status();
+  if (absl::Status s = context.Upload(values.data(), *buffer, values.size() * sizeof(T)); !s.ok()) {
+    return s;
+  }
+  return buffer;
+}
+
+// Runs the walk described by `data` (its partials buffer holds layout.blocks entries) slice by
+// slice, then queues the combination of the partials into *total (device memory). Reports
+// progress from progress_from to progress_to. CANCELLED between slices when asked.
+template <typename Data>
+absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padded_order,
+                     const Data& data, typename Data::Partial* total, double progress_from,
+                     double progress_to, JobControl* control) {
+  int per_multiprocessor = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      WalkBlocksPerMultiprocessor<Data>(padded_order, layout.bits, &per_multiprocessor));
+  const int64_t wave =
+      std::max<int64_t>(1, int64_t{per_multiprocessor} * context.properties().multiProcessorCount);
+  absl::StatusOr<BlockingEvent> slice_done = BlockingEvent::Create();
+  if (!slice_done.ok()) return slice_done.status();
+  // The first slice is one wave; later ones are scaled by the time the last one took, so that
+  // the slices last ~kSliceSeconds on any device and at any order.
+  constexpr int64_t kMaxSliceBlocks = int64_t{1} << 30;
+  int64_t slice_blocks = wave;
+  for (int64_t done = 0; done < layout.blocks;) {
+    if (IsCancelled(control)) return Cancelled();
+    const int64_t count = std::min(slice_blocks, layout.blocks - done);
+    const WalkSlice slice{layout.bits, layout.chunk_log2, layout.threads, done};
+    const auto start = std::chrono::steady_clock::now();
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchWalk(padded_order, slice, count, data, context.stream()));
+    if (absl::Status s = slice_done->WaitFor(context.stream()); !s.ok()) return s;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    done += count;
+    ReportProgress(control, progress_from + (progress_to - progress_from) *
+                                                static_cast<double>(done) /
+                                                static_cast<double>(layout.blocks));
+    const double scale = std::clamp(kSliceSeconds / std::max(seconds, 1e-6), 0.25, 4.0);
+    slice_blocks =
+        std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(count) * scale) / wave * wave,
+                            wave, kMaxSliceBlocks);
+  }
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchReducePartials(data, layout.blocks, total, context.stream()));
+  return absl::OkStatus();
+}
+
+// ---- Preparing a floating-point matrix (as core/cpu/permanent.cc does) ----
+
+// Largest magnitude (max(|re|, |im|)) of a row, or NaN when some entry is not finite.
+double LargestMagnitude(const double* row, int n) {
+  double largest = 0.0;
+  for (int j = 0; j < n; ++j) {
+    if (!std::isfinite(row[j])) return std::nan("");
+    largest = std::max(largest, std::fabs(row[j]));
+  }
+  return largest;
+}
+double LargestMagnitude(const std::complex<double>* row, int n) {
+  double largest = 0.0;
+  for (int j = 0; j < n; ++j) {
+    if (!std::isfinite(row[j].real()) || !std::isfinite(row[j].imag())) return std::nan("");
+    largest = std::max({largest, std::fabs(row[j].real()), std::fabs(row[j].imag())});
+  }
+  return largest;
+}
+
+double ScaleByPowerOfTwo(double x, int e) { return std::ldexp(x, e); }
+std::complex<double> ScaleByPowerOfTwo(std::complex<double> x, int e) {
+  return {std::ldexp(x.real(), e), std::ldexp(x.imag(), e)};
+}
+
+enum class RowScaling { kScaled, kZeroRow };
+
+// Scales each row by a power of two so that its largest entry lies in [1, 2): exact, and it keeps
+// the products of n row sums away from overflow and underflow whatever the input's scale. Adds
+// the exponents taken out to *exponent. A zero row makes the permanent 0.
+template <typename T>
+absl::StatusOr<RowScaling> NormalizeRows(std::vector<T>& a, int n, int* exponent) {
+  for (int i = 0; i < n; ++i) {
+    T* row = a.data() + static_cast<size_t>(i) * n;
+    const double largest = LargestMagnitude(row, n);
+    if (std::isnan(largest)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("matrix row ", i, " has a NaN or infinite entry"));
+    }
+    if (largest == 0.0) return RowScaling::kZeroRow;
+    const int e = std::ilogb(largest);
+    // Entry by entry: 2^-e itself overflows for a row of subnormals (e < -1023).
+    for (int j = 0; j < n; ++j) row[j] = ScaleByPowerOfTwo(row[j], -e);
+    *exponent += e;
+  }
+  return RowScaling::kScaled;
+}
+
+// The matrix as doubles or complex doubles: FLOAT32 and COMPLEX64 are summed in double too.
+template <typename T>
+std::vector<T> Widen(const MatrixView& a) {
+  std::vector<T> out(static_cast<size_t>(a.size()));
+  switch (a.dtype) {
+    case DType::kFloat32: {
+      const auto v = a.As<float>();
+      std::copy(v.begin(), v.end(), out.begin());
+      break;
+    }
+    case DType::kFloat64: {
+      const auto v = a.As<double>();
+      std::copy(v.begin(), v.end(), out.begin());
+      break;
+    }
+    case DType::kComplex64:
+      if constexpr (!std::is_same_v<T, double>) {
+        const auto v = a.As<std::complex<float>>();
+        std::transform(v.begin(), v.end(), out.begin(), [](std::complex<float> x) { return T(x); });
+      }
+      break;
+    case DType::kComplex128:
+      if constexpr (!std::is_same_v<T, double>) {
+        const auto v = a.As<std::complex<double>>();
+        std::copy(v.begin(), v.end(), out.begin());
+      }
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+// Ryser (bits = n): base 0, step b = column b. Glynn (bits = n - 1): base = the row sums, step b
+// = -2 * column b + 1. Rows n..padded_order-1 are padding: base 1, steps 0.
+template <typename T>
+struct FloatPlan {
+  std::vector<T> steps;         // bits x padded_order
+  std::vector<T> base;          // padded_order
+  std::vector<double> base_lo;  // real walks: base - fl(base)
+};
+
+template <typename T>
+FloatPlan<T> MakeFloatPlan(const std::vector<T>& a, int n, int padded_order,
+                           PermanentMethod method) {
+  const int bits = WalkBits(n, method);
+  const bool glynn = method == PermanentMethod::kGlynn;
+  FloatPlan<T> plan;
+  plan.steps.assign(static_cast<size_t>(bits) * padded_order, T(0));
+  plan.base.assign(padded_order, T(1));
+  plan.base_lo.assign(padded_order, 0.0);
+  for (int b = 0; b < bits; ++b) {
+    for (int i = 0; i < n; ++i) {
+      const T entry = a[static_cast<size_t>(i) * n + b + (glynn ? 1 : 0)];
+      plan.steps[static_cast<size_t>(b) * padded_order + i] = glynn ? -2.0 * entry : entry;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    plan.base[i] = T(0);
+    if (!glynn) continue;
+    if constexpr (std::is_same_v<T, double>) {
+      cpu::CompensatedSum sum;
+      for (int j = 0; j < n; ++j) sum.Add(a[static_cast<size_t>(i) * n + j]);
+      plan.base[i] = sum.hi();
+      plan.base_lo[i] = sum.lo();
+    } else {
+      T sum{};
+      for (int j = 0; j < n; ++j) sum += a[static_cast<size_t>(i) * n + j];
+      plan.base[i] = sum;
+    }
+  }
+  return plan;
+}
+
+std::vector<double2> ToDouble2(const std::vector<std::complex<double>>& values) {
+  std::vector<double2> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    out[i] = make_double2(values[i].real(), values[i].imag());
+  return out;
+}
+
+struct WalkOutcome {
+  std::complex<double> sum;   // the sum of the terms, before sign and scale
+  double walk_seconds = 0.0;  // device time between events around the walk's kernels
+};
+
+// The sum of the terms of the walk of a (row-normalised) real matrix.
+absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentMethod method,
+                                 DeviceContext& context, JobControl* control) {
+  const int padded_order = PaddedOrder(n);
+  const FloatPlan<double> plan = MakeFloatPlan(a, n, padded_order, method);
+  const WalkLayout layout = PlanWalk(WalkBits(n, method), padded_order, 1.0);
+  absl::StatusOr<DeviceBuffer> steps = UploadVector(context, plan.steps);
+  if (!steps.ok()) return steps.status();
+  absl::StatusOr<DeviceBuffer> base_hi = UploadVector(context, plan.base);
+  if (!base_hi.ok()) return base_hi.status();
+  absl::StatusOr<DeviceBuffer> base_lo = UploadVector(context, plan.base_lo);
+  if (!base_lo.ok()) return base_lo.status();
+  absl::StatusOr<DeviceBuffer> partials =
+      context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(DoubleDouble));
+  if (!partials.ok()) return partials.status();
+  absl::StatusOr<DeviceBuffer> total = context.Allocate(sizeof(DoubleDouble));
+  if (!total.ok()) return total.status();
+  const RealWalkData data{steps->as<double>(), base_hi->as<double>(), base_lo->as<double>(),
+                          partials->as<DoubleDouble>()};
+  absl::StatusOr<EventTimer> timer = EventTimer::Create();
+  if (!timer.ok()) return timer.status();
+  if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
+  if (absl::Status s = RunWalk(context, layout, padded_order, data, total->as<DoubleDouble>(), 0.0,
+                               1.0, control);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
+  DoubleDouble sum{0.0, 0.0};
+  if (absl::Status s = context.Download(*total, &sum, sizeof(sum)); !s.ok()) return s;
+  absl::StatusOr<double> seconds = timer->Seconds();
+  if (!seconds.ok()) return seconds.status();
+  return WalkOutcome{sum.hi + sum.lo, *seconds};
+}
+
+// The sum of the terms of the walk of a (row-normalised) complex matrix.
+absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int n,
+                                 PermanentMethod method, DeviceContext& context,
+                                 JobControl* control) {
+  const int padded_order = PaddedOrder(n);
+  const FloatPlan<std::complex<double>> plan = MakeFloatPlan(a, n, padded_order, method);
+  const WalkLayout layout = PlanWalk(WalkBits(n, method), padded_order, 1.0);
+  std::vector<std::complex<double>> steps_and_base = plan.steps;
+  steps_and_base.insert(steps_and_base.end(), plan.base.begin(), plan.base.end());
+  absl::StatusOr<DeviceBuffer> steps = UploadVector(context, ToDouble2(steps_and_base));
+  if (!steps.ok()) return steps.status();
+  absl::StatusOr<DeviceBuffer> partials =
+      context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(ComplexDoubleDouble));
+  if (!partials.ok()) return partials.status();
+  absl::StatusOr<DeviceBuffer> total = context.Allocate(sizeof(ComplexDoubleDouble));
+  if (!total.ok()) return total.status();
+  const ComplexWalkData data{steps->as<double2>(), partials->as<ComplexDoubleDouble>()};
+  absl::StatusOr<EventTimer> timer = EventTimer::Create();
+  if (!timer.ok()) return timer.status();
+  if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
+  if (absl::Status s = RunWalk(context, layout, padded_order, data,
+                               total->as<ComplexDoubleDouble>(), 0.0, 1.0, control);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
+  ComplexDoubleDouble sum{};
+  if (absl::Status s = context.Download(*total, &sum, sizeof(sum)); !s.ok()) return s;
+  absl::StatusOr<double> seconds = timer->Seconds();
+  if (!seconds.ok()) return seconds.status();
+  return WalkOutcome{{sum.re.hi + sum.re.lo, sum.im.hi + sum.im.lo}, *seconds};
+}
+
+// The real or complex permanent: sign * 2^exponent * (sum of the walk's terms), T = double or
+// std::complex<double>.
+template <typename T>
+absl::StatusOr<std::complex<double>> FloatPermanent(const MatrixView& a, int n,
+                                                    PermanentMethod method, DeviceContext& context,
+                                                    JobControl* control, double* walk_seconds) {
+  std::vector<T> m = Widen<T>(a);
+  int exponent = 0;
+  const absl::StatusOr<RowScaling> scaling = NormalizeRows(m, n, &exponent);
+  if (!scaling.ok()) return scaling.status();
+  if (*scaling == RowScaling::kZeroRow) return std::complex<double>(0.0);
+  absl::StatusOr<WalkOutcome> outcome = Walk(m, n, method, context, control);
+  if (!outcome.ok()) return outcome.status();
+  *walk_seconds = outcome->walk_seconds;
+  double sign = 1.0;
+  if (method == PermanentMethod::kGlynn) {
+    exponent -= n - 1;
+  } else if (n % 2 != 0) {
+    sign = -1.0;
+  }
+  return std::complex<double>(sign * std::ldexp(outcome->sum.real(), exponent),
+                              sign * std::ldexp(outcome->sum.imag(), exponent));
+}
+
+// ---- INT64: the walk modulo primes ----
+
+// -p^-1 mod 2^64 by Newton's iteration (p p = 1 mod 8 gives 3 bits; each step doubles them).
+uint64_t NegativeInverse(uint64_t p) {
+  uint64_t inverse = p;
+  for (int i = 0; i < 5; ++i) inverse *= 2 - p * inverse;
+  return uint64_t{0} - inverse;
+}
+
+// 2^64 mod p, the Montgomery form of 1.
+uint64_t MontgomeryOne(uint64_t p) { return (~uint64_t{0} % p + 1) % p; }
+
+// log2 of prod_i sum_j |a_ij|, which bounds |per A|; -infinity when some row is zero.
+long double Log2PermanentBound(std::span<const int64_t> a, int n) {
+  long double bits = 0.0L;
+  for (int i = 0; i < n; ++i) {
+    long double row = 0.0L;
+    for (int j = 0; j < n; ++j) row += std::fabs(static_cast<long double>(a[i * n + j]));
+    bits += std::log2(row);
+  }
+  return bits;
+}
+
+struct ExactPermanent {
+  std::string decimal;
+  int primes = 0;
+  double walk_seconds = 0.0;
+};
+
+absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, PermanentMethod method,
+                                                DeviceContext& context, JobControl* control) {
+  const std::span<const int64_t> m = a.As<int64_t>();
+  const long double bound_bits = Log2PermanentBound(m, n);
+  if (std::isinf(bound_bits)) return ExactPermanent{"0", 0, 0.0};
+  const std::vector<uint64_t> primes =
+      cpu::LargePrimes(cpu::PrimesForBound(static_cast<double>(std::max(bound_bits, 0.0L))));
+  const int prime_count = static_cast<int>(primes.size());
+  const int padded_order = PaddedOrder(n);
+  const int bits = WalkBits(n, method);
+  const bool glynn = method == PermanentMethod::kGlynn;
+  const WalkLayout layout = PlanWalk(bits, padded_order, kModularCost);
+
+  // The steps and bases of every prime, prime q's at [q * size, (q + 1) * size).
+  const size_t step_count = static_cast<size_t>(bits) * padded_order;
+  std::vector<uint64_t> steps(step_count * prime_count, 0);
+  std::vector<uint64_t> base(static_cast<size_t>(padded_order) * prime_count, 0);
+  for (int q = 0; q < prime_count; ++q) {
+    const uint64_t p = primes[q];
+    uint64_t* prime_steps = steps.data() + q * step_count;
+    uint64_t* prime_base = base.data() + static_cast<size_t>(q) * padded_order;
+    for (int b = 0; b < bits; ++b) {
+      for (int i = 0; i < n; ++i) {
+        const uint64_t entry = ReduceSigned(m[static_cast<size_t>(i) * n + b + (glynn ? 1 : 0)], p);
+        prime_steps[static_cast<size_t>(b) * padded_order + i] =
+            glynn ? SubMod(0, AddMod(entry, entry, p), p) : entry;
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      uint64_t sum = 0;
+      if (glynn) {
+        for (int j = 0; j < n; ++j)
+          sum = AddMod(sum, ReduceSigned(m[static_cast<size_t>(i) * n + j], p), p);
+      }
+      prime_base[i] = sum;
+    }
+    // Padding multiplies by R mod p, the Montgomery 1, so the product keeps R^-(n-1).
+    for (int i = n; i < padded_order; ++i) prime_base[i] = MontgomeryOne(p);
+  }
+  absl::StatusOr<DeviceBuffer> device_steps = UploadVector(context, steps);
+  if (!device_steps.ok()) return device_steps.status();
+  absl::StatusOr<DeviceBuffer> device_base = UploadVector(context, base);
+  if (!device_base.ok()) return device_base.status();
+  absl::StatusOr<DeviceBuffer> partials =
+      context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(uint64_t));
+  if (!partials.ok()) return partials.status();
+  absl::StatusOr<DeviceBuffer> sums = context.Allocate(primes.size() * sizeof(uint64_t));
+  if (!sums.ok()) return sums.status();
+
+  absl::StatusOr<EventTimer> timer = EventTimer::Create();
+  if (!timer.ok()) return timer.status();
+  if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
+  for (int q = 0; q < prime_count; ++q) {
+    const ModularWalkData data{device_steps->as<uint64_t>() + q * step_count,
+                               device_base->as<uint64_t>() + static_cast<size_t>(q) * padded_order,
+                               primes[q], NegativeInverse(primes[q]), partials->as<uint64_t>()};
+    // Each prime's walk reuses the partials buffer: stream order keeps the reduction of one
+    // before the walk of the next.
+    if (absl::Status s = RunWalk(context, layout, padded_order, data, sums->as<uint64_t>() + q,
+                                 static_cast<double>(q) / prime_count,
+                                 static_cast<double>(q + 1) / prime_count, control);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
+  std::vector<uint64_t> residues(primes.size());
+  if (absl::Status s = context.Download(*sums, residues.data(), residues.size() * sizeof(uint64_t));
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<double> walk_seconds = timer->Seconds();
+  if (!walk_seconds.ok()) return walk_seconds.status();
+  for (int q = 0; q < prime_count; ++q) {
+    const uint64_t p = primes[q];
+    // Undo the R^-(n-1) of the Montgomery products, then apply the formula's sign and scale.
+    uint64_t sum = MulMod(residues[q], PowMod(MontgomeryOne(p), n - 1, p), p);
+    if (glynn) {
+      sum = MulMod(sum, InvMod(PowMod(2, n - 1, p), p), p);
+    } else if (n % 2 != 0) {
+      sum = SubMod(0, sum, p);
+    }
+    residues[q] = sum;
+  }
+  return ExactPermanent{cpu::ReconstructSigned(residues, primes), prime_count, *walk_seconds};
+}
+
+const char* WalkName(PermanentMethod method, DType dtype) {
+  const bool ryser = method == PermanentMethod::kRyser;
+  if (dtype == DType::kInt64)
+    return ryser ? "permanent_ryser_modular_walk" : "permanent_glynn_modular_walk";
+  if (IsComplex(dtype))
+    return ryser ? "permanent_ryser_complex_walk" : "permanent_glynn_complex_walk";
+  return ryser ? "permanent_ryser_real_walk" : "permanent_glynn_real_walk";
+}
+
+}  // namespace
+
+absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
+                                          DeviceContext& context, JobControl* control) {
+  if (a.rows != a.cols || a.rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix is ", a.rows, "x", a.cols, ", want a non-empty square matrix"));
+  }
+  if (a.rows > kMaxWalkOrder) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix is ", a.rows, "x", a.cols, ", the CUDA permanent supports n <= ", kMaxWalkOrder));
+  }
+  if (a.dtype == DType::kUInt32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix.dtype is ", std::string(DTypeName(a.dtype)), ", want floating point or int64"));
+  }
+  if (IsCancelled(control)) return Cancelled();
+  const int n = static_cast<int>(a.rows);
+
+  PermanentResult result;
+  result.method_used =
+      options.method == PermanentMethod::kRyser ? PermanentMethod::kRyser : PermanentMethod::kGlynn;
+  const int bits = WalkBits(n, result.method_used);
+  result.stats.bytes_moved = a.byte_size();
+  result.stats.flops = std::ldexp(1.0, bits) * 2.0 * n * (IsComplex(a.dtype) ? 4.0 : 1.0);
+
+  double walk_seconds = 0.0;
+  if (a.dtype == DType::kInt64) {
+    absl::StatusOr<ExactPermanent> exact =
+        IntegerPermanent(a, n, result.method_used, context, control);
+    if (!exact.ok()) return exact.status();
+    result.exact = std::move(exact->decimal);
+    // The exact value is the truth; `value` is its nearest double (or +-inf past 1.8e308).
+    result.value = std::strtod(result.exact.c_str(), nullptr);
+    result.stats.flops *= std::max(exact->primes, 1);
+    walk_seconds = exact->walk_seconds;
+  } else {
+    absl::StatusOr<std::complex<double>> value =
+        IsComplex(a.dtype)
+            ? FloatPermanent<std::complex<double>>(a, n, result.method_used, context, control,
+                                                   &walk_seconds)
+            : FloatPermanent<double>(a, n, result.method_used, context, control, &walk_seconds);
+    if (!value.ok()) return value.status();
+    result.value = *value;
+  }
+  if (walk_seconds > 0.0) {
+    result.stats.kernels.push_back(KernelRecord{WalkName(result.method_used, a.dtype), walk_seconds,
+                                                a.byte_size(), result.stats.flops});
+  }
+  ReportProgress(control, 1.0);
+  return result;
+}
+
+}  // namespace matrixd::cuda

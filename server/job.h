@@ -1,0 +1,127 @@
+// One request's trip through the scheduler (server/scheduler.h): its work, its JobControl (cancel,
+// progress), its deadline, its state, and once it has finished, its status and (for an
+// asynchronous job) its result. Shared by the scheduler, the handler waiting for it and, for an
+// asynchronous job, the registry that finds it by id. Thread-safe.
+#ifndef MATRIXD_SERVER_JOB_H_
+#define MATRIXD_SERVER_JOB_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/job_control.h"
+#include "matrixd/v1/matrixd.pb.h"
+
+namespace matrixd::server {
+
+enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
+
+inline bool IsFinished(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled;
+}
+
+// The state a job ends in with this status: OK succeeded, CANCELLED cancelled, else failed.
+JobState FinalState(const absl::Status& status);
+
+// What a job computes. Called at most once, on a worker thread; may return early with CANCELLED
+// once control.cancelled(). It may throw: the worker turns std::bad_alloc into
+// RESOURCE_EXHAUSTED and any other exception into INTERNAL.
+using JobWork = absl::AnyInvocable<absl::Status(JobControl& control)>;
+
+struct JobSpec {
+  // "determinant", "factorize", "multiply" or "permanent": names the job in messages and metrics.
+  std::string op;
+  // Estimated floating-point (or modular) operations: picks the scheduler's lane.
+  double estimated_flops = 0.0;
+  // Device memory the job allocates at its peak (for admission); 0 for none.
+  uint64_t device_bytes = 0;
+  // The job fails with DEADLINE_EXCEEDED when it has not finished by then: dropped unrun if still
+  // queued, cancelled if running.
+  absl::Time deadline = absl::InfiniteFuture();
+  JobWork work;
+  // Where `work` leaves an asynchronous job's result (one of JobUpdate's result fields), kept
+  // with the job after it finishes; null for a synchronous job, whose caller keeps its own.
+  std::shared_ptr<const v1::JobUpdate> result;
+};
+
+// A job's state at one moment.
+struct JobSnapshot {
+  JobState state = JobState::kQueued;
+  double progress = 0.0;                          // fraction done, 1 once succeeded
+  absl::Duration queued = absl::ZeroDuration();   // waiting so far (or in all)
+  absl::Duration running = absl::ZeroDuration();  // running so far (or in all)
+  std::optional<absl::Duration> eta;              // time left, while running with progress
+  absl::Status status;                            // when finished: OK or why not
+};
+
+class Job {
+ public:
+  // Made by Scheduler::Submit; `large` is its lane.
+  Job(std::string id, JobSpec spec, bool large, absl::Time submitted);
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  // Random, unguessable for asynchronous jobs; empty for synchronous ones.
+  const std::string& id() const { return id_; }
+  const std::string& op() const { return op_; }
+  double estimated_flops() const { return estimated_flops_; }
+  uint64_t device_bytes() const { return device_bytes_; }
+  absl::Time deadline() const { return deadline_; }
+  bool large() const { return large_; }
+
+  JobSnapshot Snapshot() const;
+  JobState state() const;
+  // Blocks until the job has finished or `until` has passed; true when it has finished.
+  bool AwaitFinished(absl::Time until) const;
+  // Blocks until the state is other than `seen` or `until` has passed; returns the state.
+  JobState AwaitStateOtherThan(JobState seen, absl::Time until) const;
+  // OK once succeeded; the error once failed or cancelled. REQUIRES: finished.
+  absl::Status status() const;
+  // The asynchronous job's result holder (JobSpec::result); read it only once the job has
+  // succeeded, when it no longer changes. Null for a synchronous job.
+  const std::shared_ptr<const v1::JobUpdate>& result() const { return result_; }
+
+ private:
+  friend class Scheduler;
+
+  // ---- Called by the Scheduler only ----
+  void MarkRunning(absl::Time now);
+  // Asks the running work to stop; the job will end with `reason` if the work returns CANCELLED.
+  // Returns false when a stop was requested already.
+  bool RequestStop(absl::Status reason);
+  bool stop_requested() const;
+  // Ends the job: status is what the work returned (or why it never ran).
+  void Finish(absl::Status status, absl::Time now);
+  absl::Time submitted() const { return submitted_; }
+  JobControl& control() { return control_; }
+  // The work, taken out to run or to drop.
+  JobWork TakeWork() { return std::move(work_); }
+
+  const std::string id_;
+  const std::string op_;
+  const double estimated_flops_;
+  const uint64_t device_bytes_;
+  const absl::Time deadline_;
+  const bool large_;
+  const absl::Time submitted_;
+  const std::shared_ptr<const v1::JobUpdate> result_;
+  JobWork work_;  // touched by the scheduler under its lock, or by the one worker running it
+  JobControl control_;
+
+  mutable absl::Mutex mutex_;
+  JobState state_ ABSL_GUARDED_BY(mutex_) = JobState::kQueued;
+  absl::Time started_ ABSL_GUARDED_BY(mutex_) = absl::InfiniteFuture();
+  absl::Time finished_ ABSL_GUARDED_BY(mutex_) = absl::InfiniteFuture();
+  absl::Status stop_reason_ ABSL_GUARDED_BY(mutex_);  // OK until a stop is requested
+  absl::Status status_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_JOB_H_

@@ -1,0 +1,182 @@
+#include "server/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <utility>
+#include <vector>
+
+namespace matrixd::server {
+namespace {
+
+using prometheus::Histogram;
+
+// Bucket bounds 1, 2.5 and 5 times each power of ten from 10^low to 10^high seconds: a kernel may
+// take microseconds or minutes (a permanent of n = 40), and quantiles need buckets at both ends.
+// Dividing by an exact power of ten rounds once, so each bound is the double nearest its decimal
+// (and the le labels read 0.25, not 0.25000000000000006).
+Histogram::BucketBoundaries DecadeBuckets(int low, int high) {
+  Histogram::BucketBoundaries bounds;
+  for (int exponent = low; exponent <= high; ++exponent) {
+    double power = 1.0;  // 10^|exponent|, exact up to 10^22
+    for (int i = 0; i < (exponent < 0 ? -exponent : exponent); ++i) power *= 10.0;
+    for (double step : {1.0, 2.5, 5.0}) {
+      bounds.push_back(exponent < 0 ? step / power : step * power);
+      if (exponent == high) break;  // end on 10^high
+    }
+  }
+  return bounds;
+}
+
+const Histogram::BucketBoundaries& KernelBuckets() {
+  static const auto* const bounds = new Histogram::BucketBoundaries(DecadeBuckets(-6, 3));
+  return *bounds;
+}
+const Histogram::BucketBoundaries& WaitBuckets() {
+  static const auto* const bounds = new Histogram::BucketBoundaries(DecadeBuckets(-5, 3));
+  return *bounds;
+}
+
+std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+
+}  // namespace
+
+Metrics::Metrics(absl::string_view version, absl::string_view backend)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      build_info_(prometheus::BuildGauge()
+                      .Name("matrixd_build_info")
+                      .Help("Always 1; the labels say which matrixd build and backend serve.")
+                      .Register(*registry_)),
+      kernel_duration_(prometheus::BuildHistogram()
+                           .Name("matrixd_kernel_duration_seconds")
+                           .Help("Device time of one kernel or library call of a job (CUDA "
+                                 "events on the job's stream; CPU: the whole operation).")
+                           .Register(*registry_)),
+      kernel_bytes_(prometheus::BuildCounter()
+                        .Name("matrixd_kernel_bytes_total")
+                        .Help("Bytes read and written in device memory by the kernels.")
+                        .Register(*registry_)),
+      kernel_flops_(prometheus::BuildCounter()
+                        .Name("matrixd_kernel_flops_total")
+                        .Help("Floating-point (or modular) operations done by the kernels.")
+                        .Register(*registry_)),
+      kernel_bandwidth_(prometheus::BuildGauge()
+                            .Name("matrixd_kernel_effective_bandwidth_bytes_per_second")
+                            .Help("Bytes over seconds of the latest record of each kernel.")
+                            .Register(*registry_)),
+      kernel_efficiency_(prometheus::BuildGauge()
+                             .Name("matrixd_kernel_bandwidth_efficiency_ratio")
+                             .Help("Effective bandwidth of the latest record of each kernel "
+                                   "over the device's copy bandwidth.")
+                             .Register(*registry_)),
+      copy_bandwidth_(prometheus::BuildGauge()
+                          .Name("matrixd_device_copy_bandwidth_bytes_per_second")
+                          .Help("Bytes read plus written per second by a copy kernel timed at "
+                                "start-up (CPU: memcpy).")
+                          .Register(*registry_)),
+      queue_depth_family_(prometheus::BuildGauge()
+                              .Name("matrixd_queue_depth")
+                              .Help("Jobs waiting to start.")
+                              .Register(*registry_)),
+      queue_wait_family_(prometheus::BuildHistogram()
+                             .Name("matrixd_queue_wait_seconds")
+                             .Help("Time from a job's submission to its start.")
+                             .Register(*registry_)),
+      jobs_(prometheus::BuildCounter()
+                .Name("matrixd_jobs_total")
+                .Help("Jobs that ended, by operation and final status code.")
+                .Register(*registry_)),
+      rpc_duration_(prometheus::BuildHistogram()
+                        .Name("matrixd_rpc_duration_seconds")
+                        .Help("Time from an RPC's arrival to its status, by method and code.")
+                        .Register(*registry_)),
+      device_memory_(prometheus::BuildGauge()
+                         .Name("matrixd_device_memory_bytes")
+                         .Help("Device memory by state: total (the card), limit (the pool's "
+                               "cap), used (allocated), reserved (held by the pool), admitted "
+                               "(reserved by running jobs through admission).")
+                         .Register(*registry_)),
+      queue_depth_(queue_depth_family_.Add({})),
+      queue_wait_(queue_wait_family_.Add({}, WaitBuckets())) {
+  build_info_.Add({{"version", std::string(version)}, {"backend", std::string(backend)}}).Set(1.0);
+}
+
+void Metrics::RecordQueueDepth(int64_t depth) { queue_depth_.Set(static_cast<double>(depth)); }
+
+void Metrics::RecordQueueWait(absl::Duration wait) {
+  queue_wait_.Observe(absl::ToDoubleSeconds(wait));
+}
+
+void Metrics::RecordJob(absl::string_view op, absl::StatusCode code) {
+  jobs_.Add({{"op", std::string(op)}, {"status", CodeName(code)}}).Increment();
+}
+
+void Metrics::RecordKernels(absl::string_view op, DType dtype, const ComputeStats& stats) {
+  std::vector<KernelRecord> whole;
+  const std::vector<KernelRecord>* records = &stats.kernels;
+  if (records->empty()) {
+    whole.push_back({.kernel = kWholeOperationKernel,
+                     .seconds = stats.seconds,
+                     .bytes = stats.bytes_moved,
+                     .flops = stats.flops});
+    records = &whole;
+  }
+  double copy_bandwidth = 0.0;
+  {
+    absl::MutexLock lock(&mutex_);
+    const auto it = copy_bandwidth_by_device_.find(stats.device);
+    if (it != copy_bandwidth_by_device_.end()) copy_bandwidth = it->second;
+  }
+  for (const KernelRecord& record : *records) {
+    const prometheus::Labels labels = {{"op", std::string(op)},
+                                       {"kernel", record.kernel},
+                                       {"dtype", DTypeName(dtype)},
+                                       {"device", stats.device}};
+    kernel_bytes_.Add(labels).Increment(static_cast<double>(record.bytes));
+    kernel_flops_.Add(labels).Increment(record.flops > 0.0 ? record.flops : 0.0);
+    if (record.seconds <= 0.0) continue;
+    kernel_duration_.Add(labels, KernelBuckets()).Observe(record.seconds);
+    const double bandwidth = static_cast<double>(record.bytes) / record.seconds;
+    kernel_bandwidth_.Add(labels).Set(bandwidth);
+    if (copy_bandwidth > 0.0) kernel_efficiency_.Add(labels).Set(bandwidth / copy_bandwidth);
+  }
+}
+
+void Metrics::RecordRpc(absl::string_view method, absl::StatusCode code, absl::Duration duration) {
+  rpc_duration_.Add({{"method", std::string(method)}, {"code", CodeName(code)}}, WaitBuckets())
+      .Observe(absl::ToDoubleSeconds(duration));
+}
+
+void Metrics::SetCopyBandwidth(absl::string_view device, double bytes_per_second) {
+  {
+    absl::MutexLock lock(&mutex_);
+    copy_bandwidth_by_device_[device] = bytes_per_second;
+  }
+  copy_bandwidth_.Add({{"device", std::string(device)}}).Set(bytes_per_second);
+}
+
+void Metrics::SetDeviceMemory(const DeviceMemoryUsage& usage, uint64_t admitted) {
+  const std::pair<const char*, uint64_t> states[] = {{"total", usage.total},
+                                                     {"limit", usage.limit},
+                                                     {"used", usage.used},
+                                                     {"reserved", usage.reserved},
+                                                     {"admitted", admitted}};
+  for (const auto& [state, bytes] : states) {
+    device_memory_.Add({{"device", usage.device}, {"state", state}})
+        .Set(static_cast<double>(bytes));
+  }
+}
+
+void Metrics::SetScrapeHook(std::function<void(Metrics&)> hook) {
+  absl::MutexLock lock(&hook_mutex_);
+  scrape_hook_ = std::move(hook);
+}
+
+std::string Metrics::Serialize() {
+  {
+    absl::MutexLock lock(&hook_mutex_);
+    if (scrape_hook_) scrape_hook_(*this);
+  }
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace matrixd::server

@@ -1,0 +1,120 @@
+// matrixd's Prometheus metrics (docs/operations.md lists them): one prometheus-cpp registry and
+// small Record*/Set* calls for the code that feeds it: the scheduler (queue depth and wait, jobs),
+// the RPC interceptor (durations by method and code), the job runner (kernel records) and the
+// device probes (copy bandwidth, pool usage). Serialize() renders the text format for GET /metrics.
+// Thread-safe; no call blocks on I/O.
+#ifndef MATRIXD_SERVER_METRICS_H_
+#define MATRIXD_SERVER_METRICS_H_
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/backend.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+
+namespace matrixd::server {
+
+// The values of the `op` label.
+inline constexpr char kOpDeterminant[] = "determinant";
+inline constexpr char kOpFactorize[] = "factorize";
+inline constexpr char kOpMultiply[] = "multiply";
+inline constexpr char kOpPermanent[] = "permanent";
+
+// The kernel label of the one record RecordKernels makes from a result's totals when the backend
+// timed no kernel separately.
+inline constexpr char kWholeOperationKernel[] = "operation";
+
+class Metrics {
+ public:
+  // Registers every family and sets matrixd_build_info{version, backend} to 1.
+  Metrics(absl::string_view version, absl::string_view backend);
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // ---- The scheduler ----
+  // The number of jobs waiting to start, now (matrixd_queue_depth).
+  void RecordQueueDepth(int64_t depth);
+  // How long one job waited between its submission and its start (matrixd_queue_wait_seconds).
+  void RecordQueueWait(absl::Duration wait);
+  // One job that ended, with its final code (matrixd_jobs_total{op, status}; status is the
+  // canonical code name: "OK", "CANCELLED", "RESOURCE_EXHAUSTED", ...). `op` is one of kOp*.
+  void RecordJob(absl::string_view op, absl::StatusCode code);
+
+  // ---- The job runner ----
+  // The kernel records of one successful job on input of `dtype`: every entry of stats.kernels
+  // (or, when that is empty, one record named kWholeOperationKernel from stats.seconds,
+  // bytes_moved and flops) into matrixd_kernel_{duration_seconds, bytes_total, flops_total,
+  // effective_bandwidth_bytes_per_second, bandwidth_efficiency_ratio}, labelled with
+  // stats.device. Records with seconds <= 0 count bytes and flops but set no bandwidth.
+  void RecordKernels(absl::string_view op, DType dtype, const ComputeStats& stats);
+
+  // Both of the above from one result: the job's code, and its kernels when it succeeded.
+  template <typename Result>
+  void RecordOutcome(absl::string_view op, DType dtype, const absl::StatusOr<Result>& result) {
+    RecordJob(op, result.status().code());
+    if (result.ok()) RecordKernels(op, dtype, result->stats);
+  }
+
+  // ---- The gRPC layer ----
+  // One finished RPC: `method` as "package.Service/Method", `code` its gRPC status code
+  // (matrixd_rpc_duration_seconds{method, code}).
+  void RecordRpc(absl::string_view method, absl::StatusCode code, absl::Duration duration);
+
+  // ---- Devices ----
+  // The copy bandwidth measured on `device` (matrixd_device_copy_bandwidth_bytes_per_second);
+  // later kernel records on that device also set their bandwidth efficiency ratio to it.
+  void SetCopyBandwidth(absl::string_view device, double bytes_per_second);
+  // matrixd_device_memory_bytes{device, state} for state total, limit, used, reserved, and
+  // admitted (what running jobs reserved through admission; pass 0 without admission).
+  void SetDeviceMemory(const DeviceMemoryUsage& usage, uint64_t admitted);
+
+  // Runs `hook` at the start of every Serialize(), so gauges that are read rather than pushed
+  // (device memory) are fresh at each scrape. Replaces the previous hook.
+  void SetScrapeHook(std::function<void(Metrics&)> hook);
+
+  // Every metric in Prometheus's text exposition format 0.0.4.
+  std::string Serialize();
+
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>& build_info_;
+  prometheus::Family<prometheus::Histogram>& kernel_duration_;
+  prometheus::Family<prometheus::Counter>& kernel_bytes_;
+  prometheus::Family<prometheus::Counter>& kernel_flops_;
+  prometheus::Family<prometheus::Gauge>& kernel_bandwidth_;
+  prometheus::Family<prometheus::Gauge>& kernel_efficiency_;
+  prometheus::Family<prometheus::Gauge>& copy_bandwidth_;
+  prometheus::Family<prometheus::Gauge>& queue_depth_family_;
+  prometheus::Family<prometheus::Histogram>& queue_wait_family_;
+  prometheus::Family<prometheus::Counter>& jobs_;
+  prometheus::Family<prometheus::Histogram>& rpc_duration_;
+  prometheus::Family<prometheus::Gauge>& device_memory_;
+  prometheus::Gauge& queue_depth_;
+  prometheus::Histogram& queue_wait_;
+
+  absl::Mutex mutex_;
+  absl::flat_hash_map<std::string, double> copy_bandwidth_by_device_ ABSL_GUARDED_BY(mutex_);
+  absl::Mutex hook_mutex_;  // held while the hook runs: one scrape at a time refreshes gauges
+  std::function<void(Metrics&)> scrape_hook_ ABSL_GUARDED_BY(hook_mutex_);
+};
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_METRICS_H_

@@ -1,0 +1,40 @@
+#include "server/metrics_backend.h"
+
+namespace matrixd::server {
+namespace {
+
+template <typename Result>
+absl::StatusOr<Result> Recorded(Metrics& metrics, absl::string_view op, DType dtype,
+                                absl::StatusOr<Result> result) {
+  if (result.ok()) metrics.RecordKernels(op, dtype, result->stats);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<DeterminantResult> MeteredBackend::Determinant(const MatrixView& a,
+                                                              const DeterminantOptions& options,
+                                                              JobControl* control) {
+  return Recorded(metrics_, kOpDeterminant, a.dtype, inner_->Determinant(a, options, control));
+}
+
+absl::StatusOr<FactorizeResult> MeteredBackend::Factorize(const MatrixView& a,
+                                                          const FactorizeOptions& options,
+                                                          const MatrixView* rhs,
+                                                          JobControl* control) {
+  return Recorded(metrics_, kOpFactorize, a.dtype, inner_->Factorize(a, options, rhs, control));
+}
+
+absl::StatusOr<MultiplyResult> MeteredBackend::Multiply(const MatrixView& a, const MatrixView& b,
+                                                        const MultiplyOptions& options,
+                                                        JobControl* control) {
+  return Recorded(metrics_, kOpMultiply, a.dtype, inner_->Multiply(a, b, options, control));
+}
+
+absl::StatusOr<PermanentResult> MeteredBackend::Permanent(const MatrixView& a,
+                                                          const PermanentOptions& options,
+                                                          JobControl* control) {
+  return Recorded(metrics_, kOpPermanent, a.dtype, inner_->Permanent(a, options, control));
+}
+
+}  // namespace matrixd::server

@@ -1,0 +1,273 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace matrixd::server {
+namespace {
+
+// Runs the work; an exception must not take the worker (and the server) down.
+absl::Status RunGuarded(const std::string& op, JobWork& work, JobControl& control) {
+  try {
+    return work(control);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(op, ": out of memory"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(op, ": ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(op, ": unknown exception"));
+  }
+}
+
+absl::Status ShuttingDown() { return absl::UnavailableError("the server is shutting down"); }
+
+absl::Status ExpiredWhileQueued(absl::string_view op) {
+  return absl::DeadlineExceededError(
+      absl::StrCat(op, ": the deadline passed while the job was queued; it never ran"));
+}
+
+}  // namespace
+
+absl::Status ValidateSchedulerOptions(const SchedulerOptions& options) {
+  if (options.workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("workers is ", options.workers, "; want >= 1"));
+  }
+  if (options.queue_depth < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("queue_depth is ", options.queue_depth, "; want >= 1"));
+  }
+  if (!(options.large_job_flops > 0) || std::isinf(options.large_job_flops)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("large_job_flops is ", options.large_job_flops, "; want a finite value > 0"));
+  }
+  if (options.job_ttl < absl::ZeroDuration() || options.job_ttl == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job_ttl is ", absl::FormatDuration(options.job_ttl), "; want a finite duration >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+Scheduler::Scheduler(const SchedulerOptions& options)
+    : options_(options), large_limit_(std::max(options.workers - 1, 1)) {
+  workers_.reserve(options_.workers);
+  for (int w = 0; w < options_.workers; ++w) workers_.emplace_back([this] { WorkerLoop(); });
+  housekeeper_ = std::thread([this] { HousekeepingLoop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+    while (!small_.empty()) DropQueuedLocked(*small_.front().job, ShuttingDown());
+    while (!large_.empty()) DropQueuedLocked(*large_.front().job, ShuttingDown());
+    for (const std::shared_ptr<Job>& job : running_) job->RequestStop(ShuttingDown());
+    work_changed_.SignalAll();
+    expiry_changed_.SignalAll();
+  }
+  for (std::thread& worker : workers_) worker.join();
+  housekeeper_.join();
+}
+
+absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool remember) {
+  if (!spec.work) return absl::InvalidArgumentError("a job needs work");
+  const std::string op = spec.op;
+  auto refuse = [this, &op](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (options_.observer != nullptr) options_.observer->JobEnded(op, status);
+    return status;
+  };
+  const absl::Time now = absl::Now();
+  const bool large = spec.estimated_flops >= options_.large_job_flops;
+  absl::MutexLock lock(&mutex_);
+  if (stopping_) return refuse(ShuttingDown());
+  if (spec.deadline <= now) {
+    return refuse(absl::DeadlineExceededError(
+        absl::StrCat(op, ": the deadline passed before the job was queued")));
+  }
+  if (options_.admission != nullptr) {
+    if (absl::Status fits = options_.admission->CheckFits(spec); !fits.ok()) return refuse(fits);
+  }
+  std::deque<Queued>& lane = large ? large_ : small_;
+  if (static_cast<int>(lane.size()) >= options_.queue_depth) {
+    return refuse(absl::ResourceExhaustedError(absl::StrCat(
+        "the job queue is full: ", lane.size(), " ", large ? "large" : "small",
+        " jobs are waiting (--queue_depth=", options_.queue_depth, "); try again later")));
+  }
+  const bool has_deadline = spec.deadline != absl::InfiniteFuture();
+  auto job =
+      std::make_shared<Job>(remember ? NewIdLocked() : std::string(), std::move(spec), large, now);
+  lane.push_back({next_sequence_++, job});
+  if (remember) registry_.emplace(job->id(), job);
+  if (options_.observer != nullptr) options_.observer->QueueDepthChanged(QueuedLocked());
+  work_changed_.SignalAll();
+  if (has_deadline) expiry_changed_.Signal();
+  return job;
+}
+
+absl::StatusOr<std::shared_ptr<Job>> Scheduler::Find(absl::string_view id) const {
+  absl::MutexLock lock(&mutex_);
+  auto it = registry_.find(id);
+  if (it == registry_.end()) {
+    return absl::NotFoundError(absl::StrCat("no job \"", id, "\": never submitted, or forgotten ",
+                                            absl::FormatDuration(options_.job_ttl),
+                                            " after it finished (--job_ttl)"));
+  }
+  return it->second;
+}
+
+void Scheduler::Cancel(Job& job, absl::Status reason) {
+  absl::MutexLock lock(&mutex_);
+  // Job states change only under mutex_, so this reading stays true below.
+  const JobState state = job.state();
+  if (state == JobState::kQueued) {
+    DropQueuedLocked(job, std::move(reason));
+  } else if (state == JobState::kRunning) {
+    job.RequestStop(std::move(reason));
+  }
+}
+
+int Scheduler::queued() const {
+  absl::MutexLock lock(&mutex_);
+  return QueuedLocked();
+}
+
+int Scheduler::running() const {
+  absl::MutexLock lock(&mutex_);
+  return static_cast<int>(running_.size());
+}
+
+void Scheduler::WorkerLoop() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    JobWork work;
+    {
+      absl::MutexLock lock(&mutex_);
+      while (!stopping_ && (job = TakeNextLocked()) == nullptr) work_changed_.Wait(&mutex_);
+      if (job == nullptr) return;
+      work = job->TakeWork();
+    }
+    absl::Status status = RunGuarded(job->op(), work, job->control());
+    // Free the request (and anything else the work holds) before anyone sees the job finished.
+    work = nullptr;
+    absl::MutexLock lock(&mutex_);
+    running_.erase(std::find(running_.begin(), running_.end(), job));
+    if (job->large()) --running_large_;
+    if (options_.admission != nullptr) options_.admission->Release(*job);
+    FinishLocked(*job, std::move(status));
+    // A worker slot for a large job, or admitted resources, came free.
+    work_changed_.SignalAll();
+  }
+}
+
+std::shared_ptr<Job> Scheduler::TakeNextLocked() {
+  const absl::Time now = absl::Now();
+  // A head whose deadline passed goes now rather than at the housekeeper's next round.
+  for (std::deque<Queued>* lane : {&small_, &large_}) {
+    while (!lane->empty() && lane->front().job->deadline() <= now) {
+      DropQueuedLocked(*lane->front().job, ExpiredWhileQueued(lane->front().job->op()));
+    }
+  }
+  // The lanes' heads, oldest first; a large job only while fewer than large_limit_ run.
+  std::deque<Queued>* candidates[2] = {nullptr, nullptr};
+  int count = 0;
+  if (!small_.empty()) candidates[count++] = &small_;
+  if (!large_.empty() && running_large_ < large_limit_) candidates[count++] = &large_;
+  if (count == 2 && candidates[1]->front().sequence < candidates[0]->front().sequence) {
+    std::swap(candidates[0], candidates[1]);
+  }
+  for (int c = 0; c < count; ++c) {
+    std::deque<Queued>& lane = *candidates[c];
+    std::shared_ptr<Job> job = lane.front().job;
+    if (options_.admission != nullptr && !options_.admission->TryAdmit(*job)) continue;
+    lane.pop_front();
+    running_.push_back(job);
+    if (job->large()) ++running_large_;
+    job->MarkRunning(now);
+    if (options_.observer != nullptr) {
+      options_.observer->QueueDepthChanged(QueuedLocked());
+      options_.observer->JobStarted(*job, now - job->submitted());
+    }
+    return job;
+  }
+  return nullptr;
+}
+
+void Scheduler::DropQueuedLocked(Job& job, absl::Status status) {
+  std::deque<Queued>& lane = job.large() ? large_ : small_;
+  auto it = std::find_if(lane.begin(), lane.end(),
+                         [&job](const Queued& queued) { return queued.job.get() == &job; });
+  if (it == lane.end()) return;
+  std::shared_ptr<Job> keep = std::move(it->job);
+  lane.erase(it);
+  // Destroyed here, unrun: a dropped job frees its request at once.
+  job.TakeWork() = nullptr;
+  if (options_.observer != nullptr) options_.observer->QueueDepthChanged(QueuedLocked());
+  FinishLocked(job, std::move(status));
+  // A lane head changed: a job behind it may be startable now.
+  work_changed_.SignalAll();
+}
+
+void Scheduler::FinishLocked(Job& job, absl::Status status) {
+  job.Finish(std::move(status), absl::Now());
+  if (options_.observer != nullptr) options_.observer->JobEnded(job.op(), job.status());
+  if (!job.id().empty()) {
+    expiries_.emplace_back(absl::Now() + options_.job_ttl, job.id());
+    if (expiries_.size() == 1) expiry_changed_.Signal();
+  }
+}
+
+absl::Time Scheduler::ExpireLocked(absl::Time now) {
+  absl::Time next = absl::InfiniteFuture();
+  for (std::deque<Queued>* lane : {&small_, &large_}) {
+    std::vector<Job*> expired;
+    for (const Queued& queued : *lane) {
+      const absl::Time deadline = queued.job->deadline();
+      if (deadline <= now) {
+        expired.push_back(queued.job.get());
+      } else {
+        next = std::min(next, deadline);
+      }
+    }
+    for (Job* job : expired) {
+      DropQueuedLocked(*job, ExpiredWhileQueued(job->op()));
+    }
+  }
+  for (const std::shared_ptr<Job>& job : running_) {
+    const absl::Time deadline = job->deadline();
+    if (deadline <= now) {
+      job->RequestStop(absl::DeadlineExceededError(
+          absl::StrCat(job->op(), ": the deadline passed while the job was running")));
+    } else {
+      next = std::min(next, deadline);
+    }
+  }
+  while (!expiries_.empty() && expiries_.front().first <= now) {
+    registry_.erase(expiries_.front().second);
+    expiries_.pop_front();
+  }
+  if (!expiries_.empty()) next = std::min(next, expiries_.front().first);
+  return next;
+}
+
+void Scheduler::HousekeepingLoop() {
+  absl::MutexLock lock(&mutex_);
+  while (!stopping_) {
+    const absl::Time next = ExpireLocked(absl::Now());
+    expiry_changed_.WaitWithDeadline(&mutex_, next);
+  }
+}
+
+std::string Scheduler::NewIdLocked() {
+  // 128 random bits: ids are the only credential for Cancel, so they must not be guessable.
+  for (;;) {
+    std::string id = absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(id_bits_),
+                                     absl::Uniform<uint64_t>(id_bits_));
+    if (!registry_.contains(id)) return id;
+  }
+}
+
+}  // namespace matrixd::server

@@ -1,0 +1,145 @@
+// The one queue every request goes through: a bounded queue in two lanes (small and large jobs, by
+// estimated flops), a fixed pool of worker threads, deadlines and cancellation that reach queued
+// and running jobs, and a registry that keeps asynchronous jobs findable by id until `job_ttl`
+// after they finish.
+//
+// Scheduling: a free worker starts the oldest queued job it may start. Small jobs may run on any
+// worker; large jobs on at most workers - 1 at a time (all of them when there is only one), so one
+// worker is always left for small jobs and a long permanent cannot starve them. Each lane is FIFO
+// and holds at most `queue_depth` waiting jobs. With an admission policy (device memory), only the
+// head of each lane is considered, so a job that does not fit yet is not overtaken within its lane.
+#ifndef MATRIXD_SERVER_SCHEDULER_H_
+#define MATRIXD_SERVER_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/job.h"
+
+namespace matrixd::server {
+
+// Sees every job's life, e.g. to export metrics. Called with the scheduler's lock held: each call
+// must be quick and must not call back into the scheduler.
+class SchedulerObserver {
+ public:
+  virtual ~SchedulerObserver() = default;
+  // The number of jobs waiting to start (both lanes) is now `depth`.
+  virtual void QueueDepthChanged(int /*depth*/) {}
+  // `job` left the queue for a worker after waiting `waited`.
+  virtual void JobStarted(const Job& /*job*/, absl::Duration /*waited*/) {}
+  // A job of `op` ended with `status`: it ran, was dropped from the queue, or was refused at
+  // submission (queue full, does not fit).
+  virtual void JobEnded(absl::string_view /*op*/, const absl::Status& /*status*/) {}
+};
+
+// Decides when a queued job may start, by a resource that jobs reserve (device memory). Called
+// with the scheduler's lock held; the scheduler calls Release for every job it admitted.
+class JobAdmission {
+ public:
+  virtual ~JobAdmission() = default;
+  // At submission: an error (RESOURCE_EXHAUSTED for a job that could never fit) refuses the job.
+  virtual absl::Status CheckFits(const JobSpec& /*spec*/) { return absl::OkStatus(); }
+  // Before `job` starts: true reserves what it needs until Release(job); false leaves it queued
+  // until some job is released.
+  virtual bool TryAdmit(const Job& job) = 0;
+  virtual void Release(const Job& job) = 0;
+};
+
+struct SchedulerOptions {
+  int workers = 2;                             // jobs running at once
+  int queue_depth = 64;                        // waiting jobs per lane
+  double large_job_flops = 1e10;               // estimated flops from which a job is large
+  absl::Duration job_ttl = absl::Minutes(10);  // how long finished asynchronous jobs are kept
+  SchedulerObserver* observer = nullptr;       // optional; must outlive the scheduler
+  JobAdmission* admission = nullptr;           // optional; must outlive the scheduler
+};
+
+// INVALID_ARGUMENT naming the option when one is out of range.
+absl::Status ValidateSchedulerOptions(const SchedulerOptions& options);
+
+class Scheduler {
+ public:
+  // Starts the workers. REQUIRES: ValidateSchedulerOptions(options).ok().
+  explicit Scheduler(const SchedulerOptions& options);
+  // Drops the queued jobs and stops the running ones (both end UNAVAILABLE), then joins the
+  // workers: a running job's work must return.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a job. RESOURCE_EXHAUSTED at once when its lane already holds queue_depth jobs (or
+  // admission refuses it), DEADLINE_EXCEEDED when spec.deadline has passed, INVALID_ARGUMENT
+  // without work. `remember`: give it an id and keep it for Find until job_ttl after it finishes
+  // (asynchronous jobs); otherwise the returned handle is the only one outside the scheduler.
+  absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec, bool remember);
+
+  // The remembered job with this id. NOT_FOUND when there is none (never was, or forgotten).
+  absl::StatusOr<std::shared_ptr<Job>> Find(absl::string_view id) const;
+
+  // Stops `job`: a queued job ends at once with `reason` and its work is destroyed unrun; a
+  // running job's JobControl is cancelled, and it ends with `reason` when the work returns
+  // CANCELLED (or with the work's own result if it finishes first). No effect on a finished job
+  // or on a second call. REQUIRES: !reason.ok().
+  void Cancel(Job& job, absl::Status reason);
+
+  int queued() const;
+  int running() const;
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct Queued {
+    uint64_t sequence;  // submission order across both lanes
+    std::shared_ptr<Job> job;
+  };
+
+  void WorkerLoop();
+  void HousekeepingLoop();
+  // The next job to run, taken off its lane and marked running; null when none may start now.
+  std::shared_ptr<Job> TakeNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Removes a queued job from its lane and ends it with `status`, unrun.
+  void DropQueuedLocked(Job& job, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  void FinishLocked(Job& job, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Drops expired queued jobs, stops expired running ones, forgets expired finished ones;
+  // returns when to look again.
+  absl::Time ExpireLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  std::string NewIdLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  int QueuedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    return static_cast<int>(small_.size() + large_.size());
+  }
+
+  const SchedulerOptions options_;
+  const int large_limit_;  // large jobs running at once
+
+  mutable absl::Mutex mutex_;
+  absl::CondVar work_changed_;    // a job queued or finished, or stopping: workers look again
+  absl::CondVar expiry_changed_;  // an earlier deadline or expiry, or stopping
+  std::deque<Queued> small_ ABSL_GUARDED_BY(mutex_);
+  std::deque<Queued> large_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<Job>> running_ ABSL_GUARDED_BY(mutex_);
+  int running_large_ ABSL_GUARDED_BY(mutex_) = 0;
+  uint64_t next_sequence_ ABSL_GUARDED_BY(mutex_) = 0;
+  absl::flat_hash_map<std::string, std::shared_ptr<Job>> registry_ ABSL_GUARDED_BY(mutex_);
+  // (when to forget, id) of finished remembered jobs, in finishing order = expiry order.
+  std::deque<std::pair<absl::Time, std::string>> expiries_ ABSL_GUARDED_BY(mutex_);
+  absl::BitGen id_bits_ ABSL_GUARDED_BY(mutex_);
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+
+  std::vector<std::thread> workers_;
+  std::thread housekeeper_;
+};
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_SCHEDULER_H_

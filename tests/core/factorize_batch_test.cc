@@ -1,0 +1,743 @@
+// Batches of small matrices (FactorizeOptions::batch_count) on every backend: each matrix of a
+// batch is checked on its own against long double arithmetic (P A = L U, L L^H = A, Q R = A,
+// backward errors of the solves) and against the unbatched call; singular, indefinite and
+// rank-deficient members are named by their index; bad batch shapes are rejected.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/job_control.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+#include "core/validation.h"
+#include "gtest/gtest.h"
+#include "tests/core/backend_fixture.h"
+
+namespace matrixd {
+namespace {
+
+// The constant c of the c * n * eps bounds.
+constexpr long double kSlack = 10;
+
+template <typename T>
+struct Precision {
+  using Real = T;
+  using Wide = long double;
+};
+template <typename R>
+struct Precision<std::complex<R>> {
+  using Real = R;
+  using Wide = std::complex<long double>;
+};
+template <typename T>
+using Real = typename Precision<T>::Real;
+template <typename T>
+using Wide = typename Precision<T>::Wide;
+template <typename T>
+constexpr bool kComplex = !std::is_same_v<T, Real<T>>;
+
+template <typename T>
+long double Eps() {
+  return std::numeric_limits<Real<T>>::epsilon();
+}
+
+// Runs fn(std::type_identity<T>{}) for each floating dtype, with the dtype in failure messages.
+template <typename Fn>
+void ForEachFloatingType(Fn&& fn) {
+  {
+    SCOPED_TRACE("float32");
+    fn(std::type_identity<float>{});
+  }
+  {
+    SCOPED_TRACE("float64");
+    fn(std::type_identity<double>{});
+  }
+  {
+    SCOPED_TRACE("complex64");
+    fn(std::type_identity<std::complex<float>>{});
+  }
+  {
+    SCOPED_TRACE("complex128");
+    fn(std::type_identity<std::complex<double>>{});
+  }
+}
+
+// ---- Long double arithmetic ----
+
+template <typename W>
+W Mul(const W& a, const W& b) {
+  if constexpr (std::is_same_v<W, long double>) {
+    return a * b;
+  } else {
+    return W(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
+  }
+}
+template <typename W>
+W Conj(const W& a) {
+  if constexpr (std::is_same_v<W, long double>) {
+    return a;
+  } else {
+    return std::conj(a);
+  }
+}
+template <typename W>
+long double Abs2(const W& a) {
+  if constexpr (std::is_same_v<W, long double>) {
+    return a * a;
+  } else {
+    return a.real() * a.real() + a.imag() * a.imag();
+  }
+}
+
+// A rows x cols matrix in long double, row-major.
+template <typename W>
+struct WideMatrix {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<W> v;
+
+  WideMatrix(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c), W(0)) {}
+  W& operator()(int64_t i, int64_t j) { return v[i * cols + j]; }
+  const W& operator()(int64_t i, int64_t j) const { return v[i * cols + j]; }
+};
+
+template <typename T>
+WideMatrix<Wide<T>> Widen(const Matrix& m) {
+  WideMatrix<Wide<T>> w(m.rows(), m.cols());
+  const auto values = m.As<T>();
+  for (size_t i = 0; i < values.size(); ++i) w.v[i] = Wide<T>(values[i]);
+  return w;
+}
+
+template <typename W>
+WideMatrix<W> Product(const WideMatrix<W>& a, const WideMatrix<W>& b) {
+  WideMatrix<W> c(a.rows, b.cols);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    for (int64_t p = 0; p < a.cols; ++p) {
+      const W x = a(i, p);
+      for (int64_t j = 0; j < b.cols; ++j) c(i, j) += Mul(x, b(p, j));
+    }
+  }
+  return c;
+}
+
+template <typename W>
+WideMatrix<W> ConjugateTranspose(const WideMatrix<W>& a) {
+  WideMatrix<W> t(a.cols, a.rows);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    for (int64_t j = 0; j < a.cols; ++j) t(j, i) = Conj(a(i, j));
+  }
+  return t;
+}
+
+template <typename W>
+long double Norm(const WideMatrix<W>& a) {
+  long double sum = 0;
+  for (const W& x : a.v) sum += Abs2(x);
+  return std::sqrt(sum);
+}
+
+template <typename W>
+long double DistanceNorm(const WideMatrix<W>& a, const WideMatrix<W>& b) {
+  long double sum = 0;
+  for (size_t i = 0; i < a.v.size(); ++i) sum += Abs2(a.v[i] - b.v[i]);
+  return std::sqrt(sum);
+}
+
+// ---- Inputs ----
+
+// Entries uniform in [-scale, scale] (real and imaginary parts alike).
+template <typename T>
+Matrix RandomMatrix(int64_t rows, int64_t cols, uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-scale, scale);
+  std::vector<T> values(static_cast<size_t>(rows * cols));
+  for (T& x : values) {
+    if constexpr (kComplex<T>) {
+      const double re = uniform(rng);
+      x = T(static_cast<Real<T>>(re), static_cast<Real<T>>(uniform(rng)));
+    } else {
+      x = static_cast<T>(uniform(rng));
+    }
+  }
+  return Matrix::FromValues<T>(rows, cols, values);
+}
+
+// M M^H + n I, exactly Hermitian after rounding to T.
+template <typename T>
+Matrix HermitianPositiveDefinite(int64_t n, uint64_t seed) {
+  const auto m = Widen<T>(RandomMatrix<T>(n, n, seed));
+  const auto a = Product(m, ConjugateTranspose(m));
+  std::vector<T> values(static_cast<size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j <= i; ++j) {
+      Wide<T> x = a(i, j);
+      if (i == j) x = Wide<T>(std::real(x) + n);
+      values[i * n + j] = static_cast<T>(x);
+      values[j * n + i] = static_cast<T>(Conj(x));
+    }
+  }
+  return Matrix::FromValues<T>(n, n, values);
+}
+
+// The matrices one above the other, as a batch holds them. REQUIRES: one shape and dtype.
+Matrix Stack(const std::vector<Matrix>& matrices) {
+  const Matrix& first = matrices.front();
+  Matrix stacked(first.rows() * static_cast<int64_t>(matrices.size()), first.cols(), first.dtype());
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    std::memcpy(stacked.mutable_bytes() + i * first.byte_size(), matrices[i].bytes(),
+                first.byte_size());
+  }
+  return stacked;
+}
+
+// Matrix `index` of a stack of rows x stacked.cols() matrices.
+Matrix Slice(const Matrix& stacked, int64_t index, int64_t rows) {
+  const size_t bytes = static_cast<size_t>(rows * stacked.cols()) * ElementSize(stacked.dtype());
+  return Matrix::FromBytes(rows, stacked.cols(), stacked.dtype(),
+                           {stacked.bytes() + static_cast<size_t>(index) * bytes, bytes});
+}
+
+template <typename T>
+std::vector<Matrix> RandomMatrices(int64_t count, int64_t rows, int64_t cols, uint64_t seed) {
+  std::vector<Matrix> matrices;
+  for (int64_t i = 0; i < count; ++i) {
+    matrices.push_back(RandomMatrix<T>(rows, cols, seed * 100003 + static_cast<uint64_t>(i)));
+  }
+  return matrices;
+}
+
+void SetColumnToZero(Matrix& a, int64_t column) {
+  const size_t element = ElementSize(a.dtype());
+  for (int64_t i = 0; i < a.rows(); ++i) {
+    std::memset(a.mutable_bytes() + static_cast<size_t>(i * a.cols() + column) * element, 0,
+                element);
+  }
+}
+
+// ---- Checks ----
+
+// P A = L U in long double for one matrix of a batch: `permutation` is a permutation, L unit
+// lower triangular, and the backward error small.
+template <typename T>
+void ExpectLuOf(const Matrix& a, const Matrix& lu, std::span<const int64_t> permutation) {
+  const int64_t n = a.rows();
+  std::vector<int64_t> sorted(permutation.begin(), permutation.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> identity(static_cast<size_t>(n));
+  std::iota(identity.begin(), identity.end(), int64_t{0});
+  ASSERT_EQ(sorted, identity) << "not a permutation of the rows";
+  const auto wide_lu = Widen<T>(lu);
+  WideMatrix<Wide<T>> l(n, n);
+  WideMatrix<Wide<T>> u(n, n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) (j < i ? l(i, j) : u(i, j)) = wide_lu(i, j);
+    l(i, i) = 1;
+  }
+  const auto wide_a = Widen<T>(a);
+  WideMatrix<Wide<T>> pa(n, n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) pa(i, j) = wide_a(permutation[i], j);
+  }
+  const long double norm = std::max(Norm(wide_a), std::numeric_limits<long double>::min());
+  EXPECT_LE(DistanceNorm(pa, Product(l, u)) / norm, kSlack * n * Eps<T>());
+}
+
+// ||A X - B|| <= c n eps ||A|| ||X||, the backward error of a stable solve.
+template <typename T>
+void ExpectSolves(const Matrix& a, const Matrix& b, const Matrix& x) {
+  const auto wide_a = Widen<T>(a);
+  const auto wide_x = Widen<T>(x);
+  const long double residual = DistanceNorm(Product(wide_a, wide_x), Widen<T>(b));
+  EXPECT_LE(residual, kSlack * a.rows() * Eps<T>() * Norm(wide_a) * Norm(wide_x));
+}
+
+// ||x - y|| <= tolerance ||y||.
+template <typename T>
+void ExpectClose(const Matrix& x, const Matrix& y, long double tolerance) {
+  ASSERT_EQ(x.rows(), y.rows());
+  ASSERT_EQ(x.cols(), y.cols());
+  const auto wide_y = Widen<T>(y);
+  EXPECT_LE(DistanceNorm(Widen<T>(x), wide_y), tolerance * Norm(wide_y));
+}
+
+FactorizeOptions Batch(FactorizationKind kind, int64_t count) {
+  return {.kind = kind, .batch_count = count};
+}
+
+// ---- Tests ----
+
+class FactorizeBatchTest : public testing::BackendTest {};
+
+TEST_P(FactorizeBatchTest, LuOfThousandRandomMatricesMatchesUnbatchedCallsWithSolves) {
+  using T = double;
+  for (const int64_t n : {8, 32}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    constexpr int64_t kCount = 1000;
+    const std::vector<Matrix> as = RandomMatrices<T>(kCount, n, n, 1 + n);
+    const std::vector<Matrix> bs = RandomMatrices<T>(kCount, n, 2, 2 + n);
+    const Matrix a = Stack(as);
+    const Matrix b = Stack(bs);
+    const MatrixView rhs = b.view();
+    const auto batch =
+        backend().Factorize(a.view(), Batch(FactorizationKind::kLu, kCount), &rhs, nullptr);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    EXPECT_EQ(batch->kind, FactorizationKind::kLu);
+    ASSERT_EQ(batch->lu.rows(), kCount * n);
+    ASSERT_EQ(batch->lu.cols(), n);
+    ASSERT_EQ(batch->permutation.size(), static_cast<size_t>(kCount * n));
+    ASSERT_EQ(batch->singular_columns, std::vector<int64_t>(kCount, -1));
+    EXPECT_FALSE(batch->singular_column.has_value());
+    ASSERT_TRUE(batch->solution.has_value());
+    ASSERT_EQ(batch->solution->rows(), kCount * n);
+    ASSERT_EQ(batch->solution->cols(), 2);
+    for (int64_t i = 0; i < kCount; ++i) {
+      SCOPED_TRACE("matrix " + std::to_string(i));
+      const Matrix lu = Slice(batch->lu, i, n);
+      const std::span<const int64_t> permutation(batch->permutation.data() + i * n, n);
+      ExpectLuOf<T>(as[i], lu, permutation);
+      const Matrix x = Slice(*batch->solution, i, n);
+      ExpectSolves<T>(as[i], bs[i], x);
+
+      const MatrixView one_rhs = bs[i].view();
+      const auto single =
+          backend().Factorize(as[i].view(), {.kind = FactorizationKind::kLu}, &one_rhs, nullptr);
+      ASSERT_TRUE(single.ok()) << single.status();
+      EXPECT_TRUE(std::equal(permutation.begin(), permutation.end(), single->permutation.begin()));
+      // The same pivots, so the same factors up to rounding (bitwise on the CPU, where both
+      // calls run the same LAPACK routine); random 32x32 matrices are well enough conditioned
+      // for 1e-9.
+      ExpectClose<T>(lu, single->lu, 1e-9);
+      ExpectClose<T>(x, *single->solution, 1e-9);
+    }
+    EXPECT_GT(batch->stats.flops, 0.0);
+  }
+}
+
+// Over 16 MiB: the CUDA backend pins such inputs and outputs in place for the transfers.
+TEST_P(FactorizeBatchTest, LuOfALargeBatchReconstructsAndSolves) {
+  using T = double;
+  constexpr int64_t kCount = 9000;
+  constexpr int64_t kN = 16;
+  const std::vector<Matrix> as = RandomMatrices<T>(kCount, kN, kN, 34);
+  const std::vector<Matrix> bs = RandomMatrices<T>(kCount, kN, 1, 35);
+  const Matrix a = Stack(as);
+  ASSERT_GT(a.byte_size(), size_t{16} << 20);
+  const Matrix b = Stack(bs);
+  const MatrixView rhs = b.view();
+  const auto batch =
+      backend().Factorize(a.view(), Batch(FactorizationKind::kLu, kCount), &rhs, nullptr);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_TRUE(batch->solution.has_value());
+  for (int64_t i = 0; i < kCount; i += 97) {
+    SCOPED_TRACE("matrix " + std::to_string(i));
+    ExpectLuOf<T>(as[i], Slice(batch->lu, i, kN), {batch->permutation.data() + i * kN, kN});
+    ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, kN));
+  }
+  // The last matrix too: a slicing error shows at the end first.
+  ExpectLuOf<T>(as.back(), Slice(batch->lu, kCount - 1, kN),
+                {batch->permutation.data() + (kCount - 1) * kN, kN});
+}
+
+TEST_P(FactorizeBatchTest, LuOfEveryDTypeReconstructsAndSolves) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    constexpr int64_t kCount = 40;
+    constexpr int64_t kN = 6;
+    const std::vector<Matrix> as = RandomMatrices<T>(kCount, kN, kN, 3);
+    const std::vector<Matrix> bs = RandomMatrices<T>(kCount, kN, 3, 4);
+    const Matrix a = Stack(as);
+    const Matrix b = Stack(bs);
+    const MatrixView rhs = b.view();
+    const auto batch =
+        backend().Factorize(a.view(), Batch(FactorizationKind::kLu, kCount), &rhs, nullptr);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ASSERT_EQ(batch->lu.dtype(), a.dtype());
+    ASSERT_TRUE(batch->solution.has_value());
+    for (int64_t i = 0; i < kCount; ++i) {
+      SCOPED_TRACE("matrix " + std::to_string(i));
+      ExpectLuOf<T>(as[i], Slice(batch->lu, i, kN), {batch->permutation.data() + i * kN, kN});
+      ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, kN));
+    }
+  });
+}
+
+TEST_P(FactorizeBatchTest, LuHoldsForHugeAndTinyMatricesSideBySide) {
+  using T = double;
+  constexpr int64_t kN = 12;
+  std::vector<Matrix> as;
+  for (int i = 0; i < 9; ++i) {
+    // 2^900, 1 and 2^-900 in turn: each matrix is factored on its own, whatever its neighbours.
+    as.push_back(RandomMatrix<T>(kN, kN, 50 + i, std::ldexp(1.0, 900 * (i % 3 - 1))));
+  }
+  const Matrix a = Stack(as);
+  const auto batch =
+      backend().Factorize(a.view(), Batch(FactorizationKind::kLu, 9), nullptr, nullptr);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  for (int64_t i = 0; i < 9; ++i) {
+    SCOPED_TRACE("matrix " + std::to_string(i));
+    ExpectLuOf<T>(as[i], Slice(batch->lu, i, kN), {batch->permutation.data() + i * kN, kN});
+  }
+}
+
+TEST_P(FactorizeBatchTest, LuReportsEachSingularMatrixAndStillFactorsIt) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    constexpr int64_t kN = 8;
+    std::vector<Matrix> as = RandomMatrices<T>(20, kN, kN, 5);
+    // A zero column stays exactly zero through every update: U[2,2] = 0 exactly.
+    SetColumnToZero(as[3], 2);
+    // A zero row is never a pivot while a non-zero one is left: it ends last, U[7,7] = 0.
+    std::memset(as[11].mutable_bytes() + 4 * kN * sizeof(T), 0, kN * sizeof(T));
+    // All zero: every pivot is zero, the first at column 0.
+    as[16] = Matrix(kN, kN, DTypeOf<T>());
+    const Matrix a = Stack(as);
+    const auto batch =
+        backend().Factorize(a.view(), Batch(FactorizationKind::kLu, 20), nullptr, nullptr);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    std::vector<int64_t> want(20, -1);
+    want[3] = 2;
+    want[11] = kN - 1;
+    want[16] = 0;
+    EXPECT_EQ(batch->singular_columns, want);
+    EXPECT_EQ(batch->singular_column, std::optional<int64_t>(2));
+    for (int64_t i = 0; i < 20; ++i) {
+      SCOPED_TRACE("matrix " + std::to_string(i));
+      ExpectLuOf<T>(as[i], Slice(batch->lu, i, kN), {batch->permutation.data() + i * kN, kN});
+    }
+  });
+}
+
+TEST_P(FactorizeBatchTest, LuSolveWithSingularMatrixNamesItsIndex) {
+  using T = double;
+  std::vector<Matrix> as = RandomMatrices<T>(10, 5, 5, 6);
+  SetColumnToZero(as[7], 1);
+  SetColumnToZero(as[9], 3);
+  const Matrix a = Stack(as);
+  const Matrix b = Stack(RandomMatrices<T>(10, 5, 1, 7));
+  const MatrixView rhs = b.view();
+  const auto batch =
+      backend().Factorize(a.view(), Batch(FactorizationKind::kLu, 10), &rhs, nullptr);
+  ASSERT_EQ(batch.status().code(), absl::StatusCode::kFailedPrecondition) << batch.status();
+  EXPECT_NE(batch.status().message().find("matrix 7 of the batch is singular"), std::string::npos)
+      << batch.status();
+  EXPECT_NE(batch.status().message().find("column 1"), std::string::npos) << batch.status();
+}
+
+TEST_P(FactorizeBatchTest, CholeskyReconstructsEachMatrixAndSolves) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    constexpr int64_t kCount = 50;
+    for (const int64_t n : {1, 9}) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      std::vector<Matrix> as;
+      for (int64_t i = 0; i < kCount; ++i) as.push_back(HermitianPositiveDefinite<T>(n, 8 + i));
+      const std::vector<Matrix> bs = RandomMatrices<T>(kCount, n, 2, 9);
+      const Matrix a = Stack(as);
+      const Matrix b = Stack(bs);
+      const MatrixView rhs = b.view();
+      const auto batch =
+          backend().Factorize(a.view(), Batch(FactorizationKind::kCholesky, kCount), &rhs, nullptr);
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      EXPECT_EQ(batch->kind, FactorizationKind::kCholesky);
+      ASSERT_EQ(batch->l.rows(), kCount * n);
+      ASSERT_EQ(batch->l.cols(), n);
+      EXPECT_TRUE(batch->singular_columns.empty());
+      ASSERT_TRUE(batch->solution.has_value());
+      for (int64_t i = 0; i < kCount; ++i) {
+        SCOPED_TRACE("matrix " + std::to_string(i));
+        const auto l = Widen<T>(Slice(batch->l, i, n));
+        for (int64_t r = 0; r < n; ++r) {
+          EXPECT_GT(std::real(l(r, r)), 0) << "diagonal " << r;
+          for (int64_t c = r + 1; c < n; ++c) EXPECT_EQ(l(r, c), Wide<T>(0)) << r << "," << c;
+        }
+        const auto wide_a = Widen<T>(as[i]);
+        EXPECT_LE(DistanceNorm(Product(l, ConjugateTranspose(l)), wide_a) / Norm(wide_a),
+                  kSlack * n * Eps<T>());
+        ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, n));
+      }
+    }
+  });
+}
+
+TEST_P(FactorizeBatchTest, CholeskyWithIndefiniteMatricesNamesTheFirstIndex) {
+  using T = double;
+  constexpr int64_t kN = 4;
+  std::vector<Matrix> as;
+  for (int64_t i = 0; i < 30; ++i) as.push_back(HermitianPositiveDefinite<T>(kN, 10 + i));
+  // diag(1, 1, -1, 1): the leading minor of order 3 is negative.
+  as[17] = Matrix::FromValues<T>(kN, kN,
+                                 std::vector<T>{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1});
+  as[25] = Matrix(kN, kN, DTypeOf<T>());
+  const Matrix a = Stack(as);
+  for (const bool solve : {false, true}) {
+    SCOPED_TRACE(solve ? "with a solve" : "factors only");
+    const Matrix b = RandomMatrix<T>(30 * kN, 1, 11);
+    const MatrixView rhs = b.view();
+    const auto batch = backend().Factorize(a.view(), Batch(FactorizationKind::kCholesky, 30),
+                                           solve ? &rhs : nullptr, nullptr);
+    ASSERT_EQ(batch.status().code(), absl::StatusCode::kFailedPrecondition) << batch.status();
+    EXPECT_NE(batch.status().message().find("matrix 17 of the batch is not positive definite"),
+              std::string::npos)
+        << batch.status();
+    EXPECT_NE(batch.status().message().find("order 3"), std::string::npos) << batch.status();
+  }
+}
+
+TEST_P(FactorizeBatchTest, QrReconstructsTallSquareAndWideMatrices) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    constexpr int64_t kCount = 30;
+    const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {6, 4}, {5, 5}, {3, 6}, {16, 16}};
+    for (const auto& [m, n] : shapes) {
+      SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n));
+      const int64_t k = std::min(m, n);
+      const std::vector<Matrix> as = RandomMatrices<T>(kCount, m, n, 12 + m * 10 + n);
+      const Matrix a = Stack(as);
+      const auto batch =
+          backend().Factorize(a.view(), Batch(FactorizationKind::kQr, kCount), nullptr, nullptr);
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      EXPECT_EQ(batch->kind, FactorizationKind::kQr);
+      ASSERT_EQ(batch->q.rows(), kCount * m);
+      ASSERT_EQ(batch->q.cols(), k);
+      ASSERT_EQ(batch->r.rows(), kCount * k);
+      ASSERT_EQ(batch->r.cols(), n);
+      EXPECT_FALSE(batch->solution.has_value());
+      WideMatrix<Wide<T>> identity(k, k);
+      for (int64_t i = 0; i < k; ++i) identity(i, i) = 1;
+      for (int64_t i = 0; i < kCount; ++i) {
+        SCOPED_TRACE("matrix " + std::to_string(i));
+        const auto q = Widen<T>(Slice(batch->q, i, m));
+        const auto r = Widen<T>(Slice(batch->r, i, k));
+        for (int64_t row = 0; row < k; ++row) {
+          for (int64_t c = 0; c < row; ++c) EXPECT_EQ(r(row, c), Wide<T>(0)) << row << "," << c;
+        }
+        EXPECT_LE(DistanceNorm(Product(ConjugateTranspose(q), q), identity), kSlack * m * Eps<T>());
+        const auto wide_a = Widen<T>(as[i]);
+        EXPECT_LE(DistanceNorm(Product(q, r), wide_a) / Norm(wide_a),
+                  kSlack * std::max(m, n) * Eps<T>());
+      }
+    }
+  });
+}
+
+TEST_P(FactorizeBatchTest, QrSolveSatisfiesNormalEquationsForEachMatrix) {
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    constexpr int64_t kCount = 25;
+    constexpr int64_t kM = 9;
+    constexpr int64_t kN = 4;
+    const std::vector<Matrix> as = RandomMatrices<T>(kCount, kM, kN, 13);
+    const std::vector<Matrix> bs = RandomMatrices<T>(kCount, kM, 2, 14);
+    const Matrix a = Stack(as);
+    const Matrix b = Stack(bs);
+    const MatrixView rhs = b.view();
+    const auto batch =
+        backend().Factorize(a.view(), Batch(FactorizationKind::kQr, kCount), &rhs, nullptr);
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ASSERT_TRUE(batch->solution.has_value());
+    ASSERT_EQ(batch->solution->rows(), kCount * kN);
+    ASSERT_EQ(batch->solution->cols(), 2);
+    for (int64_t i = 0; i < kCount; ++i) {
+      SCOPED_TRACE("matrix " + std::to_string(i));
+      // The least-squares residual is orthogonal to A's columns: ||A^H (A x - b)|| small
+      // against ||A||^2 ||x|| + ||A|| ||b||.
+      const auto wide_a = Widen<T>(as[i]);
+      const auto wide_b = Widen<T>(bs[i]);
+      const auto x = Widen<T>(Slice(*batch->solution, i, kN));
+      auto residual = Product(wide_a, x);
+      for (size_t e = 0; e < residual.v.size(); ++e) residual.v[e] -= wide_b.v[e];
+      const long double scale = Norm(wide_a) * (Norm(wide_a) * Norm(x) + Norm(wide_b));
+      EXPECT_LE(Norm(Product(ConjugateTranspose(wide_a), residual)),
+                kSlack * kM * Eps<T>() * scale);
+    }
+  });
+}
+
+TEST_P(FactorizeBatchTest, QrSolveWithRankDeficientMatrixNamesItsIndex) {
+  using T = double;
+  std::vector<Matrix> as = RandomMatrices<T>(12, 7, 3, 15);
+  SetColumnToZero(as[5], 1);
+  const Matrix a = Stack(as);
+  const Matrix b = Stack(RandomMatrices<T>(12, 7, 1, 16));
+  const MatrixView rhs = b.view();
+  const auto batch =
+      backend().Factorize(a.view(), Batch(FactorizationKind::kQr, 12), &rhs, nullptr);
+  ASSERT_EQ(batch.status().code(), absl::StatusCode::kFailedPrecondition) << batch.status();
+  EXPECT_NE(batch.status().message().find("matrix 5 of the batch does not have full column rank"),
+            std::string::npos)
+      << batch.status();
+}
+
+TEST_P(FactorizeBatchTest, BatchOfOneMatchesTheUnbatchedCall) {
+  using T = double;
+  const Matrix a = RandomMatrix<T>(7, 7, 17);
+  const Matrix b = RandomMatrix<T>(7, 2, 18);
+  const MatrixView rhs = b.view();
+  for (const FactorizationKind kind : {FactorizationKind::kLu, FactorizationKind::kQr}) {
+    const auto single = backend().Factorize(a.view(), {.kind = kind}, &rhs, nullptr);
+    const auto batch = backend().Factorize(a.view(), Batch(kind, 1), &rhs, nullptr);
+    ASSERT_TRUE(single.ok()) << single.status();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    EXPECT_EQ(batch->permutation, single->permutation);
+    if (kind == FactorizationKind::kLu) {
+      EXPECT_EQ(batch->singular_columns, std::vector<int64_t>{-1});
+      EXPECT_TRUE(single->singular_columns.empty());
+      ExpectClose<T>(batch->lu, single->lu, 1e-12);
+    } else {
+      EXPECT_TRUE(batch->singular_columns.empty());
+      ExpectClose<T>(batch->r, single->r, 1e-12);
+      ExpectClose<T>(batch->q, single->q, 1e-12);
+    }
+    ExpectClose<T>(*batch->solution, *single->solution, 1e-12);
+  }
+  const Matrix spd = HermitianPositiveDefinite<T>(7, 19);
+  const auto single =
+      backend().Factorize(spd.view(), {.kind = FactorizationKind::kCholesky}, &rhs, nullptr);
+  const auto batch =
+      backend().Factorize(spd.view(), Batch(FactorizationKind::kCholesky, 1), &rhs, nullptr);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ExpectClose<T>(batch->l, single->l, 1e-12);
+  ExpectClose<T>(*batch->solution, *single->solution, 1e-12);
+}
+
+TEST_P(FactorizeBatchTest, RejectsRowsThatDoNotSplitIntoTheBatch) {
+  const Matrix a = RandomMatrix<double>(10, 2, 20);
+  const auto result =
+      backend().Factorize(a.view(), Batch(FactorizationKind::kQr, 3), nullptr, nullptr);
+  ASSERT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << result.status();
+  EXPECT_NE(result.status().message().find("batch_count = 3"), std::string::npos)
+      << result.status();
+}
+
+TEST_P(FactorizeBatchTest, RejectsBatchedLuOfNonSquareMatrices) {
+  const Matrix a = RandomMatrix<double>(12, 3, 21);  // four 3x3 or six 2x3 matrices
+  EXPECT_TRUE(
+      backend().Factorize(a.view(), Batch(FactorizationKind::kLu, 4), nullptr, nullptr).ok());
+  EXPECT_EQ(backend()
+                .Factorize(a.view(), Batch(FactorizationKind::kLu, 6), nullptr, nullptr)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(FactorizeBatchTest, ReturnsCancelledWhenCancelled) {
+  const Matrix a = RandomMatrix<double>(40, 4, 22);
+  JobControl control;
+  control.Cancel();
+  EXPECT_EQ(backend()
+                .Factorize(a.view(), Batch(FactorizationKind::kLu, 10), nullptr, &control)
+                .status()
+                .code(),
+            absl::StatusCode::kCancelled);
+}
+
+TEST_P(FactorizeBatchTest, CountsTheFlopsOfEveryMatrix) {
+  const Matrix a = RandomMatrix<double>(10, 10, 23);
+  const auto single =
+      backend().Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr, nullptr);
+  const Matrix stacked = Stack(std::vector<Matrix>(6, a));
+  const auto batch =
+      backend().Factorize(stacked.view(), Batch(FactorizationKind::kLu, 6), nullptr, nullptr);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_DOUBLE_EQ(batch->stats.flops, 6 * single->stats.flops);
+  EXPECT_GE(batch->stats.bytes_moved, stacked.byte_size());
+}
+
+MATRIXD_INSTANTIATE_BACKEND_SUITE(FactorizeBatchTest);
+
+// ---- CPU threads ----
+
+TEST(FactorizeBatchCpu, ThreadsGiveTheSameBitsAsOneThread) {
+  const Matrix a = Stack(RandomMatrices<double>(700, 8, 8, 24));
+  const Matrix b = Stack(RandomMatrices<double>(700, 8, 1, 25));
+  const MatrixView rhs = b.view();
+  const auto one = MakeCpuBackend({.threads = 1});
+  const auto four = MakeCpuBackend({.threads = 4});
+  for (const FactorizationKind kind : {FactorizationKind::kLu, FactorizationKind::kQr}) {
+    const auto serial = one->Factorize(a.view(), Batch(kind, 700), &rhs, nullptr);
+    const auto parallel = four->Factorize(a.view(), Batch(kind, 700), &rhs, nullptr);
+    ASSERT_TRUE(serial.ok()) << serial.status();
+    ASSERT_TRUE(parallel.ok()) << parallel.status();
+    const auto same_bits = [](const Matrix& x, const Matrix& y) {
+      return x.byte_size() == y.byte_size() &&
+             std::memcmp(x.bytes(), y.bytes(), x.byte_size()) == 0;
+    };
+    EXPECT_TRUE(same_bits(serial->lu, parallel->lu));
+    EXPECT_TRUE(same_bits(serial->q, parallel->q));
+    EXPECT_TRUE(same_bits(serial->r, parallel->r));
+    EXPECT_TRUE(same_bits(*serial->solution, *parallel->solution));
+    EXPECT_EQ(serial->permutation, parallel->permutation);
+  }
+}
+
+// ---- Validation ----
+
+TEST(ValidateFactorizeBatch, AcceptsAWellFormedBatch) {
+  const Matrix a = RandomMatrix<double>(12, 3, 26);
+  const Matrix b = RandomMatrix<double>(12, 2, 27);
+  const MatrixView rhs = b.view();
+  EXPECT_TRUE(ValidateFactorize(a.view(), Batch(FactorizationKind::kLu, 4), &rhs, {}).ok());
+  EXPECT_TRUE(ValidateFactorize(a.view(), Batch(FactorizationKind::kQr, 2), &rhs, {}).ok());
+}
+
+TEST(ValidateFactorizeBatch, RejectsNegativeBatchCount) {
+  const Matrix a = RandomMatrix<double>(4, 4, 28);
+  const absl::Status s =
+      ValidateFactorize(a.view(), Batch(FactorizationKind::kLu, -1), nullptr, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("batch_count is -1"), std::string::npos) << s;
+}
+
+TEST(ValidateFactorizeBatch, NamesRowsAndBatchCountWhenRowsDoNotDivide) {
+  const Matrix a = RandomMatrix<double>(10, 2, 29);
+  const absl::Status s = ValidateFactorize(a.view(), Batch(FactorizationKind::kQr, 4), nullptr, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("matrix.rows = 10 is not a multiple of batch_count = 4"),
+            std::string::npos)
+      << s;
+}
+
+TEST(ValidateFactorizeBatch, RejectsRhsRowsThatDoNotDivide) {
+  const Matrix a = RandomMatrix<double>(12, 3, 30);
+  const Matrix b = RandomMatrix<double>(10, 1, 31);
+  const MatrixView rhs = b.view();
+  const absl::Status s = ValidateFactorize(a.view(), Batch(FactorizationKind::kLu, 4), &rhs, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("rhs.rows = 10 is not a multiple of batch_count = 4"),
+            std::string::npos)
+      << s;
+}
+
+TEST(ValidateFactorizeBatch, AppliesShapeRulesToEachMatrix) {
+  const Matrix a = RandomMatrix<double>(12, 3, 32);  // six 2x3 matrices
+  for (const FactorizationKind kind : {FactorizationKind::kLu, FactorizationKind::kCholesky}) {
+    const absl::Status s = ValidateFactorize(a.view(), Batch(kind, 6), nullptr, {});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("each matrix of the batch must be square, got 2x3"),
+              std::string::npos)
+        << s;
+  }
+  const Matrix b = RandomMatrix<double>(12, 1, 33);
+  const MatrixView rhs = b.view();
+  const absl::Status s = ValidateFactorize(a.view(), Batch(FactorizationKind::kQr, 6), &rhs, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("rows >= cols"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace matrixd

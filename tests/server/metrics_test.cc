@@ -1,0 +1,252 @@
+// Metrics: what each Record*/Set* call leaves in the text exposition, checked by parsing the
+// samples back out.
+#include "server/metrics.h"
+
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "tests/server/metrics_test_support.h"
+
+namespace matrixd::server {
+namespace {
+
+using testing::FamilyTypes;
+using testing::LabelSet;
+using testing::SampleValue;
+
+constexpr char kDevice[] = "Test GPU (device 0)";
+
+LabelSet KernelLabels(const std::string& op, const std::string& kernel, const std::string& dtype) {
+  return {{"op", op}, {"kernel", kernel}, {"dtype", dtype}, {"device", kDevice}};
+}
+
+ComputeStats StatsWith(std::vector<KernelRecord> kernels) {
+  ComputeStats stats;
+  stats.backend = "cuda";
+  stats.device = kDevice;
+  stats.seconds = 4.0;
+  stats.bytes_moved = 1000;
+  stats.flops = 500.0;
+  stats.kernels = std::move(kernels);
+  return stats;
+}
+
+TEST(Metrics, BuildInfoIsOneWithVersionAndBackend) {
+  Metrics metrics("1.2.3", "cuda");
+  EXPECT_EQ(SampleValue(metrics.Serialize(), "matrixd_build_info",
+                        {{"version", "1.2.3"}, {"backend", "cuda"}}),
+            1.0);
+}
+
+TEST(Metrics, EveryFamilyIsNamedAndTypedByPrometheusConventions) {
+  Metrics metrics("0", "cpu");
+  // Touch every family so that each has a sample.
+  metrics.RecordJob(kOpDeterminant, absl::StatusCode::kOk);
+  metrics.RecordKernels(kOpMultiply, DType::kFloat64, StatsWith({{"gemm", 1.0, 8, 2.0}}));
+  metrics.SetCopyBandwidth(kDevice, 1e9);
+  metrics.RecordKernels(kOpMultiply, DType::kFloat64, StatsWith({{"gemm", 1.0, 8, 2.0}}));
+  metrics.RecordQueueWait(absl::Milliseconds(3));
+  metrics.RecordRpc("matrixd.v1.MatrixService/Multiply", absl::StatusCode::kOk, absl::Seconds(1));
+  metrics.SetDeviceMemory({.device = kDevice, .total = 4, .limit = 3, .used = 2, .reserved = 2}, 1);
+  const std::map<std::string, std::string> want = {
+      {"matrixd_build_info", "gauge"},
+      {"matrixd_kernel_duration_seconds", "histogram"},
+      {"matrixd_kernel_bytes_total", "counter"},
+      {"matrixd_kernel_flops_total", "counter"},
+      {"matrixd_kernel_effective_bandwidth_bytes_per_second", "gauge"},
+      {"matrixd_kernel_bandwidth_efficiency_ratio", "gauge"},
+      {"matrixd_device_copy_bandwidth_bytes_per_second", "gauge"},
+      {"matrixd_queue_depth", "gauge"},
+      {"matrixd_queue_wait_seconds", "histogram"},
+      {"matrixd_jobs_total", "counter"},
+      {"matrixd_rpc_duration_seconds", "histogram"},
+      {"matrixd_device_memory_bytes", "gauge"},
+  };
+  EXPECT_EQ(FamilyTypes(metrics.Serialize()), want);
+}
+
+TEST(Metrics, JobsAreCountedByOpAndCanonicalStatusName) {
+  Metrics metrics("0", "cpu");
+  metrics.RecordJob(kOpDeterminant, absl::StatusCode::kOk);
+  metrics.RecordJob(kOpDeterminant, absl::StatusCode::kOk);
+  metrics.RecordJob(kOpDeterminant, absl::StatusCode::kCancelled);
+  metrics.RecordJob(kOpPermanent, absl::StatusCode::kResourceExhausted);
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(SampleValue(text, "matrixd_jobs_total", {{"op", "determinant"}, {"status", "OK"}}),
+            2.0);
+  EXPECT_EQ(
+      SampleValue(text, "matrixd_jobs_total", {{"op", "determinant"}, {"status", "CANCELLED"}}),
+      1.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_jobs_total",
+                        {{"op", "permanent"}, {"status", "RESOURCE_EXHAUSTED"}}),
+            1.0);
+  EXPECT_FALSE(
+      SampleValue(text, "matrixd_jobs_total", {{"op", "permanent"}, {"status", "OK"}}).has_value());
+}
+
+TEST(Metrics, KernelRecordsFeedDurationBytesFlopsAndBandwidth) {
+  Metrics metrics("0", "cuda");
+  // 3e9 bytes in 1.5 s: 2e9 B/s. Two records of the same kernel accumulate.
+  metrics.RecordKernels(kOpFactorize, DType::kComplex128,
+                        StatsWith({{"cusolver_getrf", 1.5, 3'000'000'000, 7e9},
+                                   {"cusolver_getrf", 0.5, 1'000'000'000, 1e9}}));
+  const std::string text = metrics.Serialize();
+  const LabelSet labels = KernelLabels("factorize", "cusolver_getrf", "complex128");
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_duration_seconds_count", labels), 2.0);
+  EXPECT_DOUBLE_EQ(*SampleValue(text, "matrixd_kernel_duration_seconds_sum", labels), 2.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_bytes_total", labels), 4e9);
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_flops_total", labels), 8e9);
+  // The gauge holds the latest record: 1e9 / 0.5.
+  EXPECT_DOUBLE_EQ(
+      *SampleValue(text, "matrixd_kernel_effective_bandwidth_bytes_per_second", labels), 2e9);
+  // No copy bandwidth is known for the device yet: no ratio.
+  EXPECT_FALSE(SampleValue(text, "matrixd_kernel_bandwidth_efficiency_ratio", labels).has_value());
+}
+
+TEST(Metrics, EfficiencyRatioIsBandwidthOverTheDevicesCopyBandwidth) {
+  Metrics metrics("0", "cuda");
+  metrics.SetCopyBandwidth(kDevice, 2.5e12);
+  metrics.SetCopyBandwidth("another device", 1.0);
+  metrics.RecordKernels(kOpDeterminant, DType::kFloat64,
+                        StatsWith({{"scale_rows", 0.25, 500'000'000'000, 0.0}}));
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(
+      SampleValue(text, "matrixd_device_copy_bandwidth_bytes_per_second", {{"device", kDevice}}),
+      2.5e12);
+  // 5e11 B / 0.25 s = 2e12 B/s, 0.8 of 2.5e12.
+  EXPECT_DOUBLE_EQ(*SampleValue(text, "matrixd_kernel_bandwidth_efficiency_ratio",
+                                KernelLabels("determinant", "scale_rows", "float64")),
+                   0.8);
+}
+
+TEST(Metrics, ResultWithoutKernelRecordsCountsAsOneWholeOperation) {
+  Metrics metrics("0", "cpu");
+  metrics.RecordKernels(kOpPermanent, DType::kInt64, StatsWith({}));
+  const std::string text = metrics.Serialize();
+  const LabelSet labels = KernelLabels("permanent", kWholeOperationKernel, "int64");
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_duration_seconds_count", labels), 1.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_duration_seconds_sum", labels), 4.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_bytes_total", labels), 1000.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_flops_total", labels), 500.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_effective_bandwidth_bytes_per_second", labels),
+            250.0);
+}
+
+TEST(Metrics, RecordWithoutTimeCountsWorkButSetsNoBandwidth) {
+  Metrics metrics("0", "cpu");
+  metrics.RecordKernels(kOpMultiply, DType::kFloat32, StatsWith({{"gemm", 0.0, 64, 10.0}}));
+  const std::string text = metrics.Serialize();
+  const LabelSet labels = KernelLabels("multiply", "gemm", "float32");
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_bytes_total", labels), 64.0);
+  EXPECT_FALSE(SampleValue(text, "matrixd_kernel_duration_seconds_count", labels).has_value());
+  EXPECT_FALSE(
+      SampleValue(text, "matrixd_kernel_effective_bandwidth_bytes_per_second", labels).has_value());
+}
+
+TEST(Metrics, RecordOutcomeCountsFailuresWithoutKernels) {
+  Metrics metrics("0", "cpu");
+  metrics.RecordOutcome(kOpDeterminant, DType::kFloat64,
+                        absl::StatusOr<DeterminantResult>(absl::OutOfRangeError("overflow")));
+  DeterminantResult ok;
+  ok.stats = StatsWith({{"lu", 1.0, 10, 10.0}});
+  metrics.RecordOutcome(kOpDeterminant, DType::kFloat64, absl::StatusOr<DeterminantResult>(ok));
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(
+      SampleValue(text, "matrixd_jobs_total", {{"op", "determinant"}, {"status", "OUT_OF_RANGE"}}),
+      1.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_jobs_total", {{"op", "determinant"}, {"status", "OK"}}),
+            1.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_duration_seconds_count",
+                        KernelLabels("determinant", "lu", "float64")),
+            1.0);
+}
+
+TEST(Metrics, QueueDepthIsTheLatestValueAndWaitsAreObserved) {
+  Metrics metrics("0", "cpu");
+  metrics.RecordQueueDepth(7);
+  metrics.RecordQueueDepth(3);
+  metrics.RecordQueueWait(absl::Milliseconds(250));
+  metrics.RecordQueueWait(absl::Milliseconds(750));
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(SampleValue(text, "matrixd_queue_depth", {}), 3.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_queue_wait_seconds_count", {}), 2.0);
+  EXPECT_DOUBLE_EQ(*SampleValue(text, "matrixd_queue_wait_seconds_sum", {}), 1.0);
+  // Cumulative buckets: 0.25 lies in le="0.25", 0.75 only from le="1" on.
+  EXPECT_EQ(SampleValue(text, "matrixd_queue_wait_seconds_bucket", {{"le", "0.25"}}), 1.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_queue_wait_seconds_bucket", {{"le", "0.5"}}), 1.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_queue_wait_seconds_bucket", {{"le", "1"}}), 2.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_queue_wait_seconds_bucket", {{"le", "+Inf"}}), 2.0);
+}
+
+TEST(Metrics, RpcDurationsAreLabelledByMethodAndCode) {
+  Metrics metrics("0", "cpu");
+  metrics.RecordRpc("matrixd.v1.MatrixService/Permanent", absl::StatusCode::kDeadlineExceeded,
+                    absl::Seconds(2));
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(SampleValue(
+                text, "matrixd_rpc_duration_seconds_sum",
+                {{"method", "matrixd.v1.MatrixService/Permanent"}, {"code", "DEADLINE_EXCEEDED"}}),
+            2.0);
+}
+
+TEST(Metrics, DeviceMemoryHasOneSeriesPerState) {
+  Metrics metrics("0", "cuda");
+  metrics.SetDeviceMemory({.device = kDevice, .total = 80, .limit = 72, .used = 10, .reserved = 16},
+                          12);
+  const std::string text = metrics.Serialize();
+  for (const auto& [state, bytes] : std::vector<std::pair<std::string, double>>{
+           {"total", 80}, {"limit", 72}, {"used", 10}, {"reserved", 16}, {"admitted", 12}}) {
+    EXPECT_EQ(
+        SampleValue(text, "matrixd_device_memory_bytes", {{"device", kDevice}, {"state", state}}),
+        bytes)
+        << state;
+  }
+}
+
+TEST(Metrics, ScrapeHookRunsBeforeEverySerialization) {
+  Metrics metrics("0", "cuda");
+  int scrapes = 0;
+  metrics.SetScrapeHook([&scrapes](Metrics& m) {
+    ++scrapes;
+    m.SetDeviceMemory({.device = kDevice, .used = static_cast<uint64_t>(scrapes)}, 0);
+  });
+  EXPECT_EQ(SampleValue(metrics.Serialize(), "matrixd_device_memory_bytes",
+                        {{"device", kDevice}, {"state", "used"}}),
+            1.0);
+  EXPECT_EQ(SampleValue(metrics.Serialize(), "matrixd_device_memory_bytes",
+                        {{"device", kDevice}, {"state", "used"}}),
+            2.0);
+}
+
+TEST(Metrics, ConcurrentRecordsAreAllCounted) {
+  Metrics metrics("0", "cpu");
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 500;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&metrics, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        metrics.RecordJob(t % 2 == 0 ? kOpMultiply : kOpFactorize, absl::StatusCode::kOk);
+        metrics.RecordKernels(kOpMultiply, DType::kFloat64, StatsWith({{"gemm", 1e-3, 1, 1.0}}));
+      }
+    });
+  }
+  // Scrapes while the records land must not disturb them.
+  for (int i = 0; i < 20; ++i) static_cast<void>(metrics.Serialize());
+  for (std::thread& thread : threads) thread.join();
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(SampleValue(text, "matrixd_jobs_total", {{"op", "multiply"}, {"status", "OK"}}),
+            kThreads / 2 * kPerThread);
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_duration_seconds_count",
+                        KernelLabels("multiply", "gemm", "float64")),
+            kThreads * kPerThread);
+}
+
+}  // namespace
+}  // namespace matrixd::server
