@@ -132,15 +132,16 @@ absl::Status RequireSquare(const Batch& batch, const char* what) {
 // ---- LU ----
 
 // cuBLAS does not promise LAPACK's handling of an exactly zero pivot (skip the division by it
-// and carry on), so a singular matrix whose factors came back with an Inf or a NaN is factored
-// again by LAPACK on the host: such matrices are rare, and their factors are then those of the
-// unbatched path. Updates lu, permutation and singular_columns.
+// and carry on): on the H100 getrfBatched left factors of singular matrices that do not
+// reproduce P A, finite or not. So every matrix with a zero pivot (or an Inf/NaN in its factors)
+// is factored again by LAPACK on the host: such matrices are rare, and their factors are then
+// those of the unbatched path. Updates lu, permutation and singular_columns.
 template <typename T>
-absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<const int> nonfinite,
+absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<const int> redo,
                             FactorizeResult& result) {
   const size_t matrix_bytes = static_cast<size_t>(batch.size()) * sizeof(T);
   for (int b = 0; b < batch.count; ++b) {
-    if (nonfinite[b] == 0) continue;
+    if (redo[b] == 0) continue;
     const MatrixView one{.rows = batch.rows,
                          .cols = batch.cols,
                          .dtype = a.dtype,
@@ -267,7 +268,11 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
                                      result.solution->byte_size()));
   }
   result.singular_columns.assign(singular_columns.begin(), singular_columns.end());
-  RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, nonfinite_flags, result));
+  std::vector<int> redo(static_cast<size_t>(count));
+  for (int b = 0; b < count; ++b) {
+    redo[b] = nonfinite_flags[b] != 0 || infos[b] > 0 || singular_columns[b] >= 0 ? 1 : 0;
+  }
+  RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, result));
   for (const int64_t column : result.singular_columns) {
     if (column >= 0) {
       result.singular_column = column;
