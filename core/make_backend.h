@@ -3,10 +3,10 @@
 #define MATRIXD_CORE_MAKE_BACKEND_H_
 
 #include <memory>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/backend.h"
 
 namespace matrixd {

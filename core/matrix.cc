@@ -53,7 +53,8 @@ Matrix Matrix::CopyOf(const MatrixView& view) {
   return FromBytes(view.rows, view.cols, view.dtype, {view.data, view.byte_size()});
 }
 
-Matrix Matrix::FromBytes(int64_t rows, int64_t cols, DType dtype, std::span<const std::byte> bytes) {
+Matrix Matrix::FromBytes(int64_t rows, int64_t cols, DType dtype,
+                         std::span<const std::byte> bytes) {
   Matrix m(rows, cols, dtype);
   if (!bytes.empty()) std::memcpy(m.storage_.data(), bytes.data(), m.byte_size());
   return m;

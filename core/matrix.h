@@ -27,17 +27,29 @@ bool IsFloating(DType dtype);
 template <typename T>
 constexpr DType DTypeOf();
 template <>
-constexpr DType DTypeOf<float>() { return DType::kFloat32; }
+constexpr DType DTypeOf<float>() {
+  return DType::kFloat32;
+}
 template <>
-constexpr DType DTypeOf<double>() { return DType::kFloat64; }
+constexpr DType DTypeOf<double>() {
+  return DType::kFloat64;
+}
 template <>
-constexpr DType DTypeOf<std::complex<float>>() { return DType::kComplex64; }
+constexpr DType DTypeOf<std::complex<float>>() {
+  return DType::kComplex64;
+}
 template <>
-constexpr DType DTypeOf<std::complex<double>>() { return DType::kComplex128; }
+constexpr DType DTypeOf<std::complex<double>>() {
+  return DType::kComplex128;
+}
 template <>
-constexpr DType DTypeOf<int64_t>() { return DType::kInt64; }
+constexpr DType DTypeOf<int64_t>() {
+  return DType::kInt64;
+}
 template <>
-constexpr DType DTypeOf<uint32_t>() { return DType::kUInt32; }
+constexpr DType DTypeOf<uint32_t>() {
+  return DType::kUInt32;
+}
 
 // A borrowed rows x cols matrix, row-major. REQUIRES: data holds rows*cols elements of dtype and
 // is aligned for that element type (a Matrix's storage always is).
@@ -65,7 +77,8 @@ class Matrix {
   // Copies the bytes of `view`.
   static Matrix CopyOf(const MatrixView& view);
   // Copies `bytes` (rows*cols*ElementSize(dtype) of them) into a new matrix.
-  static Matrix FromBytes(int64_t rows, int64_t cols, DType dtype, std::span<const std::byte> bytes);
+  static Matrix FromBytes(int64_t rows, int64_t cols, DType dtype,
+                          std::span<const std::byte> bytes);
   // Builds a matrix from row-major values. REQUIRES: values.size() == rows * cols.
   template <typename T>
   static Matrix FromValues(int64_t rows, int64_t cols, std::span<const T> values) {

@@ -51,8 +51,7 @@ ScaledNumber& ScaledNumber::operator/=(const ScaledNumber& other) {
 
 double ScaledNumber::log_abs() const {
   if (is_zero()) return -std::numeric_limits<double>::infinity();
-  return std::log(std::abs(mantissa_)) +
-         static_cast<double>(exponent2_) * std::numbers::ln2;
+  return std::log(std::abs(mantissa_)) + static_cast<double>(exponent2_) * std::numbers::ln2;
 }
 
 std::complex<double> ScaledNumber::phase() const {

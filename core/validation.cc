@@ -53,8 +53,8 @@ absl::Status RequireSquare(const MatrixView& m, absl::string_view field) {
 absl::Status RequireDType(const MatrixView& m, absl::string_view field, bool allowed,
                           absl::string_view wanted) {
   if (!allowed) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".dtype is ", DTypeName(m.dtype),
-                                                   "; want ", wanted));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".dtype is ", DTypeName(m.dtype), "; want ", wanted));
   }
   return absl::OkStatus();
 }
@@ -67,12 +67,12 @@ absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const 
         absl::StrCat(field, " has shape ", m.rows, "x", m.cols, "; rows and cols must be >= 1"));
   }
   if (m.rows > limits.max_elements / m.cols) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " has ", m.rows, "x", m.cols,
-                                                   " elements; the limit is ", limits.max_elements));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " has ", m.rows, "x", m.cols, " elements; the limit is ", limits.max_elements));
   }
   if (const int64_t bad = FirstNonFiniteEntry(m); bad >= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(field, "[", bad / m.cols, ", ", bad % m.cols,
-                                                   "] is not finite (NaN or Inf)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, "[", bad / m.cols, ", ", bad % m.cols, "] is not finite (NaN or Inf)"));
   }
   return absl::OkStatus();
 }
@@ -81,7 +81,8 @@ absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& 
                                  const Limits& limits) {
   if (absl::Status s = ValidateMatrix(a, "matrix", limits); !s.ok()) return s;
   if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
-  if (options.modulus == 1 || options.modulus >= kModulusLimit || (options.modulus > 1 && !IsPrime(options.modulus))) {
+  if (options.modulus == 1 || options.modulus >= kModulusLimit ||
+      (options.modulus > 1 && !IsPrime(options.modulus))) {
     return absl::InvalidArgumentError(
         absl::StrCat("modulus ", options.modulus, " must be 0 or a prime below 2^62"));
   }
@@ -156,16 +157,16 @@ absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,
     return s;
   }
   if (b.dtype != a.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat("b.dtype is ", DTypeName(b.dtype),
-                                                   "; want a.dtype ", DTypeName(a.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("b.dtype is ", DTypeName(b.dtype), "; want a.dtype ", DTypeName(a.dtype)));
   }
   const int64_t a_rows = options.transpose_a ? a.cols : a.rows;
   const int64_t a_cols = options.transpose_a ? a.rows : a.cols;
   const int64_t b_rows = options.transpose_b ? b.cols : b.rows;
   const int64_t b_cols = options.transpose_b ? b.rows : b.cols;
   if (a_cols != b_rows) {
-    return absl::InvalidArgumentError(absl::StrCat("op(a) is ", a_rows, "x", a_cols, " and op(b) is ",
-                                                   b_rows, "x", b_cols,
+    return absl::InvalidArgumentError(absl::StrCat("op(a) is ", a_rows, "x", a_cols,
+                                                   " and op(b) is ", b_rows, "x", b_cols,
                                                    "; inner dimensions must agree"));
   }
   if (a_rows > limits.max_elements / b_cols) {

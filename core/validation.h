@@ -5,9 +5,9 @@
 #define MATRIXD_CORE_VALIDATION_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/matrix.h"
 #include "core/operations.h"
 

@@ -55,9 +55,8 @@ std::string ReconstructSigned(const std::vector<uint64_t>& residues,
     const uint64_t x_mod_p = mpz_get_ui(tmp.get());
     mpz_mod(tmp.get(), modulus.get(), p.get());
     const uint64_t m_mod_p = mpz_get_ui(tmp.get());
-    const uint64_t delta =
-        MulMod(SubMod(residues[i] % primes[i], x_mod_p, primes[i]), InvMod(m_mod_p, primes[i]),
-               primes[i]);
+    const uint64_t delta = MulMod(SubMod(residues[i] % primes[i], x_mod_p, primes[i]),
+                                  InvMod(m_mod_p, primes[i]), primes[i]);
     SetUint64(tmp.get(), delta);
     mpz_mul(term.get(), modulus.get(), tmp.get());
     mpz_add(x.get(), x.get(), term.get());

@@ -1,4 +1,6 @@
-// Block-sparse products on the GPU (seed paper): a device-side scan marks the non-zero b x b blocks of op(A) and op(B) in bitmaps, and only pairs of non-zero blocks are multiplied. All dtypes of Multiply, UINT32 wrapping mod 2^32.
+// Block-sparse products on the GPU (seed paper): a device-side scan marks the non-zero b x b blocks
+// of op(A) and op(B) in bitmaps, and only pairs of non-zero blocks are multiplied. All dtypes of
+// Multiply, UINT32 wrapping mod 2^32.
 #ifndef MATRIXD_CORE_CUDA_BLOCK_SPARSE_H_
 #define MATRIXD_CORE_CUDA_BLOCK_SPARSE_H_
 

@@ -21,12 +21,12 @@ absl::Status ToStatus(cusparseStatus_t code, const char* call);
 
 }  // namespace matrixd::cuda
 
-#define MATRIXD_CUDA_RETURN_IF_ERROR(expr)                                             \
-  do {                                                                                \
+#define MATRIXD_CUDA_RETURN_IF_ERROR(expr)                                           \
+  do {                                                                               \
     if (absl::Status matrixd_cuda_status = ::matrixd::cuda::ToStatus((expr), #expr); \
-        !matrixd_cuda_status.ok()) {                                                  \
-      return matrixd_cuda_status;                                                     \
-    }                                                                                 \
+        !matrixd_cuda_status.ok()) {                                                 \
+      return matrixd_cuda_status;                                                    \
+    }                                                                                \
   } while (0)
 
 // Checks the last kernel launch.

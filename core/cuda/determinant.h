@@ -1,4 +1,5 @@
-// Determinants on one CUDA device; dispatches by method and modulus (see Backend::Determinant). Fills stats except backend/device/seconds.
+// Determinants on one CUDA device; dispatches by method and modulus (see Backend::Determinant).
+// Fills stats except backend/device/seconds.
 #ifndef MATRIXD_CORE_CUDA_DETERMINANT_H_
 #define MATRIXD_CORE_CUDA_DETERMINANT_H_
 
@@ -12,7 +13,8 @@
 
 namespace matrixd::cuda {
 
-absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a, const DeterminantOptions& options,
+absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
+                                              const DeterminantOptions& options,
                                               DeviceContext& context, JobControl* control);
 
 }  // namespace matrixd::cuda

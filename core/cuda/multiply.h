@@ -1,4 +1,5 @@
-// Products on one CUDA device: cuBLAS for float/complex, own kernels for UINT32 and block-sparse (see Backend::Multiply). Fills stats except backend/device/seconds.
+// Products on one CUDA device: cuBLAS for float/complex, own kernels for UINT32 and block-sparse
+// (see Backend::Multiply). Fills stats except backend/device/seconds.
 #ifndef MATRIXD_CORE_CUDA_MULTIPLY_H_
 #define MATRIXD_CORE_CUDA_MULTIPLY_H_
 

@@ -1,4 +1,6 @@
-// Permanents on the GPU (SUperman): Gray-code Ryser and Glynn, the iteration space split into contiguous chunks per thread, launched in slices so that a long job reports progress and stops between slices when cancelled.
+// Permanents on the GPU (SUperman): Gray-code Ryser and Glynn, the iteration space split into
+// contiguous chunks per thread, launched in slices so that a long job reports progress and stops
+// between slices when cancelled.
 #ifndef MATRIXD_CORE_CUDA_PERMANENT_H_
 #define MATRIXD_CORE_CUDA_PERMANENT_H_
 

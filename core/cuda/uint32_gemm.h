@@ -1,4 +1,5 @@
-// Dense UINT32 products with wrap-around mod 2^32 on the GPU (cuBLAS has no integer GEMM with wrap-around).
+// Dense UINT32 products with wrap-around mod 2^32 on the GPU (cuBLAS has no integer GEMM with
+// wrap-around).
 #ifndef MATRIXD_CORE_CUDA_UINT32_GEMM_H_
 #define MATRIXD_CORE_CUDA_UINT32_GEMM_H_
 
@@ -14,8 +15,8 @@ namespace matrixd::cuda {
 
 // REQUIRES: a, b UINT32; validated shapes.
 absl::StatusOr<MultiplyResult> Uint32Multiply(const MatrixView& a, const MatrixView& b,
-                                              const MultiplyOptions& options, DeviceContext& context,
-                                              JobControl* control);
+                                              const MultiplyOptions& options,
+                                              DeviceContext& context, JobControl* control);
 
 }  // namespace matrixd::cuda
 

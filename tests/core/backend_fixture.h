@@ -35,7 +35,7 @@ inline std::string BackendName(const ::testing::TestParamInfo<std::string>& info
 }  // namespace matrixd::testing
 
 // Runs the parameterized suite `suite` on both backends.
-#define MATRIXD_INSTANTIATE_BACKEND_SUITE(suite)                                  \
+#define MATRIXD_INSTANTIATE_BACKEND_SUITE(suite)                              \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("cpu", "cuda"), \
                            ::matrixd::testing::BackendName)
 

@@ -34,7 +34,8 @@ TEST(Matrix, StorageIsAlignedForEveryElementType) {
 }
 
 TEST(Matrix, FromValuesRoundTrips) {
-  const std::vector<std::complex<float>> values = {{1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}};
+  const std::vector<std::complex<float>> values = {{1, 2}, {3, 4},  {5, 6},
+                                                   {7, 8}, {9, 10}, {11, 12}};
   const Matrix m = Matrix::FromValues(2, 3, values);
   EXPECT_EQ(m.dtype(), DType::kComplex64);
   EXPECT_EQ(m.As<std::complex<float>>()[4], std::complex<float>(9, 10));

@@ -34,8 +34,8 @@ TEST(ModularArithmetic, InverseTimesValueIsOne) {
 TEST(ModularArithmetic, ReduceSignedGivesCanonicalResidue) {
   EXPECT_EQ(ReduceSigned(-1, 7), 6u);
   EXPECT_EQ(ReduceSigned(-14, 7), 0u);
-  EXPECT_EQ(ReduceSigned(INT64_MIN, 1000003), static_cast<uint64_t>(
-                                                  (INT64_MIN % 1000003) + 1000003));
+  EXPECT_EQ(ReduceSigned(INT64_MIN, 1000003),
+            static_cast<uint64_t>((INT64_MIN % 1000003) + 1000003));
 }
 
 }  // namespace
