@@ -6,20 +6,18 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
 #include <span>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "core/cpu/compensated_sum.h"
 #include "core/cpu/gray_code.h"
 #include "core/cpu/montgomery.h"
 #include "core/cpu/multimodular.h"
+#include "core/cpu/permanent_preparation.h"
 #include "core/modular_arithmetic.h"
 
 // The floating-point walks use std::fma for double-double products. The baseline x86-64 build has
@@ -49,16 +47,8 @@ constexpr int kMinChunkLog2 = 12;
 // get 8 chunks each and those that finish early find more work.
 constexpr int kSpreadChunksLog2 = 9;
 
-// Ryser's and Glynn's formulas as one walk over k in [0, 2^bits) in Gray-code order: with
-// g = GrayCode(k),
-//   r_i(k) = base_i + sum over set bits b of g of step_b[i],  term(k) = (-1)^k prod_i r_i(k),
-// and per(A) = sign * scale * sum_k term(k), where (-1)^k is the parity of |g|.
-//   Ryser (bits = n):     base = 0, step_b = column b,  sign = (-1)^n, scale = 1; g is the set
-//                         S of columns and r_i the row sums over S.
-//   Glynn (bits = n - 1): base_i = sum_j a_ij (all delta_j = +1), step_b = -2 * column b + 1
-//                         (bit b set: delta_{b+1} = -1, and delta_0 stays +1), sign = +1,
-//                         scale = 2^-(n-1); prod_k delta_k = (-1)^|g|.
-// Steps (one column each, contiguous) keep the per-step update a unit-stride loop.
+// A walk of Ryser's or Glynn's formula (core/cpu/permanent_preparation.h gives its base and
+// steps), one step a column, contiguous, so that the per-step update is a unit-stride loop.
 template <typename T>
 struct WalkPlan {
   int n = 0;
@@ -70,47 +60,27 @@ struct WalkPlan {
   const T* step(int b) const { return steps.data() + static_cast<size_t>(b) * n; }
 };
 
-int WalkBits(int n, PermanentMethod method) {
-  return method == PermanentMethod::kRyser ? n : n - 1;
-}
-
-// Builds the walk of a real or complex matrix (row-major n x n).
 template <typename T>
-WalkPlan<T> MakeFloatPlan(const std::vector<T>& a, int n, PermanentMethod method) {
+WalkPlan<T> NewWalkPlan(int n, PermanentMethod method) {
   WalkPlan<T> plan;
   plan.n = n;
-  plan.bits = WalkBits(n, method);
+  plan.bits = PermanentWalkBits(n, method);
   plan.base.assign(n, T{});
   plan.steps.resize(static_cast<size_t>(plan.bits) * n);
-  const bool glynn = method == PermanentMethod::kGlynn;
-  const int first_column = glynn ? 1 : 0;
-  for (int b = 0; b < plan.bits; ++b) {
-    for (int i = 0; i < n; ++i) {
-      const T entry = a[static_cast<size_t>(i) * n + b + first_column];
-      plan.steps[static_cast<size_t>(b) * n + i] = glynn ? -2.0 * entry : entry;
-    }
-  }
-  if (glynn) {
-    for (int i = 0; i < n; ++i) {
-      T sum{};
-      for (int j = 0; j < n; ++j) sum += a[static_cast<size_t>(i) * n + j];
-      plan.base[i] = sum;
-    }
-  }
   return plan;
 }
 
+// Builds the walk of a real or complex matrix (row-major n x n).
 WalkPlan<double> MakeRealPlan(const std::vector<double>& a, int n, PermanentMethod method) {
-  WalkPlan<double> plan = MakeFloatPlan(a, n, method);
+  WalkPlan<double> plan = NewWalkPlan<double>(n, method);
   plan.base_lo.assign(n, 0.0);
-  if (method == PermanentMethod::kGlynn) {
-    for (int i = 0; i < n; ++i) {
-      CompensatedSum sum;
-      for (int j = 0; j < n; ++j) sum.Add(a[static_cast<size_t>(i) * n + j]);
-      plan.base[i] = sum.hi();
-      plan.base_lo[i] = sum.lo();
-    }
-  }
+  FillPermanentWalk(a, n, method, n, plan.steps, plan.base, plan.base_lo);
+  return plan;
+}
+WalkPlan<std::complex<double>> MakeComplexPlan(const std::vector<std::complex<double>>& a, int n,
+                                               PermanentMethod method) {
+  WalkPlan<std::complex<double>> plan = NewWalkPlan<std::complex<double>>(n, method);
+  FillPermanentWalk(a, n, method, n, plan.steps, plan.base);
   return plan;
 }
 
@@ -333,29 +303,8 @@ struct ModularPlan {
 
 ModularPlan MakeModularPlan(std::span<const int64_t> a, int n, PermanentMethod method, uint64_t p) {
   ModularPlan plan(p);
-  WalkPlan<uint64_t>& walk = plan.walk;
-  walk.n = n;
-  walk.bits = WalkBits(n, method);
-  walk.base.assign(n, 0);
-  walk.steps.resize(static_cast<size_t>(walk.bits) * n);
-  const bool glynn = method == PermanentMethod::kGlynn;
-  const int first_column = glynn ? 1 : 0;
-  for (int b = 0; b < walk.bits; ++b) {
-    for (int i = 0; i < n; ++i) {
-      const uint64_t entry = ReduceSigned(a[static_cast<size_t>(i) * n + b + first_column], p);
-      walk.steps[static_cast<size_t>(b) * n + i] =
-          glynn ? SubMod(0, AddMod(entry, entry, p), p) : entry;
-    }
-  }
-  if (glynn) {
-    for (int i = 0; i < n; ++i) {
-      uint64_t sum = 0;
-      for (int j = 0; j < n; ++j) {
-        sum = AddMod(sum, ReduceSigned(a[static_cast<size_t>(i) * n + j], p), p);
-      }
-      walk.base[i] = sum;
-    }
-  }
+  plan.walk = NewWalkPlan<uint64_t>(n, method);
+  FillModularPermanentWalk(a, n, method, p, n, plan.walk.steps, plan.walk.base);
   return plan;
 }
 
@@ -473,110 +422,16 @@ bool RunItems(int64_t items, int threads, JobControl* control, const RunItem& ru
 
 absl::Status Cancelled() { return absl::CancelledError("permanent cancelled"); }
 
-double StepCount(int bits) { return std::ldexp(1.0, bits); }
-
-// Largest magnitude (max(|re|, |im|)) of a row, or NaN when some entry is not finite.
-double LargestMagnitude(const double* row, int n) {
-  double largest = 0.0;
-  for (int j = 0; j < n; ++j) {
-    if (!std::isfinite(row[j])) return std::nan("");
-    largest = std::max(largest, std::fabs(row[j]));
-  }
-  return largest;
-}
-double LargestMagnitude(const std::complex<double>* row, int n) {
-  double largest = 0.0;
-  for (int j = 0; j < n; ++j) {
-    if (!std::isfinite(row[j].real()) || !std::isfinite(row[j].imag())) return std::nan("");
-    largest = std::max({largest, std::fabs(row[j].real()), std::fabs(row[j].imag())});
-  }
-  return largest;
-}
-
-double ScaleByPowerOfTwo(double x, int e) { return std::ldexp(x, e); }
-std::complex<double> ScaleByPowerOfTwo(std::complex<double> x, int e) {
-  return {std::ldexp(x.real(), e), std::ldexp(x.imag(), e)};
-}
-
-enum class RowScaling { kScaled, kZeroRow };
-
-// Scales each row by a power of two so that its largest entry lies in [1, 2): exact, and it keeps
-// the products of n row sums away from overflow, underflow and subnormal slowness whatever the
-// scale of the input. Adds the exponents taken out to *exponent. A zero row makes the permanent 0.
-template <typename T>
-absl::StatusOr<RowScaling> NormalizeRows(std::vector<T>& a, int n, int* exponent) {
-  for (int i = 0; i < n; ++i) {
-    T* row = a.data() + static_cast<size_t>(i) * n;
-    const double largest = LargestMagnitude(row, n);
-    if (std::isnan(largest)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("matrix row ", i, " has a NaN or infinite entry"));
-    }
-    if (largest == 0.0) return RowScaling::kZeroRow;
-    const int e = std::ilogb(largest);
-    // Entry by entry: 2^-e itself overflows for a row of subnormals (e < -1023).
-    for (int j = 0; j < n; ++j) row[j] = ScaleByPowerOfTwo(row[j], -e);
-    *exponent += e;
-  }
-  return RowScaling::kScaled;
-}
-
-// The matrix as doubles or complex doubles (FLOAT32 and COMPLEX64 are widened: the sums are done
-// in double whatever the input precision).
-template <typename T>
-std::vector<T> Widen(const MatrixView& a) {
-  std::vector<T> out(static_cast<size_t>(a.size()));
-  switch (a.dtype) {
-    case DType::kFloat32: {
-      const auto v = a.As<float>();
-      std::copy(v.begin(), v.end(), out.begin());
-      break;
-    }
-    case DType::kFloat64: {
-      const auto v = a.As<double>();
-      std::copy(v.begin(), v.end(), out.begin());
-      break;
-    }
-    case DType::kComplex64: {
-      if constexpr (!std::is_same_v<T, double>) {
-        const auto v = a.As<std::complex<float>>();
-        std::transform(v.begin(), v.end(), out.begin(), [](std::complex<float> x) { return T(x); });
-      }
-      break;
-    }
-    case DType::kComplex128: {
-      if constexpr (!std::is_same_v<T, double>) {
-        const auto v = a.As<std::complex<double>>();
-        std::copy(v.begin(), v.end(), out.begin());
-      }
-      break;
-    }
-    default:
-      break;
-  }
-  return out;
-}
-
-std::complex<double> ScaledValue(const CompensatedSum& sum, double sign, int exponent) {
-  return sign * std::ldexp(sum.value(), exponent);
-}
-std::complex<double> ScaledValue(const ComplexCompensatedSum& sum, double sign, int exponent) {
-  const std::complex<double> value = sum.value();
-  return {sign * std::ldexp(value.real(), exponent), sign * std::ldexp(value.imag(), exponent)};
-}
-
 // The real (T = double) or complex permanent, from the plan builder and chunk walk for T.
 template <typename T, typename Sum>
 absl::StatusOr<std::complex<double>> FloatPermanent(
     const MatrixView& a, int n, PermanentMethod method, int threads, JobControl* control,
     WalkPlan<T> (*make_plan)(const std::vector<T>&, int, PermanentMethod),
     Sum (*walk)(const WalkPlan<T>&, uint64_t, uint64_t)) {
-  std::vector<T> m = Widen<T>(a);
-  int exponent = 0;
-  const absl::StatusOr<RowScaling> scaling = NormalizeRows(m, n, &exponent);
-  if (!scaling.ok()) return scaling.status();
-  if (*scaling == RowScaling::kZeroRow) return std::complex<double>(0.0);
-  const WalkPlan<T> plan = make_plan(m, n, method);
+  const absl::StatusOr<ScaledRows<T>> rows = ScalePermanentRows<T>(a);
+  if (!rows.ok()) return rows.status();
+  if (rows->zero_row) return std::complex<double>(0.0);
+  const WalkPlan<T> plan = make_plan(rows->entries, n, method);
   const ChunkPlan chunks = PlanChunks(plan.bits, n);
   std::vector<Sum> partial(static_cast<size_t>(chunks.count));
   if (!RunItems(chunks.count, threads, control,
@@ -586,24 +441,7 @@ absl::StatusOr<std::complex<double>> FloatPermanent(
   // Combined in chunk order, so the result does not depend on the number of threads.
   Sum total;
   for (const Sum& s : partial) total.Add(s);
-  double sign = 1.0;
-  if (method == PermanentMethod::kGlynn) {
-    exponent -= n - 1;
-  } else if (n % 2 != 0) {
-    sign = -1.0;
-  }
-  return ScaledValue(total, sign, exponent);
-}
-
-// log2 of prod_i sum_j |a_ij|, which bounds |per A|; -infinity when some row is zero.
-long double Log2PermanentBound(std::span<const int64_t> a, int n) {
-  long double bits = 0.0L;
-  for (int i = 0; i < n; ++i) {
-    long double row = 0.0L;
-    for (int j = 0; j < n; ++j) row += std::fabs(static_cast<long double>(a[i * n + j]));
-    bits += std::log2(row);
-  }
-  return bits;
+  return FloatPermanentValue(total.value(), n, method, rows->exponent);
 }
 
 struct ExactPermanent {
@@ -614,14 +452,12 @@ struct ExactPermanent {
 absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, PermanentMethod method,
                                                 int threads, JobControl* control) {
   const std::span<const int64_t> m = a.As<int64_t>();
-  const long double bound_bits = Log2PermanentBound(m, n);
-  if (std::isinf(bound_bits)) return ExactPermanent{"0", 0};
-  const std::vector<uint64_t> primes =
-      LargePrimes(PrimesForBound(static_cast<double>(std::max(bound_bits, 0.0L))));
+  const std::vector<uint64_t> primes = PermanentPrimes(m, n);
+  if (primes.empty()) return ExactPermanent{"0", 0};
   std::vector<ModularPlan> plans;
   plans.reserve(primes.size());
   for (uint64_t p : primes) plans.push_back(MakeModularPlan(m, n, method, p));
-  const ChunkPlan chunks = PlanChunks(WalkBits(n, method), n);
+  const ChunkPlan chunks = PlanChunks(PermanentWalkBits(n, method), n);
   const ModularChunkFn walk = SelectModularChunk();
   const int64_t items = chunks.count * static_cast<int64_t>(primes.size());
   std::vector<uint64_t> partial(static_cast<size_t>(items));
@@ -638,14 +474,7 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
     for (int64_t c = 0; c < chunks.count; ++c) {
       sum = AddMod(sum, partial[q * chunks.count + c], p);
     }
-    // Undo the R^-(n-1) of the Montgomery products, then apply the formula's sign and scale.
-    sum = MulMod(sum, PowMod(plans[q].modulus.r_mod_p(), n - 1, p), p);
-    if (method == PermanentMethod::kGlynn) {
-      sum = MulMod(sum, InvMod(PowMod(2, n - 1, p), p), p);
-    } else if (n % 2 != 0) {
-      sum = SubMod(0, sum, p);
-    }
-    residues[q] = sum;
+    residues[q] = ModularPermanentValue(sum, n, method, p);
   }
   return ExactPermanent{ReconstructSigned(residues, primes), static_cast<int>(primes.size())};
 }
@@ -654,44 +483,25 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           int threads, JobControl* control) {
-  if (a.rows != a.cols || a.rows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("matrix is ", a.rows, "x", a.cols, ", want a non-empty square matrix"));
-  }
-  if (a.rows > kMaxOrder) {
-    return absl::InvalidArgumentError(absl::StrCat("matrix is ", a.rows, "x", a.cols,
-                                                   ", the permanent supports n <= ", kMaxOrder));
-  }
-  if (a.dtype == DType::kUInt32) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "matrix.dtype is ", std::string(DTypeName(a.dtype)), ", want floating point or int64"));
-  }
+  if (absl::Status s = CheckPermanentInput(a, kMaxOrder, "the permanent"); !s.ok()) return s;
   if (IsCancelled(control)) return Cancelled();
   const int n = static_cast<int>(a.rows);
   threads = std::max(threads, 1);
 
-  PermanentResult result;
-  result.method_used =
-      options.method == PermanentMethod::kRyser ? PermanentMethod::kRyser : PermanentMethod::kGlynn;
-  const int bits = WalkBits(n, result.method_used);
-  result.stats.bytes_moved = a.byte_size();
-  result.stats.flops = StepCount(bits) * 2.0 * n * (IsComplex(a.dtype) ? 4.0 : 1.0);
+  PermanentResult result = NewPermanentResult(a, options);
 
   if (a.dtype == DType::kInt64) {
     absl::StatusOr<ExactPermanent> exact =
         IntegerPermanent(a, n, result.method_used, threads, control);
     if (!exact.ok()) return exact.status();
-    result.exact = std::move(exact->decimal);
-    // The exact value is the truth; `value` is its nearest double (or +-inf past 1.8e308).
-    result.value = std::strtod(result.exact.c_str(), nullptr);
-    result.stats.flops *= std::max(exact->primes, 1);
+    // The exact value is the truth; `value` is its nearest double.
+    SetExactPermanent(std::move(exact->decimal), exact->primes, &result);
   } else {
     absl::StatusOr<std::complex<double>> value =
-        IsComplex(a.dtype)
-            ? FloatPermanent(a, n, result.method_used, threads, control,
-                             &MakeFloatPlan<std::complex<double>>, SelectComplexChunk())
-            : FloatPermanent(a, n, result.method_used, threads, control, &MakeRealPlan,
-                             SelectRealChunk());
+        IsComplex(a.dtype) ? FloatPermanent(a, n, result.method_used, threads, control,
+                                            &MakeComplexPlan, SelectComplexChunk())
+                           : FloatPermanent(a, n, result.method_used, threads, control,
+                                            &MakeRealPlan, SelectRealChunk());
     if (!value.ok()) return value.status();
     result.value = *value;
   }

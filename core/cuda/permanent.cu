@@ -1,9 +1,10 @@
 // Permanents on the GPU: the host side of the walks in permanent_walks.cuh. The matrix is prepared
-// as on the CPU (core/cpu/permanent.cc: rows scaled by powers of two, Glynn's base row sums in
-// double-double, the same steps), the walk runs in slices of ~30 ms with a cancellation check and
-// a progress report between slices, and the partial sums are combined on the device in a fixed
-// order. INT64 matrices are walked modulo several primes of core/cpu/multimodular.h and the exact
-// permanent is rebuilt by Chinese remaindering on the host, exactly as the CPU does.
+// by the code the CPU uses (core/cpu/permanent_preparation.h: rows scaled by powers of two, Glynn's
+// base row sums in double-double, the same steps), the walk runs in slices of ~30 ms with a
+// cancellation check and a progress report between slices, and the partial sums are combined on the
+// device in a fixed order. INT64 matrices are walked modulo several primes of
+// core/cpu/multimodular.h and the exact permanent is rebuilt by Chinese remaindering on the host,
+// exactly as the CPU does.
 //
 // Speed floor. A walk of 2^bits terms (bits = n - 1 for Glynn, n for Ryser) updates n row sums
 // and multiplies them at every term: at least 2^(n-1) * 2n FP64 instructions for Glynn (one add
@@ -26,23 +27,19 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
-#include <cstdlib>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
-#include "core/cpu/compensated_sum.h"
 #include "core/cpu/multimodular.h"
+#include "core/cpu/permanent_preparation.h"
 #include "core/cuda/blocking_event.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/permanent.h"
 #include "core/cuda/permanent_walks.cuh"
-#include "core/modular_arithmetic.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -60,10 +57,6 @@ constexpr double kModularCost = 4.0;
 constexpr double kSliceSeconds = 0.03;
 
 absl::Status Cancelled() { return absl::CancelledError("permanent cancelled"); }
-
-int WalkBits(int n, PermanentMethod method) {
-  return method == PermanentMethod::kRyser ? n : n - 1;
-}
 
 int PaddedOrder(int n) {
   return std::max(kOrderStep, (n + kOrderStep - 1) / kOrderStep * kOrderStep);
@@ -141,89 +134,10 @@ absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padde
   return absl::OkStatus();
 }
 
-// ---- Preparing a floating-point matrix (as core/cpu/permanent.cc does) ----
+// ---- Floating-point matrices: prepared by core/cpu/permanent_preparation.h ----
 
-// Largest magnitude (max(|re|, |im|)) of a row, or NaN when some entry is not finite.
-double LargestMagnitude(const double* row, int n) {
-  double largest = 0.0;
-  for (int j = 0; j < n; ++j) {
-    if (!std::isfinite(row[j])) return std::nan("");
-    largest = std::max(largest, std::fabs(row[j]));
-  }
-  return largest;
-}
-double LargestMagnitude(const std::complex<double>* row, int n) {
-  double largest = 0.0;
-  for (int j = 0; j < n; ++j) {
-    if (!std::isfinite(row[j].real()) || !std::isfinite(row[j].imag())) return std::nan("");
-    largest = std::max({largest, std::fabs(row[j].real()), std::fabs(row[j].imag())});
-  }
-  return largest;
-}
-
-double ScaleByPowerOfTwo(double x, int e) { return std::ldexp(x, e); }
-std::complex<double> ScaleByPowerOfTwo(std::complex<double> x, int e) {
-  return {std::ldexp(x.real(), e), std::ldexp(x.imag(), e)};
-}
-
-enum class RowScaling { kScaled, kZeroRow };
-
-// Scales each row by a power of two so that its largest entry lies in [1, 2): exact, and it keeps
-// the products of n row sums away from overflow and underflow whatever the input's scale. Adds
-// the exponents taken out to *exponent. A zero row makes the permanent 0.
-template <typename T>
-absl::StatusOr<RowScaling> NormalizeRows(std::vector<T>& a, int n, int* exponent) {
-  for (int i = 0; i < n; ++i) {
-    T* row = a.data() + static_cast<size_t>(i) * n;
-    const double largest = LargestMagnitude(row, n);
-    if (std::isnan(largest)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("matrix row ", i, " has a NaN or infinite entry"));
-    }
-    if (largest == 0.0) return RowScaling::kZeroRow;
-    const int e = std::ilogb(largest);
-    // Entry by entry: 2^-e itself overflows for a row of subnormals (e < -1023).
-    for (int j = 0; j < n; ++j) row[j] = ScaleByPowerOfTwo(row[j], -e);
-    *exponent += e;
-  }
-  return RowScaling::kScaled;
-}
-
-// The matrix as doubles or complex doubles: FLOAT32 and COMPLEX64 are summed in double too.
-template <typename T>
-std::vector<T> Widen(const MatrixView& a) {
-  std::vector<T> out(static_cast<size_t>(a.size()));
-  switch (a.dtype) {
-    case DType::kFloat32: {
-      const auto v = a.As<float>();
-      std::copy(v.begin(), v.end(), out.begin());
-      break;
-    }
-    case DType::kFloat64: {
-      const auto v = a.As<double>();
-      std::copy(v.begin(), v.end(), out.begin());
-      break;
-    }
-    case DType::kComplex64:
-      if constexpr (!std::is_same_v<T, double>) {
-        const auto v = a.As<std::complex<float>>();
-        std::transform(v.begin(), v.end(), out.begin(), [](std::complex<float> x) { return T(x); });
-      }
-      break;
-    case DType::kComplex128:
-      if constexpr (!std::is_same_v<T, double>) {
-        const auto v = a.As<std::complex<double>>();
-        std::copy(v.begin(), v.end(), out.begin());
-      }
-      break;
-    default:
-      break;
-  }
-  return out;
-}
-
-// Ryser (bits = n): base 0, step b = column b. Glynn (bits = n - 1): base = the row sums, step b
-// = -2 * column b + 1. Rows n..padded_order-1 are padding: base 1, steps 0.
+// The walk's steps (bits x padded_order) and base (padded_order), of which rows n..padded_order-1
+// are padding: base 1, steps 0.
 template <typename T>
 struct FloatPlan {
   std::vector<T> steps;         // bits x padded_order
@@ -232,34 +146,11 @@ struct FloatPlan {
 };
 
 template <typename T>
-FloatPlan<T> MakeFloatPlan(const std::vector<T>& a, int n, int padded_order,
-                           PermanentMethod method) {
-  const int bits = WalkBits(n, method);
-  const bool glynn = method == PermanentMethod::kGlynn;
+FloatPlan<T> NewFloatPlan(int n, int padded_order, PermanentMethod method) {
   FloatPlan<T> plan;
-  plan.steps.assign(static_cast<size_t>(bits) * padded_order, T(0));
+  plan.steps.assign(static_cast<size_t>(cpu::PermanentWalkBits(n, method)) * padded_order, T(0));
   plan.base.assign(padded_order, T(1));
   plan.base_lo.assign(padded_order, 0.0);
-  for (int b = 0; b < bits; ++b) {
-    for (int i = 0; i < n; ++i) {
-      const T entry = a[static_cast<size_t>(i) * n + b + (glynn ? 1 : 0)];
-      plan.steps[static_cast<size_t>(b) * padded_order + i] = glynn ? -2.0 * entry : entry;
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    plan.base[i] = T(0);
-    if (!glynn) continue;
-    if constexpr (std::is_same_v<T, double>) {
-      cpu::CompensatedSum sum;
-      for (int j = 0; j < n; ++j) sum.Add(a[static_cast<size_t>(i) * n + j]);
-      plan.base[i] = sum.hi();
-      plan.base_lo[i] = sum.lo();
-    } else {
-      T sum{};
-      for (int j = 0; j < n; ++j) sum += a[static_cast<size_t>(i) * n + j];
-      plan.base[i] = sum;
-    }
-  }
   return plan;
 }
 
@@ -279,8 +170,9 @@ struct WalkOutcome {
 absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentMethod method,
                                  DeviceContext& context, JobControl* control) {
   const int padded_order = PaddedOrder(n);
-  const FloatPlan<double> plan = MakeFloatPlan(a, n, padded_order, method);
-  const WalkLayout layout = PlanWalk(WalkBits(n, method), padded_order, 1.0);
+  FloatPlan<double> plan = NewFloatPlan<double>(n, padded_order, method);
+  cpu::FillPermanentWalk(a, n, method, padded_order, plan.steps, plan.base, plan.base_lo);
+  const WalkLayout layout = PlanWalk(cpu::PermanentWalkBits(n, method), padded_order, 1.0);
   absl::StatusOr<DeviceBuffer> steps = UploadVector(context, plan.steps);
   if (!steps.ok()) return steps.status();
   absl::StatusOr<DeviceBuffer> base_hi = UploadVector(context, plan.base);
@@ -315,8 +207,10 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int
                                  PermanentMethod method, DeviceContext& context,
                                  JobControl* control) {
   const int padded_order = PaddedOrder(n);
-  const FloatPlan<std::complex<double>> plan = MakeFloatPlan(a, n, padded_order, method);
-  const WalkLayout layout = PlanWalk(WalkBits(n, method), padded_order, 1.0);
+  FloatPlan<std::complex<double>> plan =
+      NewFloatPlan<std::complex<double>>(n, padded_order, method);
+  cpu::FillPermanentWalk(a, n, method, padded_order, plan.steps, plan.base);
+  const WalkLayout layout = PlanWalk(cpu::PermanentWalkBits(n, method), padded_order, 1.0);
   std::vector<std::complex<double>> steps_and_base = plan.steps;
   steps_and_base.insert(steps_and_base.end(), plan.base.begin(), plan.base.end());
   absl::StatusOr<DeviceBuffer> steps = UploadVector(context, ToDouble2(steps_and_base));
@@ -349,22 +243,13 @@ template <typename T>
 absl::StatusOr<std::complex<double>> FloatPermanent(const MatrixView& a, int n,
                                                     PermanentMethod method, DeviceContext& context,
                                                     JobControl* control, double* walk_seconds) {
-  std::vector<T> m = Widen<T>(a);
-  int exponent = 0;
-  const absl::StatusOr<RowScaling> scaling = NormalizeRows(m, n, &exponent);
-  if (!scaling.ok()) return scaling.status();
-  if (*scaling == RowScaling::kZeroRow) return std::complex<double>(0.0);
-  absl::StatusOr<WalkOutcome> outcome = Walk(m, n, method, context, control);
+  const absl::StatusOr<cpu::ScaledRows<T>> rows = cpu::ScalePermanentRows<T>(a);
+  if (!rows.ok()) return rows.status();
+  if (rows->zero_row) return std::complex<double>(0.0);
+  absl::StatusOr<WalkOutcome> outcome = Walk(rows->entries, n, method, context, control);
   if (!outcome.ok()) return outcome.status();
   *walk_seconds = outcome->walk_seconds;
-  double sign = 1.0;
-  if (method == PermanentMethod::kGlynn) {
-    exponent -= n - 1;
-  } else if (n % 2 != 0) {
-    sign = -1.0;
-  }
-  return std::complex<double>(sign * std::ldexp(outcome->sum.real(), exponent),
-                              sign * std::ldexp(outcome->sum.imag(), exponent));
+  return cpu::FloatPermanentValue(outcome->sum, n, method, rows->exponent);
 }
 
 // ---- INT64: the walk modulo primes ----
@@ -379,17 +264,6 @@ uint64_t NegativeInverse(uint64_t p) {
 // 2^64 mod p, the Montgomery form of 1.
 uint64_t MontgomeryOne(uint64_t p) { return (~uint64_t{0} % p + 1) % p; }
 
-// log2 of prod_i sum_j |a_ij|, which bounds |per A|; -infinity when some row is zero.
-long double Log2PermanentBound(std::span<const int64_t> a, int n) {
-  long double bits = 0.0L;
-  for (int i = 0; i < n; ++i) {
-    long double row = 0.0L;
-    for (int j = 0; j < n; ++j) row += std::fabs(static_cast<long double>(a[i * n + j]));
-    bits += std::log2(row);
-  }
-  return bits;
-}
-
 struct ExactPermanent {
   std::string decimal;
   int primes = 0;
@@ -399,14 +273,11 @@ struct ExactPermanent {
 absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, PermanentMethod method,
                                                 DeviceContext& context, JobControl* control) {
   const std::span<const int64_t> m = a.As<int64_t>();
-  const long double bound_bits = Log2PermanentBound(m, n);
-  if (std::isinf(bound_bits)) return ExactPermanent{"0", 0, 0.0};
-  const std::vector<uint64_t> primes =
-      cpu::LargePrimes(cpu::PrimesForBound(static_cast<double>(std::max(bound_bits, 0.0L))));
+  const std::vector<uint64_t> primes = cpu::PermanentPrimes(m, n);
+  if (primes.empty()) return ExactPermanent{"0", 0, 0.0};
   const int prime_count = static_cast<int>(primes.size());
   const int padded_order = PaddedOrder(n);
-  const int bits = WalkBits(n, method);
-  const bool glynn = method == PermanentMethod::kGlynn;
+  const int bits = cpu::PermanentWalkBits(n, method);
   const WalkLayout layout = PlanWalk(bits, padded_order, kModularCost);
 
   // The steps and bases of every prime, prime q's at [q * size, (q + 1) * size).
@@ -415,23 +286,10 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
   std::vector<uint64_t> base(static_cast<size_t>(padded_order) * prime_count, 0);
   for (int q = 0; q < prime_count; ++q) {
     const uint64_t p = primes[q];
-    uint64_t* prime_steps = steps.data() + q * step_count;
-    uint64_t* prime_base = base.data() + static_cast<size_t>(q) * padded_order;
-    for (int b = 0; b < bits; ++b) {
-      for (int i = 0; i < n; ++i) {
-        const uint64_t entry = ReduceSigned(m[static_cast<size_t>(i) * n + b + (glynn ? 1 : 0)], p);
-        prime_steps[static_cast<size_t>(b) * padded_order + i] =
-            glynn ? SubMod(0, AddMod(entry, entry, p), p) : entry;
-      }
-    }
-    for (int i = 0; i < n; ++i) {
-      uint64_t sum = 0;
-      if (glynn) {
-        for (int j = 0; j < n; ++j)
-          sum = AddMod(sum, ReduceSigned(m[static_cast<size_t>(i) * n + j], p), p);
-      }
-      prime_base[i] = sum;
-    }
+    const std::span<uint64_t> prime_steps(steps.data() + q * step_count, step_count);
+    const std::span<uint64_t> prime_base(base.data() + static_cast<size_t>(q) * padded_order,
+                                         padded_order);
+    cpu::FillModularPermanentWalk(m, n, method, p, padded_order, prime_steps, prime_base);
     // Padding multiplies by R mod p, the Montgomery 1, so the product keeps R^-(n-1).
     for (int i = n; i < padded_order; ++i) prime_base[i] = MontgomeryOne(p);
   }
@@ -470,15 +328,7 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
   absl::StatusOr<double> walk_seconds = timer->Seconds();
   if (!walk_seconds.ok()) return walk_seconds.status();
   for (int q = 0; q < prime_count; ++q) {
-    const uint64_t p = primes[q];
-    // Undo the R^-(n-1) of the Montgomery products, then apply the formula's sign and scale.
-    uint64_t sum = MulMod(residues[q], PowMod(MontgomeryOne(p), n - 1, p), p);
-    if (glynn) {
-      sum = MulMod(sum, InvMod(PowMod(2, n - 1, p), p), p);
-    } else if (n % 2 != 0) {
-      sum = SubMod(0, sum, p);
-    }
-    residues[q] = sum;
+    residues[q] = cpu::ModularPermanentValue(residues[q], n, method, primes[q]);
   }
   return ExactPermanent{cpu::ReconstructSigned(residues, primes), prime_count, *walk_seconds};
 }
@@ -496,37 +346,21 @@ const char* WalkName(PermanentMethod method, DType dtype) {
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           DeviceContext& context, JobControl* control) {
-  if (a.rows != a.cols || a.rows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("matrix is ", a.rows, "x", a.cols, ", want a non-empty square matrix"));
-  }
-  if (a.rows > kMaxWalkOrder) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "matrix is ", a.rows, "x", a.cols, ", the CUDA permanent supports n <= ", kMaxWalkOrder));
-  }
-  if (a.dtype == DType::kUInt32) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "matrix.dtype is ", std::string(DTypeName(a.dtype)), ", want floating point or int64"));
+  if (absl::Status s = cpu::CheckPermanentInput(a, kMaxWalkOrder, "the CUDA permanent"); !s.ok()) {
+    return s;
   }
   if (IsCancelled(control)) return Cancelled();
   const int n = static_cast<int>(a.rows);
 
-  PermanentResult result;
-  result.method_used =
-      options.method == PermanentMethod::kRyser ? PermanentMethod::kRyser : PermanentMethod::kGlynn;
-  const int bits = WalkBits(n, result.method_used);
-  result.stats.bytes_moved = a.byte_size();
-  result.stats.flops = std::ldexp(1.0, bits) * 2.0 * n * (IsComplex(a.dtype) ? 4.0 : 1.0);
+  PermanentResult result = cpu::NewPermanentResult(a, options);
 
   double walk_seconds = 0.0;
   if (a.dtype == DType::kInt64) {
     absl::StatusOr<ExactPermanent> exact =
         IntegerPermanent(a, n, result.method_used, context, control);
     if (!exact.ok()) return exact.status();
-    result.exact = std::move(exact->decimal);
-    // The exact value is the truth; `value` is its nearest double (or +-inf past 1.8e308).
-    result.value = std::strtod(result.exact.c_str(), nullptr);
-    result.stats.flops *= std::max(exact->primes, 1);
+    // The exact value is the truth; `value` is its nearest double.
+    cpu::SetExactPermanent(std::move(exact->decimal), exact->primes, &result);
     walk_seconds = exact->walk_seconds;
   } else {
     absl::StatusOr<std::complex<double>> value =

@@ -10,10 +10,8 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "core/backend.h"
@@ -24,6 +22,7 @@
 #include "core/validation.h"
 #include "gtest/gtest.h"
 #include "tests/core/backend_fixture.h"
+#include "tests/core/dense_test_support.h"
 
 namespace matrixd {
 namespace {
@@ -31,166 +30,21 @@ namespace {
 // The constant c of the c * n * eps bounds.
 constexpr long double kSlack = 10;
 
-template <typename T>
-struct Precision {
-  using Real = T;
-  using Wide = long double;
-};
-template <typename R>
-struct Precision<std::complex<R>> {
-  using Real = R;
-  using Wide = std::complex<long double>;
-};
-template <typename T>
-using Real = typename Precision<T>::Real;
-template <typename T>
-using Wide = typename Precision<T>::Wide;
-template <typename T>
-constexpr bool kComplex = !std::is_same_v<T, Real<T>>;
-
-template <typename T>
-long double Eps() {
-  return std::numeric_limits<Real<T>>::epsilon();
-}
-
-// Runs fn(std::type_identity<T>{}) for each floating dtype, with the dtype in failure messages.
-template <typename Fn>
-void ForEachFloatingType(Fn&& fn) {
-  {
-    SCOPED_TRACE("float32");
-    fn(std::type_identity<float>{});
-  }
-  {
-    SCOPED_TRACE("float64");
-    fn(std::type_identity<double>{});
-  }
-  {
-    SCOPED_TRACE("complex64");
-    fn(std::type_identity<std::complex<float>>{});
-  }
-  {
-    SCOPED_TRACE("complex128");
-    fn(std::type_identity<std::complex<double>>{});
-  }
-}
-
-// ---- Long double arithmetic ----
-
-template <typename W>
-W Mul(const W& a, const W& b) {
-  if constexpr (std::is_same_v<W, long double>) {
-    return a * b;
-  } else {
-    return W(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
-  }
-}
-template <typename W>
-W Conj(const W& a) {
-  if constexpr (std::is_same_v<W, long double>) {
-    return a;
-  } else {
-    return std::conj(a);
-  }
-}
-template <typename W>
-long double Abs2(const W& a) {
-  if constexpr (std::is_same_v<W, long double>) {
-    return a * a;
-  } else {
-    return a.real() * a.real() + a.imag() * a.imag();
-  }
-}
-
-// A rows x cols matrix in long double, row-major.
-template <typename W>
-struct WideMatrix {
-  int64_t rows = 0;
-  int64_t cols = 0;
-  std::vector<W> v;
-
-  WideMatrix(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c), W(0)) {}
-  W& operator()(int64_t i, int64_t j) { return v[i * cols + j]; }
-  const W& operator()(int64_t i, int64_t j) const { return v[i * cols + j]; }
-};
-
-template <typename T>
-WideMatrix<Wide<T>> Widen(const Matrix& m) {
-  WideMatrix<Wide<T>> w(m.rows(), m.cols());
-  const auto values = m.As<T>();
-  for (size_t i = 0; i < values.size(); ++i) w.v[i] = Wide<T>(values[i]);
-  return w;
-}
-
-template <typename W>
-WideMatrix<W> Product(const WideMatrix<W>& a, const WideMatrix<W>& b) {
-  WideMatrix<W> c(a.rows, b.cols);
-  for (int64_t i = 0; i < a.rows; ++i) {
-    for (int64_t p = 0; p < a.cols; ++p) {
-      const W x = a(i, p);
-      for (int64_t j = 0; j < b.cols; ++j) c(i, j) += Mul(x, b(p, j));
-    }
-  }
-  return c;
-}
-
-template <typename W>
-WideMatrix<W> ConjugateTranspose(const WideMatrix<W>& a) {
-  WideMatrix<W> t(a.cols, a.rows);
-  for (int64_t i = 0; i < a.rows; ++i) {
-    for (int64_t j = 0; j < a.cols; ++j) t(j, i) = Conj(a(i, j));
-  }
-  return t;
-}
-
-template <typename W>
-long double Norm(const WideMatrix<W>& a) {
-  long double sum = 0;
-  for (const W& x : a.v) sum += Abs2(x);
-  return std::sqrt(sum);
-}
-
-template <typename W>
-long double DistanceNorm(const WideMatrix<W>& a, const WideMatrix<W>& b) {
-  long double sum = 0;
-  for (size_t i = 0; i < a.v.size(); ++i) sum += Abs2(a.v[i] - b.v[i]);
-  return std::sqrt(sum);
-}
+using ::matrixd::testing::ConjugateTranspose;
+using ::matrixd::testing::DistanceNorm;
+using ::matrixd::testing::Eps;
+using ::matrixd::testing::ExpectQrOf;
+using ::matrixd::testing::ExpectSolves;
+using ::matrixd::testing::ForEachFloatingType;
+using ::matrixd::testing::HermitianPositiveDefinite;
+using ::matrixd::testing::Norm;
+using ::matrixd::testing::Product;
+using ::matrixd::testing::RandomMatrix;
+using ::matrixd::testing::Wide;
+using ::matrixd::testing::WideMatrix;
+using ::matrixd::testing::Widen;
 
 // ---- Inputs ----
-
-// Entries uniform in [-scale, scale] (real and imaginary parts alike).
-template <typename T>
-Matrix RandomMatrix(int64_t rows, int64_t cols, uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> uniform(-scale, scale);
-  std::vector<T> values(static_cast<size_t>(rows * cols));
-  for (T& x : values) {
-    if constexpr (kComplex<T>) {
-      const double re = uniform(rng);
-      x = T(static_cast<Real<T>>(re), static_cast<Real<T>>(uniform(rng)));
-    } else {
-      x = static_cast<T>(uniform(rng));
-    }
-  }
-  return Matrix::FromValues<T>(rows, cols, values);
-}
-
-// M M^H + n I, exactly Hermitian after rounding to T.
-template <typename T>
-Matrix HermitianPositiveDefinite(int64_t n, uint64_t seed) {
-  const auto m = Widen<T>(RandomMatrix<T>(n, n, seed));
-  const auto a = Product(m, ConjugateTranspose(m));
-  std::vector<T> values(static_cast<size_t>(n * n));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j <= i; ++j) {
-      Wide<T> x = a(i, j);
-      if (i == j) x = Wide<T>(std::real(x) + n);
-      values[i * n + j] = static_cast<T>(x);
-      values[j * n + i] = static_cast<T>(Conj(x));
-    }
-  }
-  return Matrix::FromValues<T>(n, n, values);
-}
 
 // The matrices one above the other, as a batch holds them. REQUIRES: one shape and dtype.
 Matrix Stack(const std::vector<Matrix>& matrices) {
@@ -255,15 +109,6 @@ void ExpectLuOf(const Matrix& a, const Matrix& lu, std::span<const int64_t> perm
   EXPECT_LE(DistanceNorm(pa, Product(l, u)) / norm, kSlack * n * Eps<T>());
 }
 
-// ||A X - B|| <= c n eps ||A|| ||X||, the backward error of a stable solve.
-template <typename T>
-void ExpectSolves(const Matrix& a, const Matrix& b, const Matrix& x) {
-  const auto wide_a = Widen<T>(a);
-  const auto wide_x = Widen<T>(x);
-  const long double residual = DistanceNorm(Product(wide_a, wide_x), Widen<T>(b));
-  EXPECT_LE(residual, kSlack * a.rows() * Eps<T>() * Norm(wide_a) * Norm(wide_x));
-}
-
 // ||x - y|| <= tolerance ||y||.
 template <typename T>
 void ExpectClose(const Matrix& x, const Matrix& y, long double tolerance) {
@@ -309,7 +154,7 @@ TEST_P(FactorizeBatchTest, LuOfThousandRandomMatricesMatchesUnbatchedCallsWithSo
       const std::span<const int64_t> permutation(batch->permutation.data() + i * n, n);
       ExpectLuOf<T>(as[i], lu, permutation);
       const Matrix x = Slice(*batch->solution, i, n);
-      ExpectSolves<T>(as[i], bs[i], x);
+      ExpectSolves<T>(as[i], bs[i], x, kSlack);
 
       const MatrixView one_rhs = bs[i].view();
       const auto single =
@@ -344,7 +189,7 @@ TEST_P(FactorizeBatchTest, LuOfALargeBatchReconstructsAndSolves) {
   for (int64_t i = 0; i < kCount; i += 97) {
     SCOPED_TRACE("matrix " + std::to_string(i));
     ExpectLuOf<T>(as[i], Slice(batch->lu, i, kN), {batch->permutation.data() + i * kN, kN});
-    ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, kN));
+    ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, kN), kSlack);
   }
   // The last matrix too: a slicing error shows at the end first.
   ExpectLuOf<T>(as.back(), Slice(batch->lu, kCount - 1, kN),
@@ -369,7 +214,7 @@ TEST_P(FactorizeBatchTest, LuOfEveryDTypeReconstructsAndSolves) {
     for (int64_t i = 0; i < kCount; ++i) {
       SCOPED_TRACE("matrix " + std::to_string(i));
       ExpectLuOf<T>(as[i], Slice(batch->lu, i, kN), {batch->permutation.data() + i * kN, kN});
-      ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, kN));
+      ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, kN), kSlack);
     }
   });
 }
@@ -466,7 +311,7 @@ TEST_P(FactorizeBatchTest, CholeskyReconstructsEachMatrixAndSolves) {
         const auto wide_a = Widen<T>(as[i]);
         EXPECT_LE(DistanceNorm(Product(l, ConjugateTranspose(l)), wide_a) / Norm(wide_a),
                   kSlack * n * Eps<T>());
-        ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, n));
+        ExpectSolves<T>(as[i], bs[i], Slice(*batch->solution, i, n), kSlack);
       }
     }
   });
@@ -515,19 +360,9 @@ TEST_P(FactorizeBatchTest, QrReconstructsTallSquareAndWideMatrices) {
       ASSERT_EQ(batch->r.rows(), kCount * k);
       ASSERT_EQ(batch->r.cols(), n);
       EXPECT_FALSE(batch->solution.has_value());
-      WideMatrix<Wide<T>> identity(k, k);
-      for (int64_t i = 0; i < k; ++i) identity(i, i) = 1;
       for (int64_t i = 0; i < kCount; ++i) {
         SCOPED_TRACE("matrix " + std::to_string(i));
-        const auto q = Widen<T>(Slice(batch->q, i, m));
-        const auto r = Widen<T>(Slice(batch->r, i, k));
-        for (int64_t row = 0; row < k; ++row) {
-          for (int64_t c = 0; c < row; ++c) EXPECT_EQ(r(row, c), Wide<T>(0)) << row << "," << c;
-        }
-        EXPECT_LE(DistanceNorm(Product(ConjugateTranspose(q), q), identity), kSlack * m * Eps<T>());
-        const auto wide_a = Widen<T>(as[i]);
-        EXPECT_LE(DistanceNorm(Product(q, r), wide_a) / Norm(wide_a),
-                  kSlack * std::max(m, n) * Eps<T>());
+        ExpectQrOf<T>(as[i], Slice(batch->q, i, m), Slice(batch->r, i, k), kSlack);
       }
     }
   });

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
-#include <limits>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -18,6 +17,7 @@
 #include "core/operations.h"
 #include "gtest/gtest.h"
 #include "tests/core/backend_fixture.h"
+#include "tests/core/dense_test_support.h"
 
 namespace matrixd {
 namespace {
@@ -25,48 +25,12 @@ namespace {
 // The constant c of the c * k * eps bound.
 constexpr long double kSlack = 4;
 
-template <typename T>
-struct Precision {
-  using Real = T;
-  using Wide = long double;
-};
-template <typename R>
-struct Precision<std::complex<R>> {
-  using Real = R;
-  using Wide = std::complex<long double>;
-};
-template <>
-struct Precision<uint32_t> {
-  using Real = uint32_t;
-  using Wide = uint64_t;
-};
-template <typename T>
-using Real = typename Precision<T>::Real;
-template <typename T>
-using Wide = typename Precision<T>::Wide;
-template <typename T>
-constexpr bool kComplex = !std::is_same_v<T, Real<T>>;
-
-// Runs fn(std::type_identity<T>{}) for each floating dtype, with the dtype in failure messages.
-template <typename Fn>
-void ForEachFloatingType(Fn&& fn) {
-  {
-    SCOPED_TRACE("float32");
-    fn(std::type_identity<float>{});
-  }
-  {
-    SCOPED_TRACE("float64");
-    fn(std::type_identity<double>{});
-  }
-  {
-    SCOPED_TRACE("complex64");
-    fn(std::type_identity<std::complex<float>>{});
-  }
-  {
-    SCOPED_TRACE("complex128");
-    fn(std::type_identity<std::complex<double>>{});
-  }
-}
+using ::matrixd::testing::Eps;
+using ::matrixd::testing::ForEachFloatingType;
+using ::matrixd::testing::kComplex;
+using ::matrixd::testing::Mul;
+using ::matrixd::testing::Real;
+using ::matrixd::testing::Wide;
 
 // Runs fn for each floating dtype and for UINT32.
 template <typename Fn>
@@ -157,16 +121,6 @@ Matrix Store(const Operand<T>& x, bool transpose) {
 
 // ---- References ----
 
-// Spelled out: std::complex<long double>'s operator* goes through the slow Annex G path.
-template <typename W>
-W Mul(const W& a, const W& b) {
-  if constexpr (std::is_arithmetic_v<W>) {
-    return a * b;
-  } else {
-    return W(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
-  }
-}
-
 // op(A) op(B) in long double (uint64 for UINT32, where only the low 32 bits matter).
 template <typename T>
 std::vector<Wide<T>> ReferenceProduct(const Operand<T>& a, const Operand<T>& b) {
@@ -207,7 +161,7 @@ void ExpectProduct(const Matrix& c, const Operand<T>& a, const Operand<T>& b) {
     }
   } else {
     const auto bound = AbsoluteProduct(a, b);
-    const long double eps = std::numeric_limits<Real<T>>::epsilon();
+    const long double eps = Eps<T>();
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_LE(std::abs(Wide<T>(got[i]) - want[i]), kSlack * a.cols * eps * bound[i])
           << "entry " << i;

@@ -1,0 +1,261 @@
+#include "core/cpu/permanent_preparation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/cpu/compensated_sum.h"
+#include "core/cpu/montgomery.h"
+#include "core/cpu/multimodular.h"
+#include "core/modular_arithmetic.h"
+
+namespace matrixd::cpu {
+namespace {
+
+// Largest magnitude (max(|re|, |im|)) of a row, or NaN when some entry is not finite.
+double LargestMagnitude(const double* row, int n) {
+  double largest = 0.0;
+  for (int j = 0; j < n; ++j) {
+    if (!std::isfinite(row[j])) return std::nan("");
+    largest = std::max(largest, std::fabs(row[j]));
+  }
+  return largest;
+}
+double LargestMagnitude(const std::complex<double>* row, int n) {
+  double largest = 0.0;
+  for (int j = 0; j < n; ++j) {
+    if (!std::isfinite(row[j].real()) || !std::isfinite(row[j].imag())) return std::nan("");
+    largest = std::max({largest, std::fabs(row[j].real()), std::fabs(row[j].imag())});
+  }
+  return largest;
+}
+
+double ScaleByPowerOfTwo(double x, int e) { return std::ldexp(x, e); }
+std::complex<double> ScaleByPowerOfTwo(std::complex<double> x, int e) {
+  return {std::ldexp(x.real(), e), std::ldexp(x.imag(), e)};
+}
+
+template <typename T>
+std::vector<T> Widen(const MatrixView& a) {
+  std::vector<T> out(static_cast<size_t>(a.size()));
+  switch (a.dtype) {
+    case DType::kFloat32: {
+      const auto v = a.As<float>();
+      std::copy(v.begin(), v.end(), out.begin());
+      break;
+    }
+    case DType::kFloat64: {
+      const auto v = a.As<double>();
+      std::copy(v.begin(), v.end(), out.begin());
+      break;
+    }
+    case DType::kComplex64: {
+      if constexpr (!std::is_same_v<T, double>) {
+        const auto v = a.As<std::complex<float>>();
+        std::transform(v.begin(), v.end(), out.begin(), [](std::complex<float> x) { return T(x); });
+      }
+      break;
+    }
+    case DType::kComplex128: {
+      if constexpr (!std::is_same_v<T, double>) {
+        const auto v = a.As<std::complex<double>>();
+        std::copy(v.begin(), v.end(), out.begin());
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return out;
+}
+
+// The steps of either walk: column b (Ryser) or -2 * column b + 1 (Glynn, whose delta_0 stays +1),
+// one column per step so that the per-step update is a unit-stride loop.
+template <typename T>
+void FillSteps(std::span<const T> a, int n, PermanentMethod method, size_t stride,
+               std::span<T> steps) {
+  const int bits = PermanentWalkBits(n, method);
+  const bool glynn = method == PermanentMethod::kGlynn;
+  const int first_column = glynn ? 1 : 0;
+  for (int b = 0; b < bits; ++b) {
+    for (int i = 0; i < n; ++i) {
+      const T entry = a[static_cast<size_t>(i) * n + b + first_column];
+      steps[static_cast<size_t>(b) * stride + i] = glynn ? -2.0 * entry : entry;
+    }
+  }
+}
+
+// log2 of prod_i sum_j |a_ij|, which bounds |per A|; -infinity when some row is zero.
+long double Log2PermanentBound(std::span<const int64_t> a, int n) {
+  long double bits = 0.0L;
+  for (int i = 0; i < n; ++i) {
+    long double row = 0.0L;
+    for (int j = 0; j < n; ++j) row += std::fabs(static_cast<long double>(a[i * n + j]));
+    bits += std::log2(row);
+  }
+  return bits;
+}
+
+}  // namespace
+
+int PermanentWalkBits(int n, PermanentMethod method) {
+  return method == PermanentMethod::kRyser ? n : n - 1;
+}
+
+absl::Status CheckPermanentInput(const MatrixView& a, int max_order, absl::string_view name) {
+  if (a.rows != a.cols || a.rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix is ", a.rows, "x", a.cols, ", want a non-empty square matrix"));
+  }
+  if (a.rows > max_order) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix is ", a.rows, "x", a.cols, ", ", name, " supports n <= ", max_order));
+  }
+  if (a.dtype == DType::kUInt32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix.dtype is ", std::string(DTypeName(a.dtype)), ", want floating point or int64"));
+  }
+  return absl::OkStatus();
+}
+
+PermanentResult NewPermanentResult(const MatrixView& a, const PermanentOptions& options) {
+  const int n = static_cast<int>(a.rows);
+  PermanentResult result;
+  result.method_used =
+      options.method == PermanentMethod::kRyser ? PermanentMethod::kRyser : PermanentMethod::kGlynn;
+  const int bits = PermanentWalkBits(n, result.method_used);
+  result.stats.bytes_moved = a.byte_size();
+  result.stats.flops = std::ldexp(1.0, bits) * 2.0 * n * (IsComplex(a.dtype) ? 4.0 : 1.0);
+  return result;
+}
+
+void SetExactPermanent(std::string decimal, int primes, PermanentResult* result) {
+  result->exact = std::move(decimal);
+  result->value = std::strtod(result->exact.c_str(), nullptr);
+  result->stats.flops *= std::max(primes, 1);
+}
+
+template <typename T>
+absl::StatusOr<ScaledRows<T>> ScalePermanentRows(const MatrixView& a) {
+  const int n = static_cast<int>(a.rows);
+  ScaledRows<T> rows;
+  rows.entries = Widen<T>(a);
+  for (int i = 0; i < n; ++i) {
+    T* row = rows.entries.data() + static_cast<size_t>(i) * n;
+    const double largest = LargestMagnitude(row, n);
+    if (std::isnan(largest)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("matrix row ", i, " has a NaN or infinite entry"));
+    }
+    if (largest == 0.0) {
+      rows.zero_row = true;
+      return rows;
+    }
+    const int e = std::ilogb(largest);
+    // Entry by entry: 2^-e itself overflows for a row of subnormals (e < -1023).
+    for (int j = 0; j < n; ++j) row[j] = ScaleByPowerOfTwo(row[j], -e);
+    rows.exponent += e;
+  }
+  return rows;
+}
+
+template absl::StatusOr<ScaledRows<double>> ScalePermanentRows<double>(const MatrixView& a);
+template absl::StatusOr<ScaledRows<std::complex<double>>> ScalePermanentRows<std::complex<double>>(
+    const MatrixView& a);
+
+void FillPermanentWalk(std::span<const double> a, int n, PermanentMethod method, size_t stride,
+                       std::span<double> steps, std::span<double> base, std::span<double> base_lo) {
+  FillSteps(a, n, method, stride, steps);
+  // Glynn's base row sums in double-double: Ryser's terms cancel by up to 10 orders of magnitude,
+  // and the walks carry their row sums in double-double from here on.
+  const bool glynn = method == PermanentMethod::kGlynn;
+  for (int i = 0; i < n; ++i) {
+    CompensatedSum sum;
+    if (glynn) {
+      for (int j = 0; j < n; ++j) sum.Add(a[static_cast<size_t>(i) * n + j]);
+    }
+    base[i] = sum.hi();
+    base_lo[i] = sum.lo();
+  }
+}
+
+void FillPermanentWalk(std::span<const std::complex<double>> a, int n, PermanentMethod method,
+                       size_t stride, std::span<std::complex<double>> steps,
+                       std::span<std::complex<double>> base) {
+  FillSteps(a, n, method, stride, steps);
+  const bool glynn = method == PermanentMethod::kGlynn;
+  for (int i = 0; i < n; ++i) {
+    std::complex<double> sum{};
+    if (glynn) {
+      for (int j = 0; j < n; ++j) sum += a[static_cast<size_t>(i) * n + j];
+    }
+    base[i] = sum;
+  }
+}
+
+std::complex<double> FloatPermanentValue(double walk_sum, int n, PermanentMethod method,
+                                         int exponent) {
+  double sign = 1.0;
+  if (method == PermanentMethod::kGlynn) {
+    exponent -= n - 1;
+  } else if (n % 2 != 0) {
+    sign = -1.0;
+  }
+  return sign * std::ldexp(walk_sum, exponent);
+}
+
+std::complex<double> FloatPermanentValue(std::complex<double> walk_sum, int n,
+                                         PermanentMethod method, int exponent) {
+  double sign = 1.0;
+  if (method == PermanentMethod::kGlynn) {
+    exponent -= n - 1;
+  } else if (n % 2 != 0) {
+    sign = -1.0;
+  }
+  return {sign * std::ldexp(walk_sum.real(), exponent),
+          sign * std::ldexp(walk_sum.imag(), exponent)};
+}
+
+std::vector<uint64_t> PermanentPrimes(std::span<const int64_t> a, int n) {
+  const long double bound_bits = Log2PermanentBound(a, n);
+  if (std::isinf(bound_bits)) return {};
+  return LargePrimes(PrimesForBound(static_cast<double>(std::max(bound_bits, 0.0L))));
+}
+
+void FillModularPermanentWalk(std::span<const int64_t> a, int n, PermanentMethod method, uint64_t p,
+                              size_t stride, std::span<uint64_t> steps, std::span<uint64_t> base) {
+  const int bits = PermanentWalkBits(n, method);
+  const bool glynn = method == PermanentMethod::kGlynn;
+  const int first_column = glynn ? 1 : 0;
+  for (int b = 0; b < bits; ++b) {
+    for (int i = 0; i < n; ++i) {
+      const uint64_t entry = ReduceSigned(a[static_cast<size_t>(i) * n + b + first_column], p);
+      steps[static_cast<size_t>(b) * stride + i] =
+          glynn ? SubMod(0, AddMod(entry, entry, p), p) : entry;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    uint64_t sum = 0;
+    if (glynn) {
+      for (int j = 0; j < n; ++j) {
+        sum = AddMod(sum, ReduceSigned(a[static_cast<size_t>(i) * n + j], p), p);
+      }
+    }
+    base[i] = sum;
+  }
+}
+
+uint64_t ModularPermanentValue(uint64_t walk_sum, int n, PermanentMethod method, uint64_t p) {
+  uint64_t value = MulMod(walk_sum, PowMod(MontgomeryModulus(p).r_mod_p(), n - 1, p), p);
+  if (method == PermanentMethod::kGlynn) {
+    value = MulMod(value, InvMod(PowMod(2, n - 1, p), p), p);
+  } else if (n % 2 != 0) {
+    value = SubMod(0, value, p);
+  }
+  return value;
+}
+
+}  // namespace matrixd::cpu

@@ -1,0 +1,101 @@
+// The host side of a permanent, shared by the CPU walks (core/cpu/permanent.cc) and the CUDA ones
+// (core/cuda/permanent.cu) so that both prepare a matrix and assemble a result alike: checking the
+// input, scaling the rows, the steps and base of the Gray-code walks, the primes of an exact INT64
+// permanent, and the sign and scale of the formulas. Plain C++: nvcc compiles the CUDA backend
+// against it.
+//
+// Ryser's and Glynn's formulas as one walk over k in [0, 2^bits) in Gray-code order: with
+// g = GrayCode(k),
+//   r_i(k) = base_i + sum over set bits b of g of step_b[i],  term(k) = (-1)^k prod_i r_i(k),
+// and per(A) = sign * scale * sum_k term(k), where (-1)^k is the parity of |g|.
+//   Ryser (bits = n):     base = 0, step_b = column b,  sign = (-1)^n, scale = 1; g is the set
+//                         S of columns and r_i the row sums over S.
+//   Glynn (bits = n - 1): base_i = sum_j a_ij (all delta_j = +1), step_b = -2 * column b + 1
+//                         (bit b set: delta_{b+1} = -1, and delta_0 stays +1), sign = +1,
+//                         scale = 2^-(n-1); prod_k delta_k = (-1)^|g|.
+#ifndef MATRIXD_CORE_CPU_PERMANENT_PREPARATION_H_
+#define MATRIXD_CORE_CPU_PERMANENT_PREPARATION_H_
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+
+namespace matrixd::cpu {
+
+// The number of bits of the walk: n for Ryser, n - 1 for Glynn.
+int PermanentWalkBits(int n, PermanentMethod method);
+
+// InvalidArgument unless a is a non-empty square matrix of order <= max_order with a floating
+// point or INT64 dtype. `name` names the operation in the message ("the permanent").
+absl::Status CheckPermanentInput(const MatrixView& a, int max_order, absl::string_view name);
+
+// A result with method_used (Ryser when asked for, else Glynn), stats.bytes_moved and
+// stats.flops of one walk. REQUIRES: a passed CheckPermanentInput.
+PermanentResult NewPermanentResult(const MatrixView& a, const PermanentOptions& options);
+
+// Sets result->exact to `decimal`, result->value to its nearest double (+-inf past 1.8e308), and
+// multiplies stats.flops by the number of primes walked (at least 1).
+void SetExactPermanent(std::string decimal, int primes, PermanentResult* result);
+
+// ---- Floating-point matrices ----
+
+// A matrix widened to T (double or std::complex<double>: FLOAT32 and COMPLEX64 are summed in
+// double too) with each row scaled by a power of two so that its largest entry (max(|re|, |im|))
+// lies in [1, 2): exact, and it keeps the products of n row sums away from overflow, underflow
+// and subnormal slowness whatever the input's scale.
+template <typename T>
+struct ScaledRows {
+  std::vector<T> entries;  // row-major n x n
+  int exponent = 0;        // per(input) = 2^exponent * per(entries)
+  bool zero_row = false;  // a row is zero, so the permanent is 0 (entries and exponent are partial)
+};
+
+// InvalidArgument when an entry is NaN or infinite (in a row before any zero row).
+// REQUIRES: a passed CheckPermanentInput with a floating-point dtype, complex only for
+// T = std::complex<double>. Defined for T = double and std::complex<double>.
+template <typename T>
+absl::StatusOr<ScaledRows<T>> ScalePermanentRows(const MatrixView& a);
+
+// Writes the walk of the row-major n x n matrix a: step b's n entries to
+// steps[b * stride, b * stride + n), the base to base[0, n); nothing else. The real base is in
+// double-double, base + base_lo. REQUIRES: steps.size() >= bits * stride, stride >= n,
+// base.size() >= n, base_lo.size() >= n.
+void FillPermanentWalk(std::span<const double> a, int n, PermanentMethod method, size_t stride,
+                       std::span<double> steps, std::span<double> base, std::span<double> base_lo);
+void FillPermanentWalk(std::span<const std::complex<double>> a, int n, PermanentMethod method,
+                       size_t stride, std::span<std::complex<double>> steps,
+                       std::span<std::complex<double>> base);
+
+// The permanent from the sum of its walk's terms: times the formula's sign and scale and
+// 2^exponent (the row scaling's).
+std::complex<double> FloatPermanentValue(double walk_sum, int n, PermanentMethod method,
+                                         int exponent);
+std::complex<double> FloatPermanentValue(std::complex<double> walk_sum, int n,
+                                         PermanentMethod method, int exponent);
+
+// ---- INT64 matrices: the walk modulo primes ----
+
+// The primes of LargePrimes (core/cpu/multimodular.h) to walk a modulo: enough to recover any
+// integer below prod_i sum_j |a_ij|, which bounds |per A|. Empty when a row is zero (per A = 0).
+std::vector<uint64_t> PermanentPrimes(std::span<const int64_t> a, int n);
+
+// As FillPermanentWalk, modulo the odd prime p: every value in [0, p).
+void FillModularPermanentWalk(std::span<const int64_t> a, int n, PermanentMethod method, uint64_t p,
+                              size_t stride, std::span<uint64_t> steps, std::span<uint64_t> base);
+
+// per A mod p from the sum mod p of its walk's terms taken as Montgomery products (R = 2^64),
+// each of which carries a factor R^-(n-1): undoes that, then applies the formula's sign and scale.
+uint64_t ModularPermanentValue(uint64_t walk_sum, int n, PermanentMethod method, uint64_t p);
+
+}  // namespace matrixd::cpu
+
+#endif  // MATRIXD_CORE_CPU_PERMANENT_PREPARATION_H_
