@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
   }
   if (name == "cuda" || name == "auto") {
 #ifdef MATRIXD_HAVE_CUDA
-    return MakeCudaBackend(config.devices, config.device_memory_limit);
+    return MakeCudaBackend(config.devices, config.device_memory_limit, config.streams_per_device);
 #else
     return absl::UnavailableError("backend \"cuda\": this build has no CUDA backend");
 #endif

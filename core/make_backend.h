@@ -12,9 +12,10 @@
 namespace matrixd {
 
 struct BackendConfig {
-  std::vector<int> devices;               // CUDA device ordinals; empty = device 0
+  std::vector<int> devices;               // CUDA device ordinals; empty = all visible
   int cpu_threads = 0;                    // 0 = all hardware threads
   DeviceMemoryLimit device_memory_limit;  // per CUDA device; default 90% of its memory
+  int streams_per_device = 1;             // CUDA operations at once per device, one stream each
 };
 
 // True when this build has the CUDA backend and at least one CUDA device is usable.

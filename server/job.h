@@ -74,6 +74,10 @@ class Job {
   uint64_t device_bytes() const { return device_bytes_; }
   absl::Time deadline() const { return deadline_; }
   bool large() const { return large_; }
+  // The device admission placed the job on (an index into Backend::DeviceMemory()), passed to
+  // the backend through the job's JobControl; JobControl::kAnyDevice until placed.
+  void PlaceOnDevice(int index) { control_.set_device_index(index); }
+  int device_index() const { return control_.device_index(); }
 
   JobSnapshot Snapshot() const;
   JobState state() const;

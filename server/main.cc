@@ -31,7 +31,7 @@ ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "host:port to listen on; port 0 
 ABSL_FLAG(std::string, backend, "auto",
           "auto (CUDA when a device is present, else CPU), cpu or cuda");
 ABSL_FLAG(std::vector<std::string>, devices, {},
-          "CUDA device ordinals to use, comma-separated (default: device 0)");
+          "CUDA device ordinals to use, comma-separated (default: every visible device)");
 ABSL_FLAG(int, cpu_threads, 0, "worker threads of the CPU backend; 0 = all hardware threads");
 ABSL_FLAG(int, max_permanent_n, matrixd::Limits{}.max_permanent_n,
           "largest n accepted for a permanent");
@@ -143,13 +143,14 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
   }
   return matrixd::MakeBackend(name, {.devices = *std::move(devices),
                                      .cpu_threads = cpu_threads,
-                                     .device_memory_limit = *memory_limit});
+                                     .device_memory_limit = *memory_limit,
+                                     .streams_per_device = absl::GetFlag(FLAGS_streams_per_device)});
 }
 
 // Jobs run at once: --cpu_workers for the CPU backend, --streams_per_device per device for CUDA.
 int WorkersFromFlags(const matrixd::Backend& backend) {
   if (backend.name() != "cuda") return absl::GetFlag(FLAGS_cpu_workers);
-  const int devices = std::max<int>(1, static_cast<int>(absl::GetFlag(FLAGS_devices).size()));
+  const int devices = std::max<int>(1, static_cast<int>(backend.DeviceMemory().size()));
   return absl::GetFlag(FLAGS_streams_per_device) * devices;
 }
 

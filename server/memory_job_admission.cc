@@ -1,14 +1,56 @@
 #include "server/memory_job_admission.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace matrixd::server {
 
+MemoryJobAdmission::MemoryJobAdmission(std::vector<MemoryAdmission*> devices)
+    : devices_(std::move(devices)), admitted_jobs_(devices_.size(), 0) {}
+
 absl::Status MemoryJobAdmission::CheckFits(const JobSpec& spec) {
-  if (spec.device_bytes <= memory_.capacity()) return absl::OkStatus();
+  uint64_t largest = 0;
+  for (const MemoryAdmission* device : devices_) largest = std::max(largest, device->capacity());
+  if (spec.device_bytes <= largest) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       spec.op, " needs about ", spec.device_bytes, " bytes of device memory; the limit is ",
-      memory_.capacity(), " bytes (--device_memory_limit)"));
+      largest, " bytes (--device_memory_limit)"));
+}
+
+bool MemoryJobAdmission::TryAdmit(Job& job) {
+  absl::MutexLock lock(&mutex_);
+  std::vector<int> order(devices_.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Fewest admitted jobs first, then most room; stable, so the lower index among equals.
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    if (admitted_jobs_[x] != admitted_jobs_[y]) return admitted_jobs_[x] < admitted_jobs_[y];
+    return devices_[x]->capacity() - devices_[x]->reserved() >
+           devices_[y]->capacity() - devices_[y]->reserved();
+  });
+  for (const int index : order) {
+    if (!devices_[index]->TryReserve(job.device_bytes())) continue;
+    ++admitted_jobs_[index];
+    job.PlaceOnDevice(index);
+    return true;
+  }
+  return false;
+}
+
+void MemoryJobAdmission::Release(const Job& job) {
+  const int index = job.device_index();
+  if (index < 0 || index >= static_cast<int>(devices_.size())) return;
+  absl::MutexLock lock(&mutex_);
+  devices_[index]->Unreserve(job.device_bytes());
+  --admitted_jobs_[index];
+}
+
+int MemoryJobAdmission::admitted_jobs(int index) const {
+  absl::MutexLock lock(&mutex_);
+  return admitted_jobs_[index];
 }
 
 }  // namespace matrixd::server

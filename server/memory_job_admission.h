@@ -1,9 +1,15 @@
-// The scheduler's admission policy for device memory: a job starts only when the device memory it
-// stated (JobSpec::device_bytes) fits under the device-memory limit next to the running jobs'.
+// The scheduler's admission policy for device memory, over one or more devices: a job starts only
+// when the device memory it stated (JobSpec::device_bytes) fits under some device's limit next to
+// the jobs already admitted there. The job is placed on that device (JobControl::device_index),
+// preferring the device with the fewest admitted jobs, then the one with the most room.
 #ifndef MATRIXD_SERVER_MEMORY_JOB_ADMISSION_H_
 #define MATRIXD_SERVER_MEMORY_JOB_ADMISSION_H_
 
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "server/job.h"
 #include "server/memory_admission.h"
 #include "server/scheduler.h"
@@ -12,16 +18,22 @@ namespace matrixd::server {
 
 class MemoryJobAdmission final : public JobAdmission {
  public:
-  // `memory` (one device's admission) must outlive this policy.
-  explicit MemoryJobAdmission(MemoryAdmission& memory) : memory_(memory) {}
+  // `devices[i]` admits to the backend's device i (Backend::DeviceMemory() order); each must
+  // outlive this policy. REQUIRES: not empty.
+  explicit MemoryJobAdmission(std::vector<MemoryAdmission*> devices);
 
-  // RESOURCE_EXHAUSTED, naming both sizes, for a job that needs more than the whole limit.
+  // RESOURCE_EXHAUSTED, naming both sizes, for a job that needs more than the largest limit.
   absl::Status CheckFits(const JobSpec& spec) override;
-  bool TryAdmit(const Job& job) override { return memory_.TryReserve(job.device_bytes()); }
-  void Release(const Job& job) override { memory_.Unreserve(job.device_bytes()); }
+  bool TryAdmit(Job& job) override;
+  void Release(const Job& job) override;
+
+  // Jobs admitted to device `index` and not yet released.
+  int admitted_jobs(int index) const;
 
  private:
-  MemoryAdmission& memory_;
+  const std::vector<MemoryAdmission*> devices_;
+  mutable absl::Mutex mutex_;
+  std::vector<int> admitted_jobs_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace matrixd::server

@@ -51,9 +51,9 @@ class JobAdmission {
   virtual ~JobAdmission() = default;
   // At submission: an error (RESOURCE_EXHAUSTED for a job that could never fit) refuses the job.
   virtual absl::Status CheckFits(const JobSpec& /*spec*/) { return absl::OkStatus(); }
-  // Before `job` starts: true reserves what it needs until Release(job); false leaves it queued
-  // until some job is released.
-  virtual bool TryAdmit(const Job& job) = 0;
+  // Before `job` starts: true reserves what it needs until Release(job) (and may place it with
+  // job.PlaceOnDevice); false leaves it queued until some job is released.
+  virtual bool TryAdmit(Job& job) = 0;
   virtual void Release(const Job& job) = 0;
 };
 

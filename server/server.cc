@@ -31,12 +31,22 @@ absl::string_view HostOf(absl::string_view address) {
   return address.substr(0, colon);
 }
 
-// One admission per device would need the scheduler to place jobs on devices; the backend runs
-// every job on its first device, so that device's limit is the one to admit against.
-std::unique_ptr<MemoryAdmission> MakeMemoryAdmission(const Backend& backend) {
-  const std::vector<DeviceMemoryUsage> devices = backend.DeviceMemory();
-  if (devices.empty()) return nullptr;
-  return std::make_unique<MemoryAdmission>(devices.front().limit);
+// One admission per device the backend reports, each capped at that device's limit; none for a
+// backend without device memory.
+std::vector<std::unique_ptr<MemoryAdmission>> MakeMemoryAdmissions(const Backend& backend) {
+  std::vector<std::unique_ptr<MemoryAdmission>> admissions;
+  for (const DeviceMemoryUsage& device : backend.DeviceMemory()) {
+    admissions.push_back(std::make_unique<MemoryAdmission>(device.limit));
+  }
+  return admissions;
+}
+
+std::unique_ptr<MemoryJobAdmission> MakeJobAdmission(
+    const std::vector<std::unique_ptr<MemoryAdmission>>& admissions) {
+  if (admissions.empty()) return nullptr;
+  std::vector<MemoryAdmission*> devices;
+  for (const auto& admission : admissions) devices.push_back(admission.get());
+  return std::make_unique<MemoryJobAdmission>(std::move(devices));
 }
 
 SchedulerOptions WithDefaultHooks(SchedulerOptions options, SchedulerObserver* observer,
@@ -51,21 +61,19 @@ SchedulerOptions WithDefaultHooks(SchedulerOptions options, SchedulerObserver* o
 MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions& options)
     : metrics_(std::make_unique<Metrics>(MATRIXD_VERSION, std::string(backend->name()))),
       backend_(std::make_unique<MeteredBackend>(std::move(backend), *metrics_)),
-      memory_admission_(MakeMemoryAdmission(*backend_)),
-      job_admission_(memory_admission_ != nullptr
-                         ? std::make_unique<MemoryJobAdmission>(*memory_admission_)
-                         : nullptr),
+      memory_admissions_(MakeMemoryAdmissions(*backend_)),
+      job_admission_(MakeJobAdmission(memory_admissions_)),
       scheduler_observer_(std::make_unique<MetricsSchedulerObserver>(*metrics_)),
       scheduler_(std::make_unique<Scheduler>(
           WithDefaultHooks(options.scheduler, scheduler_observer_.get(), job_admission_.get()))),
       service_(*backend_, *scheduler_, options.limits) {
   // Pool counters are read at each scrape rather than pushed after each job.
   metrics_->SetScrapeHook(
-      [backend = backend_.get(), admission = memory_admission_.get()](Metrics& metrics) {
+      [backend = backend_.get(), admissions = &memory_admissions_](Metrics& metrics) {
         const std::vector<DeviceMemoryUsage> devices = backend->DeviceMemory();
         for (size_t i = 0; i < devices.size(); ++i) {
           metrics.SetDeviceMemory(devices[i],
-                                  i == 0 && admission != nullptr ? admission->reserved() : 0);
+                                  i < admissions->size() ? (*admissions)[i]->reserved() : 0);
         }
       });
 }
@@ -120,6 +128,11 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
   health->SetServingStatus(true);  // the overall status, service ""
   health->SetServingStatus(kMatrixServiceName, true);
   return server;
+}
+
+MemoryAdmission* MatrixServer::memory_admission(int device) {
+  if (device < 0 || device >= static_cast<int>(memory_admissions_.size())) return nullptr;
+  return memory_admissions_[device].get();
 }
 
 MatrixServer::~MatrixServer() {

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -61,8 +62,9 @@ class MatrixServer {
   Metrics& metrics() { return *metrics_; }
   // The metrics endpoint; null without ServerOptions::metrics_address.
   const MetricsHttpServer* metrics_http() const { return metrics_http_.get(); }
-  // Device-memory admission of the first device; null for a backend without device memory.
-  MemoryAdmission* memory_admission() { return memory_admission_.get(); }
+  // Device-memory admission of the backend's device `device` (Backend::DeviceMemory() order);
+  // null for a backend without device memory or an index out of range.
+  MemoryAdmission* memory_admission(int device = 0);
 
   // Marks every service NOT_SERVING, stops accepting calls and cancels those still running after
   // `grace`. Thread-safe and idempotent; safe to call from a signal-handling thread.
@@ -75,7 +77,7 @@ class MatrixServer {
 
   std::unique_ptr<Metrics> metrics_;  // first: everything below may record into it
   std::unique_ptr<Backend> backend_;  // a MeteredBackend around the one given to Start
-  std::unique_ptr<MemoryAdmission> memory_admission_;
+  std::vector<std::unique_ptr<MemoryAdmission>> memory_admissions_;  // one per device
   std::unique_ptr<MemoryJobAdmission> job_admission_;
   std::unique_ptr<MetricsSchedulerObserver> scheduler_observer_;
   // Destroyed after the gRPC server has stopped (no handler waits on a job any more) and before

@@ -217,7 +217,7 @@ JobSpec SpecNeeding(uint64_t device_bytes) {
 
 TEST(MemoryJobAdmission, RefusesJobsLargerThanTheLimitAndReservesTheRest) {
   MemoryAdmission memory(1000);
-  MemoryJobAdmission policy(memory);
+  MemoryJobAdmission policy({&memory});
   const absl::Status refused = policy.CheckFits(SpecNeeding(1001));
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(refused.message().find("1001"), absl::string_view::npos) << refused;
@@ -231,6 +231,45 @@ TEST(MemoryJobAdmission, RefusesJobsLargerThanTheLimitAndReservesTheRest) {
   EXPECT_TRUE(policy.TryAdmit(second));
   policy.Release(second);
   EXPECT_EQ(memory.reserved(), 0u);
+}
+
+TEST(MemoryJobAdmission, PlacesJobsOnTheLeastLoadedDeviceThatHasRoom) {
+  MemoryAdmission small(1000);
+  MemoryAdmission large(3000);
+  MemoryJobAdmission policy({&small, &large});
+  // Fits the larger device only.
+  EXPECT_TRUE(policy.CheckFits(SpecNeeding(2500)).ok());
+  EXPECT_EQ(policy.CheckFits(SpecNeeding(3001)).code(), absl::StatusCode::kResourceExhausted);
+
+  // Equal job counts: the device with more room first.
+  Job first("", SpecNeeding(100), false, absl::Now());
+  ASSERT_TRUE(policy.TryAdmit(first));
+  EXPECT_EQ(first.device_index(), 1);
+  // Device 0 now runs fewer jobs, so it takes the next one.
+  Job second("", SpecNeeding(100), false, absl::Now());
+  ASSERT_TRUE(policy.TryAdmit(second));
+  EXPECT_EQ(second.device_index(), 0);
+  // Too large for device 0's room: goes to device 1 although that one runs as many jobs.
+  Job third("", SpecNeeding(2000), false, absl::Now());
+  ASSERT_TRUE(policy.TryAdmit(third));
+  EXPECT_EQ(third.device_index(), 1);
+  EXPECT_EQ(policy.admitted_jobs(0), 1);
+  EXPECT_EQ(policy.admitted_jobs(1), 2);
+  // Neither device has 1000 bytes left now (900 and 900).
+  Job fourth("", SpecNeeding(1000), false, absl::Now());
+  EXPECT_FALSE(policy.TryAdmit(fourth));
+  EXPECT_EQ(fourth.device_index(), JobControl::kAnyDevice);
+
+  // Releases give the bytes back to the device each job was placed on.
+  policy.Release(third);
+  EXPECT_EQ(large.reserved(), 100u);
+  EXPECT_TRUE(policy.TryAdmit(fourth));
+  EXPECT_EQ(fourth.device_index(), 1);
+  for (const Job* job : {&first, &second, &fourth}) policy.Release(*job);
+  EXPECT_EQ(small.reserved(), 0u);
+  EXPECT_EQ(large.reserved(), 0u);
+  EXPECT_EQ(policy.admitted_jobs(0), 0);
+  EXPECT_EQ(policy.admitted_jobs(1), 0);
 }
 
 }  // namespace

@@ -481,7 +481,7 @@ class CountingAdmission final : public JobAdmission {
     if (spec.device_bytes <= capacity_) return absl::OkStatus();
     return absl::ResourceExhaustedError("never fits");
   }
-  bool TryAdmit(const Job& job) override {
+  bool TryAdmit(Job& job) override {
     if (used_ + job.device_bytes() > capacity_) return false;
     used_ += job.device_bytes();
     return true;
