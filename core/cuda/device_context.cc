@@ -167,6 +167,9 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
     if (!pool.ok()) return pool.status();
     context->pool_ = *pool;
     context->memory_limit_ = *limit;
+    // Without staging chunks, large pageable copies are merely slower.
+    absl::StatusOr<std::unique_ptr<PinnedStaging>> staging = PinnedStaging::Create(context->stream_);
+    if (staging.ok()) context->staging_ = *std::move(staging);
     return absl::OkStatus();
   }();
   if (status.code() == absl::StatusCode::kInvalidArgument) return status;
@@ -181,6 +184,7 @@ DeviceContext::~DeviceContext() {
   // Reverse order of creation; queued work (and stream-ordered frees) finish first.
   static_cast<void>(cudaSetDevice(device_));
   if (stream_ != nullptr) static_cast<void>(cudaStreamSynchronize(stream_));
+  staging_.reset();
   if (cusparse_ != nullptr) static_cast<void>(cusparseDestroy(cusparse_));
   if (cusolver_ != nullptr) static_cast<void>(cusolverDnDestroy(cusolver_));
   if (cublas_ != nullptr) static_cast<void>(cublasDestroy(cublas_));
@@ -224,12 +228,24 @@ absl::StatusOr<MemoryPoolUsage> DeviceContext::MemoryUsage() const {
   return usage;
 }
 
+bool DeviceContext::UseStaging(const void* host, size_t bytes) const {
+  if (staging_ == nullptr || bytes < kStagingFromBytes) return false;
+  // Page-locked (allocated pinned or registered) memory is copied directly by the copy engine.
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    return true;
+  }
+  return attributes.type == cudaMemoryTypeUnregistered;
+}
+
 absl::Status DeviceContext::Upload(const void* host, DeviceBuffer& device, size_t bytes) {
   if (bytes > device.bytes()) {
     return absl::InternalError(absl::StrCat("Upload of ", bytes, " bytes into a device buffer of ",
                                             device.bytes(), " bytes"));
   }
   if (bytes == 0) return absl::OkStatus();
+  if (UseStaging(host, bytes)) return staging_->Upload(host, device.data(), bytes);
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(device.data(), host, bytes, cudaMemcpyHostToDevice, stream_));
   return absl::OkStatus();
@@ -241,6 +257,7 @@ absl::Status DeviceContext::Download(const DeviceBuffer& device, void* host, siz
         "Download of ", bytes, " bytes from a device buffer of ", device.bytes(), " bytes"));
   }
   if (bytes == 0) return absl::OkStatus();
+  if (UseStaging(host, bytes)) return staging_->Download(device.data(), host, bytes);
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(host, device.data(), bytes, cudaMemcpyDeviceToHost, stream_));
   // The caller reads `host` next: the copy must have landed, pinned or not.

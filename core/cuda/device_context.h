@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/backend.h"
+#include "core/cuda/pinned_staging.h"
 
 namespace matrixd::cuda {
 
@@ -104,15 +105,20 @@ class DeviceContext {
   uint64_t memory_limit() const { return memory_limit_; }
   cudaMemPool_t memory_pool() const { return pool_; }
   absl::StatusOr<MemoryPoolUsage> MemoryUsage() const;
-  // Copies host -> device / device -> host on the stream (asynchronous w.r.t. the host only when
-  // the host memory is pinned; pageable copies are staged by the driver).
+  // Copies host -> device / device -> host on the stream. Large copies from or to pageable memory
+  // go through the context's pinned staging chunks (see pinned_staging.h); pinned memory and small
+  // copies go directly. Upload returns once `host` has been read; Download once it is written.
   absl::Status Upload(const void* host, DeviceBuffer& device, size_t bytes);
   absl::Status Download(const DeviceBuffer& device, void* host, size_t bytes);
   // Waits for all work queued on the stream.
   absl::Status Synchronize();
 
  private:
+  // Copies at least this large from or to pageable memory go through staging_.
+  static constexpr size_t kStagingFromBytes = size_t{8} << 20;
+
   DeviceContext() = default;
+  bool UseStaging(const void* host, size_t bytes) const;
 
   int device_ = 0;
   cudaDeviceProp properties_{};
@@ -122,6 +128,7 @@ class DeviceContext {
   cusparseHandle_t cusparse_ = nullptr;
   cudaMemPool_t pool_ = nullptr;  // shared, owned by the process-wide pool table
   uint64_t memory_limit_ = 0;
+  std::unique_ptr<PinnedStaging> staging_;  // null when page-locked memory was refused
 };
 
 }  // namespace matrixd::cuda

@@ -23,6 +23,7 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/device_context.h"
+#include "core/cuda/pinned_staging.h"
 #endif
 
 namespace matrixd {
@@ -154,6 +155,40 @@ TEST_F(CudaDeviceTest, UploadDownloadRoundTripIsExact) {
   ASSERT_EQ(buffer.bytes(), bytes);
   ASSERT_TRUE(context().Upload(source.data(), buffer, bytes).ok());
   EXPECT_EQ(Download<unsigned char>(buffer, bytes), source);
+}
+
+// Through the pinned staging chunks: several chunks and a partial one. The host source is
+// overwritten as soon as Upload returns, which its contract allows.
+TEST_F(CudaDeviceTest, StagedRoundTripOfManyChunksIsExact) {
+  const size_t bytes = 3 * cuda::PinnedStaging::kChunkBytes + (size_t{5} << 20) + 7;
+  std::vector<uint32_t> words(bytes / 4 + 1);
+  std::iota(words.begin(), words.end(), 0x1234567u);
+  std::vector<unsigned char> source(bytes);
+  std::memcpy(source.data(), words.data(), bytes);
+  const std::vector<unsigned char> expected = source;
+  DeviceBuffer buffer = Poisoned(bytes, 0xAB);
+  ASSERT_TRUE(context().Upload(source.data(), buffer, bytes).ok());
+  std::fill(source.begin(), source.end(), 0);
+  const std::vector<unsigned char> back = Download<unsigned char>(buffer, bytes);
+  ASSERT_EQ(back.size(), expected.size());
+  EXPECT_TRUE(back == expected) << "first difference at byte "
+                                << std::mismatch(back.begin(), back.end(), expected.begin()).first -
+                                       back.begin();
+}
+
+// Page-locked host memory is copied directly; the result is the same.
+TEST_F(CudaDeviceTest, PinnedHostRoundTripIsExact) {
+  const size_t bytes = (size_t{40} << 20) + 3;
+  void* pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, bytes), cudaSuccess);
+  auto* host = static_cast<unsigned char*>(pinned);
+  for (size_t i = 0; i < bytes; ++i) host[i] = static_cast<unsigned char>(i * 7 + 1);
+  DeviceBuffer buffer = Poisoned(bytes, 0);
+  ASSERT_TRUE(context().Upload(host, buffer, bytes).ok());
+  std::vector<unsigned char> back(bytes);
+  ASSERT_TRUE(context().Download(buffer, back.data(), bytes).ok());
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), host));
+  cudaFreeHost(pinned);
 }
 
 TEST_F(CudaDeviceTest, TransferLargerThanTheBufferIsRejected) {
