@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/hermitian_check.h"
 #include "core/modular_arithmetic.h"
 
 namespace matrixd {
@@ -121,6 +122,9 @@ absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& opti
   if (options.kind == FactorizationKind::kCholesky ||
       (batch_count > 0 && options.kind == FactorizationKind::kLu)) {
     if (absl::Status s = RequireSquare(each, each_name); !s.ok()) return s;
+  }
+  if (options.kind == FactorizationKind::kCholesky) {
+    if (absl::Status s = RequireHermitian(a, batch_count, "matrix"); !s.ok()) return s;
   }
   if (rhs == nullptr) return absl::OkStatus();
   if (absl::Status s = ValidateMatrix(*rhs, "rhs", limits); !s.ok()) return s;

@@ -25,7 +25,8 @@ absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const 
 absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
                                  const Limits& limits);
 // Also: batch_count >= 0, matrix.rows a multiple of batch_count, and the shape rules (square
-// for CHOLESKY, for a solve and for a batched LU) applied to each matrix of a batch.
+// for CHOLESKY, for a solve and for a batched LU) applied to each matrix of a batch; for
+// CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h).
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits);
 absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,

@@ -126,6 +126,13 @@ TEST_F(BadRequestTest, NonSquareCholesky) {
                 "matrix must be square, got 2x3");
 }
 
+TEST_F(BadRequestTest, NonSymmetricCholeskyNamesThePair) {
+  // Positive definite as a lower triangle, but not symmetric: potrf would factor another matrix.
+  ExpectInvalid(client().Factorize(Factorize(MakeMatrix<double>(2, 2, {4, 1, 2, 3}),
+                                             v1::FACTORIZATION_CHOLESKY)),
+                "matrix is not symmetric: [0][1] = 1 but [1][0] = 2");
+}
+
 TEST_F(BadRequestTest, NonSquareLuSolve) {
   v1::FactorizeRequest request =
       Factorize(MakeMatrix<double>(2, 3, {1, 2, 3, 4, 5, 6}), v1::FACTORIZATION_LU);
