@@ -56,20 +56,19 @@ absl::Status Check(const MatrixView& a, int64_t batch_count, absl::string_view f
         const T upper = m[i * n + j];
         const T lower = m[j * n + i];
         if (double{std::abs(upper - Conjugate(lower))} <= tolerance) continue;
-        const std::string where =
-            batch_count > 0 ? absl::StrCat(field, " (matrix ", k, " of the batch)")
-                            : std::string(field);
+        const std::string where = batch_count > 0
+                                      ? absl::StrCat(field, " (matrix ", k, " of the batch)")
+                                      : std::string(field);
         if (i == j) {
           return absl::InvalidArgumentError(absl::StrCat(
               where, " is not Hermitian: its diagonal entry [", i, "][", i, "] = ", Format(upper),
               " is not real; Cholesky needs a Hermitian positive definite matrix"));
         }
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, " is not ", std::is_floating_point_v<T> ? "symmetric" : "Hermitian",
-                         ": [", i, "][", j, "] = ", Format(upper), " but [", j, "][", i,
-                         "] = ", Format(lower), "; Cholesky needs a ",
-                         std::is_floating_point_v<T> ? "symmetric" : "Hermitian",
-                         " positive definite matrix"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " is not ", std::is_floating_point_v<T> ? "symmetric" : "Hermitian", ": [", i,
+            "][", j, "] = ", Format(upper), " but [", j, "][", i, "] = ", Format(lower),
+            "; Cholesky needs a ", std::is_floating_point_v<T> ? "symmetric" : "Hermitian",
+            " positive definite matrix"));
       }
     }
   }

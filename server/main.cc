@@ -141,10 +141,11 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
             ? "--backend=auto: a CUDA device is present, using the cuda backend"
             : "--backend=auto: no usable CUDA device (or no CUDA build), using the cpu backend");
   }
-  return matrixd::MakeBackend(name, {.devices = *std::move(devices),
-                                     .cpu_threads = cpu_threads,
-                                     .device_memory_limit = *memory_limit,
-                                     .streams_per_device = absl::GetFlag(FLAGS_streams_per_device)});
+  return matrixd::MakeBackend(name,
+                              {.devices = *std::move(devices),
+                               .cpu_threads = cpu_threads,
+                               .device_memory_limit = *memory_limit,
+                               .streams_per_device = absl::GetFlag(FLAGS_streams_per_device)});
 }
 
 // Jobs run at once: --cpu_workers for the CPU backend, --streams_per_device per device for CUDA.

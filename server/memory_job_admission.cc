@@ -16,9 +16,9 @@ absl::Status MemoryJobAdmission::CheckFits(const JobSpec& spec) {
   uint64_t largest = 0;
   for (const MemoryAdmission* device : devices_) largest = std::max(largest, device->capacity());
   if (spec.device_bytes <= largest) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      spec.op, " needs about ", spec.device_bytes, " bytes of device memory; the limit is ",
-      largest, " bytes (--device_memory_limit)"));
+  return absl::ResourceExhaustedError(absl::StrCat(spec.op, " needs about ", spec.device_bytes,
+                                                   " bytes of device memory; the limit is ",
+                                                   largest, " bytes (--device_memory_limit)"));
 }
 
 bool MemoryJobAdmission::TryAdmit(Job& job) {

@@ -28,6 +28,7 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/library_types.h"
+#include "core/cuda/scoped_math_mode.h"
 #include "core/cuda/uint32_tile_gemm.cuh"
 
 namespace matrixd::cuda {
@@ -295,29 +296,6 @@ struct BatchedGemm<std::complex<float>> {
 template <>
 struct BatchedGemm<std::complex<double>> {
   static constexpr auto call = &cublasZgemmBatched;
-};
-
-// Sets the handle's math mode for the product and restores the previous one on every path out.
-class ScopedMathMode {
- public:
-  static absl::StatusOr<ScopedMathMode> Set(cublasHandle_t handle, cublasMath_t mode) {
-    cublasMath_t previous = CUBLAS_DEFAULT_MATH;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasGetMathMode(handle, &previous));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetMathMode(handle, mode));
-    return ScopedMathMode(handle, previous);
-  }
-  ScopedMathMode(ScopedMathMode&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)), previous_(other.previous_) {}
-  ScopedMathMode& operator=(ScopedMathMode&&) = delete;
-  ~ScopedMathMode() {
-    if (handle_ != nullptr) static_cast<void>(cublasSetMathMode(handle_, previous_));
-  }
-
- private:
-  ScopedMathMode(cublasHandle_t handle, cublasMath_t previous)
-      : handle_(handle), previous_(previous) {}
-  cublasHandle_t handle_;
-  cublasMath_t previous_;
 };
 
 // The block products of op(A) op(B) for cuBLAS, gathered k-block by k-block (in ascending k) into

@@ -15,11 +15,11 @@ namespace matrixd {
 // Number of usable CUDA devices; 0 when there is no driver or no device (never an error).
 int CudaDeviceCount();
 
-// A backend on the given device ordinals (empty = every visible device), each allocating from a pool capped at
-// `memory_limit` and running up to `streams_per_device` operations at once, each on its own
-// stream. An operation runs on one device: the one its JobControl names, else the least busy.
-// UNAVAILABLE when no device is usable, INVALID_ARGUMENT for an ordinal that does not exist, a bad
-// limit or streams_per_device < 1.
+// A backend on the given device ordinals (empty = every visible device), each allocating from a
+// pool capped at `memory_limit` and running up to `streams_per_device` operations at once, each on
+// its own stream. An operation runs on one device: the one its JobControl names, else the least
+// busy. UNAVAILABLE when no device is usable, INVALID_ARGUMENT for an ordinal that does not exist,
+// a bad limit or streams_per_device < 1.
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices,
                                                          const DeviceMemoryLimit& memory_limit = {},
                                                          int streams_per_device = 1);

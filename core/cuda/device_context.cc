@@ -168,7 +168,8 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
     context->pool_ = *pool;
     context->memory_limit_ = *limit;
     // Without staging chunks, large pageable copies are merely slower.
-    absl::StatusOr<std::unique_ptr<PinnedStaging>> staging = PinnedStaging::Create(context->stream_);
+    absl::StatusOr<std::unique_ptr<PinnedStaging>> staging =
+        PinnedStaging::Create(context->stream_);
     if (staging.ok()) context->staging_ = *std::move(staging);
     return absl::OkStatus();
   }();

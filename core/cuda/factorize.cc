@@ -15,6 +15,7 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/factorize_batch.h"
+#include "core/cuda/factorize_common.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 
@@ -25,34 +26,6 @@
 
 namespace matrixd::cuda {
 namespace {
-
-#define RETURN_IF_ERROR(expr)                                         \
-  do {                                                                \
-    if (absl::Status matrixd_status = (expr); !matrixd_status.ok()) { \
-      return matrixd_status;                                          \
-    }                                                                 \
-  } while (0)
-
-// Assigns the value of a StatusOr<DeviceBuffer> expression to `lhs`, or returns its status.
-#define ASSIGN_BUFFER_OR_RETURN(lhs, expr)        \
-  absl::StatusOr<DeviceBuffer> lhs##_or = (expr); \
-  if (!lhs##_or.ok()) return lhs##_or.status();   \
-  DeviceBuffer lhs = *std::move(lhs##_or)
-
-template <typename T>
-constexpr bool kIsComplex =
-    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
-
-// Real operations per multiply-add: 2, or 8 for complex numbers.
-template <typename T>
-constexpr double kFlopsPerUpdate = kIsComplex<T> ? 8.0 : 2.0;
-
-// Real flops of getrf on m x n (LAPACK Working Note 41, as the CPU backend counts them), k =
-// min(m, n): m n k - (m + n) k^2 / 2 + k^3 / 3 multiply-adds, two flops each.
-double LuFlops(double m, double n) {
-  const double k = std::min(m, n);
-  return 2.0 * m * n * k - (m + n) * k * k + 2.0 * k * k * k / 3.0;
-}
 
 // One int per library call's devInfo, downloaded together at the end.
 enum InfoSlot { kFactorInfo, kSolveInfo, kApplyInfo, kGenerateInfo, kInfoSlots };
@@ -80,7 +53,7 @@ Matrix HostMatrix(int64_t rows, int64_t cols) {
 template <typename T>
 absl::Status UploadColumnMajor(const MatrixView& view, DeviceBuffer& staging,
                                DeviceBuffer& column_major, DeviceContext& context) {
-  RETURN_IF_ERROR(context.Upload(view.data, staging, view.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(view.data, staging, view.byte_size()));
   // The staging array read column-major is view^T (cols x rows, leading dimension cols).
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(staging.data(), view.cols, view.rows, view.cols,
                                                column_major.data(), view.rows, sizeof(T),
@@ -107,27 +80,27 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
         absl::StrCat("matrix is ", m, "x", n, "; an LU solve needs a square matrix"));
   }
 
-  ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(elements * sizeof(T)));
-  ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(elements * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(elements * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(elements * sizeof(T)));
   // ipiv[0, k), then one devInfo per call.
-  ASSIGN_BUFFER_OR_RETURN(ints,
-                          context.Allocate((static_cast<size_t>(k) + kInfoSlots) * sizeof(int)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
+      ints, context.Allocate((static_cast<size_t>(k) + kInfoSlots) * sizeof(int)));
   int* ipiv = ints.as<int>();
   int* info = ipiv + k;
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
-  RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
+  MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
 
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(
       Traits::getrf_buffer_size(context.cusolver(), m, n, Ptr<T>(factors), m, &workspace_elements));
-  ASSIGN_BUFFER_OR_RETURN(
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
       workspace,
       context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
   absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(stream);
-  RETURN_IF_ERROR(getrf_timer.status());
+  MATRIXD_RETURN_IF_ERROR(getrf_timer.status());
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf(context.cusolver(), m, n, Ptr<T>(factors), m,
                                              Ptr<T>(workspace), ipiv, info + kFactorInfo));
-  RETURN_IF_ERROR(getrf_timer->Stop());
+  MATRIXD_RETURN_IF_ERROR(getrf_timer->Stop());
 
   // The solve is queued before the factors' info is known: on a singular matrix it produces
   // Inf/NaN that are discarded, which costs less than a round trip to the host in between.
@@ -137,11 +110,11 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   if (rhs != nullptr) {
     nrhs = static_cast<int>(rhs->cols);
     const size_t rhs_elements = static_cast<size_t>(rhs->size());
-    ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs_elements * sizeof(T)));
-    ASSIGN_BUFFER_OR_RETURN(rhs_columns_new, context.Allocate(rhs_elements * sizeof(T)));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs_elements * sizeof(T)));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_columns_new, context.Allocate(rhs_elements * sizeof(T)));
     rhs_staging = std::move(rhs_staging_new);
     rhs_columns = std::move(rhs_columns_new);
-    RETURN_IF_ERROR(UploadColumnMajor<T>(*rhs, rhs_staging, rhs_columns, context));
+    MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(*rhs, rhs_staging, rhs_columns, context));
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs(context.cusolver(), CUBLAS_OP_N, n, nrhs,
                                                Ptr<T>(factors), m, ipiv, Ptr<T>(rhs_columns), n,
                                                info + kSolveInfo));
@@ -155,10 +128,10 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   FactorizeResult result;
   result.kind = FactorizationKind::kLu;
   std::vector<int> host_ints(static_cast<size_t>(k) + kInfoSlots);
-  RETURN_IF_ERROR(context.Download(ints, host_ints.data(), host_ints.size() * sizeof(int)));
+  MATRIXD_RETURN_IF_ERROR(context.Download(ints, host_ints.data(), host_ints.size() * sizeof(int)));
   const std::vector<int> host_info(host_ints.begin() + k, host_ints.end());
-  RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>getrf"));
-  RETURN_IF_ERROR(CheckInfo(host_info, kSolveInfo, "cusolverDn<t>getrs"));
+  MATRIXD_RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>getrf"));
+  MATRIXD_RETURN_IF_ERROR(CheckInfo(host_info, kSolveInfo, "cusolverDn<t>getrs"));
   if (host_info[kFactorInfo] > 0) result.singular_column = host_info[kFactorInfo] - 1;
   if (rhs != nullptr && result.singular_column.has_value()) {
     const int64_t column = *result.singular_column;
@@ -172,19 +145,20 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
     std::swap(result.permutation[i], result.permutation[host_ints[i] - 1]);
   }
   result.lu = HostMatrix<T>(m, n);
-  RETURN_IF_ERROR(context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
   if (rhs != nullptr) {
     result.solution = HostMatrix<T>(n, nrhs);
-    RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
-                                     result.solution->byte_size()));
+    MATRIXD_RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
+                                             result.solution->byte_size()));
   }
 
   result.stats.flops =
       kFlopsPerUpdate<T> / 2.0 * (LuFlops(m, n) + 2.0 * n * static_cast<double>(n) * nrhs);
   // Transfers, plus each transpose's read and write and the factorisation's own pass.
   result.stats.bytes_moved = 7 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
-  RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cusolver_getrf", 2 * a.byte_size(),
-                                        kFlopsPerUpdate<T> / 2.0 * LuFlops(m, n)));
+  MATRIXD_RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cusolver_getrf", 2 * a.byte_size(),
+                                                kFlopsPerUpdate<T> / 2.0 * LuFlops(m, n)));
   return result;
 }
 
@@ -206,32 +180,32 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   const int n = static_cast<int>(a.rows);
   const cudaStream_t stream = context.stream();
 
-  ASSIGN_BUFFER_OR_RETURN(factor, context.Allocate(a.byte_size()));
-  ASSIGN_BUFFER_OR_RETURN(ints, context.Allocate(kInfoSlots * sizeof(int)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(ints, context.Allocate(kInfoSlots * sizeof(int)));
   int* info = ints.as<int>();
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
-  RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
 
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf_buffer_size(
       context.cusolver(), CUBLAS_FILL_MODE_UPPER, n, Ptr<T>(factor), n, &workspace_elements));
-  ASSIGN_BUFFER_OR_RETURN(
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
       workspace,
       context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
   absl::StatusOr<KernelTimer> potrf_timer = KernelTimer::Start(stream);
-  RETURN_IF_ERROR(potrf_timer.status());
+  MATRIXD_RETURN_IF_ERROR(potrf_timer.status());
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n,
                                              Ptr<T>(factor), n, Ptr<T>(workspace),
                                              workspace_elements, info + kFactorInfo));
-  RETURN_IF_ERROR(potrf_timer->Stop());
+  MATRIXD_RETURN_IF_ERROR(potrf_timer->Stop());
 
   DeviceBuffer solution;
   int nrhs = 0;
   if (rhs != nullptr) {
     nrhs = static_cast<int>(rhs->cols);
-    ASSIGN_BUFFER_OR_RETURN(solution_new, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(solution_new, context.Allocate(rhs->byte_size()));
     solution = std::move(solution_new);
-    RETURN_IF_ERROR(context.Upload(rhs->data, solution, rhs->byte_size()));
+    MATRIXD_RETURN_IF_ERROR(context.Upload(rhs->data, solution, rhs->byte_size()));
     const typename Traits::Device one = Traits::One();
     // Y U = R^T, then X^T U^H = Y. On a matrix that is not positive definite this computes
     // garbage that is discarded below.
@@ -247,8 +221,8 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
       LaunchZeroStrictTriangle(factor.data(), n, n, sizeof(T), Triangle::kUpper, stream));
 
   std::vector<int> host_info(kInfoSlots);
-  RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));
-  RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>potrf"));
+  MATRIXD_RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));
+  MATRIXD_RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>potrf"));
   if (host_info[kFactorInfo] > 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("matrix is not positive definite: the leading minor of order ",
@@ -257,18 +231,18 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   FactorizeResult result;
   result.kind = FactorizationKind::kCholesky;
   result.l = HostMatrix<T>(n, n);
-  RETURN_IF_ERROR(context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
   if (rhs != nullptr) {
     result.solution = HostMatrix<T>(n, nrhs);
-    RETURN_IF_ERROR(
+    MATRIXD_RETURN_IF_ERROR(
         context.Download(solution, result.solution->mutable_bytes(), result.solution->byte_size()));
   }
   const double nd = n;
   // potrf: n^3 / 6 multiply-adds; the two triangular solves n^2 / 2 each per right-hand side.
   result.stats.flops = kFlopsPerUpdate<T> * (nd * nd * nd / 6.0 + nd * nd * nrhs);
   result.stats.bytes_moved = 4 * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
-  RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf", 2 * a.byte_size(),
-                                        kFlopsPerUpdate<T> * nd * nd * nd / 6.0));
+  MATRIXD_RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf", 2 * a.byte_size(),
+                                                kFlopsPerUpdate<T> * nd * nd * nd / 6.0));
   return result;
 }
 
@@ -291,14 +265,14 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
         absl::StrCat("matrix is ", m, "x", n, "; a QR solve needs rows >= cols (least squares)"));
   }
 
-  ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(elements * sizeof(T)));
-  ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(elements * sizeof(T)));
-  ASSIGN_BUFFER_OR_RETURN(tau, context.Allocate(static_cast<size_t>(k) * sizeof(T)));
-  ASSIGN_BUFFER_OR_RETURN(r, context.Allocate(static_cast<size_t>(k) * n * sizeof(T)));
-  ASSIGN_BUFFER_OR_RETURN(ints, context.Allocate(kInfoSlots * sizeof(int)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(elements * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(elements * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(tau, context.Allocate(static_cast<size_t>(k) * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(r, context.Allocate(static_cast<size_t>(k) * n * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(ints, context.Allocate(kInfoSlots * sizeof(int)));
   int* info = ints.as<int>();
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
-  RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
+  MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
 
   DeviceBuffer rhs_staging;
   DeviceBuffer rhs_columns;
@@ -306,11 +280,11 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
   if (rhs != nullptr) {
     nrhs = static_cast<int>(rhs->cols);
     const size_t rhs_elements = static_cast<size_t>(rhs->size());
-    ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs_elements * sizeof(T)));
-    ASSIGN_BUFFER_OR_RETURN(rhs_columns_new, context.Allocate(rhs_elements * sizeof(T)));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs_elements * sizeof(T)));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_columns_new, context.Allocate(rhs_elements * sizeof(T)));
     rhs_staging = std::move(rhs_staging_new);
     rhs_columns = std::move(rhs_columns_new);
-    RETURN_IF_ERROR(UploadColumnMajor<T>(*rhs, rhs_staging, rhs_columns, context));
+    MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(*rhs, rhs_staging, rhs_columns, context));
   }
 
   int geqrf_elements = 0;
@@ -326,15 +300,15 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
         Ptr<T>(tau), Ptr<T>(rhs_columns), m, &ormqr_elements));
   }
   const int workspace_elements = std::max({geqrf_elements, orgqr_elements, ormqr_elements, 1});
-  ASSIGN_BUFFER_OR_RETURN(workspace,
-                          context.Allocate(static_cast<size_t>(workspace_elements) * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
+      workspace, context.Allocate(static_cast<size_t>(workspace_elements) * sizeof(T)));
 
   absl::StatusOr<KernelTimer> geqrf_timer = KernelTimer::Start(stream);
-  RETURN_IF_ERROR(geqrf_timer.status());
+  MATRIXD_RETURN_IF_ERROR(geqrf_timer.status());
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::geqrf(context.cusolver(), m, n, Ptr<T>(factors), m,
                                              Ptr<T>(tau), Ptr<T>(workspace), workspace_elements,
                                              info + kFactorInfo));
-  RETURN_IF_ERROR(geqrf_timer->Stop());
+  MATRIXD_RETURN_IF_ERROR(geqrf_timer->Stop());
   // R: the first k rows of the column-major factors, upper triangle, as row-major k x n.
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchTranspose(factors.data(), k, n, m, r.data(), n, sizeof(T), stream));
@@ -363,15 +337,15 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
       LaunchTranspose(factors.data(), m, k, m, staging.data(), k, sizeof(T), stream));
 
   std::vector<int> host_info(kInfoSlots);
-  RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));
-  RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>geqrf"));
-  RETURN_IF_ERROR(CheckInfo(host_info, kApplyInfo, "cusolverDn<t>ormqr/unmqr"));
-  RETURN_IF_ERROR(CheckInfo(host_info, kGenerateInfo, "cusolverDn<t>orgqr/ungqr"));
+  MATRIXD_RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));
+  MATRIXD_RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>geqrf"));
+  MATRIXD_RETURN_IF_ERROR(CheckInfo(host_info, kApplyInfo, "cusolverDn<t>ormqr/unmqr"));
+  MATRIXD_RETURN_IF_ERROR(CheckInfo(host_info, kGenerateInfo, "cusolverDn<t>orgqr/ungqr"));
 
   FactorizeResult result;
   result.kind = FactorizationKind::kQr;
   result.r = HostMatrix<T>(k, n);
-  RETURN_IF_ERROR(context.Download(r, result.r.mutable_bytes(), result.r.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Download(r, result.r.mutable_bytes(), result.r.byte_size()));
   if (rhs != nullptr) {
     // Like LAPACK's gels: an exactly zero diagonal entry of R means A lacks full column rank.
     const std::span<const T> r_values = result.r.As<T>();
@@ -384,11 +358,12 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
     }
   }
   result.q = HostMatrix<T>(m, k);
-  RETURN_IF_ERROR(context.Download(staging, result.q.mutable_bytes(), result.q.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(staging, result.q.mutable_bytes(), result.q.byte_size()));
   if (rhs != nullptr) {
     result.solution = HostMatrix<T>(n, nrhs);
-    RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
-                                     result.solution->byte_size()));
+    MATRIXD_RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
+                                             result.solution->byte_size()));
   }
 
   // The CPU backend's counts (LAPACK Working Note 41), so that both report the same work:
@@ -399,13 +374,10 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
       (2.0 * LuFlops(m, n) + 2.0 * LuFlops(m, k) + 2.0 * m * static_cast<double>(n) * nrhs_d +
        n * static_cast<double>(n) * nrhs_d);
   result.stats.bytes_moved = 8 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
-  RETURN_IF_ERROR(geqrf_timer->AppendTo(&result.stats, "cusolver_geqrf", 2 * a.byte_size(),
-                                        kFlopsPerUpdate<T> * LuFlops(m, n)));
+  MATRIXD_RETURN_IF_ERROR(geqrf_timer->AppendTo(&result.stats, "cusolver_geqrf", 2 * a.byte_size(),
+                                                kFlopsPerUpdate<T> * LuFlops(m, n)));
   return result;
 }
-
-#undef ASSIGN_BUFFER_OR_RETURN
-#undef RETURN_IF_ERROR
 
 const char* KindName(FactorizationKind kind) {
   switch (kind) {

@@ -16,6 +16,7 @@
 #include "core/cuda/batch_kernels.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/factorize_common.h"
 #include "core/cuda/host_registration.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
@@ -32,36 +33,8 @@
 namespace matrixd::cuda {
 namespace {
 
-#define RETURN_IF_ERROR(expr)                                         \
-  do {                                                                \
-    if (absl::Status matrixd_status = (expr); !matrixd_status.ok()) { \
-      return matrixd_status;                                          \
-    }                                                                 \
-  } while (0)
-
-// Assigns the value of a StatusOr<DeviceBuffer> expression to `lhs`, or returns its status.
-#define ASSIGN_BUFFER_OR_RETURN(lhs, expr)        \
-  absl::StatusOr<DeviceBuffer> lhs##_or = (expr); \
-  if (!lhs##_or.ok()) return lhs##_or.status();   \
-  DeviceBuffer lhs = *std::move(lhs##_or)
-
 template <typename T>
 using Device = typename LibraryTraits<T>::Device;
-
-template <typename T>
-constexpr bool kIsComplex =
-    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
-
-// Real operations per multiply-add: 2, or 8 for complex numbers.
-template <typename T>
-constexpr double kFlopsPerUpdate = kIsComplex<T> ? 8.0 : 2.0;
-
-// Multiply-adds of getrf on m x n (LAPACK Working Note 41, as both backends count them), times
-// two.
-double LuFlops(double m, double n) {
-  const double k = std::min(m, n);
-  return 2.0 * m * n * k - (m + n) * k * k + 2.0 * k * k * k / 3.0;
-}
 
 // `count` matrices of rows x cols, with nrhs right-hand sides each (0 without a solve).
 struct Batch {
@@ -86,7 +59,8 @@ Matrix HostMatrix(int64_t rows, int64_t cols) {
 template <typename T>
 absl::StatusOr<DeviceBuffer> PointersInto(const DeviceBuffer& buffer, int64_t stride, int count,
                                           DeviceContext& context) {
-  ASSIGN_BUFFER_OR_RETURN(pointers, context.Allocate(static_cast<size_t>(count) * sizeof(void*)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(pointers,
+                                  context.Allocate(static_cast<size_t>(count) * sizeof(void*)));
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchFillPointers(pointers.as<void*>(), buffer.data(),
                                                   static_cast<size_t>(stride) * sizeof(T), count,
                                                   context.stream()));
@@ -107,7 +81,7 @@ constexpr int kMaxMatricesPerCall = 65535;
 template <typename Call>
 absl::Status InSlices(int count, Call&& call) {
   for (int first = 0; first < count; first += kMaxMatricesPerCall) {
-    RETURN_IF_ERROR(call(first, std::min(kMaxMatricesPerCall, count - first)));
+    MATRIXD_RETURN_IF_ERROR(call(first, std::min(kMaxMatricesPerCall, count - first)));
   }
   return absl::OkStatus();
 }
@@ -165,37 +139,40 @@ template <typename T>
 absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView* rhs,
                                           const Batch& batch, DeviceContext& context) {
   using Traits = LibraryTraits<T>;
-  RETURN_IF_ERROR(RequireSquare(batch, "a batched LU"));
+  MATRIXD_RETURN_IF_ERROR(RequireSquare(batch, "a batched LU"));
   const int n = batch.rows;
   const int count = batch.count;
   const cudaStream_t stream = context.stream();
 
-  ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(a.byte_size()));
-  ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(a.byte_size()));
-  ASSIGN_BUFFER_OR_RETURN(pivots, context.Allocate(static_cast<size_t>(count) * n * sizeof(int)));
-  ASSIGN_BUFFER_OR_RETURN(permutation,
-                          context.Allocate(static_cast<size_t>(count) * n * sizeof(int64_t)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(pivots,
+                                  context.Allocate(static_cast<size_t>(count) * n * sizeof(int)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
+      permutation, context.Allocate(static_cast<size_t>(count) * n * sizeof(int64_t)));
   // Per matrix: getrf's info, the first zero pivot, the Inf/NaN flag. Downloaded first, alone.
-  ASSIGN_BUFFER_OR_RETURN(flags, context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(flags,
+                                  context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
   int* info = flags.as<int>();
   int* singular = info + count;
   int* nonfinite = singular + count;
   int* ipiv = pivots.as<int>();
 
   const HostRegistration a_pin(a.data, a.byte_size(), stream);
-  RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchBatchedTranspose(staging.data(), n, n, count, factors.data(), sizeof(T), stream));
-  ASSIGN_BUFFER_OR_RETURN(factor_pointers, PointersInto<T>(factors, batch.size(), count, context));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor_pointers,
+                                  PointersInto<T>(factors, batch.size(), count, context));
   Device<T>** lu = PointerArray<T>(factor_pointers);
   absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(stream);
-  RETURN_IF_ERROR(getrf_timer.status());
-  RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+  MATRIXD_RETURN_IF_ERROR(getrf_timer.status());
+  MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf_batched(
         context.cublas(), n, lu + first, n, ipiv + int64_t{first} * n, info + first, size));
     return absl::OkStatus();
   }));
-  RETURN_IF_ERROR(getrf_timer->Stop());
+  MATRIXD_RETURN_IF_ERROR(getrf_timer->Stop());
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedLuSummary(
       factors.as<T>(), ipiv, n, count, permutation.as<int64_t>(), singular, nonfinite, stream));
 
@@ -206,17 +183,17 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
                                  rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
-    ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs->byte_size()));
-    ASSIGN_BUFFER_OR_RETURN(rhs_columns, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_columns, context.Allocate(rhs->byte_size()));
     rhs_staging = std::move(rhs_staging_new);
-    RETURN_IF_ERROR(context.Upload(rhs->data, rhs_staging, rhs->byte_size()));
+    MATRIXD_RETURN_IF_ERROR(context.Upload(rhs->data, rhs_staging, rhs->byte_size()));
     // Each row-major n x nrhs right-hand side reads as nrhs x n column-major.
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedTranspose(rhs_staging.data(), nrhs, n, count,
                                                         rhs_columns.data(), sizeof(T), stream));
-    ASSIGN_BUFFER_OR_RETURN(rhs_pointers,
-                            PointersInto<T>(rhs_columns, int64_t{n} * nrhs, count, context));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(
+        rhs_pointers, PointersInto<T>(rhs_columns, int64_t{n} * nrhs, count, context));
     Device<T>** b = PointerArray<T>(rhs_pointers);
-    RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+    MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
       int host_info = 0;
       MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs_batched(context.cublas(), CUBLAS_OP_N, n, nrhs,
                                                          lu + first, n, ipiv + int64_t{first} * n,
@@ -241,7 +218,8 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
                                       rhs != nullptr ? result.solution->byte_size() : 0, stream);
 
   std::vector<int> host_flags(static_cast<size_t>(count) * 3);
-  RETURN_IF_ERROR(context.Download(flags, host_flags.data(), host_flags.size() * sizeof(int)));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(flags, host_flags.data(), host_flags.size() * sizeof(int)));
   const std::span<const int> infos(host_flags.data(), count);
   const std::span<const int> singular_columns(host_flags.data() + count, count);
   const std::span<const int> nonfinite_flags(host_flags.data() + 2 * int64_t{count}, count);
@@ -260,19 +238,20 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
     }
   }
 
-  RETURN_IF_ERROR(context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
-  RETURN_IF_ERROR(context.Download(permutation, result.permutation.data(),
-                                   result.permutation.size() * sizeof(int64_t)));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Download(permutation, result.permutation.data(),
+                                           result.permutation.size() * sizeof(int64_t)));
   if (rhs != nullptr) {
-    RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
-                                     result.solution->byte_size()));
+    MATRIXD_RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
+                                             result.solution->byte_size()));
   }
   result.singular_columns.assign(singular_columns.begin(), singular_columns.end());
   std::vector<int> redo(static_cast<size_t>(count));
   for (int b = 0; b < count; ++b) {
     redo[b] = nonfinite_flags[b] != 0 || infos[b] > 0 || singular_columns[b] >= 0 ? 1 : 0;
   }
-  RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, result));
+  MATRIXD_RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, result));
   for (const int64_t column : result.singular_columns) {
     if (column >= 0) {
       result.singular_column = column;
@@ -284,8 +263,9 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
       kFlopsPerUpdate<T> / 2.0 * count * (LuFlops(n, n) + 2.0 * n * static_cast<double>(n) * nrhs);
   // Transfers, plus each transpose's read and write and the factorisation's own pass.
   result.stats.bytes_moved = 7 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
-  RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cublas_getrf_batched", 2 * a.byte_size(),
-                                        kFlopsPerUpdate<T> / 2.0 * count * LuFlops(n, n)));
+  MATRIXD_RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cublas_getrf_batched",
+                                                2 * a.byte_size(),
+                                                kFlopsPerUpdate<T> / 2.0 * count * LuFlops(n, n)));
   return result;
 }
 
@@ -298,44 +278,46 @@ template <typename T>
 absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const MatrixView* rhs,
                                                 const Batch& batch, DeviceContext& context) {
   using Traits = LibraryTraits<T>;
-  RETURN_IF_ERROR(RequireSquare(batch, "Cholesky"));
+  MATRIXD_RETURN_IF_ERROR(RequireSquare(batch, "Cholesky"));
   const int n = batch.rows;
   const int count = batch.count;
   const int nrhs = batch.nrhs;
   const cudaStream_t stream = context.stream();
 
-  ASSIGN_BUFFER_OR_RETURN(factor, context.Allocate(a.byte_size()));
-  ASSIGN_BUFFER_OR_RETURN(infos, context.Allocate(static_cast<size_t>(count) * sizeof(int)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(infos,
+                                  context.Allocate(static_cast<size_t>(count) * sizeof(int)));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(infos.data(), 0, static_cast<size_t>(count) * sizeof(int), stream));
   const HostRegistration a_pin(a.data, a.byte_size(), stream);
-  RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
-  ASSIGN_BUFFER_OR_RETURN(factor_pointers, PointersInto<T>(factor, batch.size(), count, context));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor_pointers,
+                                  PointersInto<T>(factor, batch.size(), count, context));
   Device<T>** u = PointerArray<T>(factor_pointers);
   absl::StatusOr<KernelTimer> potrf_timer = KernelTimer::Start(stream);
-  RETURN_IF_ERROR(potrf_timer.status());
-  RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+  MATRIXD_RETURN_IF_ERROR(potrf_timer.status());
+  MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf_batched(context.cusolver(), CUBLAS_FILL_MODE_UPPER,
                                                        n, u + first, n, infos.as<int>() + first,
                                                        size));
     return absl::OkStatus();
   }));
-  RETURN_IF_ERROR(potrf_timer->Stop());
+  MATRIXD_RETURN_IF_ERROR(potrf_timer->Stop());
 
   DeviceBuffer solution;
   const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
                                  rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
-    ASSIGN_BUFFER_OR_RETURN(solution_new, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(solution_new, context.Allocate(rhs->byte_size()));
     solution = std::move(solution_new);
-    RETURN_IF_ERROR(context.Upload(rhs->data, solution, rhs->byte_size()));
-    ASSIGN_BUFFER_OR_RETURN(solution_pointers,
-                            PointersInto<T>(solution, int64_t{n} * nrhs, count, context));
+    MATRIXD_RETURN_IF_ERROR(context.Upload(rhs->data, solution, rhs->byte_size()));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(solution_pointers,
+                                    PointersInto<T>(solution, int64_t{n} * nrhs, count, context));
     Device<T>** x = PointerArray<T>(solution_pointers);
     const Device<T> one = Traits::One();
     // Y U = R^T, then X^T U^H = Y. A matrix that is not positive definite gets garbage, which is
     // discarded below.
-    RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+    MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
       MATRIXD_CUDA_RETURN_IF_ERROR(Traits::trsm_batched(
           context.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
           CUBLAS_DIAG_NON_UNIT, nrhs, n, &one, u + first, n, x + first, nrhs, size));
@@ -358,7 +340,8 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
                                       rhs != nullptr ? result.solution->byte_size() : 0, stream);
 
   std::vector<int> host_infos(count);
-  RETURN_IF_ERROR(context.Download(infos, host_infos.data(), host_infos.size() * sizeof(int)));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(infos, host_infos.data(), host_infos.size() * sizeof(int)));
   for (int b = 0; b < count; ++b) {
     if (host_infos[b] < 0) {
       return absl::InternalError(absl::StrCat("cusolverDn<t>potrfBatched rejected its argument ",
@@ -373,17 +356,18 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
     }
   }
 
-  RETURN_IF_ERROR(context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
   if (rhs != nullptr) {
-    RETURN_IF_ERROR(
+    MATRIXD_RETURN_IF_ERROR(
         context.Download(solution, result.solution->mutable_bytes(), result.solution->byte_size()));
   }
   const double nd = n;
   // potrf: n^3 / 6 multiply-adds; the two triangular solves n^2 / 2 each per right-hand side.
   result.stats.flops = kFlopsPerUpdate<T> * count * (nd * nd * nd / 6.0 + nd * nd * nrhs);
   result.stats.bytes_moved = 4 * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
-  RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf_batched", 2 * a.byte_size(),
-                                        kFlopsPerUpdate<T> * count * nd * nd * nd / 6.0));
+  MATRIXD_RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf_batched",
+                                                2 * a.byte_size(),
+                                                kFlopsPerUpdate<T> * count * nd * nd * nd / 6.0));
   return result;
 }
 
@@ -411,29 +395,32 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
                                                    "squares)"));
   }
 
-  ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(a.byte_size()));
-  ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(a.byte_size()));
-  ASSIGN_BUFFER_OR_RETURN(tau, context.Allocate(static_cast<size_t>(count) * k * sizeof(T)));
-  ASSIGN_BUFFER_OR_RETURN(r, context.Allocate(static_cast<size_t>(count) * k * n * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(tau,
+                                  context.Allocate(static_cast<size_t>(count) * k * sizeof(T)));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(r,
+                                  context.Allocate(static_cast<size_t>(count) * k * n * sizeof(T)));
   const HostRegistration a_pin(a.data, a.byte_size(), stream);
-  RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchBatchedTranspose(staging.data(), n, m, count, factors.data(), sizeof(T), stream));
   // Q (m x k per matrix, k <= n) goes where the input was: its staging copy is no longer needed.
   DeviceBuffer& q = staging;
-  ASSIGN_BUFFER_OR_RETURN(factor_pointers, PointersInto<T>(factors, batch.size(), count, context));
-  ASSIGN_BUFFER_OR_RETURN(tau_pointers, PointersInto<T>(tau, k, count, context));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor_pointers,
+                                  PointersInto<T>(factors, batch.size(), count, context));
+  MATRIXD_ASSIGN_BUFFER_OR_RETURN(tau_pointers, PointersInto<T>(tau, k, count, context));
   Device<T>** reflectors = PointerArray<T>(factor_pointers);
   Device<T>** scales = PointerArray<T>(tau_pointers);
   absl::StatusOr<KernelTimer> geqrf_timer = KernelTimer::Start(stream);
-  RETURN_IF_ERROR(geqrf_timer.status());
-  RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+  MATRIXD_RETURN_IF_ERROR(geqrf_timer.status());
+  MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
     int host_info = 0;
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::geqrf_batched(context.cublas(), m, n, reflectors + first,
                                                        m, scales + first, &host_info, size));
     return CheckHostInfo(host_info, "cublas<t>geqrfBatched");
   }));
-  RETURN_IF_ERROR(geqrf_timer->Stop());
+  MATRIXD_RETURN_IF_ERROR(geqrf_timer->Stop());
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchBatchedUpperTriangle(factors.data(), m, n, k, count, r.data(), sizeof(T), stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(
@@ -443,15 +430,16 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
   const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
                                  rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
-    ASSIGN_BUFFER_OR_RETURN(b, context.Allocate(rhs->byte_size()));
-    ASSIGN_BUFFER_OR_RETURN(y, context.Allocate(static_cast<size_t>(count) * n * nrhs * sizeof(T)));
-    RETURN_IF_ERROR(context.Upload(rhs->data, b, rhs->byte_size()));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(b, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(
+        y, context.Allocate(static_cast<size_t>(count) * n * nrhs * sizeof(T)));
+    MATRIXD_RETURN_IF_ERROR(context.Upload(rhs->data, b, rhs->byte_size()));
     const Device<T> one = Traits::One();
     const Device<T> zero = Traits::Zero();
     const int64_t b_stride = int64_t{m} * nrhs;
     const int64_t q_stride = int64_t{m} * k;
     const int64_t y_stride = int64_t{k} * nrhs;
-    RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+    MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
       MATRIXD_CUDA_RETURN_IF_ERROR(
           Traits::gemm_strided_batched(context.cublas(), CUBLAS_OP_N, Traits::kAdjoint, nrhs, k, m,
                                        &one, b.as<Device<T>>() + first * b_stride, nrhs, b_stride,
@@ -459,11 +447,11 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
                                        y.as<Device<T>>() + first * y_stride, nrhs, y_stride, size));
       return absl::OkStatus();
     }));
-    ASSIGN_BUFFER_OR_RETURN(r_pointers, PointersInto<T>(r, int64_t{k} * n, count, context));
-    ASSIGN_BUFFER_OR_RETURN(y_pointers, PointersInto<T>(y, y_stride, count, context));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(r_pointers, PointersInto<T>(r, int64_t{k} * n, count, context));
+    MATRIXD_ASSIGN_BUFFER_OR_RETURN(y_pointers, PointersInto<T>(y, y_stride, count, context));
     Device<T>** r_array = PointerArray<T>(r_pointers);
     Device<T>** y_array = PointerArray<T>(y_pointers);
-    RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
+    MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
       MATRIXD_CUDA_RETURN_IF_ERROR(Traits::trsm_batched(
           context.cublas(), CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
           CUBLAS_DIAG_NON_UNIT, nrhs, n, &one, r_array + first, n, y_array + first, nrhs, size));
@@ -481,7 +469,7 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
   const HostRegistration q_pin(result.q.bytes(), result.q.byte_size(), stream);
   const HostRegistration solution_pin(rhs != nullptr ? result.solution->bytes() : nullptr,
                                       rhs != nullptr ? result.solution->byte_size() : 0, stream);
-  RETURN_IF_ERROR(context.Download(r, result.r.mutable_bytes(), result.r.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Download(r, result.r.mutable_bytes(), result.r.byte_size()));
   if (rhs != nullptr) {
     // Like LAPACK's gels: an exactly zero diagonal entry of R means A lacks full column rank.
     const std::span<const T> r_values = result.r.As<T>();
@@ -496,9 +484,9 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
       }
     }
   }
-  RETURN_IF_ERROR(context.Download(q, result.q.mutable_bytes(), result.q.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Download(q, result.q.mutable_bytes(), result.q.byte_size()));
   if (rhs != nullptr) {
-    RETURN_IF_ERROR(
+    MATRIXD_RETURN_IF_ERROR(
         context.Download(solution, result.solution->mutable_bytes(), result.solution->byte_size()));
   }
 
@@ -512,13 +500,11 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
   // Transfers, the transpose, geqrf's pass, and Q and R written then downloaded.
   result.stats.bytes_moved = 5 * a.byte_size() + 2 * (result.q.byte_size() + result.r.byte_size()) +
                              (rhs != nullptr ? 4 * rhs->byte_size() : 0);
-  RETURN_IF_ERROR(geqrf_timer->AppendTo(&result.stats, "cublas_geqrf_batched", 2 * a.byte_size(),
-                                        kFlopsPerUpdate<T> * count * LuFlops(m, n)));
+  MATRIXD_RETURN_IF_ERROR(geqrf_timer->AppendTo(&result.stats, "cublas_geqrf_batched",
+                                                2 * a.byte_size(),
+                                                kFlopsPerUpdate<T> * count * LuFlops(m, n)));
   return result;
 }
-
-#undef ASSIGN_BUFFER_OR_RETURN
-#undef RETURN_IF_ERROR
 
 }  // namespace
 

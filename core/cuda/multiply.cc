@@ -11,33 +11,11 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
+#include "core/cuda/scoped_math_mode.h"
 #include "core/cuda/uint32_gemm.h"
 
 namespace matrixd::cuda {
 namespace {
-
-// Sets the handle's math mode for one call and restores the previous one on every path out.
-class ScopedMathMode {
- public:
-  static absl::StatusOr<ScopedMathMode> Set(cublasHandle_t handle, cublasMath_t mode) {
-    cublasMath_t previous = CUBLAS_DEFAULT_MATH;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasGetMathMode(handle, &previous));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetMathMode(handle, mode));
-    return ScopedMathMode(handle, previous);
-  }
-  ScopedMathMode(ScopedMathMode&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)), previous_(other.previous_) {}
-  ScopedMathMode& operator=(ScopedMathMode&&) = delete;
-  ~ScopedMathMode() {
-    if (handle_ != nullptr) static_cast<void>(cublasSetMathMode(handle_, previous_));
-  }
-
- private:
-  ScopedMathMode(cublasHandle_t handle, cublasMath_t previous)
-      : handle_(handle), previous_(previous) {}
-  cublasHandle_t handle_;
-  cublasMath_t previous_;
-};
 
 // C = op(A) op(B) with A, B, C row-major. A row-major array read column-major is its transpose,
 // so cuBLAS computes C^T = op(B)^T op(A)^T in its column-major terms: gemm with B and A swapped

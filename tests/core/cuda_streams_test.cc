@@ -115,8 +115,7 @@ TEST_F(CudaStreamsTest, ConcurrentOperationsGiveTheSameResultsAsTheCpu) {
     threads.emplace_back([&, t] {
       for (int k = 0; k < kPerThread; ++k) {
         const size_t i = static_cast<size_t>(t * kPerThread + k);
-        absl::StatusOr<DeterminantResult> det =
-            (*gpu)->Determinant(inputs[i].view(), {}, nullptr);
+        absl::StatusOr<DeterminantResult> det = (*gpu)->Determinant(inputs[i].view(), {}, nullptr);
         if (det.ok()) got[i] = det->value.log_abs();
       }
     });

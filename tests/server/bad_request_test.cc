@@ -128,8 +128,8 @@ TEST_F(BadRequestTest, NonSquareCholesky) {
 
 TEST_F(BadRequestTest, NonSymmetricCholeskyNamesThePair) {
   // Positive definite as a lower triangle, but not symmetric: potrf would factor another matrix.
-  ExpectInvalid(client().Factorize(Factorize(MakeMatrix<double>(2, 2, {4, 1, 2, 3}),
-                                             v1::FACTORIZATION_CHOLESKY)),
+  ExpectInvalid(client().Factorize(
+                    Factorize(MakeMatrix<double>(2, 2, {4, 1, 2, 3}), v1::FACTORIZATION_CHOLESKY)),
                 "matrix is not symmetric: [0][1] = 1 but [1][0] = 2");
 }
 

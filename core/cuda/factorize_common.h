@@ -1,0 +1,48 @@
+// What the single and batched cuSOLVER factorisations share: early-return macros for their long
+// sequences of library calls, and the flop counts both report.
+#ifndef MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
+#define MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
+
+#include <algorithm>
+#include <complex>
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/cuda/device_context.h"
+
+// Returns the status of `expr` when it is not OK.
+#define MATRIXD_RETURN_IF_ERROR(expr)                                 \
+  do {                                                                \
+    if (absl::Status matrixd_status = (expr); !matrixd_status.ok()) { \
+      return matrixd_status;                                          \
+    }                                                                 \
+  } while (0)
+
+// Declares DeviceBuffer `lhs` from a StatusOr<DeviceBuffer> expression, or returns its status.
+#define MATRIXD_ASSIGN_BUFFER_OR_RETURN(lhs, expr) \
+  absl::StatusOr<DeviceBuffer> lhs##_or = (expr);  \
+  if (!lhs##_or.ok()) return lhs##_or.status();    \
+  DeviceBuffer lhs = *std::move(lhs##_or)
+
+namespace matrixd::cuda {
+
+template <typename T>
+inline constexpr bool kIsComplex =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+// Real operations per multiply-add: 2, or 8 for complex numbers.
+template <typename T>
+inline constexpr double kFlopsPerUpdate = kIsComplex<T> ? 8.0 : 2.0;
+
+// Real flops of getrf on m x n (LAPACK Working Note 41, as the CPU backend counts them), k =
+// min(m, n): m n k - (m + n) k^2 / 2 + k^3 / 3 multiply-adds, two flops each.
+inline double LuFlops(double m, double n) {
+  const double k = std::min(m, n);
+  return 2.0 * m * n * k - (m + n) * k * k + 2.0 * k * k * k / 3.0;
+}
+
+}  // namespace matrixd::cuda
+
+#endif  // MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
