@@ -30,6 +30,13 @@ void BenchDeterminant(Backend& gpu, cuda::DeviceContext& context, const Flags& f
 void BenchGemm(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
 // Batched LU of small matrices next to cuBLAS getrfBatched alone and the PCIe round trip.
 void BenchBatchedLu(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+// One condensation step kernel against the copy kernel; whole condensation determinants, fused
+// and one kernel per step, next to LU.
+void BenchCondensation(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+// Block-sparse products next to dense cuBLAS dgemm on the same matrices.
+void BenchBlockSparse(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+// Real Glynn permanents next to the FP64 floor.
+void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
 #endif
 
 }  // namespace matrixd::bench

@@ -71,6 +71,9 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   }
   if (flags.Runs("factorize")) BenchFactorize(gpu, flags.factor_n, flags.repeats);
   if (flags.Runs("batched")) BenchBatchedLu(gpu, device, flags);
+  if (flags.Runs("condensation")) BenchCondensation(gpu, device, flags);
+  if (flags.Runs("sparse")) BenchBlockSparse(gpu, device, flags);
+  if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
   return *std::move(backend);
 }
 #endif
