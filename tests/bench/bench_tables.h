@@ -16,6 +16,10 @@ namespace matrixd::bench {
 // LU, Cholesky and QR of one n x n float64 matrix through any backend.
 void BenchFactorize(Backend& backend, int n, int repeats);
 
+// det mod p of an INT64 matrix: our GPU backend (when `gpu` is not null) and our CPU backend
+// (when `cpu` is not null) next to NTL on one core (when the build has NTL and flags.ntl).
+void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu);
+
 // The CPU backend's tables: determinant and GEMM, factorizations, batched LU.
 void BenchCpu(Backend& cpu, const Flags& flags);
 

@@ -92,6 +92,7 @@ int Main(int argc, char** argv) {
 #endif
   }
   std::unique_ptr<Backend> cpu = flags.cpu ? MakeCpuBackend() : nullptr;
+  if (flags.Runs("modular")) BenchModularDeterminant(flags, gpu.get(), cpu.get());
   if (cpu != nullptr && flags.Runs("cpu")) BenchCpu(*cpu, flags);
   return 0;
 }
