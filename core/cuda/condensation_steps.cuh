@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/device_context.h"
@@ -110,6 +111,55 @@ __global__ void __launch_bounds__(kStepThreads)
   }
 }
 
+// What one step shares between its two kernels, in device memory: the scaled first row (order m),
+// the pivot's column, the slot for the pivot, and the zero-row flag.
+template <typename T>
+struct StepScratch {
+  T* scaled_row;
+  int* pivot_column;
+  T* pivot;
+  int* status;
+};
+
+// Bytes a step from order m reads and writes: the pivot-row kernel reads and writes one row; the
+// step kernel reads the m x m matrix and writes the (m-1) x (m-1) one.
+template <typename T>
+uint64_t PivotRowBytes(int64_t m) {
+  return 2 * static_cast<uint64_t>(m) * sizeof(T);
+}
+template <typename T>
+uint64_t CondensationStepBytes(int64_t m) {
+  return static_cast<uint64_t>(m * m + (m - 1) * (m - 1)) * sizeof(T);
+}
+
+// The launchers of one step: PivotRowKernel on the order-m matrix a, then (m >= 2)
+// CondensationStepKernel from a into b. Each queues one kernel on `stream` and returns the launch
+// status.
+template <class Field>
+absl::Status LaunchPivotRow(cudaStream_t stream, const Field& field, const typename Field::Value* a,
+                            int64_t m, const StepScratch<typename Field::Value>& scratch) {
+  PivotRowKernel<Field>
+      <<<1, kPivotRowThreads, 0, stream>>>(field, a, static_cast<int>(m), scratch.scaled_row,
+                                           scratch.pivot_column, scratch.pivot, scratch.status);
+  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(PivotRowKernel<Field>);
+  return absl::OkStatus();
+}
+
+template <class Field>
+absl::Status LaunchCondensationStep(cudaStream_t stream, const Field& field,
+                                    const typename Field::Value* a, int64_t m,
+                                    const StepScratch<typename Field::Value>& scratch,
+                                    typename Field::Value* b) {
+  const int64_t rows = m - 1;
+  const dim3 grid(static_cast<unsigned>((rows + kStepThreads * kStepColumnsPerThread - 1) /
+                                        (kStepThreads * kStepColumnsPerThread)),
+                  static_cast<unsigned>((rows + kStepRowsPerBlock - 1) / kStepRowsPerBlock));
+  CondensationStepKernel<Field><<<grid, kStepThreads, 0, stream>>>(
+      field, a, static_cast<int>(m), scratch.scaled_row, scratch.pivot_column, b, scratch.status);
+  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(CondensationStepKernel<Field>);
+  return absl::OkStatus();
+}
+
 // Condenses the n x n row-major matrix in `matrix` (overwritten) down to its n pivots, one
 // kernel per step. Adds the work to *stats.
 template <class Field>
@@ -139,22 +189,18 @@ absl::StatusOr<EliminationOutcome<typename Field::Value>> StepwiseElimination(
   T* next = other->as<T>();
   for (int64_t m = n; m >= 1; --m) {
     const int64_t step = n - m;
-    PivotRowKernel<Field><<<1, kPivotRowThreads, 0, stream>>>(
-        field, current, static_cast<int>(m), scaled_row->as<T>(), pivot_column->as<int>(),
-        pivots->as<T>() + step, status->as<int>());
-    MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(PivotRowKernel<Field>);
-    stats->bytes_moved += 2 * static_cast<uint64_t>(m) * sizeof(T);
+    const StepScratch<T> scratch{scaled_row->as<T>(), pivot_column->as<int>(),
+                                 pivots->as<T>() + step, status->as<int>()};
+    if (absl::Status s = LaunchPivotRow(stream, field, current, m, scratch); !s.ok()) return s;
+    stats->bytes_moved += PivotRowBytes<T>(m);
     if (m == 1) break;
     const int64_t rows = m - 1;
-    const dim3 grid(static_cast<unsigned>((rows + kStepThreads * kStepColumnsPerThread - 1) /
-                                          (kStepThreads * kStepColumnsPerThread)),
-                    static_cast<unsigned>((rows + kStepRowsPerBlock - 1) / kStepRowsPerBlock));
-    CondensationStepKernel<Field><<<grid, kStepThreads, 0, stream>>>(
-        field, current, static_cast<int>(m), scaled_row->as<T>(), pivot_column->as<int>(), next,
-        status->as<int>());
-    MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(CondensationStepKernel<Field>);
+    if (absl::Status s = LaunchCondensationStep(stream, field, current, m, scratch, next);
+        !s.ok()) {
+      return s;
+    }
     std::swap(current, next);
-    stats->bytes_moved += static_cast<uint64_t>(m * m + rows * rows) * sizeof(T);
+    stats->bytes_moved += CondensationStepBytes<T>(m);
     stats->flops += Field::kFlopsPerUpdate * static_cast<double>(rows) * static_cast<double>(rows);
     if ((step + 1) % kStepsPerCheckIn == 0) {
       if (absl::Status s = pacer->CheckIn(stream, control, EliminationProgress(rows, n)); !s.ok()) {

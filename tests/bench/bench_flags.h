@@ -1,0 +1,63 @@
+// matrixd_bench's command line: the sizes each table runs at, which tables run, and on which
+// backends. Every size has a default for a full run on an H100 and a smaller one under --quick.
+#ifndef MATRIXD_TESTS_BENCH_BENCH_FLAGS_H_
+#define MATRIXD_TESTS_BENCH_BENCH_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace matrixd::bench {
+
+struct Flags {
+  // Tables to run (names in kTableNames); empty: all of them.
+  std::vector<std::string> tables;
+
+  // dense: determinant by LU and GEMM, with their library calls alone.
+  std::vector<int> det_sizes = {4096, 8192, 16384};
+  int gemm_n = 8192;
+  // factorize: LU, Cholesky and QR on the GPU.
+  int factor_n = 4096;
+  // batched: batched LU of small matrices.
+  int batch = 100000;  // matrices per batched LU on the GPU
+  std::vector<int> batch_sizes = {32, 64};
+  // condensation: one step kernel at step_n, whole determinants at condensation_sizes.
+  int step_n = 8192;
+  std::vector<int> condensation_sizes = {1024, 4096, 8192};
+  // modular: det mod each prime at order ntl_n, ours next to NTL on one core (when ntl); the CPU
+  // backend (when cpu; one thread, unblocked, so slow) only at orders up to cpu_modular_n, and at
+  // cpu_modular_n itself when that is below ntl_n.
+  int ntl_n = 4096;
+  int cpu_modular_n = 1024;
+  std::vector<uint64_t> primes = {2147483629, 65521};
+  bool ntl = true;
+  // sparse: block-sparse product of order sparse_n at each block size.
+  int sparse_n = 16384;
+  std::vector<int> sparse_blocks = {128, 256};
+  double sparse_density = 0.1;
+  // permanent: real Glynn at perm_n - 4, perm_n - 2 and perm_n.
+  int perm_n = 36;
+  // cpu: the CPU backend's own tables.
+  int cpu_n = 2048;
+  int cpu_batch = 10000;  // matrices per batched LU on the CPU
+
+  int repeats = 3;
+  bool gpu = true;
+  bool cpu = true;
+
+  // Whether the table called `name` is to run.
+  bool Runs(std::string_view name) const;
+};
+
+// The tables, in the order they print: bandwidth, dense, factorize, batched, condensation, sparse,
+// permanent, modular, cpu.
+extern const std::vector<std::string_view> kTableNames;
+
+// Parses argv into `flags`. Prints what is wrong to stderr and returns false on an unknown flag, a
+// malformed value, an unknown table name or a modulus that is not a prime below 2^62.
+bool ParseFlags(int argc, char** argv, Flags& flags);
+
+}  // namespace matrixd::bench
+
+#endif  // MATRIXD_TESTS_BENCH_BENCH_FLAGS_H_

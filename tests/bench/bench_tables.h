@@ -1,0 +1,48 @@
+// The tables of matrixd_bench, one function each (or one per group that shares its inputs). Each
+// prints a header saying what is compared, then one line per size; failures print in the table
+// and never stop the run.
+#ifndef MATRIXD_TESTS_BENCH_BENCH_TABLES_H_
+#define MATRIXD_TESTS_BENCH_BENCH_TABLES_H_
+
+#include "core/backend.h"
+#include "tests/bench/bench_flags.h"
+
+#ifdef MATRIXD_HAVE_CUDA
+#include "core/cuda/device_context.h"
+#endif
+
+namespace matrixd::bench {
+
+// LU, Cholesky and QR of one n x n float64 matrix through any backend.
+void BenchFactorize(Backend& backend, int n, int repeats);
+
+// det mod p of an INT64 matrix: our GPU backend (when `gpu` is not null) and our CPU backend
+// (when `cpu` is not null) next to NTL on one core (when the build has NTL and flags.ntl).
+void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu);
+
+// The CPU backend's tables: determinant and GEMM, factorizations, batched LU.
+void BenchCpu(Backend& cpu, const Flags& flags);
+
+#ifdef MATRIXD_HAVE_CUDA
+// `gpu` is the CUDA backend; `context` a context of its own on the backend's device, for the
+// library calls and kernels timed alone on resident data.
+
+// Copy kernel, cudaMemcpy and host transfers.
+void BenchBandwidth(cuda::DeviceContext& context, int repeats);
+// Determinant by LU next to cuSOLVER getrf alone; GEMM next to cuBLAS alone.
+void BenchDeterminant(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+void BenchGemm(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+// Batched LU of small matrices next to cuBLAS getrfBatched alone and the PCIe round trip.
+void BenchBatchedLu(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+// One condensation step kernel against the copy kernel; whole condensation determinants, fused
+// and one kernel per step, next to LU.
+void BenchCondensation(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+// Block-sparse products next to dense cuBLAS dgemm on the same matrices.
+void BenchBlockSparse(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+// Real Glynn permanents next to the FP64 floor.
+void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
+#endif
+
+}  // namespace matrixd::bench
+
+#endif  // MATRIXD_TESTS_BENCH_BENCH_TABLES_H_

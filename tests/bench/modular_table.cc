@@ -1,0 +1,123 @@
+// det mod p of one random INT64 matrix: our GPU backend (blocked modular LU,
+// core/cuda/modular_lu.h) and our CPU backend next to NTL's zz_p determinant on one core, with the
+// residues checked against each other.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+#include "tests/bench/bench_format.h"
+#include "tests/bench/bench_inputs.h"
+#include "tests/bench/bench_tables.h"
+#include "tests/bench/bench_timing.h"
+#include "tests/bench/ntl_determinant.h"
+
+namespace matrixd::bench {
+namespace {
+
+constexpr int64_t kEntryBound = 1000000000;  // entries in [-10^9, 10^9]
+
+// Our backend's det mod p: the timing, and the residue of the last run.
+struct OurResidue {
+  Timing timing;
+  std::optional<uint64_t> residue;
+};
+
+OurResidue OursModP(Backend& backend, const Matrix& a, uint64_t p, int warm_up, int runs) {
+  DeterminantOptions options;
+  options.modulus = p;  // method AUTO: the GPU takes the blocked modular LU
+  OurResidue ours;
+  ours.timing = TimeRuns(warm_up, runs, [&] {
+    absl::StatusOr<DeterminantResult> result = backend.Determinant(a.view(), options, nullptr);
+    if (result.ok()) ours.residue = result->residue;
+    return result;
+  });
+  return ours;
+}
+
+// "match" when every residue present agrees, else all of them.
+std::string Agreement(const std::vector<std::pair<const char*, std::optional<uint64_t>>>& all) {
+  std::optional<uint64_t> first;
+  bool agree = true;
+  int present = 0;
+  std::string listing;
+  for (const auto& [who, residue] : all) {
+    if (!residue) continue;
+    ++present;
+    if (first && *first != *residue) agree = false;
+    if (!first) first = residue;
+    absl::StrAppend(&listing, listing.empty() ? "" : " ", who, "=", *residue);
+  }
+  if (present < 2) return "- (nothing to compare)";
+  return agree ? "match" : "MISMATCH: " + listing;
+}
+
+}  // namespace
+
+void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
+  const bool ntl = flags.ntl && NtlAvailable();
+  // The CPU backend's elimination is unblocked and single-threaded: minutes at n = 4096.
+  std::vector<int> sizes = {flags.ntl_n};
+  if (cpu != nullptr && flags.cpu_modular_n > 0 && flags.cpu_modular_n < flags.ntl_n) {
+    sizes.insert(sizes.begin(), flags.cpu_modular_n);
+  }
+  PrintHeader(
+      "Determinant mod p, int64: ours vs NTL on one core",
+      "n      p            ours GPU(s)  NTL(s)     NTL/GPU   ours CPU(s)  NTL/CPU   residues",
+      {"ours GPU: backend call, method AUTO (upload + residues + blocked modular LU: float64 "
+       "residues for p < 2^26, uint64 Barrett above); median of --repeats after a warm-up",
+       cpu == nullptr ? std::string("ours CPU: not run (--no_cpu)")
+                      : absl::StrCat("ours CPU: the CPU backend (Gaussian elimination, Shoup "
+                                     "products, one thread), one run, only for n <= "
+                                     "--cpu_modular_n = ",
+                                     flags.cpu_modular_n),
+       absl::StrCat(
+           "NTL: zz_p::init(p) + mat_zz_p + determinant(), ",
+           ntl ? NtlDescription() : "not run (" + (flags.ntl ? NtlDescription() : "--no_ntl") + ")",
+           ", one run, conversion not timed"),
+       absl::StrCat("entries uniform in [-", kEntryBound, ", ", kEntryBound,
+                    "]; target: NTL/GPU >= 200 at n = 4096, p < 2^31")});
+  for (const int n : sizes) {
+    const Matrix a = RandomInt64Matrix(n, kEntryBound, 400 + n);
+    for (const uint64_t p : flags.primes) {
+      OurResidue on_gpu, on_cpu;
+      if (gpu != nullptr) on_gpu = OursModP(*gpu, a, p, 1, flags.repeats);
+      if (cpu != nullptr && n <= flags.cpu_modular_n) on_cpu = OursModP(*cpu, a, p, 0, 1);
+      std::optional<uint64_t> ntl_residue;
+      double ntl_seconds = NAN;
+      std::string ntl_error;
+      if (ntl) {
+        absl::StatusOr<NtlDeterminant> reference = NtlDeterminantModP(a.view(), p);
+        if (reference.ok()) {
+          ntl_residue = reference->residue;
+          ntl_seconds = reference->seconds;
+        } else {
+          ntl_error = std::string(reference.status().ToString());
+        }
+      }
+      std::printf(
+          "%-6d %-12llu %-12s %-10s %-9s %-12s %-9s %s\n", n, static_cast<unsigned long long>(p),
+          Seconds(on_gpu.timing.seconds).c_str(), Seconds(ntl_seconds).c_str(),
+          Ratio(ntl_seconds, on_gpu.timing.seconds).c_str(), Seconds(on_cpu.timing.seconds).c_str(),
+          Ratio(ntl_seconds, on_cpu.timing.seconds).c_str(),
+          Agreement({{"gpu", on_gpu.residue}, {"ntl", ntl_residue}, {"cpu", on_cpu.residue}})
+              .c_str());
+      if (!on_gpu.timing.error.empty()) {
+        std::printf("  GPU failed: %s\n", on_gpu.timing.error.c_str());
+      }
+      if (!on_cpu.timing.error.empty()) {
+        std::printf("  CPU failed: %s\n", on_cpu.timing.error.c_str());
+      }
+      if (!ntl_error.empty()) std::printf("  NTL failed: %s\n", ntl_error.c_str());
+    }
+  }
+}
+
+}  // namespace matrixd::bench
