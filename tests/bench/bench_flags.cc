@@ -14,9 +14,9 @@
 
 namespace matrixd::bench {
 
-const std::vector<std::string_view> kTableNames = {"bandwidth", "dense",        "factorize",
-                                                   "batched",   "condensation", "sparse",
-                                                   "permanent", "modular",      "cpu"};
+const std::vector<std::string_view> kTableNames = {"bandwidth",    "dense",  "factorize", "batched",
+                                                   "condensation", "sparse", "permanent", "modular",
+                                                   "small",        "cpu"};
 
 bool Flags::Runs(std::string_view name) const {
   return tables.empty() || std::find(tables.begin(), tables.end(), name) != tables.end();
@@ -77,6 +77,7 @@ void Quick(Flags& flags) {
   flags.perm_n = 28;
   flags.cpu_n = 512;
   flags.cpu_batch = 2000;
+  flags.small_count = 512;
   flags.repeats = 2;
 }
 
@@ -134,6 +135,12 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       ok = ParseNumber(value, flags.batch) && flags.batch >= 1;
     } else if (name == "--batch_sizes") {
       ok = ParseList(value, flags.batch_sizes);
+    } else if (name == "--small_sizes") {
+      ok = ParseList(value, flags.small_sizes);
+    } else if (name == "--small_count") {
+      ok = ParseNumber(value, flags.small_count) && flags.small_count >= 1;
+    } else if (name == "--small_threads") {
+      ok = ParseList(value, flags.small_threads);
     } else if (name == "--step_n") {
       ok = ParseNumber(value, flags.step_n) && flags.step_n >= 2;
     } else if (name == "--condensation_sizes") {

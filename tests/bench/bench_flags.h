@@ -38,6 +38,11 @@ struct Flags {
   double sparse_density = 0.1;
   // permanent: real Glynn at perm_n - 4, perm_n - 2 and perm_n.
   int perm_n = 36;
+  // small: small_count determinants of each order in small_sizes, one request each from each
+  // number of callers in small_threads, against one batched LU of them all.
+  std::vector<int> small_sizes = {8, 32};
+  int small_count = 8192;
+  std::vector<int> small_threads = {1, 4, 16};
   // cpu: the CPU backend's own tables.
   int cpu_n = 2048;
   int cpu_batch = 10000;  // matrices per batched LU on the CPU
@@ -51,7 +56,7 @@ struct Flags {
 };
 
 // The tables, in the order they print: bandwidth, dense, factorize, batched, condensation, sparse,
-// permanent, modular, cpu.
+// permanent, modular, small, cpu.
 extern const std::vector<std::string_view> kTableNames;
 
 // Parses argv into `flags`. Prints what is wrong to stderr and returns false on an unknown flag, a

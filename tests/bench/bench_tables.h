@@ -4,6 +4,10 @@
 #ifndef MATRIXD_TESTS_BENCH_BENCH_TABLES_H_
 #define MATRIXD_TESTS_BENCH_BENCH_TABLES_H_
 
+#include <functional>
+#include <memory>
+#include <string>
+
 #include "core/backend.h"
 #include "tests/bench/bench_flags.h"
 
@@ -19,6 +23,14 @@ void BenchFactorize(Backend& backend, int n, int repeats);
 // det mod p of an INT64 matrix: our GPU backend (when `gpu` is not null) and our CPU backend
 // (when `cpu` is not null) next to NTL on one core (when the build has NTL and flags.ntl).
 void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu);
+
+// What batching small requests could gain: flags.small_count determinants of small orders, each
+// its own Backend call from 1..T concurrent callers (as separate requests reach the backend),
+// against one batched LU call holding them all. `make(callers)` makes the backend for T callers
+// (for CUDA: T streams). The gap is the most that coalescing requests in the server can win.
+void BenchSmallRequests(const std::string& label,
+                        const std::function<std::unique_ptr<Backend>(int callers)>& make,
+                        const Flags& flags);
 
 // The CPU backend's tables: determinant and GEMM, factorizations, batched LU.
 void BenchCpu(Backend& cpu, const Flags& flags);

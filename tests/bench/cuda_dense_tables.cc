@@ -46,12 +46,32 @@ void BenchBandwidth(cuda::DeviceContext& context, int repeats) {
                      return absl::OkStatus();
                    }),
       2.0 * bytes);
+  // Pageable host memory both ways: the driver's own staging (cudaMemcpyAsync as is), and ours
+  // (DeviceContext::Upload/Download through the pinned chunks of pinned_staging.h).
   std::vector<unsigned char> pageable(bytes, 1);
-  row("upload, pageable host",
+  row("upload, pageable, driver",
+      TimeOnDevice(context, repeats, NoPreparation,
+                   [&]() -> absl::Status {
+                     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst->data(), pageable.data(),
+                                                                  bytes, cudaMemcpyHostToDevice,
+                                                                  context.stream()));
+                     return absl::OkStatus();
+                   }),
+      bytes);
+  row("upload, pageable, staged",
       TimeOnDevice(context, repeats, NoPreparation,
                    [&] { return context.Upload(pageable.data(), *dst, bytes); }),
       bytes);
-  row("download, pageable host",
+  row("download, pageable, driver",
+      TimeOnDevice(context, repeats, NoPreparation,
+                   [&]() -> absl::Status {
+                     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(pageable.data(), src->data(),
+                                                                  bytes, cudaMemcpyDeviceToHost,
+                                                                  context.stream()));
+                     return absl::OkStatus();
+                   }),
+      bytes);
+  row("download, pageable, staged",
       TimeOnDevice(context, repeats, NoPreparation,
                    [&] { return context.Download(*src, pageable.data(), bytes); }),
       bytes);

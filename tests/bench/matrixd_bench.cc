@@ -13,12 +13,13 @@
 //     sparse:       [--sparse_n=16384] [--sparse_blocks=128,256] [--sparse_density=0.1]
 //     permanent:    [--perm_n=36] (rows perm_n-4, perm_n-2, perm_n; the DGEMM rate at --gemm_n)
 //     modular:      [--ntl_n=4096] [--cpu_modular_n=1024] [--primes=2147483629,65521] [--no_ntl]
+//     small:        [--small_sizes=8,32] [--small_count=8192] [--small_threads=1,4,16]
 //     cpu:          [--cpu_n=2048] [--cpu_batch=10000] [--batch_sizes]
 //
 // NAME is one of bandwidth, dense, factorize, batched, condensation, sparse, permanent, modular,
-// cpu; all run by default, the GPU ones only where there is a device. --quick shrinks every size
-// (about half a minute of GPU time); explicit sizes after or before it win. --no_cpu leaves out
-// the CPU backend (its tables and its column of the modular table).
+// small, cpu; all run by default, the GPU ones only where there is a device. --quick shrinks every
+// size (about half a minute of GPU time); explicit sizes after or before it win. --no_cpu leaves
+// out the CPU backend (its tables and its column of the modular table).
 //
 // Times are medians over --repeats runs after one warm-up run (CPU references that take seconds:
 // one run). "ours" is ComputeStats::seconds (device events around the whole operation, transfers
@@ -93,6 +94,23 @@ int Main(int argc, char** argv) {
   }
   std::unique_ptr<Backend> cpu = flags.cpu ? MakeCpuBackend() : nullptr;
   if (flags.Runs("modular")) BenchModularDeterminant(flags, gpu.get(), cpu.get());
+  if (flags.Runs("small")) {
+#ifdef MATRIXD_HAVE_CUDA
+    if (gpu != nullptr) {
+      BenchSmallRequests(
+          "GPU",
+          [](int streams) -> std::unique_ptr<Backend> {
+            absl::StatusOr<std::unique_ptr<Backend>> backend = MakeCudaBackend({}, {}, streams);
+            return backend.ok() ? *std::move(backend) : nullptr;
+          },
+          flags);
+    }
+#endif
+    if (cpu != nullptr) {
+      BenchSmallRequests(
+          "CPU", [](int) -> std::unique_ptr<Backend> { return MakeCpuBackend(); }, flags);
+    }
+  }
   if (cpu != nullptr && flags.Runs("cpu")) BenchCpu(*cpu, flags);
   return 0;
 }
