@@ -24,6 +24,7 @@
 #include "client/matrix_files.h"
 #include "client/matrix_generators.h"
 #include "client/matrix_values.h"
+#include "client/request_methods.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051", "matrixd address, host:port");
 ABSL_FLAG(absl::Duration, deadline, absl::Minutes(5), "deadline of each call, e.g. 30s or 5m");
@@ -158,16 +159,10 @@ absl::Status NoOutputFor(absl::string_view command) {
 absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
     const std::vector<std::string>& files) {
   v1::DeterminantRequest request;
-  const std::string method = absl::GetFlag(FLAGS_method);
-  if (method == "auto") {
-    request.set_method(v1::DETERMINANT_METHOD_AUTO);
-  } else if (method == "lu") {
-    request.set_method(v1::LU);
-  } else if (method == "condensation") {
-    request.set_method(v1::CONDENSATION);
-  } else {
-    return UsageError(absl::StrCat("--method '", method, "': det takes auto, lu or condensation"));
-  }
+  absl::StatusOr<v1::DeterminantMethod> method =
+      ParseDeterminantMethod(absl::GetFlag(FLAGS_method));
+  if (!method.ok()) return UsageError(method.status().message());
+  request.set_method(*method);
   request.set_modulus(absl::GetFlag(FLAGS_modulus));
   absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
   if (!inputs.ok()) return inputs.status();
@@ -278,17 +273,9 @@ absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
 absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
     const std::vector<std::string>& files) {
   v1::PermanentRequest request;
-  const std::string method = absl::GetFlag(FLAGS_method);
-  if (method == "auto") {
-    request.set_method(v1::PERMANENT_METHOD_AUTO);
-  } else if (method == "ryser") {
-    request.set_method(v1::RYSER);
-  } else if (method == "glynn") {
-    request.set_method(v1::GLYNN);
-  } else {
-    return UsageError(
-        absl::StrCat("--method '", method, "': permanent takes auto, ryser or glynn"));
-  }
+  absl::StatusOr<v1::PermanentMethod> method = ParsePermanentMethod(absl::GetFlag(FLAGS_method));
+  if (!method.ok()) return UsageError(method.status().message());
+  request.set_method(*method);
   absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
   if (!inputs.ok()) return inputs.status();
   *request.mutable_matrix() = std::move((*inputs)[0]);
