@@ -36,6 +36,7 @@ if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/# GPU: /'
 fi
 echo "# server ${server}; ${matrices} matrices of ${dtype} per run, concurrency ${concurrency}"
+echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the numbers)"
 
 summary=$(mktemp)
 trap 'rm -f "${summary}"' EXIT
@@ -65,5 +66,6 @@ for n in ${sizes}; do
 done
 
 echo
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# summary (matrices/s counts matrices of successful requests)"
 cat "${summary}"
