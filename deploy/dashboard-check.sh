@@ -8,7 +8,8 @@
 #
 #   deploy/dashboard-check.sh BIN PROMETHEUS BACKEND OUT
 #     BIN         directory with matrixd and matrixctl (.gpu/bin), or a build tree (build)
-#     PROMETHEUS  a prometheus binary, or an xz-compressed one (*.xz, unpacked to a temp dir)
+#     PROMETHEUS  a prometheus binary, or an xz-compressed one (*.xz, unpacked to a temp dir
+#                 by Python's lzma: no xz tool needed)
 #     BACKEND     cpu | cuda | auto (matrixd --backend)
 #     OUT         directory for the report: dashboard-report.txt, load.txt, matrixd.log,
 #                 prometheus.log, metrics.txt (the last scrape)
@@ -19,7 +20,7 @@
 set -euo pipefail
 
 if [[ $# -ne 4 ]]; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 bin=$1 prometheus=$2 backend=$3 out=$4
@@ -56,8 +57,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 if [[ ${prometheus} == *.xz ]]; then
-  xz -dc "${prometheus}" >"${work}/prometheus"
-  chmod +x "${work}/prometheus"
+  helper unxz "${prometheus}" "${work}/prometheus"
   prometheus=${work}/prometheus
 fi
 [[ -x ${prometheus} ]] || { echo "dashboard-check: ${prometheus} is not executable" >&2; exit 2; }

@@ -3,6 +3,7 @@
 
   free-ports N                      N free loopback TCP ports, one a line
   fetch URL                         GET URL to stdout
+  unxz SOURCE DEST                  decompress an .xz file (no xz tool needed), DEST executable
   wait-http URL SECONDS             until GET URL answers 200; exit 1 at the timeout
   wait-target PROMETHEUS SECONDS    until Prometheus has scraped matrixd (matrixd_build_info)
   report DASHBOARD PROMETHEUS START END OUT
@@ -18,7 +19,10 @@ the queries read every instance.
 
 import argparse
 import json
+import lzma
+import os
 import re
+import shutil
 import socket
 import sys
 import time
@@ -235,6 +239,9 @@ def main():
     p.add_argument("count", type=int)
     p = commands.add_parser("fetch")
     p.add_argument("url")
+    p = commands.add_parser("unxz")
+    p.add_argument("source")
+    p.add_argument("dest")
     p = commands.add_parser("wait-http")
     p.add_argument("url")
     p.add_argument("seconds", type=float)
@@ -256,6 +263,11 @@ def main():
     if args.command == "fetch":
         with urllib.request.urlopen(args.url, timeout=30) as response:
             sys.stdout.write(response.read().decode())
+        return 0
+    if args.command == "unxz":
+        with lzma.open(args.source) as source, open(args.dest, "wb") as dest:
+            shutil.copyfileobj(source, dest)
+        os.chmod(args.dest, 0o755)
         return 0
     if args.command == "wait-http":
         return 0 if wait_http(args.url, args.seconds) else 1
