@@ -1,6 +1,7 @@
 // matrixctl: the command-line client of matrixd.
 //   matrixctl [flags] det|factorize|multiply|permanent|health|demo [FILE.npy|FILE.mtx ...]
 //   matrixctl [flags] submit det|factorize|multiply|permanent [FILE ...] | watch|cancel|job ID
+//   matrixctl [flags] load --op=det|lu|gemm|permanent --n=N --requests=R --concurrency=C
 // Errors print "matrixctl: <CODE>: <message>" and exit 1; usage errors exit 2.
 #include <cstdint>
 #include <iostream>
@@ -21,9 +22,11 @@
 #include "client/commands.h"
 #include "client/demo.h"
 #include "client/job_commands.h"
+#include "client/load_runner.h"
 #include "client/matrix_files.h"
 #include "client/matrix_generators.h"
 #include "client/matrix_values.h"
+#include "client/request_methods.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051", "matrixd address, host:port");
 ABSL_FLAG(absl::Duration, deadline, absl::Minutes(5), "deadline of each call, e.g. 30s or 5m");
@@ -32,7 +35,7 @@ ABSL_FLAG(int64_t, hilbert, 0, "use the N x N Hilbert matrix as input instead of
 ABSL_FLAG(std::string, dtype, "",
           "float64|float32|complex128|complex64|int64|uint32: the dtype of --random/--hilbert "
           "inputs (default float64); for file inputs, convert them to it");
-ABSL_FLAG(uint64_t, seed, 1, "seed of --random and --rhs_random inputs and of the demo");
+ABSL_FLAG(uint64_t, seed, 1, "seed of --random and --rhs_random inputs, of the demo and of load");
 ABSL_FLAG(std::string, method, "auto", "det: auto|lu|condensation; permanent: auto|ryser|glynn");
 ABSL_FLAG(uint64_t, modulus, 0, "det: a prime p < 2^62 for the determinant mod p (int64 input)");
 ABSL_FLAG(std::string, kind, "lu", "factorize: lu|cholesky|qr");
@@ -50,6 +53,14 @@ ABSL_FLAG(double, job_timeout, 0,
 ABSL_FLAG(std::string, output, "",
           "write the result matrix as .npy: the product; the solution when there is a "
           "right-hand side; else LU's packed lu, Cholesky's L, or QR's Q (and R in FILE_r.npy)");
+ABSL_FLAG(std::string, op, "det", "load: the operation of every request: det|lu|gemm|permanent");
+ABSL_FLAG(int64_t, n, 32, "load: the size of the n x n matrices");
+ABSL_FLAG(int64_t, requests, 10000, "load: requests to send; 0 = as many as fit in --duration");
+ABSL_FLAG(int, concurrency, 16, "load: requests in flight at once");
+ABSL_FLAG(int64_t, batch, 1,
+          "load: matrices per request; > 1 sends batched LU factorizations (--op=lu only)");
+ABSL_FLAG(double, duration, 0,
+          "load: seconds after which no new request starts; 0 = until --requests are sent");
 
 namespace matrixd {
 namespace {
@@ -67,6 +78,9 @@ constexpr absl::string_view kUsage =
     "  watch ID   follow a job's progress to its result; exits 0 only when it succeeded\n"
     "  cancel ID  stop a queued or running job\n"
     "  job ID     a job's state, and its result once done\n"
+    "  load       many concurrent requests (--op, --n, --requests, --concurrency, --batch,\n"
+    "             --duration, --dtype, --method, --seed); prints throughput and latency;\n"
+    "             exits 1 when any request failed\n"
     "Inputs are files, or --random N (--dtype, --seed) or --hilbert N.";
 
 // Usage errors carry this payload so that main() can tell them from failures (exit 2, not 1).
@@ -158,16 +172,10 @@ absl::Status NoOutputFor(absl::string_view command) {
 absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
     const std::vector<std::string>& files) {
   v1::DeterminantRequest request;
-  const std::string method = absl::GetFlag(FLAGS_method);
-  if (method == "auto") {
-    request.set_method(v1::DETERMINANT_METHOD_AUTO);
-  } else if (method == "lu") {
-    request.set_method(v1::LU);
-  } else if (method == "condensation") {
-    request.set_method(v1::CONDENSATION);
-  } else {
-    return UsageError(absl::StrCat("--method '", method, "': det takes auto, lu or condensation"));
-  }
+  absl::StatusOr<v1::DeterminantMethod> method =
+      ParseDeterminantMethod(absl::GetFlag(FLAGS_method));
+  if (!method.ok()) return UsageError(method.status().message());
+  request.set_method(*method);
   request.set_modulus(absl::GetFlag(FLAGS_modulus));
   absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
   if (!inputs.ok()) return inputs.status();
@@ -278,17 +286,9 @@ absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
 absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
     const std::vector<std::string>& files) {
   v1::PermanentRequest request;
-  const std::string method = absl::GetFlag(FLAGS_method);
-  if (method == "auto") {
-    request.set_method(v1::PERMANENT_METHOD_AUTO);
-  } else if (method == "ryser") {
-    request.set_method(v1::RYSER);
-  } else if (method == "glynn") {
-    request.set_method(v1::GLYNN);
-  } else {
-    return UsageError(
-        absl::StrCat("--method '", method, "': permanent takes auto, ryser or glynn"));
-  }
+  absl::StatusOr<v1::PermanentMethod> method = ParsePermanentMethod(absl::GetFlag(FLAGS_method));
+  if (!method.ok()) return UsageError(method.status().message());
+  request.set_method(*method);
   absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
   if (!inputs.ok()) return inputs.status();
   *request.mutable_matrix() = std::move((*inputs)[0]);
@@ -358,6 +358,38 @@ absl::Status Demo(Client& client, const std::vector<std::string>& files) {
   if (!files.empty()) return UsageError("demo takes no inputs");
   if (absl::Status status = NoOutputFor("demo"); !status.ok()) return status;
   return RunDemo(client, std::cout, absl::GetFlag(FLAGS_seed));
+}
+
+// load: the whole run; FAILED_PRECONDITION after printing the table when any request failed.
+absl::Status Load(const ClientOptions& client_options, const std::vector<std::string>& args) {
+  if (!args.empty()) return UsageError("load takes no inputs; it generates them (--n, --dtype)");
+  if (absl::Status status = NoOutputFor("load"); !status.ok()) return status;
+  LoadOptions options;
+  absl::StatusOr<LoadOp> op = ParseLoadOp(absl::GetFlag(FLAGS_op));
+  if (!op.ok()) return UsageError(op.status().message());
+  absl::StatusOr<v1::DType> dtype = GeneratedDType();
+  if (!dtype.ok()) return dtype.status();
+  const double duration = absl::GetFlag(FLAGS_duration);
+  if (!(duration >= 0)) return UsageError("--duration must be >= 0");
+  options.op = *op;
+  options.n = absl::GetFlag(FLAGS_n);
+  options.dtype = *dtype;
+  options.method = absl::GetFlag(FLAGS_method);
+  options.requests = absl::GetFlag(FLAGS_requests);
+  options.concurrency = absl::GetFlag(FLAGS_concurrency);
+  options.batch = absl::GetFlag(FLAGS_batch);
+  options.duration = absl::Seconds(duration);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  if (absl::Status status = ValidateLoadOptions(options); !status.ok()) {
+    return UsageError(status.message());
+  }
+  absl::StatusOr<LoadReport> report = RunLoad(absl::GetFlag(FLAGS_server), client_options, options);
+  if (!report.ok()) return report.status();
+  std::cout << FormatLoadReport(*report);
+  const int64_t failed = report->tally.requests - report->tally.ok_requests;
+  if (failed == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(failed, " of ", report->tally.requests, " requests failed"));
 }
 
 // absl::ParseCommandLine exits with status 1 on an unknown flag or a bad value; matrixctl's
@@ -438,6 +470,8 @@ int Main(int argc, char** argv) {
     status = Demo(client, files);
   } else if (command == "submit") {
     status = Submit(client, files);
+  } else if (command == "load") {
+    status = Load(options, files);
   } else if (command == "watch" || command == "cancel" || command == "job") {
     absl::StatusOr<std::string> id = JobIdArgument(command, files);
     if (!id.ok()) return fail(id.status());

@@ -1,0 +1,91 @@
+#include "client/load_runner.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/load_requests.h"
+
+namespace matrixd {
+namespace {
+
+// The requests still to send, shared by the workers: a counter, and the time from which no new
+// request starts.
+class RequestBudget {
+ public:
+  RequestBudget(int64_t requests, std::chrono::steady_clock::time_point stop_at)
+      : requests_(requests), stop_at_(stop_at) {}
+
+  // The index of the next request to send, or -1 when the run is over.
+  int64_t Take() {
+    if (std::chrono::steady_clock::now() >= stop_at_) return -1;
+    const int64_t index = next_.fetch_add(1, std::memory_order_relaxed);
+    return requests_ > 0 && index >= requests_ ? -1 : index;
+  }
+
+ private:
+  const int64_t requests_;  // 0: no limit
+  const std::chrono::steady_clock::time_point stop_at_;
+  std::atomic<int64_t> next_{0};
+};
+
+void Work(Client& client, const std::vector<v1::JobRequest>& requests, int64_t matrices,
+          RequestBudget& budget, LoadTally& tally) {
+  for (int64_t index = budget.Take(); index >= 0; index = budget.Take()) {
+    const v1::JobRequest& request = requests[static_cast<size_t>(index) % requests.size()];
+    const auto start = std::chrono::steady_clock::now();
+    const absl::Status status = SendLoadRequest(client, request);
+    const auto end = std::chrono::steady_clock::now();
+    tally.Record(status, matrices, absl::FromChrono(end - start), absl::Now());
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOptions& client_options,
+                                   const LoadOptions& options) {
+  absl::StatusOr<std::vector<v1::JobRequest>> requests = MakeLoadRequests(options);
+  if (!requests.ok()) return requests.status();
+
+  // One client per worker, each connected before the clock starts, so that the first requests
+  // do not pay for connecting.
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int k = 0; k < options.concurrency; ++k) {
+    clients.push_back(std::make_unique<Client>(target, client_options));
+    if (absl::StatusOr<bool> healthy = clients.back()->Healthy(); !healthy.ok()) {
+      return absl::Status(healthy.status().code(),
+                          absl::StrCat("health check of ", target,
+                                       " before the run: ", healthy.status().message()));
+    }
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto stop_at = options.duration > absl::ZeroDuration()
+                           ? start + absl::ToChronoNanoseconds(options.duration)
+                           : std::chrono::steady_clock::time_point::max();
+  RequestBudget budget(options.requests, stop_at);
+  const int64_t matrices = MatricesPerRequest(options);
+  std::vector<LoadTally> tallies(clients.size());
+  {
+    std::vector<std::jthread> workers;
+    for (size_t k = 0; k < clients.size(); ++k) {
+      workers.emplace_back(Work, std::ref(*clients[k]), std::cref(*requests), matrices,
+                           std::ref(budget), std::ref(tallies[k]));
+    }
+  }  // joins the workers
+  const auto end = std::chrono::steady_clock::now();
+
+  LoadReport report;
+  report.options = options;
+  report.wall = absl::FromChrono(end - start);
+  report.distinct_requests = static_cast<int64_t>(requests->size());
+  for (const LoadTally& tally : tallies) report.tally.Merge(tally);
+  return report;
+}
+
+}  // namespace matrixd

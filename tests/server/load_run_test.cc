@@ -1,0 +1,90 @@
+// matrixctl load's runner (client/load_runner.h) against the real server on the CPU backend:
+// every request answered and counted, batched LU counting matrices, failures counted by code
+// without ending the run, and an unreachable server failing before the run.
+#include <string>
+
+#include "client/load_runner.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/test_server.h"
+
+namespace matrixd::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LoadRunTest : public ServerTest {
+ protected:
+  static absl::StatusOr<LoadReport> Run(const LoadOptions& options) {
+    return RunLoad(server().address(), {.deadline = absl::Seconds(20)}, options);
+  }
+};
+
+TEST_F(LoadRunTest, EveryDeterminantIsAnsweredAndTimed) {
+  LoadOptions options;
+  options.n = 8;
+  options.requests = 40;
+  options.concurrency = 4;
+  absl::StatusOr<LoadReport> report = Run(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tally.requests, 40);
+  EXPECT_EQ(report->tally.ok_requests, 40);
+  EXPECT_EQ(report->tally.ok_latencies.size(), 40u);
+  EXPECT_TRUE(report->tally.errors.empty());
+  EXPECT_GT(report->wall, absl::ZeroDuration());
+}
+
+TEST_F(LoadRunTest, BatchedLuCountsEveryMatrix) {
+  LoadOptions options;
+  options.op = LoadOp::kLu;
+  options.n = 8;
+  options.batch = 16;
+  options.requests = 10;
+  options.concurrency = 3;
+  absl::StatusOr<LoadReport> report = Run(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tally.ok_requests, 10);
+  EXPECT_EQ(report->tally.ok_matrices, 160);
+  EXPECT_THAT(FormatLoadReport(*report), HasSubstr("matrices     160\n"));
+}
+
+TEST_F(LoadRunTest, RejectedRequestsAreCountedByCodeAndTheRunGoesOn) {
+  LoadOptions options;
+  options.op = LoadOp::kLu;
+  options.dtype = v1::UINT32;  // the server factorizes floating dtypes only
+  options.n = 4;
+  options.requests = 12;
+  options.concurrency = 2;
+  absl::StatusOr<LoadReport> report = Run(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tally.requests, 12);
+  EXPECT_EQ(report->tally.ok_requests, 0);
+  ASSERT_EQ(report->tally.errors.size(), 1u);
+  const LoadErrors& errors = report->tally.errors.at(absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(errors.count, 12);
+  EXPECT_FALSE(errors.first_message.empty());
+}
+
+TEST_F(LoadRunTest, DurationEndsARunWithoutACount) {
+  LoadOptions options;
+  options.n = 4;
+  options.requests = 0;
+  options.duration = absl::Milliseconds(300);
+  options.concurrency = 2;
+  absl::StatusOr<LoadReport> report = Run(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_GT(report->tally.ok_requests, 0);
+  EXPECT_LT(report->wall, absl::Seconds(10));
+}
+
+TEST(LoadRun, UnreachableServerFailsBeforeTheRun) {
+  LoadOptions options;
+  options.concurrency = 1;
+  absl::StatusOr<LoadReport> report =
+      RunLoad("127.0.0.1:1", {.deadline = absl::Seconds(20)}, options);
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(report.status().message(), HasSubstr("before the run"));
+}
+
+}  // namespace
+}  // namespace matrixd::server::testing
