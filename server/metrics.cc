@@ -98,6 +98,17 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
       queue_depth_(queue_depth_family_.Add({})),
       queue_wait_(queue_wait_family_.Add({}, WaitBuckets())) {
   build_info_.Add({{"version", std::string(version)}, {"backend", std::string(backend)}}).Set(1.0);
+  // The usual outcomes start at 0, so that rate() sees the first job of each: a series that
+  // appears with its first increment has no earlier sample to take a rate from.
+  for (const char* op : {"determinant", "factorize", "multiply", "permanent"}) {
+    for (const absl::StatusCode code :
+         {absl::StatusCode::kOk, absl::StatusCode::kCancelled, absl::StatusCode::kDeadlineExceeded,
+          absl::StatusCode::kResourceExhausted, absl::StatusCode::kInvalidArgument,
+          absl::StatusCode::kFailedPrecondition, absl::StatusCode::kOutOfRange,
+          absl::StatusCode::kInternal, absl::StatusCode::kUnavailable}) {
+      jobs_.Add({{"op", op}, {"status", CodeName(code)}});
+    }
+  }
 }
 
 void Metrics::RecordQueueDepth(int64_t depth) { queue_depth_.Set(static_cast<double>(depth)); }
