@@ -1,25 +1,30 @@
 #include "core/cpu/modular_elimination.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/status/status.h"
+#include "core/cpu/block_sparse.h"
+#include "core/cpu/modular_lu.h"
 #include "core/cpu/shoup_multiplier.h"
 #include "core/modular_arithmetic.h"
 
 namespace matrixd::cpu {
-namespace {
-
-// Elimination work left after a column, as a fraction of the whole: (rest / n)^3.
-double WorkLeft(int64_t rest, int64_t n) {
-  const double left = static_cast<double>(rest) / static_cast<double>(n);
-  return left * left * left;
-}
-
-}  // namespace
 
 absl::StatusOr<uint64_t> ModularEliminationDeterminant(std::vector<uint64_t> a, int64_t n,
                                                        uint64_t p, const ProgressRange& progress,
                                                        ComputeStats* stats) {
+  const ModularLuOptions options{.threads = HardwareThreads()};
+  // Below two panels the blocked LU would be one panel and a thin update: only overhead.
+  if (n < 2 * options.panel_width) {
+    return UnblockedModularDeterminant(std::move(a), n, p, progress, stats);
+  }
+  return BlockedModularDeterminant(std::move(a), n, p, options, progress, stats);
+}
+
+absl::StatusOr<uint64_t> UnblockedModularDeterminant(std::vector<uint64_t> a, int64_t n, uint64_t p,
+                                                     const ProgressRange& progress,
+                                                     ComputeStats* stats) {
   const auto at = [&a, n](int64_t row, int64_t col) -> uint64_t& { return a[row * n + col]; };
   uint64_t det = 1;
   for (int64_t k = 0; k < n; ++k) {
@@ -54,7 +59,7 @@ absl::StatusOr<uint64_t> ModularEliminationDeterminant(std::vector<uint64_t> a, 
     stats->flops += 2.0 * static_cast<double>(rest) * static_cast<double>(rest);
     // The trailing block is read and written once, the pivot row read once per column.
     stats->bytes_moved += sizeof(uint64_t) * static_cast<uint64_t>(2 * rest * rest + rest);
-    progress.Report(1.0 - WorkLeft(rest, n));
+    progress.Report(1.0 - EliminationWorkLeft(rest, n));
   }
   progress.Report(1.0);
   return det;

@@ -5,6 +5,7 @@
 #define MATRIXD_CORE_CPU_PROGRESS_RANGE_H_
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/job_control.h"
 
@@ -33,6 +34,13 @@ class ProgressRange {
   double begin_;
   double end_;
 };
+
+// Work left in an elimination of order n once `rest` rows and columns remain, as a fraction of the
+// whole: (rest / n)^3.
+inline double EliminationWorkLeft(int64_t rest, int64_t n) {
+  const double left = static_cast<double>(rest) / static_cast<double>(n);
+  return left * left * left;
+}
 
 }  // namespace matrixd::cpu
 
