@@ -13,11 +13,11 @@ namespace {
 __extension__ typedef unsigned __int128 Uint128;
 
 // A task of the uint64 product is a block of kRowsPerTask x kColsPerTask entries of C; it walks
-// C in strips of kStripWidth columns, whose k x kStripWidth panel of B (16 KiB at k = 256) stays
-// in L1 while the task's rows pass over it.
+// C in strips of kStripWidth columns (16 beat 4, 8 and 32), whose k x kStripWidth panel of B (16
+// KiB at k = 128) stays in L1 while the task's rows pass over it.
 constexpr int64_t kRowsPerTask = 32;
 constexpr int64_t kColsPerTask = 512;
-constexpr int64_t kStripWidth = 8;
+constexpr int64_t kStripWidth = 16;
 // Below this many multiply-adds a product is done before threads would have started.
 constexpr double kSmallProduct = 1 << 18;
 
