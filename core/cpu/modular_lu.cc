@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,8 +32,13 @@ class BlockedLu {
 
   BlockedLu(const Field& field, std::vector<uint64_t> residues, int64_t n, int threads,
             ComputeStats* stats)
-      : field_(field), n_(n), threads_(threads), stats_(stats), a_(residues.size()) {
-    for (size_t i = 0; i < residues.size(); ++i) a_[i] = field.FromResidue(residues[i]);
+      : field_(field), n_(n), threads_(threads), stats_(stats) {
+    if constexpr (std::is_same_v<Value, uint64_t>) {
+      a_ = std::move(residues);  // residues are already the uint64 field's form
+    } else {
+      a_.resize(residues.size());
+      for (size_t i = 0; i < residues.size(); ++i) a_[i] = field.FromResidue(residues[i]);
+    }
   }
 
   // Factors columns [c, c + width) of rows [c, n), swapping whole rows to bring a non-zero pivot
