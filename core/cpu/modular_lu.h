@@ -1,6 +1,5 @@
 // det over Z/p by blocked right-looking LU: the CPU path for determinants modulo a prime of order
-// a few hundred and up, with the trailing updates as modular matrix products (core/cpu/
-// modular_gemm.h).
+// 32 and up, with the trailing updates as modular matrix products (core/cpu/modular_gemm.h).
 #ifndef MATRIXD_CORE_CPU_MODULAR_LU_H_
 #define MATRIXD_CORE_CPU_MODULAR_LU_H_
 
