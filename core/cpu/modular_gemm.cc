@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "core/cpu/block_sparse.h"
 #include "core/cpu/lapack_types.h"
@@ -81,25 +82,64 @@ void SubtractStrip(const ModularProduct<uint64_t>& x, uint64_t p, const Accumula
   }
 }
 
+// Runs row(i) for every i in [0, m) on up to `threads` threads, kRowsPerTask rows a task.
+template <typename Row>
+void ForEachRow(int64_t m, int threads, const Row& row) {
+  RunParallel(CeilDiv(m, kRowsPerTask), threads, nullptr, [&](int64_t task) {
+    const int64_t i1 = std::min(m, (task + 1) * kRowsPerTask);
+    for (int64_t i = task * kRowsPerTask; i < i1; ++i) row(i);
+  });
+}
+
+// out = alpha A[:, k0, k0 + depth) b + beta out, for b (depth x x.n, leading dimension ldb) and
+// out (x.m x x.n): every partial sum stays an integer below 2^53 (the field's terms() bound), so
+// dgemm's result is exact in any order of summation.
+void DgemmPart(const ModularProduct<double>& x, int64_t k0, int64_t depth, double alpha,
+               const double* b, int64_t ldb, double beta, double* out, int64_t ldo) {
+  Gemm<double>(CblasNoTrans, CblasNoTrans, static_cast<blasint>(x.m), static_cast<blasint>(x.n),
+               static_cast<blasint>(depth), alpha, x.a + k0, static_cast<blasint>(x.lda), b,
+               static_cast<blasint>(ldb), beta, out, static_cast<blasint>(ldo));
+}
+
 }  // namespace
 
 void SubtractProduct(const BalancedDoubleField& field, const ModularProduct<double>& x,
                      int threads) {
   if (x.m == 0 || x.n == 0 || x.k == 0) return;
-  const int reduce_threads = ThreadsFor(x.m, x.n, 1, threads);
-  // Every partial sum of a chunk stays an integer below 2^53, so dgemm's result is exact in any
-  // order of summation; C is reduced back to balanced residues after each chunk.
+  const int row_threads = ThreadsFor(x.m, x.n, 1, threads);
+  if (!field.split()) {
+    for (int64_t k0 = 0; k0 < x.k; k0 += field.terms()) {
+      const int64_t depth = std::min(field.terms(), x.k - k0);
+      DgemmPart(x, k0, depth, -1.0, x.b + k0 * x.ldb, x.ldb, 1.0, x.c, x.ldc);
+      ForEachRow(x.m, row_threads, [&](int64_t i) {
+        double* c = x.c + i * x.ldc;
+        for (int64_t j = 0; j < x.n; ++j) c[j] = field.Reduce(c[j]);
+      });
+    }
+    return;
+  }
+  // C -= A (2^16 hi + lo) as C -= A lo and C -= 2^16 (A hi reduced), each product below 2^46.
+  std::vector<double> high(static_cast<size_t>(x.k * x.n));
+  std::vector<double> low(high.size());
+  ForEachRow(x.k, row_threads, [&](int64_t kk) {
+    for (int64_t j = 0; j < x.n; ++j) {
+      const double b = x.b[kk * x.ldb + j];
+      const double h = NearestInteger(b * (1.0 / BalancedDoubleField::kSplitBase));
+      high[kk * x.n + j] = h;
+      low[kk * x.n + j] = b - BalancedDoubleField::kSplitBase * h;
+    }
+  });
+  std::vector<double> high_product(static_cast<size_t>(x.m * x.n));
   for (int64_t k0 = 0; k0 < x.k; k0 += field.terms()) {
     const int64_t depth = std::min(field.terms(), x.k - k0);
-    Gemm<double>(CblasNoTrans, CblasNoTrans, static_cast<blasint>(x.m), static_cast<blasint>(x.n),
-                 static_cast<blasint>(depth), -1.0, x.a + k0, static_cast<blasint>(x.lda),
-                 x.b + k0 * x.ldb, static_cast<blasint>(x.ldb), 1.0, x.c,
-                 static_cast<blasint>(x.ldc));
-    RunParallel(CeilDiv(x.m, kRowsPerTask), reduce_threads, nullptr, [&](int64_t task) {
-      const int64_t i1 = std::min(x.m, (task + 1) * kRowsPerTask);
-      for (int64_t i = task * kRowsPerTask; i < i1; ++i) {
-        double* c_row = x.c + i * x.ldc;
-        for (int64_t j = 0; j < x.n; ++j) c_row[j] = field.Reduce(c_row[j]);
+    DgemmPart(x, k0, depth, -1.0, low.data() + k0 * x.n, x.n, 1.0, x.c, x.ldc);
+    DgemmPart(x, k0, depth, 1.0, high.data() + k0 * x.n, x.n, 0.0, high_product.data(), x.n);
+    ForEachRow(x.m, row_threads, [&](int64_t i) {
+      double* c = x.c + i * x.ldc;
+      const double* h = high_product.data() + i * x.n;
+      for (int64_t j = 0; j < x.n; ++j) {
+        c[j] =
+            field.Reduce(field.Reduce(c[j]) - BalancedDoubleField::kSplitBase * field.Reduce(h[j]));
       }
     });
   }

@@ -1,6 +1,7 @@
 // The trailing update of the blocked modular LU, C -= A B over Z/p, in each representation of
-// core/cpu/modular_fields.h: BLAS dgemm with delayed reduction for float64 residues, 128-bit
-// accumulators in cache-sized tiles for uint64 residues.
+// core/cpu/modular_fields.h: BLAS dgemm with delayed reduction for float64 residues (two, on the
+// halves of B, for primes above 2^25), 128-bit accumulators in cache-sized tiles for uint64
+// residues.
 #ifndef MATRIXD_CORE_CPU_MODULAR_GEMM_H_
 #define MATRIXD_CORE_CPU_MODULAR_GEMM_H_
 

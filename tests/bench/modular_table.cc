@@ -76,8 +76,9 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
        "residues for p < 2^26, uint64 Barrett above); median of --repeats after a warm-up",
        cpu == nullptr ? std::string("ours CPU: not run (--no_cpu)")
                       : absl::StrCat("ours CPU: the CPU backend (blocked LU, panels of 128: "
-                                     "float64 residues and OpenBLAS dgemm for p < 2^26, uint64 "
-                                     "with 128-bit accumulators above; all ",
+                                     "float64 residues and OpenBLAS dgemm for p < 2^32, two "
+                                     "products on 16-bit halves from 2^25; uint64 with 128-bit "
+                                     "accumulators above 2^32; all ",
                                      std::thread::hardware_concurrency(),
                                      " hardware threads), one run, only for n <= "
                                      "--cpu_modular_n = ",

@@ -41,14 +41,17 @@ uint64_t PrimeFrom(uint64_t limit) {
   return p;
 }
 
-// 2, 3, 65521, both sides of the float64 limit, 2^31 - 19 and a prime near 2^62.
+// 2, 3, 65521, both sides of the float64 products' split, 2^31 - 19, both sides of the float64
+// limit and a prime near 2^62.
 std::vector<uint64_t> Primes() {
   return {2,
           3,
           65521,
+          PrimeBelow(cpu::kSplitOperandModulus),
+          PrimeFrom(cpu::kSplitOperandModulus),
+          2147483629,
           PrimeBelow(cpu::kBalancedDoubleModulusLimit),
           PrimeFrom(cpu::kBalancedDoubleModulusLimit),
-          2147483629,
           PrimeBelow(kModulusLimit)};
 }
 
