@@ -48,7 +48,7 @@ class CpuBackend final : public Backend {
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
                                                 JobControl* control) override {
-    return Timed([&] { return cpu::Determinant(a, options, control); });
+    return Timed([&] { return cpu::Determinant(a, options, threads_, control); });
   }
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {

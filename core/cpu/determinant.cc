@@ -97,7 +97,7 @@ absl::StatusOr<ScaledNumber> FloatingDeterminant(RowScaled<T> scaled, int64_t n,
 }
 
 absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
-                                                     const DeterminantOptions& options,
+                                                     const DeterminantOptions& options, int threads,
                                                      const ProgressRange& progress) {
   const uint64_t p = options.modulus;
   if (a.dtype != DType::kInt64) {
@@ -119,8 +119,8 @@ absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
     residue = ModularCondensationDeterminant(residues, a.rows, p, progress, &result.stats);
   } else {
     result.method_used = DeterminantMethod::kLu;
-    residue =
-        ModularEliminationDeterminant(std::move(residues), a.rows, p, progress, &result.stats);
+    residue = ModularEliminationDeterminant(std::move(residues), a.rows, p, threads, progress,
+                                            &result.stats);
   }
   if (!residue.ok()) return residue.status();
   result.residue = *residue;
@@ -130,7 +130,7 @@ absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
 }  // namespace
 
 absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
-                                              const DeterminantOptions& options,
+                                              const DeterminantOptions& options, int threads,
                                               JobControl* control) {
   if (a.rows != a.cols || a.rows < 1) {
     return absl::InvalidArgumentError(
@@ -141,7 +141,7 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
   const int64_t n = a.rows;
 
   if (options.modulus > 0) {
-    absl::StatusOr<DeterminantResult> result = ModularDeterminant(a, options, progress);
+    absl::StatusOr<DeterminantResult> result = ModularDeterminant(a, options, threads, progress);
     if (result.ok()) progress.Report(1.0);
     return result;
   }
@@ -201,7 +201,7 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       result.value = ScaledNumber::Zero();
     } else if (exact_affordable) {
       absl::StatusOr<ExactDeterminant> exact = ExactIntegerDeterminant(
-          a.As<int64_t>(), n, primes, progress.Part(value_share, 1.0), &result.stats);
+          a.As<int64_t>(), n, primes, threads, progress.Part(value_share, 1.0), &result.stats);
       if (!exact.ok()) return exact.status();
       result.exact = std::move(exact->decimal);
       // The exact integer, rounded, is never worse than the floating-point value and is zero

@@ -55,7 +55,8 @@ int HadamardPrimeCount(std::span<const int64_t> a, int64_t n) {
 }
 
 absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t> a, int64_t n,
-                                                         int primes, const ProgressRange& progress,
+                                                         int primes, int threads,
+                                                         const ProgressRange& progress,
                                                          ComputeStats* stats) {
   const std::vector<uint64_t> moduli = LargePrimes(primes);
   std::vector<uint64_t> residues;
@@ -67,7 +68,7 @@ absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t
     stats->bytes_moved += 2 * a.size() * sizeof(uint64_t);
     const double share = 1.0 / static_cast<double>(moduli.size());
     absl::StatusOr<uint64_t> residue = ModularEliminationDeterminant(
-        std::move(reduced), n, p, progress.Part(share * k, share * (k + 1)), stats);
+        std::move(reduced), n, p, threads, progress.Part(share * k, share * (k + 1)), stats);
     if (!residue.ok()) return residue.status();
     residues.push_back(*residue);
   }

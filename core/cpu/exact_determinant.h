@@ -16,7 +16,7 @@ namespace matrixd::cpu {
 
 // The exact determinant is computed only while primes * n^3 stays below this (a few seconds of
 // elimination on one core); above it the caller leaves DeterminantResult::exact empty.
-inline constexpr double kExactDeterminantBudget = 3e9;
+inline constexpr double kExactDeterminantBudget = 1e10;
 
 // How many primes of LargePrimes() recover det(A) for A n x n row-major: Hadamard's bound
 // |det A| <= prod_i ||row_i||_2, summed as log2 in long double. 0 when a row is zero (det = 0).
@@ -28,11 +28,13 @@ struct ExactDeterminant {
   ScaledNumber rounded;  // the same integer to double precision (truncated to 53 bits)
 };
 
-// det(A) from det mod the first `primes` primes of LargePrimes(). Adds its work to stats. Returns
-// CANCELLED when `progress` is cancelled.
-// REQUIRES: a.size() == n * n, n >= 1, primes >= HadamardPrimeCount(a, n), primes >= 1.
+// det(A) from det mod the first `primes` primes of LargePrimes(), each on up to `threads` threads.
+// Adds its work to stats. Returns CANCELLED when `progress` is cancelled.
+// REQUIRES: a.size() == n * n, n >= 1, primes >= HadamardPrimeCount(a, n), primes >= 1,
+// threads >= 1.
 absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t> a, int64_t n,
-                                                         int primes, const ProgressRange& progress,
+                                                         int primes, int threads,
+                                                         const ProgressRange& progress,
                                                          ComputeStats* stats);
 
 }  // namespace matrixd::cpu

@@ -12,7 +12,8 @@
 namespace matrixd::cpu {
 
 absl::StatusOr<uint64_t> ModularEliminationDeterminant(std::vector<uint64_t> a, int64_t n,
-                                                       uint64_t p, const ProgressRange& progress,
+                                                       uint64_t p, int threads,
+                                                       const ProgressRange& progress,
                                                        ComputeStats* stats) {
   // The blocked LU was already 4 to 10 times faster at n = 64 on two Zen 4 cores (its panels
   // split down to products even when n is below one panel); the two met near n = 32.
@@ -20,8 +21,7 @@ absl::StatusOr<uint64_t> ModularEliminationDeterminant(std::vector<uint64_t> a, 
   if (n < kSmallestBlockedOrder) {
     return UnblockedModularDeterminant(std::move(a), n, p, progress, stats);
   }
-  return BlockedModularDeterminant(std::move(a), n, p, {.threads = HardwareThreads()}, progress,
-                                   stats);
+  return BlockedModularDeterminant(std::move(a), n, p, {.threads = threads}, progress, stats);
 }
 
 absl::StatusOr<uint64_t> UnblockedModularDeterminant(std::vector<uint64_t> a, int64_t n, uint64_t p,

@@ -15,10 +15,12 @@ namespace matrixd::cpu {
 
 // det(A) mod p in [0, p). `a` holds the n x n matrix row-major as residues in [0, p). Adds its
 // work to stats->flops (one per modular multiply or subtract) and stats->bytes_moved. Returns
-// CANCELLED when `progress` is cancelled between panels of columns. Uses every hardware thread.
-// REQUIRES: p prime, 2 <= p < 2^62; a.size() == n * n, n >= 1.
+// CANCELLED when `progress` is cancelled between panels of columns. Runs on up to `threads`
+// threads (OpenBLAS, for the float64 path, keeps its own setting).
+// REQUIRES: p prime, 2 <= p < 2^62; a.size() == n * n, n >= 1; threads >= 1.
 absl::StatusOr<uint64_t> ModularEliminationDeterminant(std::vector<uint64_t> a, int64_t n,
-                                                       uint64_t p, const ProgressRange& progress,
+                                                       uint64_t p, int threads,
+                                                       const ProgressRange& progress,
                                                        ComputeStats* stats);
 
 // The same by unblocked elimination on one thread, column by column (the reference for the

@@ -230,7 +230,7 @@ TEST(ModularLu, EliminationEntryPointMatchesUnblockedForLargeMatrices) {
   const std::vector<uint64_t> a = RandomResidues(n, p, rng);
   ComputeStats stats;
   const absl::StatusOr<uint64_t> det =
-      cpu::ModularEliminationDeterminant(a, n, p, ProgressRange(nullptr), &stats);
+      cpu::ModularEliminationDeterminant(a, n, p, 2, ProgressRange(nullptr), &stats);
   ASSERT_TRUE(det.ok()) << det.status();
   EXPECT_EQ(*det, Unblocked(a, n, p));
 }
