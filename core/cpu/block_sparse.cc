@@ -64,7 +64,7 @@ void BlockMultiplyAdd(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, 
 
 template <typename T>
 absl::StatusOr<MultiplyResult> BlockSparseTyped(const MatrixView& a, const MatrixView& b,
-                                                int64_t block, JobControl* control) {
+                                                int64_t block, int threads, JobControl* control) {
   const int64_t m = a.rows;
   const int64_t k = a.cols;
   const int64_t n = b.cols;
@@ -109,7 +109,7 @@ absl::StatusOr<MultiplyResult> BlockSparseTyped(const MatrixView& a, const Matri
   const bool own_threads = std::is_same_v<T, uint32_t> || block <= kLargestThreadedBlock;
   // Each task owns one block row of C, so no two threads write the same element.
   const bool completed =
-      RunParallel(block_rows, own_threads ? HardwareThreads() : 1, control, [&](int64_t bi) {
+      RunParallel(block_rows, own_threads ? threads : 1, control, [&](int64_t bi) {
         const int64_t i0 = bi * block;
         const int64_t rows = extent(bi, m);
         for (int64_t bk = 0; bk < block_depth; ++bk) {
@@ -148,12 +148,9 @@ void MultiplyAddUInt32(int64_t m, int64_t n, int64_t k, const uint32_t* a, int64
   }
 }
 
-int HardwareThreads() {
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 absl::StatusOr<MultiplyResult> BlockSparseMultiply(const MatrixView& a, const MatrixView& b,
-                                                   int64_t block_size, JobControl* control) {
+                                                   int64_t block_size, int threads,
+                                                   JobControl* control) {
   if (block_size <= 0 || a.cols != b.rows || a.dtype != b.dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
         "block-sparse product of ", a.rows, "x", a.cols, " ", DTypeName(a.dtype), " and ", b.rows,
@@ -161,15 +158,15 @@ absl::StatusOr<MultiplyResult> BlockSparseMultiply(const MatrixView& a, const Ma
   }
   switch (a.dtype) {
     case DType::kFloat32:
-      return BlockSparseTyped<float>(a, b, block_size, control);
+      return BlockSparseTyped<float>(a, b, block_size, threads, control);
     case DType::kFloat64:
-      return BlockSparseTyped<double>(a, b, block_size, control);
+      return BlockSparseTyped<double>(a, b, block_size, threads, control);
     case DType::kComplex64:
-      return BlockSparseTyped<std::complex<float>>(a, b, block_size, control);
+      return BlockSparseTyped<std::complex<float>>(a, b, block_size, threads, control);
     case DType::kComplex128:
-      return BlockSparseTyped<std::complex<double>>(a, b, block_size, control);
+      return BlockSparseTyped<std::complex<double>>(a, b, block_size, threads, control);
     case DType::kUInt32:
-      return BlockSparseTyped<uint32_t>(a, b, block_size, control);
+      return BlockSparseTyped<uint32_t>(a, b, block_size, threads, control);
     case DType::kInt64:
       break;
   }

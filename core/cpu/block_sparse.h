@@ -22,9 +22,6 @@ namespace matrixd::cpu {
 void MultiplyAddUInt32(int64_t m, int64_t n, int64_t k, const uint32_t* a, int64_t lda,
                        const uint32_t* b, int64_t ldb, uint32_t* c, int64_t ldc);
 
-// std::thread::hardware_concurrency(), at least 1.
-int HardwareThreads();
-
 // Runs task(i) once for every i in [0, count), on up to `threads` threads (the caller's among
 // them), in no fixed order. Once `control` is cancelled no further task starts, and it returns
 // false.
@@ -54,12 +51,13 @@ bool RunParallel(int64_t count, int threads, JobControl* control, const Task& ta
 
 // C = A B computing only the products of non-zero blocks: A and B are cut into block_size x
 // block_size blocks (smaller at the right and bottom edges), and C(i,j) accumulates A(i,k) B(k,j)
-// only where both blocks hold a non-zero entry.
+// only where both blocks hold a non-zero entry, block rows spread over up to `threads` threads.
 // REQUIRES: a.cols == b.rows; a and b of one dtype, floating or UINT32; block_size > 0.
 // Fills c, block_products, block_products_total and stats.flops (of the products run); CANCELLED
 // when `control` is cancelled part-way.
 absl::StatusOr<MultiplyResult> BlockSparseMultiply(const MatrixView& a, const MatrixView& b,
-                                                   int64_t block_size, JobControl* control);
+                                                   int64_t block_size, int threads,
+                                                   JobControl* control);
 
 }  // namespace matrixd::cpu
 

@@ -57,7 +57,7 @@ class CpuBackend final : public Backend {
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
                                           JobControl* control) override {
-    return Timed([&] { return cpu::Multiply(a, b, options, control); });
+    return Timed([&] { return cpu::Multiply(a, b, options, threads_, control); });
   }
   absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                             JobControl* control) override {

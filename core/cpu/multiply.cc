@@ -52,7 +52,8 @@ MatrixView Op(const MatrixView& x, bool transpose, Matrix& storage) {
 }
 
 absl::StatusOr<MultiplyResult> DenseUInt32(const MatrixView& a, const MatrixView& b,
-                                           const MultiplyOptions& options, JobControl* control) {
+                                           const MultiplyOptions& options, int threads,
+                                           JobControl* control) {
   Matrix a_storage;
   Matrix b_storage;
   const MatrixView op_a = Op<uint32_t>(a, options.transpose_a, a_storage);
@@ -69,8 +70,8 @@ absl::StatusOr<MultiplyResult> DenseUInt32(const MatrixView& a, const MatrixView
   uint32_t* c_data = result.c.As<uint32_t>().data();
   const bool small =
       static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kSmallProduct;
-  const bool completed = RunParallel(
-      CeilDiv(m, kRowsPerTask), small ? 1 : HardwareThreads(), control, [&](int64_t task) {
+  const bool completed =
+      RunParallel(CeilDiv(m, kRowsPerTask), small ? 1 : threads, control, [&](int64_t task) {
         const int64_t i0 = task * kRowsPerTask;
         MultiplyAddUInt32(std::min(kRowsPerTask, m - i0), n, k, a_data + i0 * k, k, b_data, n,
                           c_data + i0 * n, n);
@@ -102,18 +103,19 @@ MultiplyResult DenseFloating(const MatrixView& a, const MatrixView& b,
 
 template <typename T>
 absl::StatusOr<MultiplyResult> MultiplyTyped(const MatrixView& a, const MatrixView& b,
-                                             const MultiplyOptions& options, JobControl* control) {
+                                             const MultiplyOptions& options, int threads,
+                                             JobControl* control) {
   absl::StatusOr<MultiplyResult> result;
   if (options.block_size > 0) {
     // Materialised transposes keep the block walk on plain row-major operands; the copies cost
     // O(n^2) next to the product's O(n^3).
     Matrix a_storage;
     Matrix b_storage;
-    result =
-        BlockSparseMultiply(Op<T>(a, options.transpose_a, a_storage),
-                            Op<T>(b, options.transpose_b, b_storage), options.block_size, control);
+    result = BlockSparseMultiply(Op<T>(a, options.transpose_a, a_storage),
+                                 Op<T>(b, options.transpose_b, b_storage), options.block_size,
+                                 threads, control);
   } else if constexpr (std::is_same_v<T, uint32_t>) {
-    result = DenseUInt32(a, b, options, control);
+    result = DenseUInt32(a, b, options, threads, control);
   } else {
     result = DenseFloating<T>(a, b, options);
   }
@@ -153,20 +155,21 @@ absl::Status CheckShapes(const MatrixView& a, const MatrixView& b, const Multipl
 }  // namespace
 
 absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
-                                        const MultiplyOptions& options, JobControl* control) {
+                                        const MultiplyOptions& options, int threads,
+                                        JobControl* control) {
   if (IsCancelled(control)) return absl::CancelledError("multiplication cancelled");
   if (absl::Status s = CheckShapes(a, b, options); !s.ok()) return s;
   switch (a.dtype) {
     case DType::kFloat32:
-      return MultiplyTyped<float>(a, b, options, control);
+      return MultiplyTyped<float>(a, b, options, threads, control);
     case DType::kFloat64:
-      return MultiplyTyped<double>(a, b, options, control);
+      return MultiplyTyped<double>(a, b, options, threads, control);
     case DType::kComplex64:
-      return MultiplyTyped<std::complex<float>>(a, b, options, control);
+      return MultiplyTyped<std::complex<float>>(a, b, options, threads, control);
     case DType::kComplex128:
-      return MultiplyTyped<std::complex<double>>(a, b, options, control);
+      return MultiplyTyped<std::complex<double>>(a, b, options, threads, control);
     case DType::kUInt32:
-      return MultiplyTyped<uint32_t>(a, b, options, control);
+      return MultiplyTyped<uint32_t>(a, b, options, threads, control);
     case DType::kInt64:
       break;
   }

@@ -10,9 +10,12 @@
 
 namespace matrixd::cpu {
 
-// See Backend::Multiply. Fills result.stats.bytes_moved and .flops, not the timing.
+// See Backend::Multiply. Fills result.stats.bytes_moved and .flops, not the timing. Our own
+// loops (UINT32, block-sparse) run on up to `threads` (>= 1) threads; CBLAS keeps OpenBLAS's own
+// setting.
 absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
-                                        const MultiplyOptions& options, JobControl* control);
+                                        const MultiplyOptions& options, int threads,
+                                        JobControl* control);
 
 }  // namespace matrixd::cpu
 
