@@ -32,7 +32,8 @@ ABSL_FLAG(std::string, backend, "auto",
           "auto (CUDA when a device is present, else CPU), cpu or cuda");
 ABSL_FLAG(std::vector<std::string>, devices, {},
           "CUDA device ordinals to use, comma-separated (default: every visible device)");
-ABSL_FLAG(int, cpu_threads, 0, "threads each CPU-backend job may use in its own kernels; 0 = all hardware threads");
+ABSL_FLAG(int, cpu_threads, 0,
+          "threads each CPU-backend job may use in its own kernels; 0 = all hardware threads");
 ABSL_FLAG(int, max_permanent_n, matrixd::Limits{}.max_permanent_n,
           "largest n accepted for a permanent");
 ABSL_FLAG(int64_t, max_matrix_elements, matrixd::Limits{}.max_elements,
