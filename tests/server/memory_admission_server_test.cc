@@ -1,6 +1,5 @@
-// Device-memory admission through the whole server: a backend that reports a device with a
-// 1000-byte limit (the CPU backend underneath does the arithmetic) and states 100 bytes per row of
-// a product's left operand. Checks refusal, waiting and the metrics that show both.
+// Device-memory admission through the whole server, on one fake device of 1000 bytes
+// (tests/server/fake_device_backend.h). Checks refusal, waiting and the metrics that show both.
 #include <memory>
 #include <string>
 #include <thread>
@@ -11,60 +10,16 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
-#include "core/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
 #include "server/server.h"
+#include "tests/server/fake_device_backend.h"
 #include "tests/server/metrics_test_support.h"
 #include "tests/server/test_server.h"
 
 namespace matrixd::server::testing {
 namespace {
 
-constexpr char kDevice[] = "fake device";
-
-class FakeDeviceBackend final : public Backend {
- public:
-  std::string_view name() const override { return "fake"; }
-  std::string device() const override { return kDevice; }
-
-  absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
-                                                const DeterminantOptions& options,
-                                                JobControl* control) override {
-    return cpu_->Determinant(a, options, control);
-  }
-  absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
-                                            const MatrixView* rhs, JobControl* control) override {
-    return cpu_->Factorize(a, options, rhs, control);
-  }
-  // An 8-row product holds its memory until the test releases it.
-  absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
-                                          const MultiplyOptions& options,
-                                          JobControl* control) override {
-    if (a.rows == 8) {
-      started_.Notify();
-      release_.WaitForNotificationWithTimeout(absl::Seconds(10));
-    }
-    return cpu_->Multiply(a, b, options, control);
-  }
-  absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
-                                            JobControl* control) override {
-    return cpu_->Permanent(a, options, control);
-  }
-
-  uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& /*b*/,
-                               const MultiplyOptions& /*options*/) const override {
-    return static_cast<uint64_t>(a.rows) * 100;
-  }
-  std::vector<DeviceMemoryUsage> DeviceMemory() const override {
-    return {{.device = kDevice, .total = 2000, .limit = 1000, .used = 0, .reserved = 0}};
-  }
-
-  absl::Notification started_;
-  absl::Notification release_;
-
- private:
-  std::unique_ptr<Backend> cpu_ = MakeCpuBackend({.threads = 1});
-};
+const std::string kDevice = FakeDeviceBackend::DeviceName(0);
 
 v1::MultiplyRequest SquareProduct(int n) {
   v1::MultiplyRequest request;
@@ -91,7 +46,7 @@ class MemoryAdmissionServerTest : public ::testing::Test {
   }
   void TearDown() override {
     // A test that failed half-way must not leave a job blocked.
-    if (backend_ != nullptr && !backend_->release_.HasBeenNotified()) backend_->release_.Notify();
+    if (backend_ != nullptr) backend_->Release();
   }
 
   std::optional<double> Admitted() {
@@ -127,14 +82,14 @@ TEST_F(MemoryAdmissionServerTest, JobThatDoesNotFitWaitsForMemoryAndThenRuns) {
     FakeDeviceBackend* backend;
     std::thread* threads[2];
     ~Cleanup() {
-      if (!backend->release_.HasBeenNotified()) backend->release_.Notify();
+      backend->Release();
       for (std::thread* thread : threads) {
         if (thread->joinable()) thread->join();
       }
     }
   } cleanup{backend_, {&first, &second}};
   first = std::thread([&] { holder = client.Multiply(SquareProduct(8)); });  // 800 B, held
-  ASSERT_TRUE(backend_->started_.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(backend_->AwaitStarted(1));
   EXPECT_EQ(Admitted(), 800.0);
 
   absl::Notification second_done;
@@ -146,7 +101,7 @@ TEST_F(MemoryAdmissionServerTest, JobThatDoesNotFitWaitsForMemoryAndThenRuns) {
   EXPECT_FALSE(second_done.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
   EXPECT_EQ(server_->scheduler().queued(), 1);
 
-  backend_->release_.Notify();
+  backend_->Release();
   first.join();
   second.join();
   ASSERT_TRUE(holder.ok()) << holder.status();

@@ -1,0 +1,99 @@
+// A backend for admission tests without a GPU: it reports `devices` fake devices with a 1000-byte
+// limit each, states 100 bytes of device memory per row of a product's left operand, and does the
+// arithmetic on the CPU backend. It records the device each product was placed on
+// (JobControl::device_index), and an 8-row product holds its memory until Release().
+#ifndef MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
+#define MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/backend.h"
+#include "core/cpu/cpu_backend.h"
+
+namespace matrixd::server::testing {
+
+class FakeDeviceBackend final : public Backend {
+ public:
+  static constexpr uint64_t kLimit = 1000;       // bytes per device
+  static constexpr uint64_t kBytesPerRow = 100;  // of a product's left operand
+
+  explicit FakeDeviceBackend(int devices = 1) : devices_(devices) {}
+
+  // "fake device 0", "fake device 1", ...
+  static std::string DeviceName(int index) { return absl::StrCat("fake device ", index); }
+
+  std::string_view name() const override { return "fake"; }
+  std::string device() const override { return absl::StrCat(devices_, " fake devices"); }
+
+  absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
+                                                const DeterminantOptions& options,
+                                                JobControl* control) override {
+    return cpu_->Determinant(a, options, control);
+  }
+  absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
+                                            const MatrixView* rhs, JobControl* control) override {
+    return cpu_->Factorize(a, options, rhs, control);
+  }
+  absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
+                                          const MultiplyOptions& options,
+                                          JobControl* control) override {
+    {
+      absl::MutexLock lock(&mutex_);
+      placed_.push_back(control != nullptr ? control->device_index() : JobControl::kAnyDevice);
+    }
+    if (a.rows == 8) release_.WaitForNotificationWithTimeout(absl::Seconds(10));
+    return cpu_->Multiply(a, b, options, control);
+  }
+  absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
+                                            JobControl* control) override {
+    return cpu_->Permanent(a, options, control);
+  }
+
+  uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& /*b*/,
+                               const MultiplyOptions& /*options*/) const override {
+    return static_cast<uint64_t>(a.rows) * kBytesPerRow;
+  }
+  std::vector<DeviceMemoryUsage> DeviceMemory() const override {
+    std::vector<DeviceMemoryUsage> usages;
+    for (int i = 0; i < devices_; ++i) {
+      usages.push_back({.device = DeviceName(i), .total = 2 * kLimit, .limit = kLimit});
+    }
+    return usages;
+  }
+
+  // The device index each product started with, in order.
+  std::vector<int> placed() const {
+    absl::MutexLock lock(&mutex_);
+    return placed_;
+  }
+  // Waits up to 10 s until `count` products have started; true when they have.
+  bool AwaitStarted(size_t count) const {
+    absl::MutexLock lock(&mutex_);
+    const auto started = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+      return placed_.size() >= count;
+    };
+    return mutex_.AwaitWithTimeout(absl::Condition(&started), absl::Seconds(10));
+  }
+  // Lets held products finish; idempotent.
+  void Release() {
+    if (!release_.HasBeenNotified()) release_.Notify();
+  }
+
+ private:
+  const int devices_;
+  std::unique_ptr<Backend> cpu_ = MakeCpuBackend({.threads = 1});
+  absl::Notification release_;
+  mutable absl::Mutex mutex_;
+  std::vector<int> placed_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace matrixd::server::testing
+
+#endif  // MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
