@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "core/cuda/batch_kernels.h"
+#include "core/cuda/element_bits.cuh"
 
 namespace matrixd::cuda {
 namespace {
@@ -19,38 +20,6 @@ __device__ __forceinline__ int64_t FirstIndex() {
   return blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
 }
 __device__ __forceinline__ int64_t GridStride() { return int64_t{gridDim.x} * blockDim.x; }
-
-// Layout kernels move elements as plain bits of the element's size: a NaN payload or a complex
-// pair goes through unchanged.
-template <size_t kBytes>
-struct BitsOf;
-template <>
-struct BitsOf<4> {
-  using Type = unsigned int;
-};
-template <>
-struct BitsOf<8> {
-  using Type = unsigned long long;
-};
-template <>
-struct BitsOf<16> {
-  using Type = uint4;
-};
-
-// Calls launch(BitsOf<element_size>::Type{}) for a supported element size.
-template <typename Launch>
-cudaError_t ForElementSize(size_t element_size, Launch&& launch) {
-  switch (element_size) {
-    case 4:
-      return launch(BitsOf<4>::Type{});
-    case 8:
-      return launch(BitsOf<8>::Type{});
-    case 16:
-      return launch(BitsOf<16>::Type{});
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
 
 __global__ void FillPointersKernel(void** pointers, char* base, size_t stride_bytes,
                                    int64_t count) {

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/element_bits.cuh"
 
 namespace matrixd::cuda {
 namespace {
@@ -11,23 +12,6 @@ constexpr int kTile = 32;
 constexpr int kTileRowsPerPass = 8;
 // Enough blocks to fill any current GPU several times over; larger matrices loop (grid-stride).
 constexpr int64_t kMaxBlocks = int64_t{1} << 16;
-
-// Elements are moved as plain bits (integer types of the element's size): a float NaN payload or
-// a complex pair goes through unchanged.
-template <size_t kBytes>
-struct BitsOf;
-template <>
-struct BitsOf<4> {
-  using Type = unsigned int;
-};
-template <>
-struct BitsOf<8> {
-  using Type = unsigned long long;
-};
-template <>
-struct BitsOf<16> {
-  using Type = uint4;
-};
 
 // One 32 x 32 tile per step through shared memory, so that both the reads of src and the writes
 // of dst are coalesced; the +1 column keeps the column-wise reads off a single bank.
@@ -295,16 +279,9 @@ cudaError_t LuPivotSummaryOf(const T* lu, int n, int lda, const int* ipiv, const
 
 cudaError_t LaunchTranspose(const void* src, int64_t rows, int64_t cols, int64_t src_ld, void* dst,
                             int64_t dst_ld, size_t element_size, cudaStream_t stream) {
-  switch (element_size) {
-    case 4:
-      return Transpose<BitsOf<4>::Type>(src, rows, cols, src_ld, dst, dst_ld, stream);
-    case 8:
-      return Transpose<BitsOf<8>::Type>(src, rows, cols, src_ld, dst, dst_ld, stream);
-    case 16:
-      return Transpose<BitsOf<16>::Type>(src, rows, cols, src_ld, dst, dst_ld, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return ForElementSize(element_size, [&](auto bits) {
+    return Transpose<decltype(bits)>(src, rows, cols, src_ld, dst, dst_ld, stream);
+  });
 }
 
 cudaError_t LaunchCopy(const void* src, void* dst, size_t bytes, cudaStream_t stream) {
@@ -319,16 +296,9 @@ cudaError_t LaunchCopy(const void* src, void* dst, size_t bytes, cudaStream_t st
 cudaError_t LaunchZeroStrictTriangle(void* data, int64_t rows, int64_t cols, size_t element_size,
                                      Triangle triangle, cudaStream_t stream) {
   const bool upper = triangle == Triangle::kUpper;
-  switch (element_size) {
-    case 4:
-      return ZeroStrictTriangle<BitsOf<4>::Type>(data, rows, cols, upper, stream);
-    case 8:
-      return ZeroStrictTriangle<BitsOf<8>::Type>(data, rows, cols, upper, stream);
-    case 16:
-      return ZeroStrictTriangle<BitsOf<16>::Type>(data, rows, cols, upper, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return ForElementSize(element_size, [&](auto bits) {
+    return ZeroStrictTriangle<decltype(bits)>(data, rows, cols, upper, stream);
+  });
 }
 
 cudaError_t LaunchScaleRows(const float* src, double* dst, int64_t rows, int64_t cols,
