@@ -18,7 +18,7 @@
 //
 // NAME is one of bandwidth, dense, factorize, batched, condensation, sparse, permanent, modular,
 // small, cpu; all run by default, the GPU ones only where there is a device. --quick shrinks every
-// size (about half a minute of GPU time); explicit sizes after or before it win. --no_cpu leaves
+// size; explicit sizes after or before it win. --no_cpu leaves
 // out the CPU backend (its tables and its column of the modular table).
 //
 // Times are medians over --repeats runs after one warm-up run (CPU references that take seconds:

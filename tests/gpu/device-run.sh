@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # One sitting on a lent GPU machine: what must run there before the CUDA backend and the job queue
 # issues can close. Runs from the repository root on the device, with the binaries bundled in .gpu/
-# (see "Preparing a GPU run" below) and writes its logs under $OUT. Two parts, each well under the
-# device tool's 10 minutes per command:
+# (see "Preparing a GPU run" below) and writes its logs under $OUT. Three parts, one device call
+# each, whose `timeout`s add up to under the device tool's 10 minutes per command:
 #
-#   tests/gpu/device-run.sh tests   # core, server and client suites; the benchmark tables of the
-#                                   # targets (dense, condensation, sparse, permanent, modular,
-#                                   # bandwidth, batched, small)
+#   tests/gpu/device-run.sh tests   # core, server and client suites
+#   tests/gpu/device-run.sh bench   # the benchmark tables of the targets (dense, condensation,
+#                                   # sparse, permanent, modular, bandwidth, batched, small)
 #   tests/gpu/device-run.sh load    # small-request batching through the server on cuda, streams
 #                                   # 1 vs 4, and the dashboard check with a carried Prometheus
 #
@@ -32,11 +32,14 @@ case ${part} in
     nvidia-smi -L | tee -a "${out}/summary.txt"
     for suite in core server client; do
       log "matrixd_${suite}_test"
-      timeout 300 "${bin}/matrixd_${suite}_test" --gtest_brief=1 >"${out}/${suite}.txt" 2>&1
+      timeout 180 "${bin}/matrixd_${suite}_test" --gtest_brief=1 >"${out}/${suite}.txt" 2>&1
       log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/${suite}.txt" | tr '\n' ' ')"
     done
+    ;;
+  bench)
+    nvidia-smi -L | tee -a "${out}/summary.txt"
     log "matrixd_bench (target tables)"
-    timeout 420 "${bin}/matrixd_bench" \
+    timeout 540 "${bin}/matrixd_bench" \
       --tables=bandwidth,dense,batched,condensation,sparse,permanent,modular,small \
       --det_sizes=8192,16384 --batch_sizes=32 --no_cpu >"${out}/bench.txt" 2>&1
     log "  exit $?"
@@ -52,13 +55,13 @@ case ${part} in
         "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && break
         sleep 0.5
       done
-      timeout 200 deploy/load-batching.sh "${bin}" 127.0.0.1:${port} >>"${out}/batching.txt" 2>&1
+      timeout 150 deploy/load-batching.sh "${bin}" 127.0.0.1:${port} >>"${out}/batching.txt" 2>&1
       log "  exit $?"
       kill "${pid}"; wait "${pid}" 2>/dev/null
       port=$((port + 1))
     done
     log "deploy/dashboard-check.sh (${backend})"
-    timeout 240 deploy/dashboard-check.sh "${bin}" "${prometheus}" "${backend}" "${out}/dashboard"
+    timeout 200 deploy/dashboard-check.sh "${bin}" "${prometheus}" "${backend}" "${out}/dashboard"
     log "  exit $?"
     ;;
   *)
