@@ -19,6 +19,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 part=${1:-}
+if [[ ${part} != tests && ${part} != bench && ${part} != load ]]; then
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
 out=${OUT:?OUT must name the output directory}
 export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 bin=${BIN:-.gpu/bin}           # BIN, BACKEND and PROMETHEUS let the script be tried without a GPU
@@ -63,9 +67,5 @@ case ${part} in
     log "deploy/dashboard-check.sh (${backend})"
     timeout 200 deploy/dashboard-check.sh "${bin}" "${prometheus}" "${backend}" "${out}/dashboard"
     log "  exit $?"
-    ;;
-  *)
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
-    exit 2
     ;;
 esac
