@@ -31,27 +31,27 @@ template <typename T>
 struct DTypeOf;
 template <>
 struct DTypeOf<float> {
-  static constexpr v1::DType kValue = v1::FLOAT32;
+  static constexpr v1::DType kValue = v1::DTYPE_FLOAT32;
 };
 template <>
 struct DTypeOf<double> {
-  static constexpr v1::DType kValue = v1::FLOAT64;
+  static constexpr v1::DType kValue = v1::DTYPE_FLOAT64;
 };
 template <>
 struct DTypeOf<std::complex<float>> {
-  static constexpr v1::DType kValue = v1::COMPLEX64;
+  static constexpr v1::DType kValue = v1::DTYPE_COMPLEX64;
 };
 template <>
 struct DTypeOf<std::complex<double>> {
-  static constexpr v1::DType kValue = v1::COMPLEX128;
+  static constexpr v1::DType kValue = v1::DTYPE_COMPLEX128;
 };
 template <>
 struct DTypeOf<int64_t> {
-  static constexpr v1::DType kValue = v1::INT64;
+  static constexpr v1::DType kValue = v1::DTYPE_INT64;
 };
 template <>
 struct DTypeOf<uint32_t> {
-  static constexpr v1::DType kValue = v1::UINT32;
+  static constexpr v1::DType kValue = v1::DTYPE_UINT32;
 };
 
 }  // namespace

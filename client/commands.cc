@@ -37,7 +37,7 @@ absl::StatusOr<std::optional<double>> FactorError(const v1::FactorizeRequest& re
   const int64_t n = request.matrix().cols();
   if (Operations(m, n, std::min(m, n)) > kMaxCheckOperations) return std::nullopt;
   switch (request.kind()) {
-    case v1::FACTORIZATION_LU: {
+    case v1::FACTORIZATION_KIND_LU: {
       absl::StatusOr<ComplexValues> lu = ValuesOf(response.lu(), "lu");
       if (!lu.ok()) return lu.status();
       std::vector<int64_t> permutation(response.permutation().begin(),
@@ -49,7 +49,7 @@ absl::StatusOr<std::optional<double>> FactorError(const v1::FactorizeRequest& re
       if (!shapes_ok) return absl::InternalError("server returned an LU of the wrong shape");
       return LuReconstructionError(a, m, n, *lu, permutation);
     }
-    case v1::FACTORIZATION_CHOLESKY: {
+    case v1::FACTORIZATION_KIND_CHOLESKY: {
       absl::StatusOr<ComplexValues> l = ValuesOf(response.l(), "l");
       if (!l.ok()) return l.status();
       if (response.l().rows() != n || response.l().cols() != n || m != n) {
@@ -57,7 +57,7 @@ absl::StatusOr<std::optional<double>> FactorError(const v1::FactorizeRequest& re
       }
       return CholeskyReconstructionError(a, n, *l);
     }
-    case v1::FACTORIZATION_QR: {
+    case v1::FACTORIZATION_KIND_QR: {
       absl::StatusOr<ComplexValues> q = ValuesOf(response.q(), "q");
       if (!q.ok()) return q.status();
       absl::StatusOr<ComplexValues> r = ValuesOf(response.r(), "r");

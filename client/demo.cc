@@ -47,7 +47,7 @@ absl::StatusOr<ComplexValues> Values(const v1::Matrix& matrix) {
 
 absl::Status HilbertDeterminant(Client& client, std::ostream& out, v1::DeterminantMethod method) {
   constexpr int64_t kN = 12;
-  absl::StatusOr<v1::Matrix> hilbert = HilbertMatrix(kN, v1::FLOAT64);
+  absl::StatusOr<v1::Matrix> hilbert = HilbertMatrix(kN, v1::DTYPE_FLOAT64);
   if (!hilbert.ok()) return hilbert.status();
   v1::DeterminantRequest request;
   *request.mutable_matrix() = *std::move(hilbert);
@@ -69,7 +69,7 @@ absl::Status HilbertDeterminant(Client& client, std::ostream& out, v1::Determina
 absl::Status RandomDeterminant(Client& client, std::ostream& out, uint64_t seed) {
   constexpr int64_t kN = 300;
   v1::DeterminantRequest request;
-  *request.mutable_matrix() = RandomMatrix(kN, kN, v1::FLOAT64, seed);
+  *request.mutable_matrix() = RandomMatrix(kN, kN, v1::DTYPE_FLOAT64, seed);
   absl::StatusOr<v1::DeterminantResponse> response = RunDeterminant(client, request, out);
   if (!response.ok()) return response.status();
   absl::StatusOr<ComplexValues> a = Values(request.matrix());
@@ -88,7 +88,7 @@ absl::Status RandomDeterminant(Client& client, std::ostream& out, uint64_t seed)
 absl::Status ModularDeterminant(Client& client, std::ostream& out, uint64_t seed) {
   constexpr int64_t kN = 100;
   v1::DeterminantRequest request;
-  *request.mutable_matrix() = RandomMatrix(kN, kN, v1::INT64, seed);
+  *request.mutable_matrix() = RandomMatrix(kN, kN, v1::DTYPE_INT64, seed);
   request.set_modulus(kDemoPrime);
   absl::StatusOr<v1::DeterminantResponse> response = RunDeterminant(client, request, out);
   if (!response.ok()) return response.status();
@@ -103,9 +103,9 @@ absl::Status ModularDeterminant(Client& client, std::ostream& out, uint64_t seed
 absl::Status LuSolve(Client& client, std::ostream& out, uint64_t seed) {
   constexpr int64_t kN = 500;
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_LU);
-  *request.mutable_matrix() = RandomMatrix(kN, kN, v1::FLOAT64, seed);
-  *request.mutable_rhs() = RandomMatrix(kN, 1, v1::FLOAT64, seed + 1);
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
+  *request.mutable_matrix() = RandomMatrix(kN, kN, v1::DTYPE_FLOAT64, seed);
+  *request.mutable_rhs() = RandomMatrix(kN, 1, v1::DTYPE_FLOAT64, seed + 1);
   absl::StatusOr<FactorizeReport> report = RunFactorize(client, request, out);
   if (!report.ok()) return report.status();
   DEMO_RETURN_IF_ERROR(Check(out, !report->response.singular(), "not singular"));
@@ -118,7 +118,7 @@ absl::Status LuSolve(Client& client, std::ostream& out, uint64_t seed) {
 absl::Status Cholesky(Client& client, std::ostream& out, uint64_t seed) {
   // S = B B^T + n I is symmetric positive definite.
   constexpr int64_t kN = 200;
-  absl::StatusOr<ComplexValues> b = Values(RandomMatrix(kN, kN, v1::FLOAT64, seed));
+  absl::StatusOr<ComplexValues> b = Values(RandomMatrix(kN, kN, v1::DTYPE_FLOAT64, seed));
   if (!b.ok()) return b.status();
   std::vector<double> s(kN * kN);
   for (int64_t i = 0; i < kN; ++i) {
@@ -129,7 +129,7 @@ absl::Status Cholesky(Client& client, std::ostream& out, uint64_t seed) {
     }
   }
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_CHOLESKY);
+  request.set_kind(v1::FACTORIZATION_KIND_CHOLESKY);
   *request.mutable_matrix() = MakeMatrix<double>(kN, kN, s);
   absl::StatusOr<FactorizeReport> report = RunFactorize(client, request, out);
   if (!report.ok()) return report.status();
@@ -139,8 +139,8 @@ absl::Status Cholesky(Client& client, std::ostream& out, uint64_t seed) {
 
 absl::Status Qr(Client& client, std::ostream& out, uint64_t seed) {
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_QR);
-  *request.mutable_matrix() = RandomMatrix(300, 200, v1::FLOAT64, seed);
+  request.set_kind(v1::FACTORIZATION_KIND_QR);
+  *request.mutable_matrix() = RandomMatrix(300, 200, v1::DTYPE_FLOAT64, seed);
   absl::StatusOr<FactorizeReport> report = RunFactorize(client, request, out);
   if (!report.ok()) return report.status();
   return Check(out, report->factor_error && *report->factor_error < 1e-12,
@@ -180,8 +180,8 @@ absl::Status CheckProductSample(std::ostream& out, const v1::MultiplyRequest& re
 absl::Status DenseProduct(Client& client, std::ostream& out, uint64_t seed) {
   constexpr int64_t kN = 512;
   v1::MultiplyRequest request;
-  *request.mutable_a() = RandomMatrix(kN, kN, v1::FLOAT64, seed);
-  *request.mutable_b() = RandomMatrix(kN, kN, v1::FLOAT64, seed + 1);
+  *request.mutable_a() = RandomMatrix(kN, kN, v1::DTYPE_FLOAT64, seed);
+  *request.mutable_b() = RandomMatrix(kN, kN, v1::DTYPE_FLOAT64, seed + 1);
   absl::StatusOr<v1::MultiplyResponse> response = RunMultiply(client, request, out);
   if (!response.ok()) return response.status();
   return CheckProductSample(out, request, *response);
@@ -205,8 +205,8 @@ absl::Status BlockSparseProduct(Client& client, std::ostream& out, uint64_t seed
   constexpr int64_t kBlock = 128;
   constexpr double kDensity = 0.3;
   v1::MultiplyRequest request;
-  *request.mutable_a() = RandomBlockSparseMatrix(kN, kN, v1::FLOAT64, seed, kBlock, kDensity);
-  *request.mutable_b() = RandomBlockSparseMatrix(kN, kN, v1::FLOAT64, seed + 1, kBlock, kDensity);
+  *request.mutable_a() = RandomBlockSparseMatrix(kN, kN, v1::DTYPE_FLOAT64, seed, kBlock, kDensity);
+  *request.mutable_b() = RandomBlockSparseMatrix(kN, kN, v1::DTYPE_FLOAT64, seed + 1, kBlock, kDensity);
   request.set_block_size(kBlock);
   absl::StatusOr<v1::MultiplyResponse> response = RunMultiply(client, request, out);
   if (!response.ok()) return response.status();
@@ -237,7 +237,7 @@ absl::Status BlockSparseProduct(Client& client, std::ostream& out, uint64_t seed
 absl::Status RandomPermanent(Client& client, std::ostream& out, uint64_t seed) {
   constexpr int64_t kN = 20;
   v1::PermanentRequest request;
-  *request.mutable_matrix() = RandomMatrix(kN, kN, v1::FLOAT64, seed);
+  *request.mutable_matrix() = RandomMatrix(kN, kN, v1::DTYPE_FLOAT64, seed);
   absl::StatusOr<v1::PermanentResponse> response = RunPermanent(client, request, out);
   if (!response.ok()) return response.status();
   absl::StatusOr<ComplexValues> a = Values(request.matrix());
@@ -253,7 +253,7 @@ absl::Status RandomPermanent(Client& client, std::ostream& out, uint64_t seed) {
 
 absl::Status OnesPermanent(Client& client, std::ostream& out) {
   v1::PermanentRequest request;
-  *request.mutable_matrix() = OnesMatrix(12, 12, v1::INT64);
+  *request.mutable_matrix() = OnesMatrix(12, 12, v1::DTYPE_INT64);
   absl::StatusOr<v1::PermanentResponse> response = RunPermanent(client, request, out);
   if (!response.ok()) return response.status();
   DEMO_RETURN_IF_ERROR(Check(out, response->exact() == "479001600", "exact = 12! = 479001600"));
@@ -265,9 +265,9 @@ absl::Status OnesPermanent(Client& client, std::ostream& out) {
 absl::Status RunDemo(Client& client, std::ostream& out, uint64_t seed) {
   const std::vector<Step> steps = {
       {"determinant of the Hilbert matrix H_12 by LU",
-       [&](std::ostream& o) { return HilbertDeterminant(client, o, v1::LU); }},
+       [&](std::ostream& o) { return HilbertDeterminant(client, o, v1::DETERMINANT_METHOD_LU); }},
       {"determinant of H_12 by condensation",
-       [&](std::ostream& o) { return HilbertDeterminant(client, o, v1::CONDENSATION); }},
+       [&](std::ostream& o) { return HilbertDeterminant(client, o, v1::DETERMINANT_METHOD_CONDENSATION); }},
       {"log|det| of a random 300 x 300",
        [&](std::ostream& o) { return RandomDeterminant(client, o, seed); }},
       {"determinant mod 2^61-1 of a random 100 x 100 int64",

@@ -26,7 +26,7 @@ absl::string_view LoadOpName(LoadOp op);
 struct LoadOptions {
   LoadOp op = LoadOp::kDeterminant;
   int64_t n = 32;  // every matrix is n x n
-  v1::DType dtype = v1::FLOAT64;
+  v1::DType dtype = v1::DTYPE_FLOAT64;
   // det: auto|lu|condensation; permanent: auto|ryser|glynn; lu and gemm: auto only.
   std::string method = "auto";
   // Requests to send; 0 = no count limit (then `duration` must be set).

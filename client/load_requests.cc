@@ -45,7 +45,7 @@ absl::StatusOr<std::vector<v1::JobRequest>> MakeLoadRequests(const LoadOptions& 
       }
       case LoadOp::kLu: {
         v1::FactorizeRequest& factorize = *request.mutable_factorize();
-        factorize.set_kind(v1::FACTORIZATION_LU);
+        factorize.set_kind(v1::FACTORIZATION_KIND_LU);
         // Independent entries make the stacked rows `batch` independent random matrices.
         *factorize.mutable_matrix() =
             RandomMatrix(matrices * options.n, options.n, options.dtype, seed);

@@ -34,15 +34,15 @@ v1::Matrix Build(int64_t rows, int64_t cols, v1::DType dtype, ElementFn element)
     return MakeMatrix<T>(rows, cols, values);
   };
   switch (dtype) {
-    case v1::FLOAT32:
+    case v1::DTYPE_FLOAT32:
       return fill(float{});
-    case v1::COMPLEX64:
+    case v1::DTYPE_COMPLEX64:
       return fill(std::complex<float>{});
-    case v1::COMPLEX128:
+    case v1::DTYPE_COMPLEX128:
       return fill(std::complex<double>{});
-    case v1::INT64:
+    case v1::DTYPE_INT64:
       return fill(int64_t{});
-    case v1::UINT32:
+    case v1::DTYPE_UINT32:
       return fill(uint32_t{});
     default:
       return fill(double{});
@@ -56,12 +56,12 @@ class EntrySource {
 
   std::complex<double> Next() {
     switch (dtype_) {
-      case v1::INT64:
+      case v1::DTYPE_INT64:
         return {static_cast<double>(small_int_(engine_)), 0.0};
-      case v1::UINT32:
+      case v1::DTYPE_UINT32:
         return {static_cast<double>(engine_() & 0xffffffffu), 0.0};
-      case v1::COMPLEX64:
-      case v1::COMPLEX128: {
+      case v1::DTYPE_COMPLEX64:
+      case v1::DTYPE_COMPLEX128: {
         const double re = unit_(engine_);
         return {re, unit_(engine_)};
       }
@@ -104,7 +104,7 @@ v1::Matrix RandomBlockSparseMatrix(int64_t rows, int64_t cols, v1::DType dtype, 
 }
 
 absl::StatusOr<v1::Matrix> HilbertMatrix(int64_t n, v1::DType dtype) {
-  if (dtype == v1::INT64 || dtype == v1::UINT32) {
+  if (dtype == v1::DTYPE_INT64 || dtype == v1::DTYPE_UINT32) {
     return absl::InvalidArgumentError(
         absl::StrCat("a Hilbert matrix needs a floating dtype, not ", DTypeFlagName(dtype)));
   }

@@ -49,12 +49,12 @@ absl::Status ElementError(int64_t index, int64_t cols, std::complex<double> v, v
 // Narrows one element to T, or explains why it does not fit.
 template <typename T>
 absl::StatusOr<T> Narrow(std::complex<double> v, int64_t index, int64_t cols) {
-  constexpr v1::DType kDType = std::is_same_v<T, float>                  ? v1::FLOAT32
-                               : std::is_same_v<T, double>               ? v1::FLOAT64
-                               : std::is_same_v<T, std::complex<float>>  ? v1::COMPLEX64
-                               : std::is_same_v<T, std::complex<double>> ? v1::COMPLEX128
-                               : std::is_same_v<T, int64_t>              ? v1::INT64
-                                                                         : v1::UINT32;
+  constexpr v1::DType kDType = std::is_same_v<T, float>                  ? v1::DTYPE_FLOAT32
+                               : std::is_same_v<T, double>               ? v1::DTYPE_FLOAT64
+                               : std::is_same_v<T, std::complex<float>>  ? v1::DTYPE_COMPLEX64
+                               : std::is_same_v<T, std::complex<double>> ? v1::DTYPE_COMPLEX128
+                               : std::is_same_v<T, int64_t>              ? v1::DTYPE_INT64
+                                                                         : v1::DTYPE_UINT32;
   if constexpr (std::is_same_v<T, std::complex<double>>) {
     return v;
   } else {
@@ -103,35 +103,35 @@ absl::StatusOr<v1::Matrix> NarrowAll(int64_t rows, int64_t cols,
 
 int64_t ElementSize(v1::DType dtype) {
   switch (dtype) {
-    case v1::FLOAT32:
-    case v1::UINT32:
+    case v1::DTYPE_FLOAT32:
+    case v1::DTYPE_UINT32:
       return 4;
-    case v1::FLOAT64:
-    case v1::COMPLEX64:
-    case v1::INT64:
+    case v1::DTYPE_FLOAT64:
+    case v1::DTYPE_COMPLEX64:
+    case v1::DTYPE_INT64:
       return 8;
-    case v1::COMPLEX128:
+    case v1::DTYPE_COMPLEX128:
       return 16;
     default:
       return 0;
   }
 }
 
-bool IsComplex(v1::DType dtype) { return dtype == v1::COMPLEX64 || dtype == v1::COMPLEX128; }
+bool IsComplex(v1::DType dtype) { return dtype == v1::DTYPE_COMPLEX64 || dtype == v1::DTYPE_COMPLEX128; }
 
 absl::string_view DTypeFlagName(v1::DType dtype) {
   switch (dtype) {
-    case v1::FLOAT32:
+    case v1::DTYPE_FLOAT32:
       return "float32";
-    case v1::FLOAT64:
+    case v1::DTYPE_FLOAT64:
       return "float64";
-    case v1::COMPLEX64:
+    case v1::DTYPE_COMPLEX64:
       return "complex64";
-    case v1::COMPLEX128:
+    case v1::DTYPE_COMPLEX128:
       return "complex128";
-    case v1::INT64:
+    case v1::DTYPE_INT64:
       return "int64";
-    case v1::UINT32:
+    case v1::DTYPE_UINT32:
       return "uint32";
     default:
       return "unspecified";
@@ -141,7 +141,7 @@ absl::string_view DTypeFlagName(v1::DType dtype) {
 absl::StatusOr<v1::DType> ParseDType(absl::string_view name) {
   const std::string lower = absl::AsciiStrToLower(name);
   for (v1::DType dtype :
-       {v1::FLOAT32, v1::FLOAT64, v1::COMPLEX64, v1::COMPLEX128, v1::INT64, v1::UINT32}) {
+       {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_COMPLEX64, v1::DTYPE_COMPLEX128, v1::DTYPE_INT64, v1::DTYPE_UINT32}) {
     if (lower == DTypeFlagName(dtype) || lower == absl::AsciiStrToLower(v1::DType_Name(dtype))) {
       return dtype;
     }
@@ -174,17 +174,17 @@ absl::Status CheckMatrixShape(const v1::Matrix& matrix) {
 
 absl::StatusOr<std::vector<std::complex<double>>> ToComplex128Values(const v1::Matrix& matrix) {
   switch (matrix.dtype()) {
-    case v1::FLOAT32:
+    case v1::DTYPE_FLOAT32:
       return ReadWidened<float>(matrix);
-    case v1::FLOAT64:
+    case v1::DTYPE_FLOAT64:
       return ReadWidened<double>(matrix);
-    case v1::COMPLEX64:
+    case v1::DTYPE_COMPLEX64:
       return ReadWidened<std::complex<float>>(matrix);
-    case v1::COMPLEX128:
+    case v1::DTYPE_COMPLEX128:
       return ReadMatrix<std::complex<double>>(matrix);
-    case v1::INT64:
+    case v1::DTYPE_INT64:
       return ReadWidened<int64_t>(matrix);
-    case v1::UINT32:
+    case v1::DTYPE_UINT32:
       return ReadWidened<uint32_t>(matrix);
     default:
       return CheckMatrixShape(matrix);  // names the unknown dtype
@@ -194,17 +194,17 @@ absl::StatusOr<std::vector<std::complex<double>>> ToComplex128Values(const v1::M
 absl::StatusOr<v1::Matrix> FromComplex128Values(int64_t rows, int64_t cols, v1::DType dtype,
                                                 const std::vector<std::complex<double>>& values) {
   switch (dtype) {
-    case v1::FLOAT32:
+    case v1::DTYPE_FLOAT32:
       return NarrowAll<float>(rows, cols, values);
-    case v1::FLOAT64:
+    case v1::DTYPE_FLOAT64:
       return NarrowAll<double>(rows, cols, values);
-    case v1::COMPLEX64:
+    case v1::DTYPE_COMPLEX64:
       return NarrowAll<std::complex<float>>(rows, cols, values);
-    case v1::COMPLEX128:
+    case v1::DTYPE_COMPLEX128:
       return NarrowAll<std::complex<double>>(rows, cols, values);
-    case v1::INT64:
+    case v1::DTYPE_INT64:
       return NarrowAll<int64_t>(rows, cols, values);
-    case v1::UINT32:
+    case v1::DTYPE_UINT32:
       return NarrowAll<uint32_t>(rows, cols, values);
     default:
       return absl::InvalidArgumentError(

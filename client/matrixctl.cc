@@ -195,11 +195,11 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
   v1::FactorizeRequest request;
   const std::string kind = absl::GetFlag(FLAGS_kind);
   if (kind == "lu") {
-    request.set_kind(v1::FACTORIZATION_LU);
+    request.set_kind(v1::FACTORIZATION_KIND_LU);
   } else if (kind == "cholesky") {
-    request.set_kind(v1::FACTORIZATION_CHOLESKY);
+    request.set_kind(v1::FACTORIZATION_KIND_CHOLESKY);
   } else if (kind == "qr") {
-    request.set_kind(v1::FACTORIZATION_QR);
+    request.set_kind(v1::FACTORIZATION_KIND_QR);
   } else {
     return UsageError(absl::StrCat("--kind '", kind, "': want lu, cholesky or qr"));
   }
@@ -240,9 +240,9 @@ absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
   const v1::FactorizeResponse& response = report->response;
   if (response.has_solution()) return WriteOutput(response.solution(), output);
   switch (request.kind()) {
-    case v1::FACTORIZATION_LU:
+    case v1::FACTORIZATION_KIND_LU:
       return WriteOutput(response.lu(), output);
-    case v1::FACTORIZATION_CHOLESKY:
+    case v1::FACTORIZATION_KIND_CHOLESKY:
       return WriteOutput(response.l(), output);
     default: {
       if (absl::Status status = WriteOutput(response.q(), output); !status.ok()) return status;

@@ -158,29 +158,29 @@ absl::StatusOr<v1::DType> DTypeFromDescr(absl::string_view descr) {
   }
   absl::string_view code = descr;
   if (!code.empty() && (code[0] == '<' || code[0] == '=' || code[0] == '|')) code.remove_prefix(1);
-  if (code == "f4") return v1::FLOAT32;
-  if (code == "f8") return v1::FLOAT64;
-  if (code == "c8") return v1::COMPLEX64;
-  if (code == "c16") return v1::COMPLEX128;
-  if (code == "i8") return v1::INT64;
-  if (code == "u4") return v1::UINT32;
+  if (code == "f4") return v1::DTYPE_FLOAT32;
+  if (code == "f8") return v1::DTYPE_FLOAT64;
+  if (code == "c8") return v1::DTYPE_COMPLEX64;
+  if (code == "c16") return v1::DTYPE_COMPLEX128;
+  if (code == "i8") return v1::DTYPE_INT64;
+  if (code == "u4") return v1::DTYPE_UINT32;
   return absl::InvalidArgumentError(
       absl::StrCat("unsupported dtype '", descr, "', want one of <f4 <f8 <c8 <c16 <i8 <u4"));
 }
 
 absl::string_view DescrFor(v1::DType dtype) {
   switch (dtype) {
-    case v1::FLOAT32:
+    case v1::DTYPE_FLOAT32:
       return "<f4";
-    case v1::FLOAT64:
+    case v1::DTYPE_FLOAT64:
       return "<f8";
-    case v1::COMPLEX64:
+    case v1::DTYPE_COMPLEX64:
       return "<c8";
-    case v1::COMPLEX128:
+    case v1::DTYPE_COMPLEX128:
       return "<c16";
-    case v1::INT64:
+    case v1::DTYPE_INT64:
       return "<i8";
-    case v1::UINT32:
+    case v1::DTYPE_UINT32:
       return "<u4";
     default:
       return "";

@@ -35,9 +35,9 @@ std::string FormatScaled(double mantissa, double mantissa_imag, int64_t exponent
 
 absl::string_view DeterminantMethodName(v1::DeterminantMethod method) {
   switch (method) {
-    case v1::LU:
+    case v1::DETERMINANT_METHOD_LU:
       return "lu";
-    case v1::CONDENSATION:
+    case v1::DETERMINANT_METHOD_CONDENSATION:
       return "condensation";
     default:
       return "auto";
@@ -46,9 +46,9 @@ absl::string_view DeterminantMethodName(v1::DeterminantMethod method) {
 
 absl::string_view PermanentMethodName(v1::PermanentMethod method) {
   switch (method) {
-    case v1::RYSER:
+    case v1::PERMANENT_METHOD_RYSER:
       return "ryser";
-    case v1::GLYNN:
+    case v1::PERMANENT_METHOD_GLYNN:
       return "glynn";
     default:
       return "auto";
@@ -57,11 +57,11 @@ absl::string_view PermanentMethodName(v1::PermanentMethod method) {
 
 absl::string_view FactorizationKindName(v1::FactorizationKind kind) {
   switch (kind) {
-    case v1::FACTORIZATION_LU:
+    case v1::FACTORIZATION_KIND_LU:
       return "lu";
-    case v1::FACTORIZATION_CHOLESKY:
+    case v1::FACTORIZATION_KIND_CHOLESKY:
       return "cholesky";
-    case v1::FACTORIZATION_QR:
+    case v1::FACTORIZATION_KIND_QR:
       return "qr";
     default:
       return "unspecified";
@@ -95,21 +95,21 @@ std::string FormatShape(const v1::Matrix& matrix) {
 
 std::string FormatElement(const v1::Matrix& matrix, int64_t i, int64_t j) {
   switch (matrix.dtype()) {
-    case v1::FLOAT32:
+    case v1::DTYPE_FLOAT32:
       return absl::StrFormat("%.6g", ElementAt<float>(matrix, i, j));
-    case v1::FLOAT64:
+    case v1::DTYPE_FLOAT64:
       return absl::StrFormat("%.6g", ElementAt<double>(matrix, i, j));
-    case v1::COMPLEX64: {
+    case v1::DTYPE_COMPLEX64: {
       const auto v = ElementAt<std::complex<float>>(matrix, i, j);
       return FormatComplex(v.real(), v.imag());
     }
-    case v1::COMPLEX128: {
+    case v1::DTYPE_COMPLEX128: {
       const auto v = ElementAt<std::complex<double>>(matrix, i, j);
       return FormatComplex(v.real(), v.imag());
     }
-    case v1::INT64:
+    case v1::DTYPE_INT64:
       return absl::StrCat(ElementAt<int64_t>(matrix, i, j));
-    case v1::UINT32:
+    case v1::DTYPE_UINT32:
       return absl::StrCat(ElementAt<uint32_t>(matrix, i, j));
     default:
       return "?";
@@ -188,7 +188,7 @@ std::string FormatFactorization(const v1::FactorizeResponse& r) {
                     r.permutation_size() > kShown ? ", ..." : "", "] (", r.permutation_size(),
                     " entries)\n");
   }
-  if (r.kind() == v1::FACTORIZATION_LU) {
+  if (r.kind() == v1::FACTORIZATION_KIND_LU) {
     absl::StrAppend(
         &out, "  singular: ",
         r.singular() ? absl::StrCat("yes, first zero pivot in column ", r.singular_column()) : "no",

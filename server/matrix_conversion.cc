@@ -25,23 +25,23 @@ size_t ElementAlignment(DType dtype) {
 
 absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view field) {
   switch (dtype) {
-    case v1::FLOAT32:
+    case v1::DTYPE_FLOAT32:
       return DType::kFloat32;
-    case v1::FLOAT64:
+    case v1::DTYPE_FLOAT64:
       return DType::kFloat64;
-    case v1::COMPLEX64:
+    case v1::DTYPE_COMPLEX64:
       return DType::kComplex64;
-    case v1::COMPLEX128:
+    case v1::DTYPE_COMPLEX128:
       return DType::kComplex128;
-    case v1::INT64:
+    case v1::DTYPE_INT64:
       return DType::kInt64;
-    case v1::UINT32:
+    case v1::DTYPE_UINT32:
       return DType::kUInt32;
     case v1::DTYPE_UNSPECIFIED:
       return absl::InvalidArgumentError(absl::StrCat(
           field,
-          ".dtype is unspecified; want FLOAT32, FLOAT64, COMPLEX64, COMPLEX128, INT64 or "
-          "UINT32"));
+          ".dtype is unspecified; want DTYPE_FLOAT32, DTYPE_FLOAT64, DTYPE_COMPLEX64, "
+          "DTYPE_COMPLEX128, DTYPE_INT64 or DTYPE_UINT32"));
     default:
       break;
   }
@@ -52,17 +52,17 @@ absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view field) {
 v1::DType ToProto(DType dtype) {
   switch (dtype) {
     case DType::kFloat32:
-      return v1::FLOAT32;
+      return v1::DTYPE_FLOAT32;
     case DType::kFloat64:
-      return v1::FLOAT64;
+      return v1::DTYPE_FLOAT64;
     case DType::kComplex64:
-      return v1::COMPLEX64;
+      return v1::DTYPE_COMPLEX64;
     case DType::kComplex128:
-      return v1::COMPLEX128;
+      return v1::DTYPE_COMPLEX128;
     case DType::kInt64:
-      return v1::INT64;
+      return v1::DTYPE_INT64;
     case DType::kUInt32:
-      return v1::UINT32;
+      return v1::DTYPE_UINT32;
   }
   return v1::DTYPE_UNSPECIFIED;
 }
@@ -129,9 +129,9 @@ v1::DeterminantMethod ToProto(DeterminantMethod method) {
     case DeterminantMethod::kAuto:
       return v1::DETERMINANT_METHOD_AUTO;
     case DeterminantMethod::kLu:
-      return v1::LU;
+      return v1::DETERMINANT_METHOD_LU;
     case DeterminantMethod::kCondensation:
-      return v1::CONDENSATION;
+      return v1::DETERMINANT_METHOD_CONDENSATION;
   }
   return v1::DETERMINANT_METHOD_AUTO;
 }
@@ -139,11 +139,11 @@ v1::DeterminantMethod ToProto(DeterminantMethod method) {
 v1::FactorizationKind ToProto(FactorizationKind kind) {
   switch (kind) {
     case FactorizationKind::kLu:
-      return v1::FACTORIZATION_LU;
+      return v1::FACTORIZATION_KIND_LU;
     case FactorizationKind::kCholesky:
-      return v1::FACTORIZATION_CHOLESKY;
+      return v1::FACTORIZATION_KIND_CHOLESKY;
     case FactorizationKind::kQr:
-      return v1::FACTORIZATION_QR;
+      return v1::FACTORIZATION_KIND_QR;
   }
   return v1::FACTORIZATION_KIND_UNSPECIFIED;
 }
@@ -153,9 +153,9 @@ v1::PermanentMethod ToProto(PermanentMethod method) {
     case PermanentMethod::kAuto:
       return v1::PERMANENT_METHOD_AUTO;
     case PermanentMethod::kRyser:
-      return v1::RYSER;
+      return v1::PERMANENT_METHOD_RYSER;
     case PermanentMethod::kGlynn:
-      return v1::GLYNN;
+      return v1::PERMANENT_METHOD_GLYNN;
   }
   return v1::PERMANENT_METHOD_AUTO;
 }

@@ -12,54 +12,55 @@ absl::StatusOr<DeterminantMethod> FromProto(v1::DeterminantMethod method) {
   switch (method) {
     case v1::DETERMINANT_METHOD_AUTO:
       return DeterminantMethod::kAuto;
-    case v1::LU:
+    case v1::DETERMINANT_METHOD_LU:
       return DeterminantMethod::kLu;
-    case v1::CONDENSATION:
+    case v1::DETERMINANT_METHOD_CONDENSATION:
       return DeterminantMethod::kCondensation;
     default:
       break;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("method is ", static_cast<int>(method),
-                   ", not a known DeterminantMethod; want DETERMINANT_METHOD_AUTO, LU or "
-                   "CONDENSATION"));
+                   ", not a known DeterminantMethod; want DETERMINANT_METHOD_AUTO, "
+                   "DETERMINANT_METHOD_LU or DETERMINANT_METHOD_CONDENSATION"));
 }
 
 absl::StatusOr<FactorizationKind> FromProto(v1::FactorizationKind kind) {
   switch (kind) {
-    case v1::FACTORIZATION_LU:
+    case v1::FACTORIZATION_KIND_LU:
       return FactorizationKind::kLu;
-    case v1::FACTORIZATION_CHOLESKY:
+    case v1::FACTORIZATION_KIND_CHOLESKY:
       return FactorizationKind::kCholesky;
-    case v1::FACTORIZATION_QR:
+    case v1::FACTORIZATION_KIND_QR:
       return FactorizationKind::kQr;
     case v1::FACTORIZATION_KIND_UNSPECIFIED:
       return absl::InvalidArgumentError(
-          "kind is unspecified; want FACTORIZATION_LU, FACTORIZATION_CHOLESKY or "
-          "FACTORIZATION_QR");
+          "kind is unspecified; want FACTORIZATION_KIND_LU, FACTORIZATION_KIND_CHOLESKY or "
+          "FACTORIZATION_KIND_QR");
     default:
       break;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("kind is ", static_cast<int>(kind),
-                   ", not a known FactorizationKind; want FACTORIZATION_LU, "
-                   "FACTORIZATION_CHOLESKY or FACTORIZATION_QR"));
+                   ", not a known FactorizationKind; want FACTORIZATION_KIND_LU, "
+                   "FACTORIZATION_KIND_CHOLESKY or FACTORIZATION_KIND_QR"));
 }
 
 absl::StatusOr<PermanentMethod> FromProto(v1::PermanentMethod method) {
   switch (method) {
     case v1::PERMANENT_METHOD_AUTO:
       return PermanentMethod::kAuto;
-    case v1::RYSER:
+    case v1::PERMANENT_METHOD_RYSER:
       return PermanentMethod::kRyser;
-    case v1::GLYNN:
+    case v1::PERMANENT_METHOD_GLYNN:
       return PermanentMethod::kGlynn;
     default:
       break;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("method is ", static_cast<int>(method),
-                   ", not a known PermanentMethod; want PERMANENT_METHOD_AUTO, RYSER or GLYNN"));
+                   ", not a known PermanentMethod; want PERMANENT_METHOD_AUTO, "
+                   "PERMANENT_METHOD_RYSER or PERMANENT_METHOD_GLYNN"));
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ class ClientRpcTest : public ::testing::Test {
 v1::DeterminantRequest SmallDeterminantRequest() {
   v1::DeterminantRequest request;
   *request.mutable_matrix() = MakeMatrix<double>(2, 2, std::vector<double>{1, 2, 3, 4});
-  request.set_method(v1::CONDENSATION);
+  request.set_method(v1::DETERMINANT_METHOD_CONDENSATION);
   return request;
 }
 
@@ -224,7 +224,7 @@ TEST(ClientUnreachable, NothingListeningIsUnavailable) {
 // L = [[1, 0], [0.5, 1]] and U = [[2, 1], [0, 2.5]].
 v1::FactorizeRequest LuSolveRequest() {
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_LU);
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
   *request.mutable_matrix() = MakeMatrix<double>(2, 2, std::vector<double>{2, 1, 1, 3});
   *request.mutable_rhs() = MakeMatrix<double>(2, 1, std::vector<double>{3, 5});
   return request;
@@ -232,7 +232,7 @@ v1::FactorizeRequest LuSolveRequest() {
 
 v1::FactorizeResponse LuSolveResponse(std::vector<double> solution) {
   v1::FactorizeResponse response;
-  response.set_kind(v1::FACTORIZATION_LU);
+  response.set_kind(v1::FACTORIZATION_KIND_LU);
   *response.mutable_lu() = MakeMatrix<double>(2, 2, std::vector<double>{2, 1, 0.5, 2.5});
   response.add_permutation(0);
   response.add_permutation(1);
@@ -291,7 +291,7 @@ TEST_F(ClientRpcTest, RunPermanentPrintsTheExactValueAndTheStats) {
   v1::PermanentResponse response;
   response.set_value(479001600);
   response.set_exact("479001600");
-  response.set_method_used(v1::GLYNN);
+  response.set_method_used(v1::PERMANENT_METHOD_GLYNN);
   response.mutable_stats()->set_backend("cpu");
   response.mutable_stats()->set_seconds(0.5);
   response.mutable_stats()->set_flops(2e9);

@@ -16,7 +16,7 @@ TEST(MakeLoadRequests, SingleLuIsAPlainFactorization) {
   ASSERT_TRUE(requests.ok()) << requests.status();
   ASSERT_EQ(requests->size(), 3u);
   const v1::FactorizeRequest& lu = (*requests)[0].factorize();
-  EXPECT_EQ(lu.kind(), v1::FACTORIZATION_LU);
+  EXPECT_EQ(lu.kind(), v1::FACTORIZATION_KIND_LU);
   EXPECT_EQ(lu.batch_count(), 0);
   EXPECT_EQ(lu.matrix().rows(), 8);
   EXPECT_EQ(lu.matrix().cols(), 8);
@@ -50,12 +50,12 @@ TEST(MakeLoadRequests, EachOpFillsItsRequest) {
   options.method = "glynn";
   absl::StatusOr<std::vector<v1::JobRequest>> permanent = MakeLoadRequests(options);
   ASSERT_TRUE(permanent.ok()) << permanent.status();
-  EXPECT_EQ((*permanent)[0].permanent().method(), v1::GLYNN);
+  EXPECT_EQ((*permanent)[0].permanent().method(), v1::PERMANENT_METHOD_GLYNN);
   options.op = LoadOp::kDeterminant;
   options.method = "condensation";
   absl::StatusOr<std::vector<v1::JobRequest>> determinant = MakeLoadRequests(options);
   ASSERT_TRUE(determinant.ok()) << determinant.status();
-  EXPECT_EQ((*determinant)[0].determinant().method(), v1::CONDENSATION);
+  EXPECT_EQ((*determinant)[0].determinant().method(), v1::DETERMINANT_METHOD_CONDENSATION);
 }
 
 TEST(MakeLoadRequests, SameSeedSameRequestsAndTheyDiffer) {

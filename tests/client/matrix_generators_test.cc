@@ -12,13 +12,13 @@ namespace matrixd {
 namespace {
 
 TEST(RandomMatrix, SameSeedSameMatrixOtherSeedOtherMatrix) {
-  EXPECT_EQ(RandomMatrix(5, 7, v1::FLOAT64, 3).data(), RandomMatrix(5, 7, v1::FLOAT64, 3).data());
-  EXPECT_NE(RandomMatrix(5, 7, v1::FLOAT64, 3).data(), RandomMatrix(5, 7, v1::FLOAT64, 4).data());
+  EXPECT_EQ(RandomMatrix(5, 7, v1::DTYPE_FLOAT64, 3).data(), RandomMatrix(5, 7, v1::DTYPE_FLOAT64, 3).data());
+  EXPECT_NE(RandomMatrix(5, 7, v1::DTYPE_FLOAT64, 3).data(), RandomMatrix(5, 7, v1::DTYPE_FLOAT64, 4).data());
 }
 
 TEST(RandomMatrix, EveryDtypeHasTheRightShapeAndSize) {
   for (v1::DType dtype :
-       {v1::FLOAT32, v1::FLOAT64, v1::COMPLEX64, v1::COMPLEX128, v1::INT64, v1::UINT32}) {
+       {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_COMPLEX64, v1::DTYPE_COMPLEX128, v1::DTYPE_INT64, v1::DTYPE_UINT32}) {
     const v1::Matrix m = RandomMatrix(3, 4, dtype, 1);
     EXPECT_EQ(m.dtype(), dtype);
     EXPECT_TRUE(CheckMatrixShape(m).ok()) << DTypeFlagName(dtype);
@@ -28,7 +28,7 @@ TEST(RandomMatrix, EveryDtypeHasTheRightShapeAndSize) {
 }
 
 TEST(RandomMatrix, FloatsAreInMinusOneToOneAndSpreadOut) {
-  const std::vector<double> v = *ReadMatrix<double>(RandomMatrix(100, 100, v1::FLOAT64, 9));
+  const std::vector<double> v = *ReadMatrix<double>(RandomMatrix(100, 100, v1::DTYPE_FLOAT64, 9));
   double min = 1;
   double max = -1;
   double sum = 0;
@@ -45,7 +45,7 @@ TEST(RandomMatrix, FloatsAreInMinusOneToOneAndSpreadOut) {
 }
 
 TEST(RandomMatrix, ComplexHasRandomImaginaryParts) {
-  const auto v = *ReadMatrix<std::complex<double>>(RandomMatrix(10, 10, v1::COMPLEX128, 2));
+  const auto v = *ReadMatrix<std::complex<double>>(RandomMatrix(10, 10, v1::DTYPE_COMPLEX128, 2));
   int nonzero_imaginary = 0;
   for (const auto& x : v) {
     ASSERT_LE(std::abs(x.imag()), 1.0);
@@ -55,7 +55,7 @@ TEST(RandomMatrix, ComplexHasRandomImaginaryParts) {
 }
 
 TEST(RandomMatrix, Int64EntriesAreSmallAndCoverTheRange) {
-  const std::vector<int64_t> v = *ReadMatrix<int64_t>(RandomMatrix(50, 50, v1::INT64, 5));
+  const std::vector<int64_t> v = *ReadMatrix<int64_t>(RandomMatrix(50, 50, v1::DTYPE_INT64, 5));
   std::vector<int> seen(19, 0);
   for (int64_t x : v) {
     ASSERT_GE(x, -9);
@@ -66,7 +66,7 @@ TEST(RandomMatrix, Int64EntriesAreSmallAndCoverTheRange) {
 }
 
 TEST(RandomMatrix, Uint32UsesTheHighBits) {
-  const std::vector<uint32_t> v = *ReadMatrix<uint32_t>(RandomMatrix(10, 10, v1::UINT32, 5));
+  const std::vector<uint32_t> v = *ReadMatrix<uint32_t>(RandomMatrix(10, 10, v1::DTYPE_UINT32, 5));
   int high = 0;
   for (uint32_t x : v) high += x >= 0x80000000u;
   EXPECT_GT(high, 20);
@@ -77,7 +77,7 @@ TEST(RandomBlockSparseMatrix, BlocksAreAllZeroOrAllNonZero) {
   constexpr int64_t kN = 100;  // 7 x 7 blocks of 16, the edge ones 4 wide
   constexpr int64_t kBlock = 16;
   const std::vector<double> v =
-      *ReadMatrix<double>(RandomBlockSparseMatrix(kN, kN, v1::FLOAT64, 11, kBlock, 0.5));
+      *ReadMatrix<double>(RandomBlockSparseMatrix(kN, kN, v1::DTYPE_FLOAT64, 11, kBlock, 0.5));
   int zero_blocks = 0;
   int full_blocks = 0;
   for (int64_t bi = 0; bi < kN; bi += kBlock) {
@@ -100,32 +100,32 @@ TEST(RandomBlockSparseMatrix, BlocksAreAllZeroOrAllNonZero) {
 
 TEST(RandomBlockSparseMatrix, DensityZeroAndOne) {
   const std::vector<double> zero =
-      *ReadMatrix<double>(RandomBlockSparseMatrix(8, 8, v1::FLOAT64, 1, 4, 0.0));
+      *ReadMatrix<double>(RandomBlockSparseMatrix(8, 8, v1::DTYPE_FLOAT64, 1, 4, 0.0));
   for (double x : zero) EXPECT_EQ(x, 0.0);
   const std::vector<double> full =
-      *ReadMatrix<double>(RandomBlockSparseMatrix(8, 8, v1::FLOAT64, 1, 4, 1.0));
+      *ReadMatrix<double>(RandomBlockSparseMatrix(8, 8, v1::DTYPE_FLOAT64, 1, 4, 1.0));
   for (double x : full) EXPECT_NE(x, 0.0);
 }
 
 TEST(HilbertMatrix, EntriesAreReciprocals) {
-  const std::vector<double> h = *ReadMatrix<double>(*HilbertMatrix(3, v1::FLOAT64));
+  const std::vector<double> h = *ReadMatrix<double>(*HilbertMatrix(3, v1::DTYPE_FLOAT64));
   EXPECT_EQ(h, (std::vector<double>{1, 1.0 / 2, 1.0 / 3, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 3,
                                     1.0 / 4, 1.0 / 5}));
 }
 
 TEST(HilbertMatrix, ComplexAndFloat32AreSupported) {
-  EXPECT_EQ(ReadMatrix<std::complex<float>>(*HilbertMatrix(2, v1::COMPLEX64))->at(3),
+  EXPECT_EQ(ReadMatrix<std::complex<float>>(*HilbertMatrix(2, v1::DTYPE_COMPLEX64))->at(3),
             std::complex<float>(1.0f / 3, 0));
-  EXPECT_EQ(ReadMatrix<float>(*HilbertMatrix(1, v1::FLOAT32))->at(0), 1.0f);
+  EXPECT_EQ(ReadMatrix<float>(*HilbertMatrix(1, v1::DTYPE_FLOAT32))->at(0), 1.0f);
 }
 
 TEST(HilbertMatrix, IntegerDtypesAreRejected) {
-  EXPECT_EQ(HilbertMatrix(3, v1::INT64).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(HilbertMatrix(3, v1::UINT32).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HilbertMatrix(3, v1::DTYPE_INT64).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HilbertMatrix(3, v1::DTYPE_UINT32).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(OnesMatrix, AllOnes) {
-  EXPECT_EQ(*ReadMatrix<int64_t>(OnesMatrix(2, 3, v1::INT64)), std::vector<int64_t>(6, 1));
+  EXPECT_EQ(*ReadMatrix<int64_t>(OnesMatrix(2, 3, v1::DTYPE_INT64)), std::vector<int64_t>(6, 1));
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ TEST(MatrixMarket, CoordinateGeneralRealWithCommentsAndBlankLines) {
       "\n"
       "2 3 -2e-3\r\n"
       "1 3 4\n");
-  ASSERT_EQ(m.dtype(), v1::FLOAT64);
+  ASSERT_EQ(m.dtype(), v1::DTYPE_FLOAT64);
   ASSERT_EQ(m.rows(), 2);
   ASSERT_EQ(m.cols(), 3);
   EXPECT_EQ(*ReadMatrix<double>(m), (std::vector<double>{1.5, 0, 4, 0, 0, -2e-3}));
@@ -54,7 +54,7 @@ TEST(MatrixMarket, CoordinateSkewSymmetricIntegerIsNegatedAcross) {
       "%%MatrixMarket matrix coordinate integer skew-symmetric\n"
       "2 2 1\n"
       "2 1 9007199254740993\n");  // 2^53 + 1: stays exact in int64
-  ASSERT_EQ(m.dtype(), v1::INT64);
+  ASSERT_EQ(m.dtype(), v1::DTYPE_INT64);
   EXPECT_EQ(*ReadMatrix<int64_t>(m),
             (std::vector<int64_t>{0, -9007199254740993, 9007199254740993, 0}));
 }
@@ -66,7 +66,7 @@ TEST(MatrixMarket, CoordinateHermitianComplexIsConjugatedAcross) {
       "1 1 1 0\n"
       "2 1 2 3\n"
       "2 2 4 0\n");
-  ASSERT_EQ(m.dtype(), v1::COMPLEX128);
+  ASSERT_EQ(m.dtype(), v1::DTYPE_COMPLEX128);
   EXPECT_EQ(*ReadMatrix<std::complex<double>>(m),
             (std::vector<std::complex<double>>{{1, 0}, {2, -3}, {2, 3}, {4, 0}}));
 }
@@ -86,7 +86,7 @@ TEST(MatrixMarket, PatternGivesOnesAsFloat64) {
       "2 2 2\n"
       "1 1\n"
       "2 1\n");
-  ASSERT_EQ(m.dtype(), v1::FLOAT64);
+  ASSERT_EQ(m.dtype(), v1::DTYPE_FLOAT64);
   EXPECT_EQ(*ReadMatrix<double>(m), (std::vector<double>{1, 1, 1, 0}));
 }
 

@@ -144,7 +144,7 @@ TEST(NpyRead, Version3AndKeysInAnyOrderWithDoubleQuotes) {
       3, "{\"shape\": (1, 1), \"fortran_order\": False, \"descr\": \"<f4\"}", Bytes<float>({2.5f}));
   absl::StatusOr<v1::Matrix> matrix = ParseNpy(file, "v3.npy");
   ASSERT_TRUE(matrix.ok()) << matrix.status();
-  EXPECT_EQ(matrix->dtype(), v1::FLOAT32);
+  EXPECT_EQ(matrix->dtype(), v1::DTYPE_FLOAT32);
   EXPECT_EQ(*ReadMatrix<float>(*matrix), (std::vector<float>{2.5f}));
 }
 

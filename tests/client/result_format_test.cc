@@ -50,7 +50,7 @@ TEST(FormatDeterminant, RealShowsSignMantissaAndExponent) {
   r.set_exponent10(-78);
   r.set_log_abs(-178.63);
   r.set_value(2.637781e-78);
-  r.set_method_used(v1::CONDENSATION);
+  r.set_method_used(v1::DETERMINANT_METHOD_CONDENSATION);
   const std::string text = FormatDeterminant(r, false, 0);
   EXPECT_THAT(text, HasSubstr("2.637781 x 10^-78"));
   EXPECT_THAT(text, HasSubstr("sign     = +1"));

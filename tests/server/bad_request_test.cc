@@ -54,7 +54,7 @@ TEST_F(BadRequestTest, WrongDataLengthNamesBothSizes) {
 }
 
 TEST_F(BadRequestTest, WrongRhsDataLengthNamesRhs) {
-  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_LU);
+  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_KIND_LU);
   *request.mutable_rhs() = MakeMatrix<double>(3, 1, {1, 2, 3});
   request.mutable_rhs()->mutable_data()->resize(23);
   ExpectInvalid(client().Factorize(request), "rhs.data has 23 bytes, want 3*1*8 = 24");
@@ -122,20 +122,20 @@ TEST_F(BadRequestTest, NonSquarePermanent) {
 
 TEST_F(BadRequestTest, NonSquareCholesky) {
   ExpectInvalid(client().Factorize(Factorize(MakeMatrix<double>(2, 3, {1, 2, 3, 4, 5, 6}),
-                                             v1::FACTORIZATION_CHOLESKY)),
+                                             v1::FACTORIZATION_KIND_CHOLESKY)),
                 "matrix must be square, got 2x3");
 }
 
 TEST_F(BadRequestTest, NonSymmetricCholeskyNamesThePair) {
   // Positive definite as a lower triangle, but not symmetric: potrf would factor another matrix.
   ExpectInvalid(client().Factorize(
-                    Factorize(MakeMatrix<double>(2, 2, {4, 1, 2, 3}), v1::FACTORIZATION_CHOLESKY)),
+                    Factorize(MakeMatrix<double>(2, 2, {4, 1, 2, 3}), v1::FACTORIZATION_KIND_CHOLESKY)),
                 "matrix is not symmetric: [0][1] = 1 but [1][0] = 2");
 }
 
 TEST_F(BadRequestTest, NonSquareLuSolve) {
   v1::FactorizeRequest request =
-      Factorize(MakeMatrix<double>(2, 3, {1, 2, 3, 4, 5, 6}), v1::FACTORIZATION_LU);
+      Factorize(MakeMatrix<double>(2, 3, {1, 2, 3, 4, 5, 6}), v1::FACTORIZATION_KIND_LU);
   *request.mutable_rhs() = MakeMatrix<double>(2, 1, {1, 2});
   ExpectInvalid(client().Factorize(request), "matrix must be square");
 }
@@ -155,7 +155,7 @@ TEST_F(BadRequestTest, MismatchedMultiplyDTypes) {
 }
 
 TEST_F(BadRequestTest, MismatchedRhsDType) {
-  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_LU);
+  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_KIND_LU);
   *request.mutable_rhs() = MakeMatrix<float>(3, 1, {1, 2, 3});
   ExpectInvalid(client().Factorize(request), "rhs.dtype is float32");
 }
@@ -168,13 +168,13 @@ TEST_F(BadRequestTest, Int64MultiplyIsNotSupported) {
 }
 
 TEST_F(BadRequestTest, Int64FactorizeIsNotSupported) {
-  ExpectInvalid(client().Factorize(Factorize(Int3(), v1::FACTORIZATION_LU)),
+  ExpectInvalid(client().Factorize(Factorize(Int3(), v1::FACTORIZATION_KIND_LU)),
                 "matrix.dtype is int64");
 }
 
 TEST_F(BadRequestTest, NaNEntryNamesItsPosition) {
   v1::Matrix matrix = MakeMatrix<double>(2, 3, {1, 2, 3, 4, 5, std::nan("")});
-  v1::FactorizeRequest request = Factorize(matrix, v1::FACTORIZATION_QR);
+  v1::FactorizeRequest request = Factorize(matrix, v1::FACTORIZATION_KIND_QR);
   ExpectInvalid(client().Factorize(request), "matrix[1, 2] is not finite");
 }
 
@@ -272,13 +272,13 @@ TEST_F(BadRequestTest, PermanentAboveSizeLimit) {
 }
 
 TEST_F(BadRequestTest, RhsWithWrongRows) {
-  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_LU);
+  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_KIND_LU);
   *request.mutable_rhs() = MakeMatrix<double>(2, 1, {1, 2});
   ExpectInvalid(client().Factorize(request), "rhs has 2 rows; want matrix.rows = 3");
 }
 
 TEST_F(BadRequestTest, RhsWithZeroColumns) {
-  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_LU);
+  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_KIND_LU);
   *request.mutable_rhs() = MakeMatrix<double>(3, 0, std::vector<double>{});
   ExpectInvalid(client().Factorize(request), "rhs has shape 3x0");
 }
@@ -294,13 +294,13 @@ TEST_F(BadRequestTest, NegativeBlockSize) {
 TEST_F(BadRequestTest, CholeskyOfIndefiniteMatrixIsFailedPrecondition) {
   // Eigenvalues 3 and -1.
   ExpectRejected(client().Factorize(
-                     Factorize(MakeMatrix<double>(2, 2, {1, 2, 2, 1}), v1::FACTORIZATION_CHOLESKY)),
+                     Factorize(MakeMatrix<double>(2, 2, {1, 2, 2, 1}), v1::FACTORIZATION_KIND_CHOLESKY)),
                  absl::StatusCode::kFailedPrecondition, "");
 }
 
 TEST_F(BadRequestTest, LuSolveWithSingularMatrixIsFailedPrecondition) {
   v1::FactorizeRequest request =
-      Factorize(MakeMatrix<double>(2, 2, {1, 2, 2, 4}), v1::FACTORIZATION_LU);
+      Factorize(MakeMatrix<double>(2, 2, {1, 2, 2, 4}), v1::FACTORIZATION_KIND_LU);
   *request.mutable_rhs() = MakeMatrix<double>(2, 1, {1, 1});
   ExpectRejected(client().Factorize(request), absl::StatusCode::kFailedPrecondition, "");
 }

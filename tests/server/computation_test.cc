@@ -92,11 +92,11 @@ TEST_F(ComputationTest, DeterminantOfThreeByThreeIsMinusThree) {
 TEST_F(ComputationTest, DeterminantByCondensationMatchesLu) {
   v1::DeterminantRequest request;
   *request.mutable_matrix() = MakeMatrix<double>(3, 3, {1, 2, 3, 4, 5, 6, 7, 8, 10});
-  request.set_method(v1::CONDENSATION);
+  request.set_method(v1::DETERMINANT_METHOD_CONDENSATION);
   absl::StatusOr<v1::DeterminantResponse> response = client().Determinant(request);
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_NEAR(response->value(), -3.0, 1e-12);
-  EXPECT_EQ(response->method_used(), v1::CONDENSATION);
+  EXPECT_EQ(response->method_used(), v1::DETERMINANT_METHOD_CONDENSATION);
 }
 
 TEST_F(ComputationTest, DeterminantBeyondDoubleRangeKeepsMantissaAndExponent) {
@@ -215,12 +215,12 @@ TEST_F(ComputationTest, LuReconstructsPermutedMatrixAndSolves) {
     }
   }
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_LU);
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
   *request.mutable_matrix() = MakeMatrix<double>(3, 3, a);
   *request.mutable_rhs() = MakeMatrix<double>(3, 2, b);
   absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
   ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(response->kind(), v1::FACTORIZATION_LU);
+  EXPECT_EQ(response->kind(), v1::FACTORIZATION_KIND_LU);
   EXPECT_FALSE(response->singular());
   ASSERT_EQ(response->permutation_size(), 3);
   absl::StatusOr<std::vector<double>> lu = ReadMatrix<double>(response->lu());
@@ -242,7 +242,7 @@ TEST_F(ComputationTest, LuReconstructsPermutedMatrixAndSolves) {
 
 TEST_F(ComputationTest, LuOfSingularMatrixReportsFirstZeroColumn) {
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_LU);
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
   *request.mutable_matrix() = MakeMatrix<double>(2, 2, {1, 2, 2, 4});
   absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
   ASSERT_TRUE(response.ok()) << response.status();
@@ -254,11 +254,11 @@ TEST_F(ComputationTest, LuOfSingularMatrixReportsFirstZeroColumn) {
 TEST_F(ComputationTest, CholeskyGivesKnownLowerFactor) {
   // [[4, 2], [2, 3]] = L L^T with L = [[2, 0], [1, sqrt 2]].
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_CHOLESKY);
+  request.set_kind(v1::FACTORIZATION_KIND_CHOLESKY);
   *request.mutable_matrix() = MakeMatrix<double>(2, 2, {4, 2, 2, 3});
   absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
   ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(response->kind(), v1::FACTORIZATION_CHOLESKY);
+  EXPECT_EQ(response->kind(), v1::FACTORIZATION_KIND_CHOLESKY);
   absl::StatusOr<std::vector<double>> l = ReadMatrix<double>(response->l());
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_THAT(*l, Pointwise(DoubleNear(1e-15), std::vector<double>{2, 0, 1, std::sqrt(2.0)}));
@@ -268,7 +268,7 @@ TEST_F(ComputationTest, CholeskyGivesKnownLowerFactor) {
 TEST_F(ComputationTest, QrHasOrthonormalQAndReconstructs) {
   const std::vector<double> a = {1, 2, 3, 4, 5, 6, 7, 8, 10, -1, 0, 2};  // 4 x 3
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_QR);
+  request.set_kind(v1::FACTORIZATION_KIND_QR);
   *request.mutable_matrix() = MakeMatrix<double>(4, 3, a);
   absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
   ASSERT_TRUE(response.ok()) << response.status();
@@ -304,7 +304,7 @@ TEST_F(ComputationTest, QrSolveFindsExactLeastSquaresSolution) {
   const std::vector<double> a = {1, 0, 0, 1, 1, 1};  // 3 x 2
   const std::vector<double> rhs = {2, -1, 1};        // A [2, -1]^T
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_QR);
+  request.set_kind(v1::FACTORIZATION_KIND_QR);
   *request.mutable_matrix() = MakeMatrix<double>(3, 2, a);
   *request.mutable_rhs() = MakeMatrix<double>(3, 1, rhs);
   absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
@@ -316,7 +316,7 @@ TEST_F(ComputationTest, QrSolveFindsExactLeastSquaresSolution) {
 
 TEST_F(ComputationTest, AbsentRhsMeansNoSolve) {
   v1::FactorizeRequest request;
-  request.set_kind(v1::FACTORIZATION_LU);
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
   *request.mutable_matrix() = MakeMatrix<double>(2, 2, {4, 2, 2, 3});
   request.mutable_rhs();  // present but empty: rows 0, cols 0, no data
   absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
@@ -427,7 +427,7 @@ TEST_F(ComputationTest, PermanentOfTwoByTwo) {
 
 TEST_F(ComputationTest, PermanentOfAllOnesIsFactorialByBothMethods) {
   constexpr int kN = 9;
-  for (v1::PermanentMethod method : {v1::RYSER, v1::GLYNN}) {
+  for (v1::PermanentMethod method : {v1::PERMANENT_METHOD_RYSER, v1::PERMANENT_METHOD_GLYNN}) {
     v1::PermanentRequest request;
     *request.mutable_matrix() = MakeMatrix<double>(kN, kN, std::vector<double>(kN * kN, 1.0));
     request.set_method(method);

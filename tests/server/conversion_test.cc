@@ -29,7 +29,7 @@ v1::Matrix ProtoOf(int64_t rows, int64_t cols, v1::DType dtype, size_t bytes) {
 TEST(MatrixFromProto, ViewHasShapeDTypeAndTheSameBytes) {
   // Small (inline) and large (heap) strings take different storage paths.
   for (int64_t n : {1, 2, 50}) {
-    v1::Matrix proto = ProtoOf(n, n + 1, v1::COMPLEX64, static_cast<size_t>(n * (n + 1) * 8));
+    v1::Matrix proto = ProtoOf(n, n + 1, v1::DTYPE_COMPLEX64, static_cast<size_t>(n * (n + 1) * 8));
     for (size_t i = 0; i < proto.data().size(); ++i) (*proto.mutable_data())[i] = char(i * 7 + 1);
     absl::StatusOr<InputMatrix> input = FromProto(proto, "a");
     ASSERT_TRUE(input.ok()) << input.status();
@@ -45,9 +45,9 @@ TEST(MatrixFromProto, ViewHasShapeDTypeAndTheSameBytes) {
 
 TEST(MatrixFromProto, EveryDTypeMapsToItsCoreDType) {
   const std::vector<std::pair<v1::DType, DType>> pairs = {
-      {v1::FLOAT32, DType::kFloat32},     {v1::FLOAT64, DType::kFloat64},
-      {v1::COMPLEX64, DType::kComplex64}, {v1::COMPLEX128, DType::kComplex128},
-      {v1::INT64, DType::kInt64},         {v1::UINT32, DType::kUInt32}};
+      {v1::DTYPE_FLOAT32, DType::kFloat32},     {v1::DTYPE_FLOAT64, DType::kFloat64},
+      {v1::DTYPE_COMPLEX64, DType::kComplex64}, {v1::DTYPE_COMPLEX128, DType::kComplex128},
+      {v1::DTYPE_INT64, DType::kInt64},         {v1::DTYPE_UINT32, DType::kUInt32}};
   for (const auto& [proto_dtype, dtype] : pairs) {
     absl::StatusOr<InputMatrix> input =
         FromProto(ProtoOf(2, 3, proto_dtype, 6 * ElementSize(dtype)), "m");
@@ -58,14 +58,14 @@ TEST(MatrixFromProto, EveryDTypeMapsToItsCoreDType) {
 }
 
 TEST(MatrixFromProto, DataLengthMismatchNamesFieldAndSizes) {
-  absl::StatusOr<InputMatrix> input = FromProto(ProtoOf(3, 3, v1::FLOAT64, 70), "rhs");
+  absl::StatusOr<InputMatrix> input = FromProto(ProtoOf(3, 3, v1::DTYPE_FLOAT64, 70), "rhs");
   EXPECT_EQ(input.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(input.status().message(), "rhs.data has 70 bytes, want 3*3*8 = 72");
 }
 
 TEST(MatrixFromProto, OverflowingShapeIsRejectedWithoutAllocating) {
   const int64_t big = std::numeric_limits<int64_t>::max();
-  absl::StatusOr<InputMatrix> input = FromProto(ProtoOf(big, big, v1::UINT32, 4), "b");
+  absl::StatusOr<InputMatrix> input = FromProto(ProtoOf(big, big, v1::DTYPE_UINT32, 4), "b");
   EXPECT_EQ(input.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(input.status().message()), HasSubstr("b has shape"));
   EXPECT_THAT(std::string(input.status().message()), HasSubstr("overflows"));
@@ -73,7 +73,7 @@ TEST(MatrixFromProto, OverflowingShapeIsRejectedWithoutAllocating) {
 
 TEST(MatrixFromProto, NonPositiveShapesAreRejected) {
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 0}, {-1, -1}}) {
-    absl::StatusOr<InputMatrix> input = FromProto(ProtoOf(rows, cols, v1::FLOAT32, 0), "matrix");
+    absl::StatusOr<InputMatrix> input = FromProto(ProtoOf(rows, cols, v1::DTYPE_FLOAT32, 0), "matrix");
     EXPECT_EQ(input.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(input.status().message()), HasSubstr("matrix has shape"));
   }
@@ -90,8 +90,8 @@ TEST(MatrixFromProto, UnknownAndUnspecifiedDTypesAreRejected) {
 
 TEST(MatrixFromProto, EmptyMessageCountsAsAbsent) {
   EXPECT_TRUE(IsAbsent(v1::Matrix()));
-  EXPECT_FALSE(IsAbsent(ProtoOf(1, 1, v1::FLOAT64, 8)));
-  EXPECT_FALSE(IsAbsent(ProtoOf(0, 1, v1::FLOAT64, 0)));
+  EXPECT_FALSE(IsAbsent(ProtoOf(1, 1, v1::DTYPE_FLOAT64, 8)));
+  EXPECT_FALSE(IsAbsent(ProtoOf(0, 1, v1::DTYPE_FLOAT64, 0)));
 }
 
 TEST(MatrixToProto, RoundTripsShapeDTypeAndBytes) {
@@ -101,7 +101,7 @@ TEST(MatrixToProto, RoundTripsShapeDTypeAndBytes) {
   ToProto(m, &proto);
   EXPECT_EQ(proto.rows(), 2);
   EXPECT_EQ(proto.cols(), 3);
-  EXPECT_EQ(proto.dtype(), v1::FLOAT64);
+  EXPECT_EQ(proto.dtype(), v1::DTYPE_FLOAT64);
   ASSERT_EQ(proto.data().size(), values.size() * sizeof(double));
   EXPECT_EQ(std::memcmp(proto.data().data(), values.data(), proto.data().size()), 0);
 }
@@ -127,7 +127,7 @@ TEST(DeterminantToProto, HugeRealValueKeepsDecimalFormAndSaturatesValue) {
   EXPECT_NEAR(response.log_abs(), 500 * std::log(10.0), 1e-9);
   EXPECT_EQ(response.value(), -std::numeric_limits<double>::infinity());
   EXPECT_FALSE(response.singular());
-  EXPECT_EQ(response.method_used(), v1::LU);
+  EXPECT_EQ(response.method_used(), v1::DETERMINANT_METHOD_LU);
   EXPECT_EQ(response.stats().backend(), "cpu");
   EXPECT_EQ(response.stats().device(), "d");
   EXPECT_EQ(response.stats().seconds(), 0.5);

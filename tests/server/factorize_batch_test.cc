@@ -64,11 +64,11 @@ class FactorizeBatchServerTest : public ServerTest {};
 TEST_F(FactorizeBatchServerTest, BatchedLuSolveReturnsStackedFactorsAndSolutions) {
   const std::vector<double> a = RandomStack(kN, 1);
   const std::vector<double> b = RandomStack(1, 2);
-  v1::FactorizeRequest request = BatchRequest(a, kCount * kN, v1::FACTORIZATION_LU, kCount);
+  v1::FactorizeRequest request = BatchRequest(a, kCount * kN, v1::FACTORIZATION_KIND_LU, kCount);
   *request.mutable_rhs() = MakeMatrix<double>(kCount * kN, 1, b);
   const absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
   ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(response->kind(), v1::FACTORIZATION_LU);
+  EXPECT_EQ(response->kind(), v1::FACTORIZATION_KIND_LU);
   EXPECT_EQ(response->lu().rows(), kCount * kN);
   EXPECT_EQ(response->lu().cols(), kN);
   ASSERT_EQ(response->permutation_size(), kCount * kN);
@@ -98,7 +98,7 @@ TEST_F(FactorizeBatchServerTest, BatchedLuReportsTheSingularColumnOfEachMatrix) 
   for (int64_t i = 0; i < kN; ++i) a[(7 * kN + i) * kN + 2] = 0.0;   // matrix 7, column 2
   for (int64_t i = 0; i < kN; ++i) a[(30 * kN + i) * kN + 0] = 0.0;  // matrix 30, column 0
   const absl::StatusOr<v1::FactorizeResponse> response =
-      client().Factorize(BatchRequest(a, kCount * kN, v1::FACTORIZATION_LU, kCount));
+      client().Factorize(BatchRequest(a, kCount * kN, v1::FACTORIZATION_KIND_LU, kCount));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_TRUE(response->singular());
   EXPECT_EQ(response->singular_column(), 2);  // that of matrix 7, the first singular one
@@ -116,7 +116,7 @@ TEST_F(FactorizeBatchServerTest, BatchedCholeskyNamesTheMatrixThatIsNotPositiveD
     for (int64_t i = 0; i < kN; ++i) a[(index * kN + i) * kN + i] = index == 17 ? -1.0 : 2.0;
   }
   const absl::StatusOr<v1::FactorizeResponse> response =
-      client().Factorize(BatchRequest(a, kCount * kN, v1::FACTORIZATION_CHOLESKY, kCount));
+      client().Factorize(BatchRequest(a, kCount * kN, v1::FACTORIZATION_KIND_CHOLESKY, kCount));
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(response.status().message()),
@@ -126,7 +126,7 @@ TEST_F(FactorizeBatchServerTest, BatchedCholeskyNamesTheMatrixThatIsNotPositiveD
 
 TEST_F(FactorizeBatchServerTest, BatchCountThatDoesNotDivideTheRowsIsInvalid) {
   const absl::StatusOr<v1::FactorizeResponse> response =
-      client().Factorize(BatchRequest(RandomStack(kN, 4), kCount * kN, v1::FACTORIZATION_QR, 3));
+      client().Factorize(BatchRequest(RandomStack(kN, 4), kCount * kN, v1::FACTORIZATION_KIND_QR, 3));
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(response.status().message()),
@@ -136,7 +136,7 @@ TEST_F(FactorizeBatchServerTest, BatchCountThatDoesNotDivideTheRowsIsInvalid) {
 
 TEST_F(FactorizeBatchServerTest, NegativeBatchCountIsInvalid) {
   const absl::StatusOr<v1::FactorizeResponse> response =
-      client().Factorize(BatchRequest(RandomStack(kN, 5), kCount * kN, v1::FACTORIZATION_LU, -2));
+      client().Factorize(BatchRequest(RandomStack(kN, 5), kCount * kN, v1::FACTORIZATION_KIND_LU, -2));
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(response.status().message()), HasSubstr("batch_count is -2"));

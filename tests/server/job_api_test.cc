@@ -193,7 +193,7 @@ TEST_F(JobApiTest, FailedJobCarriesTheErrorOfTheSynchronousCall) {
   v1::FactorizeRequest* factorize = job.mutable_factorize();
   *factorize->mutable_matrix() = MakeMatrix<double>(2, 2, {1.0, 2.0, 2.0, 4.0});
   *factorize->mutable_rhs() = MakeMatrix<double>(2, 1, {1.0, 1.0});
-  factorize->set_kind(v1::FACTORIZATION_LU);
+  factorize->set_kind(v1::FACTORIZATION_KIND_LU);
   absl::StatusOr<v1::FactorizeResponse> sync = client_->Factorize(*factorize);
   ASSERT_FALSE(sync.ok());
   const std::string id = MustSubmit(job);

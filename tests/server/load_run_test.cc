@@ -51,7 +51,7 @@ TEST_F(LoadRunTest, BatchedLuCountsEveryMatrix) {
 TEST_F(LoadRunTest, RejectedRequestsAreCountedByCodeAndTheRunGoesOn) {
   LoadOptions options;
   options.op = LoadOp::kLu;
-  options.dtype = v1::UINT32;  // the server factorizes floating dtypes only
+  options.dtype = v1::DTYPE_UINT32;  // the server factorizes floating dtypes only
   options.n = 4;
   options.requests = 12;
   options.concurrency = 2;

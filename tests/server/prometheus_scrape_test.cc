@@ -211,7 +211,7 @@ TEST_F(PrometheusScrapeTest, PrometheusSeesEveryFamilyWithTheValuesOfTheJobsRun)
   {
     v1::FactorizeRequest request;  // indefinite: Cholesky fails in the job
     *request.mutable_matrix() = MakeMatrix<double>(2, 2, {1.0, 2.0, 2.0, 1.0});
-    request.set_kind(v1::FACTORIZATION_CHOLESKY);
+    request.set_kind(v1::FACTORIZATION_KIND_CHOLESKY);
     EXPECT_EQ(client_->Factorize(request).status().code(), absl::StatusCode::kFailedPrecondition);
   }
   {

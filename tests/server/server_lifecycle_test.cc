@@ -260,7 +260,7 @@ TEST_F(MisbehavingBackendTest, OtherExceptionBecomesInternalWithItsMessage) {
 TEST_F(MisbehavingBackendTest, BackendStatusPassesThroughWithCodeAndMessage) {
   v1::FactorizeRequest request;
   *request.mutable_matrix() = One();
-  request.set_kind(v1::FACTORIZATION_LU);
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
   absl::StatusOr<v1::FactorizeResponse> response = client_->Factorize(request);
   EXPECT_EQ(response.status().code(), absl::StatusCode::kDataLoss) << response.status();
   EXPECT_EQ(response.status().message(), "factors went missing");
