@@ -5,6 +5,7 @@
 #define MATRIXD_CORE_BACKEND_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/job_control.h"
 #include "core/matrix.h"
 #include "core/operations.h"
+#include "core/resident_matrix.h"
 
 namespace matrixd {
 
@@ -95,6 +97,32 @@ class Backend {
   virtual uint64_t PermanentDeviceBytes(const MatrixView& /*a*/,
                                         const PermanentOptions& /*options*/) const {
     return 0;
+  }
+
+  // ---- Resident matrices (kept between operations; see core/resident_matrix.h) ----
+
+  // A resident rows x cols matrix of `dtype`, contents unspecified until written, in the memory
+  // the backend computes in: on device `device_index` (an index into DeviceMemory()) or, for
+  // JobControl::kAnyDevice, the device with the most free memory; in host memory without
+  // devices. RESOURCE_EXHAUSTED, saying how much is free, when it does not fit. Thread-safe.
+  // UNIMPLEMENTED by default (a backend that keeps none).
+  virtual absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t /*rows*/,
+                                                                           int64_t /*cols*/,
+                                                                           DType /*dtype*/,
+                                                                           int /*device_index*/) {
+    return absl::UnimplementedError("this backend keeps no resident matrices");
+  }
+
+  // Whether the operation reads its matrix operands only through the device, so that a resident
+  // matrix's device view (MatrixView::space == kDevice) may be passed instead of host bytes.
+  // Reads only shapes and options. False by default: the caller then passes host bytes.
+  virtual bool DeterminantReadsOnDevice(const MatrixView& /*a*/,
+                                        const DeterminantOptions& /*options*/) const {
+    return false;
+  }
+  virtual bool MultiplyReadsOnDevice(const MatrixView& /*a*/, const MatrixView& /*b*/,
+                                     const MultiplyOptions& /*options*/) const {
+    return false;
   }
 
   // The pool state of each device the backend uses; empty without device memory. Thread-safe.

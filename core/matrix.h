@@ -51,6 +51,10 @@ constexpr DType DTypeOf<uint32_t>() {
   return DType::kUInt32;
 }
 
+// Where a MatrixView's bytes are: host memory, or the memory of the backend's device `device`
+// (a resident matrix; see core/resident_matrix.h). Host code must not read a device view's data.
+enum class MemorySpace : int { kHost, kDevice };
+
 // A borrowed rows x cols matrix, row-major. REQUIRES: data holds rows*cols elements of dtype and
 // is aligned for that element type (a Matrix's storage always is).
 struct MatrixView {
@@ -58,6 +62,10 @@ struct MatrixView {
   int64_t cols = 0;
   DType dtype = DType::kFloat64;
   const std::byte* data = nullptr;
+  MemorySpace space = MemorySpace::kHost;
+  int device = -1;  // the device index (Backend::DeviceMemory() order) of a kDevice view
+
+  bool on_device() const { return space == MemorySpace::kDevice; }
 
   int64_t size() const { return rows * cols; }
   size_t byte_size() const { return static_cast<size_t>(size()) * ElementSize(dtype); }

@@ -71,12 +71,16 @@ absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const 
     return absl::InvalidArgumentError(absl::StrCat(
         field, " has ", m.rows, "x", m.cols, " elements; the limit is ", limits.max_elements));
   }
+  // A device view's entries were checked when it was stored (see AllFinite).
+  if (m.on_device()) return absl::OkStatus();
   if (const int64_t bad = FirstNonFiniteEntry(m); bad >= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, "[", bad / m.cols, ", ", bad % m.cols, "] is not finite (NaN or Inf)"));
   }
   return absl::OkStatus();
 }
+
+bool AllFinite(const MatrixView& m) { return FirstNonFiniteEntry(m) < 0; }
 
 absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
                                  const Limits& limits) {
@@ -123,7 +127,7 @@ absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& opti
       (batch_count > 0 && options.kind == FactorizationKind::kLu)) {
     if (absl::Status s = RequireSquare(each, each_name); !s.ok()) return s;
   }
-  if (options.kind == FactorizationKind::kCholesky) {
+  if (options.kind == FactorizationKind::kCholesky && !a.on_device()) {
     if (absl::Status s = RequireHermitian(a, batch_count, "matrix"); !s.ok()) return s;
   }
   if (rhs == nullptr) return absl::OkStatus();

@@ -19,8 +19,13 @@ struct Limits {
   int max_permanent_n = 30;
 };
 
-// rows, cols >= 1, and every floating-point entry finite (no NaN, no Inf).
+// rows, cols >= 1, and every floating-point entry finite (no NaN, no Inf). The entries of a device
+// view (MatrixView::on_device) are not read: its owner checks them when it stores the matrix
+// (AllFinite), and the symmetry check of CHOLESKY is skipped for it too.
 absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const Limits& limits);
+
+// True when every floating-point entry of a host view is finite (always for integer dtypes).
+bool AllFinite(const MatrixView& m);
 
 absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
                                  const Limits& limits);

@@ -4,6 +4,7 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <span>
 #include <string>
 
@@ -38,10 +39,10 @@ absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view field) {
     case v1::DTYPE_UINT32:
       return DType::kUInt32;
     case v1::DTYPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(absl::StrCat(
-          field,
-          ".dtype is unspecified; want DTYPE_FLOAT32, DTYPE_FLOAT64, DTYPE_COMPLEX64, "
-          "DTYPE_COMPLEX128, DTYPE_INT64 or DTYPE_UINT32"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field,
+                       ".dtype is unspecified; want DTYPE_FLOAT32, DTYPE_FLOAT64, DTYPE_COMPLEX64, "
+                       "DTYPE_COMPLEX128, DTYPE_INT64 or DTYPE_UINT32"));
     default:
       break;
   }
@@ -107,6 +108,58 @@ absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view
     input.view_ = input.aligned_copy_.view();
   }
   return input;
+}
+
+absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
+                                      absl::string_view field) {
+  if (proto.source_case() != v1::MatrixRef::kHandle || proto.handle().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " names no matrix; set its handle"));
+  }
+  if (registry == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ": this server keeps no resident matrices"));
+  }
+  absl::StatusOr<ResidentLease> lease = registry->Acquire(proto.handle(), field);
+  if (!lease.ok()) return lease.status();
+  InputMatrix input;
+  input.view_ = lease->view();
+  if (input.view_.on_device() && !lease->info().finite) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": resident matrix ", proto.handle(),
+                     " has entries that are not finite (NaN or Inf)"));
+  }
+  input.resident_.emplace(*std::move(lease));
+  return input;
+}
+
+absl::Status InputMatrix::CopyToHost() {
+  if (!view_.on_device()) return absl::OkStatus();
+  try {
+    aligned_copy_ = Matrix(view_.rows, view_.cols, view_.dtype);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot copy a ", view_.byte_size(), "-byte resident operand to host memory"));
+  }
+  if (absl::Status read = resident_->Read(
+          0, std::span<std::byte>(aligned_copy_.mutable_bytes(), aligned_copy_.byte_size()));
+      !read.ok()) {
+    return read;
+  }
+  view_ = aligned_copy_.view();
+  return absl::OkStatus();
+}
+
+void ToProto(const ResidentInfo& info, absl::Time now, v1::ResidentMatrix* proto) {
+  proto->set_handle(info.handle);
+  proto->set_rows(info.rows);
+  proto->set_cols(info.cols);
+  proto->set_dtype(ToProto(info.dtype));
+  proto->set_bytes(info.bytes);
+  proto->set_device(info.device);
+  proto->set_spilled(info.spilled);
+  proto->set_age_seconds(absl::ToDoubleSeconds(now - info.created));
+  proto->set_idle_seconds(absl::ToDoubleSeconds(now - info.last_used));
+  proto->set_label(info.label);
 }
 
 void ToProto(const Matrix& matrix, v1::Matrix* proto) {

@@ -5,6 +5,7 @@
 #define MATRIXD_SERVER_MATRIX_CONVERSION_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -12,12 +13,14 @@
 #include "core/operations.h"
 #include "matrixd/v1/matrix.pb.h"
 #include "matrixd/v1/matrixd.pb.h"
+#include "server/resident_registry.h"
 
 namespace matrixd::server {
 
-// A proto Matrix seen as a core MatrixView. Borrows the message's bytes when they are aligned for
-// the element type (the usual case), else holds an aligned copy. The message must outlive it.
-// Move-only: the view may point into the copy.
+// An operand as core sees it. From a proto Matrix: borrows the message's bytes when they are
+// aligned for the element type (the usual case), else holds an aligned copy; the message must
+// outlive it. From a resident matrix: holds it in place (a ResidentLease) and views it where it
+// lives, host or device memory. Move-only: the view may point into the copy.
 class InputMatrix {
  public:
   InputMatrix(InputMatrix&&) = default;
@@ -26,13 +29,21 @@ class InputMatrix {
   InputMatrix& operator=(const InputMatrix&) = delete;
 
   const MatrixView& view() const { return view_; }
+  // The resident matrix behind the operand, if any.
+  const ResidentLease* resident() const { return resident_ ? &*resident_ : nullptr; }
+  // Replaces a device view by a host copy of its bytes, for an operation that reads its operands
+  // on the host. No-op for a host view. RESOURCE_EXHAUSTED when host memory runs out.
+  absl::Status CopyToHost();
 
  private:
   friend absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view field);
+  friend absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto,
+                                               ResidentRegistry* registry, absl::string_view field);
   InputMatrix() = default;
 
   MatrixView view_;
-  Matrix aligned_copy_;  // empty unless the message's bytes were misaligned
+  Matrix aligned_copy_;  // empty unless the message's bytes were misaligned, or copied to host
+  std::optional<ResidentLease> resident_;
 };
 
 // Checks, before touching the data, that the dtype is a known, specified DType, rows and cols are
@@ -40,6 +51,16 @@ class InputMatrix {
 // INVALID_ARGUMENT naming `field` ("matrix", "rhs", "a", "b") otherwise. Entries are not checked
 // here (core/validation.h checks them).
 absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view field);
+
+// The resident matrix a MatrixRef names (field "matrix_ref", "a_ref", ...), held in place until the
+// InputMatrix is destroyed. INVALID_ARGUMENT for an empty reference, NOT_FOUND for an unknown
+// handle, FAILED_PRECONDITION when `registry` is null; INVALID_ARGUMENT for a device-resident
+// matrix with non-finite entries (a host one is checked entry by entry by core/validation.h).
+absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
+                                      absl::string_view field);
+
+// The proto ResidentMatrix of a registry entry at `now`.
+void ToProto(const ResidentInfo& info, absl::Time now, v1::ResidentMatrix* proto);
 
 // INVALID_ARGUMENT naming `field` for DTYPE_UNSPECIFIED or a value outside the enum.
 absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view field);

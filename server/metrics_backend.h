@@ -48,6 +48,19 @@ class MeteredBackend final : public Backend {
                                 const PermanentOptions& options) const override {
     return inner_->PermanentDeviceBytes(a, options);
   }
+  absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t rows, int64_t cols,
+                                                                   DType dtype,
+                                                                   int device_index) override {
+    return inner_->AllocateResident(rows, cols, dtype, device_index);
+  }
+  bool DeterminantReadsOnDevice(const MatrixView& a,
+                                const DeterminantOptions& options) const override {
+    return inner_->DeterminantReadsOnDevice(a, options);
+  }
+  bool MultiplyReadsOnDevice(const MatrixView& a, const MatrixView& b,
+                             const MultiplyOptions& options) const override {
+    return inner_->MultiplyReadsOnDevice(a, b, options);
+  }
   std::vector<DeviceMemoryUsage> DeviceMemory() const override { return inner_->DeviceMemory(); }
   absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() override {
     return inner_->MeasureCopyBandwidth();

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -11,11 +13,68 @@
 #include "server/request_validation.h"
 
 namespace matrixd::server {
+namespace {
+
+// What result_options asked for, with the registry to keep results in (null: keep nothing).
+struct KeepRequest {
+  ResidentRegistry* registry = nullptr;
+  bool also_inline = false;
+};
+
+absl::Status CheckResultOptions(const v1::ResultOptions& options, ResidentRegistry* registry) {
+  if (options.keep_result() && registry == nullptr) {
+    return absl::FailedPreconditionError(
+        "result_options.keep_result: this server keeps no resident matrices");
+  }
+  if (options.also_inline() && !options.keep_result()) {
+    return absl::InvalidArgumentError(
+        "result_options.also_inline is set without keep_result; results are inline anyway");
+  }
+  return absl::OkStatus();
+}
+
+KeepRequest KeepOf(const v1::ResultOptions& options, ResidentRegistry* registry) {
+  if (!options.keep_result()) return {};
+  return {.registry = registry, .also_inline = options.also_inline()};
+}
+
+// Keeps each non-empty result matrix resident on the job's device, named in `kept` by its response
+// field's name, and drops its inline copy unless also_inline. On a failure the matrices kept so far
+// are released again: a failed call leaves nothing behind.
+// One result matrix: its response field's name, the matrix, and the field's inline copy.
+struct ResultMatrix {
+  const char* name;
+  const Matrix* matrix;
+  v1::Matrix* inline_copy;
+};
+
+absl::Status KeepResults(const KeepRequest& keep, const std::vector<ResultMatrix>& outputs,
+                         const JobControl& control,
+                         google::protobuf::Map<std::string, v1::ResidentMatrix>* kept) {
+  const absl::Time now = absl::Now();
+  for (const auto& [name, matrix, inline_copy] : outputs) {
+    if (matrix->empty()) continue;
+    absl::StatusOr<ResidentInfo> info = keep.registry->Keep(*matrix, name, control.device_index());
+    if (!info.ok()) {
+      for (const auto& [kept_name, resident] : *kept) {
+        static_cast<void>(keep.registry->Release(resident.handle()));
+      }
+      kept->clear();
+      return info.status();
+    }
+    ToProto(*info, now, &(*kept)[name]);
+    if (!keep.also_inline) inline_copy->Clear();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
                                 v1::DeterminantResponse* response, Backend& backend,
-                                const Limits& limits) {
-  absl::StatusOr<DeterminantInputs> inputs = ValidateRequest(request, limits);
+                                const Limits& limits, ResidentRegistry* registry) {
+  absl::StatusOr<DeterminantInputs> inputs =
+      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "determinant";
@@ -33,8 +92,9 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
 
 absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
                                 v1::FactorizeResponse* response, Backend& backend,
-                                const Limits& limits) {
-  absl::StatusOr<FactorizeInputs> inputs = ValidateRequest(request, limits);
+                                const Limits& limits, ResidentRegistry* registry) {
+  absl::StatusOr<FactorizeInputs> inputs =
+      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "factorize";
@@ -42,39 +102,56 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   const FactorizeOptions options = inputs->options();
   spec.device_bytes =
       backend.FactorizeDeviceBytes(inputs->matrix.view(), options, inputs->rhs_view());
-  spec.work = [inputs = *std::move(inputs), options, response, &backend](JobControl& control) {
+  if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
+  spec.work = [inputs = *std::move(inputs), options, response, &backend,
+               keep = KeepOf(request.result_options(), registry)](JobControl& control) {
     absl::StatusOr<FactorizeResult> result =
         backend.Factorize(inputs.matrix.view(), options, inputs.rhs_view(), &control);
     if (!result.ok()) return result.status();
     ToProto(*result, response);
-    return absl::OkStatus();
+    if (!keep.registry) return absl::OkStatus();
+    std::vector<ResultMatrix> outputs = {{"lu", &result->lu, response->mutable_lu()},
+                                         {"l", &result->l, response->mutable_l()},
+                                         {"q", &result->q, response->mutable_q()},
+                                         {"r", &result->r, response->mutable_r()}};
+    if (result->solution.has_value()) {
+      outputs.push_back({"solution", &*result->solution, response->mutable_solution()});
+    }
+    return KeepResults(keep, outputs, control, response->mutable_kept());
   };
   return spec;
 }
 
 absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::MultiplyResponse* response,
-                                Backend& backend, const Limits& limits) {
-  absl::StatusOr<MultiplyInputs> inputs = ValidateRequest(request, limits);
+                                Backend& backend, const Limits& limits,
+                                ResidentRegistry* registry) {
+  absl::StatusOr<MultiplyInputs> inputs =
+      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "multiply";
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes =
       backend.MultiplyDeviceBytes(inputs->a.view(), inputs->b.view(), inputs->options);
-  spec.work = [inputs = *std::move(inputs), response, &backend](JobControl& control) {
+  if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
+  spec.work = [inputs = *std::move(inputs), response, &backend,
+               keep = KeepOf(request.result_options(), registry)](JobControl& control) {
     absl::StatusOr<MultiplyResult> result =
         backend.Multiply(inputs.a.view(), inputs.b.view(), inputs.options, &control);
     if (!result.ok()) return result.status();
     ToProto(*result, response);
-    return absl::OkStatus();
+    if (!keep.registry) return absl::OkStatus();
+    return KeepResults(keep, {{"c", &result->c, response->mutable_c()}}, control,
+                       response->mutable_kept());
   };
   return spec;
 }
 
 absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
                                 v1::PermanentResponse* response, Backend& backend,
-                                const Limits& limits) {
-  absl::StatusOr<PermanentInputs> inputs = ValidateRequest(request, limits);
+                                const Limits& limits, ResidentRegistry* registry) {
+  absl::StatusOr<PermanentInputs> inputs =
+      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "permanent";
@@ -91,7 +168,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
 }
 
 absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
-                                const Limits& limits, absl::Time now) {
+                                const Limits& limits, absl::Time now, ResidentRegistry* registry) {
   const double timeout = request.timeout_seconds();
   if (!(timeout >= 0.0) || std::isinf(timeout)) {
     return absl::InvalidArgumentError(absl::StrCat("timeout_seconds is ", timeout,
@@ -103,16 +180,17 @@ absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
   absl::StatusOr<JobSpec> spec;
   switch (owned->request_case()) {
     case v1::JobRequest::kDeterminant:
-      spec = MakeJob(owned->determinant(), result->mutable_determinant(), backend, limits);
+      spec =
+          MakeJob(owned->determinant(), result->mutable_determinant(), backend, limits, registry);
       break;
     case v1::JobRequest::kFactorize:
-      spec = MakeJob(owned->factorize(), result->mutable_factorize(), backend, limits);
+      spec = MakeJob(owned->factorize(), result->mutable_factorize(), backend, limits, registry);
       break;
     case v1::JobRequest::kMultiply:
-      spec = MakeJob(owned->multiply(), result->mutable_multiply(), backend, limits);
+      spec = MakeJob(owned->multiply(), result->mutable_multiply(), backend, limits, registry);
       break;
     case v1::JobRequest::kPermanent:
-      spec = MakeJob(owned->permanent(), result->mutable_permanent(), backend, limits);
+      spec = MakeJob(owned->permanent(), result->mutable_permanent(), backend, limits, registry);
       break;
     case v1::JobRequest::REQUEST_NOT_SET:
       return absl::InvalidArgumentError(

@@ -10,28 +10,33 @@
 #include "core/validation.h"
 #include "matrixd/v1/matrixd.pb.h"
 #include "server/job.h"
+#include "server/resident_registry.h"
 
 namespace matrixd::server {
 
 // Synchronous calls: the job borrows `request` and writes into `*response`; the caller keeps both
-// (and `backend`) alive until the job has finished.
+// (and `backend`, and `registry`) alive until the job has finished. `registry` (may be null: no
+// resident matrices) resolves the requests' matrix references and keeps results when
+// result_options.keep_result asks for it (FAILED_PRECONDITION without a registry).
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
                                 v1::DeterminantResponse* response, Backend& backend,
-                                const Limits& limits);
+                                const Limits& limits, ResidentRegistry* registry = nullptr);
 absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
                                 v1::FactorizeResponse* response, Backend& backend,
-                                const Limits& limits);
+                                const Limits& limits, ResidentRegistry* registry = nullptr);
 absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::MultiplyResponse* response,
-                                Backend& backend, const Limits& limits);
+                                Backend& backend, const Limits& limits,
+                                ResidentRegistry* registry = nullptr);
 absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
                                 v1::PermanentResponse* response, Backend& backend,
-                                const Limits& limits);
+                                const Limits& limits, ResidentRegistry* registry = nullptr);
 
 // Submit: the job owns a copy of the request (freed when the job ends) and leaves the response in
 // spec.result. Its deadline is `now` + timeout_seconds when that is > 0. INVALID_ARGUMENT also for
 // a JobRequest without a request or with a negative or non-finite timeout_seconds.
 absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
-                                const Limits& limits, absl::Time now);
+                                const Limits& limits, absl::Time now,
+                                ResidentRegistry* registry = nullptr);
 
 }  // namespace matrixd::server
 

@@ -63,16 +63,32 @@ absl::StatusOr<PermanentMethod> FromProto(v1::PermanentMethod method) {
                    "PERMANENT_METHOD_RYSER or PERMANENT_METHOD_GLYNN"));
 }
 
+// An operand given inline (`field`) or by reference (`field`_ref).
+absl::StatusOr<InputMatrix> Operand(bool by_reference, const v1::Matrix& inline_matrix,
+                                    const v1::MatrixRef& reference, absl::string_view field,
+                                    const OperandSources& sources) {
+  if (by_reference) {
+    return server::FromProto(reference, sources.registry, absl::StrCat(field, "_ref"));
+  }
+  return server::FromProto(inline_matrix, field);
+}
+
 }  // namespace
 
 absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& request,
-                                                  const Limits& limits) {
+                                                  const Limits& limits,
+                                                  const OperandSources& sources) {
   absl::StatusOr<DeterminantMethod> method = FromProto(request.method());
   if (!method.ok()) return method.status();
-  absl::StatusOr<InputMatrix> matrix = FromProto(request.matrix(), "matrix");
+  absl::StatusOr<InputMatrix> matrix =
+      Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
   if (!matrix.ok()) return matrix.status();
   DeterminantInputs inputs{.matrix = *std::move(matrix),
                            .options = {.method = *method, .modulus = request.modulus()}};
+  if (sources.backend == nullptr ||
+      !sources.backend->DeterminantReadsOnDevice(inputs.matrix.view(), inputs.options)) {
+    if (absl::Status s = inputs.matrix.CopyToHost(); !s.ok()) return s;
+  }
   if (absl::Status s = ValidateDeterminant(inputs.matrix.view(), inputs.options, limits); !s.ok()) {
     return s;
   }
@@ -80,19 +96,27 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
 }
 
 absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& request,
-                                                const Limits& limits) {
+                                                const Limits& limits,
+                                                const OperandSources& sources) {
   absl::StatusOr<FactorizationKind> kind = FromProto(request.kind());
   if (!kind.ok()) return kind.status();
-  absl::StatusOr<InputMatrix> matrix = FromProto(request.matrix(), "matrix");
+  absl::StatusOr<InputMatrix> matrix =
+      Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
   if (!matrix.ok()) return matrix.status();
   FactorizeInputs inputs{.matrix = *std::move(matrix),
                          .kind = *kind,
                          .rhs = std::nullopt,
                          .batch_count = request.batch_count()};
-  if (request.has_rhs() && !IsAbsent(request.rhs())) {
-    absl::StatusOr<InputMatrix> rhs = FromProto(request.rhs(), "rhs");
+  if (request.has_rhs_ref() || (request.has_rhs() && !IsAbsent(request.rhs()))) {
+    absl::StatusOr<InputMatrix> rhs =
+        Operand(request.has_rhs_ref(), request.rhs(), request.rhs_ref(), "rhs", sources);
     if (!rhs.ok()) return rhs.status();
     inputs.rhs.emplace(*std::move(rhs));
+  }
+  // The factorizations read their operands on the host.
+  if (absl::Status s = inputs.matrix.CopyToHost(); !s.ok()) return s;
+  if (inputs.rhs.has_value()) {
+    if (absl::Status s = inputs.rhs->CopyToHost(); !s.ok()) return s;
   }
   if (absl::Status s =
           ValidateFactorize(inputs.matrix.view(), inputs.options(), inputs.rhs_view(), limits);
@@ -103,10 +127,13 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
 }
 
 absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& request,
-                                               const Limits& limits) {
-  absl::StatusOr<InputMatrix> a = FromProto(request.a(), "a");
+                                               const Limits& limits,
+                                               const OperandSources& sources) {
+  absl::StatusOr<InputMatrix> a =
+      Operand(request.has_a_ref(), request.a(), request.a_ref(), "a", sources);
   if (!a.ok()) return a.status();
-  absl::StatusOr<InputMatrix> b = FromProto(request.b(), "b");
+  absl::StatusOr<InputMatrix> b =
+      Operand(request.has_b_ref(), request.b(), request.b_ref(), "b", sources);
   if (!b.ok()) return b.status();
   MultiplyInputs inputs{.a = *std::move(a),
                         .b = *std::move(b),
@@ -114,6 +141,11 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
                                     .transpose_b = request.transpose_b(),
                                     .block_size = request.block_size(),
                                     .allow_tf32 = request.allow_tf32()}};
+  if (sources.backend == nullptr ||
+      !sources.backend->MultiplyReadsOnDevice(inputs.a.view(), inputs.b.view(), inputs.options)) {
+    if (absl::Status s = inputs.a.CopyToHost(); !s.ok()) return s;
+    if (absl::Status s = inputs.b.CopyToHost(); !s.ok()) return s;
+  }
   if (absl::Status s = ValidateMultiply(inputs.a.view(), inputs.b.view(), inputs.options, limits);
       !s.ok()) {
     return s;
@@ -122,11 +154,15 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
 }
 
 absl::StatusOr<PermanentInputs> ValidateRequest(const v1::PermanentRequest& request,
-                                                const Limits& limits) {
+                                                const Limits& limits,
+                                                const OperandSources& sources) {
   absl::StatusOr<PermanentMethod> method = FromProto(request.method());
   if (!method.ok()) return method.status();
-  absl::StatusOr<InputMatrix> matrix = FromProto(request.matrix(), "matrix");
+  absl::StatusOr<InputMatrix> matrix =
+      Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
   if (!matrix.ok()) return matrix.status();
+  // The permanents read their operand on the host.
+  if (absl::Status s = matrix->CopyToHost(); !s.ok()) return s;
   PermanentInputs inputs{.matrix = *std::move(matrix), .options = {.method = *method}};
   if (absl::Status s = ValidatePermanent(inputs.matrix.view(), inputs.options, limits); !s.ok()) {
     return s;

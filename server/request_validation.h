@@ -8,12 +8,21 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "core/backend.h"
 #include "core/operations.h"
 #include "core/validation.h"
 #include "matrixd/v1/matrixd.pb.h"
 #include "server/matrix_conversion.h"
 
 namespace matrixd::server {
+
+// Where a request's matrix references are resolved: resident matrices in `registry` (null: none
+// kept), kept in device memory for the operations `backend` says read them on the device (null:
+// every operand is copied to host memory).
+struct OperandSources {
+  ResidentRegistry* registry = nullptr;
+  const Backend* backend = nullptr;
+};
 
 // Each borrows the request's bytes: the request must outlive it.
 struct DeterminantInputs {
@@ -39,13 +48,17 @@ struct PermanentInputs {
 };
 
 absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& request,
-                                                  const Limits& limits);
+                                                  const Limits& limits,
+                                                  const OperandSources& sources = {});
 absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& request,
-                                                const Limits& limits);
+                                                const Limits& limits,
+                                                const OperandSources& sources = {});
 absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& request,
-                                               const Limits& limits);
+                                               const Limits& limits,
+                                               const OperandSources& sources = {});
 absl::StatusOr<PermanentInputs> ValidateRequest(const v1::PermanentRequest& request,
-                                                const Limits& limits);
+                                                const Limits& limits,
+                                                const OperandSources& sources = {});
 
 }  // namespace matrixd::server
 

@@ -12,6 +12,7 @@
 #include "core/cpu/factorize.h"
 #include "core/cpu/multiply.h"
 #include "core/cpu/permanent.h"
+#include "core/cpu/resident_matrix.h"
 
 namespace matrixd {
 namespace {
@@ -62,6 +63,12 @@ class CpuBackend final : public Backend {
   absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                             JobControl* control) override {
     return Timed([&] { return cpu::Permanent(a, options, threads_, control); });
+  }
+
+  absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t rows, int64_t cols,
+                                                                   DType dtype,
+                                                                   int /*device_index*/) override {
+    return cpu::MakeHostResidentMatrix(rows, cols, dtype);
   }
 
   absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() override {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "core/cuda/copy_bandwidth.h"
 #include "core/cuda/determinant.h"
 #include "core/cuda/device_context.h"
@@ -18,6 +19,7 @@
 #include "core/cuda/memory_estimate.h"
 #include "core/cuda/multiply.h"
 #include "core/cuda/permanent.h"
+#include "core/cuda/resident_matrix.h"
 
 namespace matrixd {
 namespace {
@@ -25,7 +27,7 @@ namespace {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(std::vector<std::unique_ptr<cuda::DeviceStreams>> devices)
-      : devices_(std::move(devices)) {
+      : devices_(std::move(devices)), channels_(devices_.size()) {
     std::vector<std::string> descriptions;
     for (const auto& device : devices_) descriptions.push_back(device->description());
     device_ = absl::StrJoin(descriptions, "; ");
@@ -78,6 +80,38 @@ class CudaBackend final : public Backend {
     return cuda::PermanentDeviceBytes(a, options);
   }
 
+  absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t rows, int64_t cols,
+                                                                   DType dtype,
+                                                                   int device_index) override {
+    if (device_index < 0 || device_index >= static_cast<int>(devices_.size())) {
+      device_index = MostFreeDevice();
+    }
+    absl::StatusOr<cuda::TransferChannel*> channel = Channel(device_index);
+    if (!channel.ok()) return channel.status();
+    absl::StatusOr<std::unique_ptr<ResidentMatrix>> matrix =
+        cuda::MakeDeviceResidentMatrix(**channel, rows, cols, dtype);
+    if (matrix.ok() || matrix.status().code() != absl::StatusCode::kResourceExhausted) {
+      return matrix;
+    }
+    const DeviceMemoryUsage usage = DeviceMemory()[device_index];
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a resident ", rows, "x", cols, " ", DTypeName(dtype), " matrix needs ",
+                     static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype),
+                     " bytes; ", usage.limit - std::min(usage.used, usage.limit), " of ",
+                     usage.limit, " bytes are free on ", usage.device));
+  }
+
+  // The float determinant and the dense products read their operands only by device copies;
+  // modular and exact determinants and block-sparse products also read them on the host.
+  bool DeterminantReadsOnDevice(const MatrixView& a,
+                                const DeterminantOptions& options) const override {
+    return IsFloating(a.dtype) && options.modulus == 0;
+  }
+  bool MultiplyReadsOnDevice(const MatrixView& /*a*/, const MatrixView& /*b*/,
+                             const MultiplyOptions& options) const override {
+    return options.block_size == 0;
+  }
+
   // Pool counters need no lock: the driver keeps them.
   std::vector<DeviceMemoryUsage> DeviceMemory() const override {
     std::vector<DeviceMemoryUsage> usages;
@@ -112,6 +146,35 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  int MostFreeDevice() const {
+    const std::vector<DeviceMemoryUsage> usages = DeviceMemory();
+    int best = 0;
+    uint64_t best_free = 0;
+    for (size_t i = 0; i < usages.size(); ++i) {
+      const uint64_t free = usages[i].limit - std::min(usages[i].used, usages[i].limit);
+      if (free > best_free) {
+        best = static_cast<int>(i);
+        best_free = free;
+      }
+    }
+    return best;
+  }
+
+  // The transfer channel of device `index`, made on first use (a stream and staging of its own on
+  // the device's shared pool).
+  absl::StatusOr<cuda::TransferChannel*> Channel(int index) {
+    absl::MutexLock lock(&channels_mutex_);
+    if (channels_[index] == nullptr) {
+      const cuda::DeviceContext& primary = devices_[index]->primary();
+      absl::StatusOr<std::unique_ptr<cuda::DeviceContext>> context = cuda::DeviceContext::Create(
+          primary.device(), DeviceMemoryLimit{.bytes = primary.memory_limit()});
+      if (!context.ok()) return context.status();
+      channels_[index] = std::make_unique<cuda::TransferChannel>(*std::move(context), index,
+                                                                 devices_[index]->description());
+    }
+    return channels_[index].get();
+  }
+
   // The device `control` names (where admission reserved the job's memory), else the one with the
   // fewest operations running, the lowest index among equals.
   cuda::DeviceStreams& ChooseDevice(const JobControl* control) const {
@@ -154,6 +217,10 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<std::unique_ptr<cuda::DeviceStreams>> devices_;
+  // One per device, made on first use; resident matrices point to them, so every resident matrix
+  // must be gone before the backend.
+  absl::Mutex channels_mutex_;
+  std::vector<std::unique_ptr<cuda::TransferChannel>> channels_ ABSL_GUARDED_BY(channels_mutex_);
   std::string device_;
 };
 

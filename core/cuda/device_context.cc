@@ -247,8 +247,9 @@ absl::Status DeviceContext::Upload(const void* host, DeviceBuffer& device, size_
   }
   if (bytes == 0) return absl::OkStatus();
   if (UseStaging(host, bytes)) return staging_->Upload(host, device.data(), bytes);
+  // cudaMemcpyDefault: `host` may also be device memory (a resident matrix's device view).
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(device.data(), host, bytes, cudaMemcpyHostToDevice, stream_));
+      cudaMemcpyAsync(device.data(), host, bytes, cudaMemcpyDefault, stream_));
   return absl::OkStatus();
 }
 

@@ -108,6 +108,7 @@ class DeviceContext {
   // Copies host -> device / device -> host on the stream. Large copies from or to pageable memory
   // go through the context's pinned staging chunks (see pinned_staging.h); pinned memory and small
   // copies go directly. Upload returns once `host` has been read; Download once it is written.
+  // Upload's source may also be device memory (a resident matrix's kDevice view): a device copy.
   absl::Status Upload(const void* host, DeviceBuffer& device, size_t bytes);
   absl::Status Download(const DeviceBuffer& device, void* host, size_t bytes);
   // Waits for all work queued on the stream.

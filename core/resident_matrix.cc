@@ -1,0 +1,16 @@
+#include "core/resident_matrix.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace matrixd {
+
+absl::Status ResidentMatrix::CheckRange(uint64_t offset, uint64_t bytes) const {
+  const uint64_t size = byte_size();
+  if (offset > size || bytes > size - offset) {
+    return absl::InvalidArgumentError(absl::StrCat("bytes [", offset, ", ", offset + bytes,
+                                                   ") are outside the matrix's ", size, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace matrixd

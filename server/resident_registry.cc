@@ -1,0 +1,356 @@
+#include "server/resident_registry.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "core/validation.h"
+
+namespace matrixd::server {
+
+// Gives a matrix's bytes back to the registry's limit and, while they are reserved there, to its
+// device's admission, when the matrix is destroyed (after it, being declared first).
+struct ResidentAccounting {
+  std::atomic<uint64_t>* total = nullptr;
+  uint64_t bytes = 0;
+  MemoryAdmission* admission = nullptr;  // null on the host
+  bool device_reserved = false;          // guarded by the registry's lock while it is reachable
+
+  ~ResidentAccounting() {
+    if (device_reserved && admission != nullptr) admission->Unreserve(bytes);
+    if (total != nullptr) total->fetch_sub(bytes);
+  }
+};
+
+struct ResidentLease::Entry {
+  ResidentAccounting accounting;
+  std::unique_ptr<ResidentMatrix> matrix;
+  ResidentInfo info;  // handle, label, created, last_used and finite are the registry's
+  int pins = 0;       // live leases
+};
+
+// ---- ResidentLease ----
+
+ResidentLease::ResidentLease(ResidentRegistry* registry, std::shared_ptr<Entry> entry,
+                             ResidentInfo info)
+    : registry_(registry), entry_(std::move(entry)), info_(std::move(info)) {}
+
+ResidentLease::ResidentLease(ResidentLease&& other) noexcept
+    : registry_(std::exchange(other.registry_, nullptr)),
+      entry_(std::move(other.entry_)),
+      info_(std::move(other.info_)) {}
+
+ResidentLease& ResidentLease::operator=(ResidentLease&& other) noexcept {
+  if (this != &other) {
+    if (registry_ != nullptr && entry_ != nullptr) registry_->Unpin(*entry_);
+    registry_ = std::exchange(other.registry_, nullptr);
+    entry_ = std::move(other.entry_);
+    info_ = std::move(other.info_);
+  }
+  return *this;
+}
+
+ResidentLease::~ResidentLease() {
+  if (registry_ != nullptr && entry_ != nullptr) registry_->Unpin(*entry_);
+}
+
+MatrixView ResidentLease::view() const { return entry_->matrix->view(); }
+
+absl::Status ResidentLease::Read(uint64_t offset, std::span<std::byte> out) const {
+  return entry_->matrix->Read(offset, out);
+}
+
+// ---- PendingResident ----
+
+PendingResident::~PendingResident() = default;
+
+ResidentMatrix& PendingResident::matrix() { return *entry_->matrix; }
+
+// ---- ResidentRegistry ----
+
+ResidentRegistry::ResidentRegistry(Backend& backend, std::vector<MemoryAdmission*> admissions,
+                                   const Options& options)
+    : backend_(backend), admissions_(std::move(admissions)), options_(options) {
+  sweeper_ = std::thread([this] { SweepLoop(); });
+}
+
+ResidentRegistry::~ResidentRegistry() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+    stop_changed_.SignalAll();
+  }
+  sweeper_.join();
+  absl::MutexLock lock(&mutex_);
+  entries_.clear();
+  order_.clear();
+}
+
+std::string ResidentRegistry::NewHandle() {
+  std::array<char, 16> bits{};
+  size_t filled = 0;
+  while (filled < bits.size()) {
+    const ssize_t got = getrandom(bits.data() + filled, bits.size() - filled, 0);
+    if (got > 0) filled += static_cast<size_t>(got);
+  }
+  return absl::BytesToHexString(absl::string_view(bits.data(), bits.size()));
+}
+
+ResidentInfo ResidentRegistry::Snapshot(const Entry& entry) const {
+  ResidentInfo info = entry.info;
+  info.spilled = entry.matrix->spilled();
+  return info;
+}
+
+bool ResidentRegistry::ReserveOnDevice(int device, uint64_t bytes) {
+  MemoryAdmission* admission = admissions_[device];
+  if (admission->TryReserve(bytes)) return true;
+  SpillForRoomLocked(device, bytes, nullptr);
+  return admission->TryReserve(bytes);
+}
+
+uint64_t ResidentRegistry::SpillForRoomLocked(int device, uint64_t bytes, const Entry* keep) {
+  MemoryAdmission* admission = admissions_[device];
+  const auto free_bytes = [&] {
+    return admission->capacity() - std::min(admission->reserved(), admission->capacity());
+  };
+  // Idle matrices on this device, least recently used first.
+  std::vector<Entry*> idle;
+  for (auto& [handle, entry] : entries_) {
+    if (entry.get() != keep && entry->pins == 0 && entry->accounting.device_reserved &&
+        entry->matrix->device_index() == device) {
+      idle.push_back(entry.get());
+    }
+  }
+  std::sort(idle.begin(), idle.end(),
+            [](const Entry* a, const Entry* b) { return a->info.last_used < b->info.last_used; });
+  uint64_t spilled = 0;
+  for (Entry* entry : idle) {
+    if (free_bytes() >= bytes) break;
+    if (!entry->matrix->Spill().ok()) continue;  // stays on the device; try the next one
+    admission->Unreserve(entry->accounting.bytes);
+    entry->accounting.device_reserved = false;
+    spilled += entry->accounting.bytes;
+    ++spills_;
+  }
+  return spilled;
+}
+
+uint64_t ResidentRegistry::SpillForRoom(int device, uint64_t bytes) {
+  if (device < 0 || device >= static_cast<int>(admissions_.size())) return 0;
+  absl::MutexLock lock(&mutex_);
+  return SpillForRoomLocked(device, bytes, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(int64_t rows,
+                                                                          int64_t cols, DType dtype,
+                                                                          std::string label,
+                                                                          int device_index) {
+  const uint64_t bytes =
+      static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
+  // Take the bytes from the limit first; ResidentAccounting gives them back on every failure.
+  const uint64_t before = total_bytes_.fetch_add(bytes);
+  auto entry = std::make_shared<Entry>();
+  entry->accounting.total = &total_bytes_;
+  entry->accounting.bytes = bytes;
+  if (before + bytes > options_.limit_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a resident ", rows, "x", cols, " ", DTypeName(dtype), " matrix needs ", bytes, " bytes; ",
+        options_.limit_bytes - std::min(before, options_.limit_bytes), " of the ",
+        options_.limit_bytes, " bytes of --resident_memory_limit are free"));
+  }
+  if (!admissions_.empty()) {
+    absl::MutexLock lock(&mutex_);
+    // The device with the most room in admission, unless one is named.
+    if (device_index < 0 || device_index >= static_cast<int>(admissions_.size())) {
+      device_index = 0;
+      uint64_t most = 0;
+      for (size_t i = 0; i < admissions_.size(); ++i) {
+        const uint64_t room = admissions_[i]->capacity() -
+                              std::min(admissions_[i]->reserved(), admissions_[i]->capacity());
+        if (room > most) {
+          most = room;
+          device_index = static_cast<int>(i);
+        }
+      }
+    }
+    MemoryAdmission* admission = admissions_[device_index];
+    if (!ReserveOnDevice(device_index, bytes)) {
+      const uint64_t free_bytes =
+          admission->capacity() - std::min(admission->reserved(), admission->capacity());
+      return absl::ResourceExhaustedError(
+          absl::StrCat("a resident ", rows, "x", cols, " ", DTypeName(dtype), " matrix needs ",
+                       bytes, " bytes; ", free_bytes, " of the ", admission->capacity(),
+                       " bytes of device memory are free on device ", device_index,
+                       " (running jobs and resident matrices in use hold the rest)"));
+    }
+    entry->accounting.admission = admission;
+    entry->accounting.device_reserved = true;
+  }
+  absl::StatusOr<std::unique_ptr<ResidentMatrix>> matrix =
+      backend_.AllocateResident(rows, cols, dtype, device_index);
+  if (!matrix.ok()) return matrix.status();
+  entry->matrix = *std::move(matrix);
+  entry->info.rows = rows;
+  entry->info.cols = cols;
+  entry->info.dtype = dtype;
+  entry->info.bytes = bytes;
+  entry->info.device = entry->matrix->device();
+  entry->info.label = std::move(label);
+  return std::unique_ptr<PendingResident>(new PendingResident(std::move(entry)));
+}
+
+absl::StatusOr<ResidentInfo> ResidentRegistry::Commit(std::unique_ptr<PendingResident> pending,
+                                                      bool finite) {
+  std::shared_ptr<Entry> entry = std::move(pending->entry_);
+  if (absl::Status flushed = entry->matrix->Flush(); !flushed.ok()) return flushed;
+  const absl::Time now = absl::Now();
+  entry->info.finite = finite;
+  entry->info.created = now;
+  entry->info.last_used = now;
+  absl::MutexLock lock(&mutex_);
+  std::string handle = NewHandle();
+  entry->info.handle = handle;
+  ResidentInfo info = Snapshot(*entry);
+  entries_.emplace(handle, std::move(entry));
+  order_.push_back(std::move(handle));
+  return info;
+}
+
+absl::StatusOr<ResidentInfo> ResidentRegistry::Keep(const Matrix& matrix, std::string label,
+                                                    int device_index) {
+  absl::StatusOr<std::unique_ptr<PendingResident>> pending =
+      Create(matrix.rows(), matrix.cols(), matrix.dtype(), std::move(label), device_index);
+  if (!pending.ok()) return pending.status();
+  if (absl::Status written = (*pending)->matrix().Write(
+          0, std::span<const std::byte>(matrix.bytes(), matrix.byte_size()));
+      !written.ok()) {
+    return written;
+  }
+  return Commit(*std::move(pending), AllFinite(matrix.view()));
+}
+
+absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle,
+                                                        absl::string_view field) {
+  absl::MutexLock lock(&mutex_);
+  const auto it = entries_.find(handle);
+  if (it == entries_.end()) {
+    return absl::NotFoundError(absl::StrCat(field, ".handle \"", handle,
+                                            "\" names no resident matrix (never uploaded, "
+                                            "released or expired)"));
+  }
+  Entry& entry = *it->second;
+  if (entry.matrix->spilled()) {
+    const int device = entry.matrix->device_index();
+    if (!ReserveOnDevice(device, entry.accounting.bytes)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(field, ": resident matrix ", handle, " is spilled to host memory and its ",
+                       entry.accounting.bytes, " bytes do not fit on device ", device, " now"));
+    }
+    if (absl::Status restored = entry.matrix->Restore(); !restored.ok()) {
+      admissions_[device]->Unreserve(entry.accounting.bytes);
+      return restored;
+    }
+    entry.accounting.device_reserved = true;
+    ++restores_;
+  }
+  ++entry.pins;
+  entry.info.last_used = absl::Now();
+  return ResidentLease(this, it->second, Snapshot(entry));
+}
+
+void ResidentRegistry::Unpin(Entry& entry) {
+  absl::MutexLock lock(&mutex_);
+  --entry.pins;
+  entry.info.last_used = absl::Now();
+}
+
+absl::StatusOr<uint64_t> ResidentRegistry::Release(absl::string_view handle) {
+  std::shared_ptr<Entry> released;  // destroyed (if last) after the lock is dropped
+  {
+    absl::MutexLock lock(&mutex_);
+    const auto it = entries_.find(handle);
+    if (it == entries_.end()) {
+      return absl::NotFoundError(absl::StrCat("handle \"", handle,
+                                              "\" names no resident matrix (never uploaded, "
+                                              "released or expired)"));
+    }
+    released = std::move(it->second);
+    entries_.erase(it);
+    order_.remove(std::string(handle));
+  }
+  return released->accounting.bytes;
+}
+
+std::vector<ResidentInfo> ResidentRegistry::List() const {
+  absl::MutexLock lock(&mutex_);
+  std::vector<ResidentInfo> infos;
+  infos.reserve(order_.size());
+  for (const std::string& handle : order_) infos.push_back(Snapshot(*entries_.at(handle)));
+  return infos;
+}
+
+int ResidentRegistry::ExpireIdle(absl::Time now) {
+  std::vector<std::shared_ptr<Entry>> expired;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (auto it = order_.begin(); it != order_.end();) {
+      const auto entry = entries_.find(*it);
+      if (entry->second->pins == 0 && now - entry->second->info.last_used > options_.ttl) {
+        expired.push_back(std::move(entry->second));
+        entries_.erase(entry);
+        it = order_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return static_cast<int>(expired.size());
+}
+
+void ResidentRegistry::SweepLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mutex_);
+      stop_changed_.WaitWithTimeout(&mutex_, options_.sweep_interval);
+      if (stopping_) return;
+    }
+    ExpireIdle(absl::Now());
+  }
+}
+
+uint64_t ResidentRegistry::resident_bytes() const { return total_bytes_.load(); }
+
+std::vector<ResidentUsage> ResidentRegistry::Usage() const {
+  absl::MutexLock lock(&mutex_);
+  std::vector<ResidentUsage> usages;
+  for (const auto& [handle, entry] : entries_) {
+    const std::string& device = entry->info.device;
+    auto it = std::find_if(usages.begin(), usages.end(),
+                           [&](const ResidentUsage& u) { return u.device == device; });
+    if (it == usages.end()) {
+      usages.push_back({.device = device});
+      it = usages.end() - 1;
+    }
+    ++it->matrices;
+    (entry->matrix->spilled() ? it->spilled_bytes : it->bytes) += entry->accounting.bytes;
+  }
+  return usages;
+}
+
+uint64_t ResidentRegistry::spills() const {
+  absl::MutexLock lock(&mutex_);
+  return spills_;
+}
+
+uint64_t ResidentRegistry::restores() const {
+  absl::MutexLock lock(&mutex_);
+  return restores_;
+}
+
+}  // namespace matrixd::server

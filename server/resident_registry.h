@@ -1,0 +1,184 @@
+// The server's resident matrices (core/resident_matrix.h): each named by an unguessable handle
+// (128 random bits as 32 hex digits), made by an upload or kept from a result, used by any number
+// of later operations, released explicitly or after `ttl` of idleness.
+//
+// Memory: every matrix counts against `limit_bytes` (all resident bytes, spilled or not). On a
+// device it also holds a reservation in that device's MemoryAdmission, so jobs are admitted
+// against what resident matrices leave free. When a matrix or a job does not fit on a device,
+// the least recently used idle matrices there are spilled to host memory (SpillForRoom) and come
+// back on their next use.
+//
+// Thread-safe. Lock order: the registry's lock, then a MemoryAdmission's. A matrix in use by an
+// operation (a live ResidentLease) is never spilled or freed; Release of such a matrix forgets its
+// handle at once and frees it when the last lease ends.
+#ifndef MATRIXD_SERVER_RESIDENT_REGISTRY_H_
+#define MATRIXD_SERVER_RESIDENT_REGISTRY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/backend.h"
+#include "core/resident_matrix.h"
+#include "server/memory_admission.h"
+
+namespace matrixd::server {
+
+// A resident matrix as ListMatrices reports it.
+struct ResidentInfo {
+  std::string handle;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  DType dtype = DType::kFloat64;
+  uint64_t bytes = 0;
+  std::string device;
+  bool spilled = false;
+  bool finite = true;  // every floating-point entry finite (always true for integer dtypes)
+  std::string label;
+  absl::Time created;
+  absl::Time last_used;
+};
+
+// Totals for metrics, per device ("cpu" for host-resident matrices).
+struct ResidentUsage {
+  std::string device;
+  int matrices = 0;
+  uint64_t bytes = 0;          // resident on the device (or host, for "cpu")
+  uint64_t spilled_bytes = 0;  // belonging to the device but spilled to host memory
+};
+
+class ResidentRegistry;
+
+// One operation's use of a resident matrix: while it lives, the matrix stays where it is (not
+// spilled, not freed). Move-only.
+class ResidentLease {
+ public:
+  ResidentLease(ResidentLease&& other) noexcept;
+  ResidentLease& operator=(ResidentLease&& other) noexcept;
+  ResidentLease(const ResidentLease&) = delete;
+  ResidentLease& operator=(const ResidentLease&) = delete;
+  ~ResidentLease();
+
+  const ResidentInfo& info() const { return info_; }
+  // The operand: a device view on a device, host bytes otherwise.
+  MatrixView view() const;
+  // Copies bytes out (host memory).
+  absl::Status Read(uint64_t offset, std::span<std::byte> out) const;
+
+ private:
+  friend class ResidentRegistry;
+  friend class PendingResident;
+  struct Entry;
+  ResidentLease(ResidentRegistry* registry, std::shared_ptr<Entry> entry, ResidentInfo info);
+
+  ResidentRegistry* registry_ = nullptr;
+  std::shared_ptr<Entry> entry_;
+  ResidentInfo info_;
+};
+
+// A matrix being filled (by an upload or from a result); nothing of it is visible or named until
+// ResidentRegistry::Commit. Destroying it uncommitted frees it.
+class PendingResident {
+ public:
+  ~PendingResident();
+  ResidentMatrix& matrix();
+
+ private:
+  friend class ResidentRegistry;
+  explicit PendingResident(std::shared_ptr<ResidentLease::Entry> entry)
+      : entry_(std::move(entry)) {}
+
+  std::shared_ptr<ResidentLease::Entry> entry_;
+};
+
+class ResidentRegistry {
+ public:
+  struct Options {
+    uint64_t limit_bytes = uint64_t{1} << 34;  // all resident matrices together
+    absl::Duration ttl = absl::Hours(1);       // idle time after which a matrix is released
+    absl::Duration sweep_interval = absl::Seconds(1);
+  };
+
+  // `admissions[i]` is the MemoryAdmission of the backend's device i (empty for the CPU backend);
+  // the backend and the admissions must outlive the registry.
+  ResidentRegistry(Backend& backend, std::vector<MemoryAdmission*> admissions,
+                   const Options& options);
+  // Frees every matrix. REQUIRES: no lease or pending matrix is alive.
+  ~ResidentRegistry();
+  ResidentRegistry(const ResidentRegistry&) = delete;
+  ResidentRegistry& operator=(const ResidentRegistry&) = delete;
+
+  // Room for a new rows x cols matrix (shape already checked). RESOURCE_EXHAUSTED, saying how
+  // much is free, when it does not fit under the limit or on any device even after spilling idle
+  // matrices. `device_index` as for Backend::AllocateResident.
+  absl::StatusOr<std::unique_ptr<PendingResident>> Create(int64_t rows, int64_t cols, DType dtype,
+                                                          std::string label, int device_index = -1);
+  // Flushes the pending matrix's writes and names it. `finite` says whether every entry is finite.
+  absl::StatusOr<ResidentInfo> Commit(std::unique_ptr<PendingResident> pending, bool finite);
+  // Create + Write + Commit of a host matrix (a result to keep).
+  absl::StatusOr<ResidentInfo> Keep(const Matrix& matrix, std::string label, int device_index = -1);
+
+  // The matrix for an operation, restored to its device first if it was spilled. NOT_FOUND naming
+  // `field` for an unknown, released or expired handle; RESOURCE_EXHAUSTED if it cannot be
+  // restored.
+  absl::StatusOr<ResidentLease> Acquire(absl::string_view handle, absl::string_view field);
+  // Forgets the handle; the memory is freed once no operation uses it. Returns its bytes.
+  absl::StatusOr<uint64_t> Release(absl::string_view handle);
+  // Every matrix, oldest first.
+  std::vector<ResidentInfo> List() const;
+
+  // Spills least recently used idle matrices of `device` until `bytes` more are free in its
+  // admission (or none is left to spill). Returns the bytes spilled.
+  uint64_t SpillForRoom(int device, uint64_t bytes);
+  // Releases the matrices idle for longer than the TTL at `now`; returns how many.
+  int ExpireIdle(absl::Time now);
+
+  uint64_t limit_bytes() const { return options_.limit_bytes; }
+  uint64_t resident_bytes() const;
+  std::vector<ResidentUsage> Usage() const;
+  uint64_t spills() const;
+  uint64_t restores() const;
+
+ private:
+  friend class ResidentLease;
+  using Entry = ResidentLease::Entry;
+
+  // Reserves `bytes` on `device`'s admission, spilling others there if needed. Caller holds mutex_.
+  bool ReserveOnDevice(int device, uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  uint64_t SpillForRoomLocked(int device, uint64_t bytes, const Entry* keep)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  void Unpin(Entry& entry);
+  ResidentInfo Snapshot(const Entry& entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  std::string NewHandle();
+  void SweepLoop();
+
+  Backend& backend_;
+  const std::vector<MemoryAdmission*> admissions_;
+  const Options options_;
+
+  // Committed and pending bytes; atomic because a matrix's last lease may end (and give its bytes
+  // back) outside the lock.
+  std::atomic<uint64_t> total_bytes_{0};
+  mutable absl::Mutex mutex_;
+  absl::CondVar stop_changed_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
+  std::list<std::string> order_ ABSL_GUARDED_BY(mutex_);  // handles, oldest first
+  uint64_t spills_ ABSL_GUARDED_BY(mutex_) = 0;
+  uint64_t restores_ ABSL_GUARDED_BY(mutex_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::thread sweeper_;
+};
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_RESIDENT_REGISTRY_H_

@@ -1,0 +1,60 @@
+// Reassembles a streamed Upload (UploadChunk messages) into a resident matrix: the first chunk
+// names the shape and dtype and makes room (ResidentRegistry::Create); each chunk's bytes must
+// follow the previous ones exactly (offset == bytes so far) and are written on at once, so the
+// network and the copy to the device overlap; Finish checks that every byte and the CRC32C
+// arrived and names the matrix. Destroying an unfinished assembler frees what it took.
+// Not thread-safe (one per stream).
+#ifndef MATRIXD_SERVER_UPLOAD_ASSEMBLER_H_
+#define MATRIXD_SERVER_UPLOAD_ASSEMBLER_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "matrixd/v1/matrixd.pb.h"
+#include "server/resident_registry.h"
+
+namespace matrixd::server {
+
+class UploadAssembler {
+ public:
+  // `registry` must outlive the assembler.
+  explicit UploadAssembler(ResidentRegistry& registry) : registry_(registry) {}
+
+  // Takes the next chunk. INVALID_ARGUMENT naming the problem: a first chunk without a valid
+  // shape or dtype, a later one that changes them, a gap or an overlap (offset other than the
+  // bytes so far), bytes past the end, a second checksum. RESOURCE_EXHAUSTED when the matrix
+  // does not fit. After an error the upload is dead: every later call fails.
+  absl::Status Add(const v1::UploadChunk& chunk);
+  // Ends the stream: INVALID_ARGUMENT for an empty stream, missing bytes, a missing checksum or a
+  // CRC32C that does not match; otherwise the new resident matrix.
+  absl::StatusOr<ResidentInfo> Finish();
+
+  uint64_t bytes_received() const { return received_; }
+
+ private:
+  absl::Status Start(const v1::UploadChunk& chunk);
+  // Checks the floating-point entries that `bytes` completes (a chunk may split an element).
+  void ScanFinite(const std::byte* bytes, size_t size);
+
+  ResidentRegistry& registry_;
+  absl::Status dead_;  // the first error; later calls repeat it
+  std::unique_ptr<PendingResident> pending_;
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  DType dtype_ = DType::kFloat64;
+  uint64_t size_ = 0;
+  uint64_t received_ = 0;
+  uint32_t crc_ = 0;
+  std::optional<uint32_t> expected_crc_;
+  bool finite_ = true;
+  std::array<std::byte, 16> partial_{};  // the bytes of an element split between chunks
+  size_t partial_size_ = 0;
+};
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_UPLOAD_ASSEMBLER_H_
