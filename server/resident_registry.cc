@@ -83,7 +83,6 @@ ResidentRegistry::~ResidentRegistry() {
   {
     absl::MutexLock lock(&mutex_);
     stopping_ = true;
-    stop_changed_.SignalAll();
   }
   sweeper_.join();
   absl::MutexLock lock(&mutex_);
@@ -317,8 +316,7 @@ void ResidentRegistry::SweepLoop() {
   for (;;) {
     {
       absl::MutexLock lock(&mutex_);
-      stop_changed_.WaitWithTimeout(&mutex_, options_.sweep_interval);
-      if (stopping_) return;
+      if (mutex_.AwaitWithTimeout(absl::Condition(&stopping_), options_.sweep_interval)) return;
     }
     ExpireIdle(absl::Now());
   }

@@ -170,7 +170,6 @@ class ResidentRegistry {
   // back) outside the lock.
   std::atomic<uint64_t> total_bytes_{0};
   mutable absl::Mutex mutex_;
-  absl::CondVar stop_changed_;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
   std::list<std::string> order_ ABSL_GUARDED_BY(mutex_);  // handles, oldest first
   uint64_t spills_ ABSL_GUARDED_BY(mutex_) = 0;
