@@ -56,6 +56,12 @@ ABSL_FLAG(std::string, device_memory_limit, "90%",
           "device memory the cuda backend may use on each device: a share (90%) or a size "
           "(60GiB, 64G); a job needing more fails with RESOURCE_EXHAUSTED, one that does not fit "
           "next to the running jobs waits");
+ABSL_FLAG(std::string, resident_memory_limit, "50%",
+          "bytes all resident matrices may take together (uploaded, or results kept): a share of "
+          "the host's physical memory (50%) or a size (16GiB); on a GPU they live in device "
+          "memory and spill to host memory under pressure, counting against this either way");
+ABSL_FLAG(absl::Duration, resident_ttl, matrixd::server::ResidentRegistry::Options{}.ttl,
+          "a resident matrix unused for this long is released");
 
 namespace {
 
@@ -75,6 +81,14 @@ extern "C" void OnShutdownSignal(int signal_number) {
   // A second signal during the graceful shutdown ends the process at once.
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+}
+
+uint64_t PhysicalMemory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0
+             ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
+             : 0;
 }
 
 absl::StatusOr<std::vector<int>> ParseDevices(const std::vector<std::string>& names) {
@@ -114,6 +128,20 @@ absl::StatusOr<matrixd::server::ServerOptions> ServerOptionsFromFlags() {
   options.scheduler.queue_depth = absl::GetFlag(FLAGS_queue_depth);
   options.scheduler.large_job_flops = absl::GetFlag(FLAGS_large_job_flops);
   options.scheduler.job_ttl = absl::GetFlag(FLAGS_job_ttl);
+  absl::StatusOr<matrixd::DeviceMemoryLimit> resident_limit =
+      matrixd::server::ParseDeviceMemoryLimit(absl::GetFlag(FLAGS_resident_memory_limit));
+  if (!resident_limit.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--resident_memory_limit: ", resident_limit.status().message()));
+  }
+  options.resident.limit_bytes =
+      resident_limit->bytes > 0
+          ? resident_limit->bytes
+          : static_cast<uint64_t>(resident_limit->fraction * static_cast<double>(PhysicalMemory()));
+  options.resident.ttl = absl::GetFlag(FLAGS_resident_ttl);
+  if (options.resident.ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--resident_ttl must be > 0");
+  }
   options.metrics_address = absl::GetFlag(FLAGS_metrics);
   if (!options.metrics_address.empty()) {
     if (absl::Status valid = matrixd::server::SplitHostPort(options.metrics_address).status();

@@ -71,14 +71,19 @@ template <typename Request, typename Response>
 grpc::Status MatrixService::RunAndWait(const char* rpc, grpc::ServerContext* context,
                                        const Request& request, Response* response) {
   return Guarded(rpc, [&]() -> absl::Status {
-    absl::StatusOr<JobSpec> spec = MakeJob(request, response, backend_, limits_);
+    absl::StatusOr<JobSpec> spec = MakeJob(request, response, backend_, limits_, resident_);
     if (!spec.ok()) return spec.status();
     if (context->IsCancelled()) return absl::CancelledError("the call was cancelled");
     spec->deadline = DeadlineOf(*context);
     absl::StatusOr<std::shared_ptr<Job>> job =
         scheduler_.Submit(*std::move(spec), /*remember=*/false);
     if (!job.ok()) return job.status();
-    return AwaitJob(scheduler_, **job, *context);
+    absl::Status status = AwaitJob(scheduler_, **job, *context);
+    if (status.ok() && metrics_ != nullptr) {
+      metrics_->RecordTransfer("in", "inline", request.ByteSizeLong(), absl::ZeroDuration());
+      metrics_->RecordTransfer("out", "inline", response->ByteSizeLong(), absl::ZeroDuration());
+    }
+    return status;
   });
 }
 
@@ -109,7 +114,7 @@ grpc::Status MatrixService::Permanent(grpc::ServerContext* context,
 grpc::Status MatrixService::Submit(grpc::ServerContext* /*context*/, const v1::JobRequest* request,
                                    v1::JobHandle* response) {
   return Guarded("Submit", [&]() -> absl::Status {
-    absl::StatusOr<JobSpec> spec = MakeJob(*request, backend_, limits_, absl::Now());
+    absl::StatusOr<JobSpec> spec = MakeJob(*request, backend_, limits_, absl::Now(), resident_);
     if (!spec.ok()) return spec.status();
     absl::StatusOr<std::shared_ptr<Job>> job =
         scheduler_.Submit(*std::move(spec), /*remember=*/true);

@@ -13,16 +13,30 @@
 #include "core/backend.h"
 #include "core/validation.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
+#include "server/metrics.h"
+#include "server/resident_registry.h"
 #include "server/scheduler.h"
 
 namespace matrixd::server {
 
-class MatrixService final : public v1::MatrixService::Service {
+// The resident-matrix RPCs (server/resident_rpcs.cc) use the callback API.
+using MatrixServiceBase =
+    v1::MatrixService::WithCallbackMethod_Upload<v1::MatrixService::WithCallbackMethod_Download<
+        v1::MatrixService::WithCallbackMethod_ListMatrices<
+            v1::MatrixService::WithCallbackMethod_Release<v1::MatrixService::Service>>>>;
+
+class MatrixService final : public MatrixServiceBase {
  public:
-  // `backend` and `scheduler` must outlive the service; the backend is called from the
-  // scheduler's workers, several at once.
-  MatrixService(Backend& backend, Scheduler& scheduler, const Limits& limits)
-      : backend_(backend), scheduler_(scheduler), limits_(limits) {}
+  // `backend`, `scheduler`, `resident` (may be null: no resident matrices) and `metrics` (may be
+  // null) must outlive the service; the backend is called from the scheduler's workers, several
+  // at once.
+  MatrixService(Backend& backend, Scheduler& scheduler, const Limits& limits,
+                ResidentRegistry* resident = nullptr, Metrics* metrics = nullptr)
+      : backend_(backend),
+        scheduler_(scheduler),
+        limits_(limits),
+        resident_(resident),
+        metrics_(metrics) {}
 
   grpc::Status Determinant(grpc::ServerContext* context, const v1::DeterminantRequest* request,
                            v1::DeterminantResponse* response) override;
@@ -44,6 +58,18 @@ class MatrixService final : public v1::MatrixService::Service {
   grpc::Status GetJob(grpc::ServerContext* context, const v1::JobId* request,
                       v1::JobUpdate* response) override;
 
+  // Resident matrices (server/resident_rpcs.cc). UNIMPLEMENTED without a registry.
+  grpc::ServerReadReactor<v1::UploadChunk>* Upload(grpc::CallbackServerContext* context,
+                                                   v1::ResidentMatrix* response) override;
+  grpc::ServerWriteReactor<v1::DownloadChunk>* Download(
+      grpc::CallbackServerContext* context, const v1::DownloadRequest* request) override;
+  grpc::ServerUnaryReactor* ListMatrices(grpc::CallbackServerContext* context,
+                                         const v1::ListMatricesRequest* request,
+                                         v1::ListMatricesResponse* response) override;
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
+                                    const v1::ReleaseRequest* request,
+                                    v1::ReleaseResponse* response) override;
+
   // How often Watch looks at a running job's progress.
   void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }
 
@@ -56,6 +82,8 @@ class MatrixService final : public v1::MatrixService::Service {
   Backend& backend_;
   Scheduler& scheduler_;
   const Limits limits_;
+  ResidentRegistry* const resident_;
+  Metrics* const metrics_;
   absl::Duration watch_interval_ = absl::Milliseconds(100);
 };
 

@@ -37,6 +37,21 @@ bool MemoryJobAdmission::TryAdmit(Job& job) {
     job.PlaceOnDevice(index);
     return true;
   }
+  // Idle resident matrices may be what is in the way: spill them from the first device in order
+  // where that would make room, and try there again.
+  if (reclaimer_ == nullptr) return false;
+  for (const int index : order) {
+    MemoryAdmission& device = *devices_[index];
+    if (job.device_bytes() > device.capacity()) continue;
+    const uint64_t free_bytes = device.capacity() - std::min(device.reserved(), device.capacity());
+    if (reclaimer_(index, job.device_bytes() - std::min(free_bytes, job.device_bytes())) == 0) {
+      continue;
+    }
+    if (!device.TryReserve(job.device_bytes())) continue;
+    ++admitted_jobs_[index];
+    job.PlaceOnDevice(index);
+    return true;
+  }
   return false;
 }
 

@@ -5,6 +5,7 @@
 #ifndef MATRIXD_SERVER_MEMORY_JOB_ADMISSION_H_
 #define MATRIXD_SERVER_MEMORY_JOB_ADMISSION_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -22,6 +23,12 @@ class MemoryJobAdmission final : public JobAdmission {
   // outlive this policy. REQUIRES: not empty.
   explicit MemoryJobAdmission(std::vector<MemoryAdmission*> devices);
 
+  // Called when a job fits on no device: may free `bytes` on device `index` (spilling idle
+  // resident matrices) and returns what it freed; the job is then tried once more. Called under
+  // the scheduler's lock. REQUIRES: set before the scheduler starts.
+  using Reclaimer = std::function<uint64_t(int index, uint64_t bytes)>;
+  void set_reclaimer(Reclaimer reclaimer) { reclaimer_ = std::move(reclaimer); }
+
   // RESOURCE_EXHAUSTED, naming both sizes, for a job that needs more than the largest limit.
   absl::Status CheckFits(const JobSpec& spec) override;
   bool TryAdmit(Job& job) override;
@@ -32,6 +39,7 @@ class MemoryJobAdmission final : public JobAdmission {
 
  private:
   const std::vector<MemoryAdmission*> devices_;
+  Reclaimer reclaimer_;
   mutable absl::Mutex mutex_;
   std::vector<int> admitted_jobs_ ABSL_GUARDED_BY(mutex_);
 };

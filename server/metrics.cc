@@ -95,8 +95,42 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
                                "cap), used (allocated), reserved (held by the pool), admitted "
                                "(reserved by running jobs through admission).")
                          .Register(*registry_)),
+      transfer_bytes_(prometheus::BuildCounter()
+                          .Name("matrixd_transfer_bytes_total")
+                          .Help("Matrix bytes moved between clients and the server, by direction "
+                                "(in, out) and path (inline in a request or response, stream "
+                                "for Upload and Download).")
+                          .Register(*registry_)),
+      transfer_seconds_(prometheus::BuildCounter()
+                            .Name("matrixd_transfer_seconds_total")
+                            .Help("Time the streamed transfers took, by direction and path: "
+                                  "rate(bytes) / rate(seconds) is their throughput.")
+                            .Register(*registry_)),
+      resident_matrices_(prometheus::BuildGauge()
+                             .Name("matrixd_resident_matrices")
+                             .Help("Resident matrices, by the device they belong to.")
+                             .Register(*registry_)),
+      resident_bytes_(prometheus::BuildGauge()
+                          .Name("matrixd_resident_bytes")
+                          .Help("Bytes of resident matrices by device and state: on the device "
+                                "(or in host memory for the CPU backend), or spilled to host "
+                                "memory under device-memory pressure.")
+                          .Register(*registry_)),
+      resident_moves_(prometheus::BuildCounter()
+                          .Name("matrixd_resident_moves_total")
+                          .Help("Resident matrices moved to host memory (spill) and back "
+                                "(restore).")
+                          .Register(*registry_)),
       queue_depth_(queue_depth_family_.Add({})),
       queue_wait_(queue_wait_family_.Add({}, WaitBuckets())) {
+  for (const char* direction : {"in", "out"}) {
+    for (const char* path : {"inline", "stream"}) {
+      transfer_bytes_.Add({{"direction", direction}, {"path", path}});
+      transfer_seconds_.Add({{"direction", direction}, {"path", path}});
+    }
+  }
+  resident_moves_.Add({{"move", "spill"}});
+  resident_moves_.Add({{"move", "restore"}});
   build_info_.Add({{"version", std::string(version)}, {"backend", std::string(backend)}}).Set(1.0);
   // The usual outcomes start at 0, so that rate() sees the first job of each: a series that
   // appears with its first increment has no earlier sample to take a rate from.
@@ -163,6 +197,42 @@ void Metrics::SetCopyBandwidth(absl::string_view device, double bytes_per_second
     copy_bandwidth_by_device_[device] = bytes_per_second;
   }
   copy_bandwidth_.Add({{"device", std::string(device)}}).Set(bytes_per_second);
+}
+
+void Metrics::RecordTransfer(absl::string_view direction, absl::string_view path, uint64_t bytes,
+                             absl::Duration duration) {
+  const std::map<std::string, std::string> labels = {{"direction", std::string(direction)},
+                                                     {"path", std::string(path)}};
+  transfer_bytes_.Add(labels).Increment(static_cast<double>(bytes));
+  if (duration > absl::ZeroDuration()) {
+    transfer_seconds_.Add(labels).Increment(absl::ToDoubleSeconds(duration));
+  }
+}
+
+void Metrics::SetResident(const std::vector<ResidentUsage>& usages, uint64_t spills,
+                          uint64_t restores) {
+  for (const ResidentUsage& usage : usages) {
+    resident_matrices_.Add({{"device", usage.device}}).Set(usage.matrices);
+    resident_bytes_.Add({{"device", usage.device}, {"state", "device"}})
+        .Set(static_cast<double>(usage.bytes));
+    resident_bytes_.Add({{"device", usage.device}, {"state", "spilled"}})
+        .Set(static_cast<double>(usage.spilled_bytes));
+  }
+  // Devices whose last matrix went away keep their series, at 0.
+  absl::MutexLock lock(&mutex_);
+  for (const std::string& device : resident_devices_) {
+    if (std::none_of(usages.begin(), usages.end(),
+                     [&](const ResidentUsage& u) { return u.device == device; })) {
+      resident_matrices_.Add({{"device", device}}).Set(0);
+      resident_bytes_.Add({{"device", device}, {"state", "device"}}).Set(0);
+      resident_bytes_.Add({{"device", device}, {"state", "spilled"}}).Set(0);
+    }
+  }
+  for (const ResidentUsage& usage : usages) resident_devices_.insert(usage.device);
+  prometheus::Counter& spill = resident_moves_.Add({{"move", "spill"}});
+  prometheus::Counter& restore = resident_moves_.Add({{"move", "restore"}});
+  spill.Increment(static_cast<double>(spills) - spill.Value());
+  restore.Increment(static_cast<double>(restores) - restore.Value());
 }
 
 void Metrics::SetDeviceMemory(const DeviceMemoryUsage& usage, uint64_t admitted) {

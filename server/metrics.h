@@ -16,8 +16,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -26,6 +28,7 @@
 #include "core/backend.h"
 #include "core/matrix.h"
 #include "core/operations.h"
+#include "server/resident_registry.h"
 
 namespace matrixd::server {
 
@@ -83,6 +86,16 @@ class Metrics {
   // admitted (what running jobs reserved through admission; pass 0 without admission).
   void SetDeviceMemory(const DeviceMemoryUsage& usage, uint64_t admitted);
 
+  // ---- Resident matrices and transfers ----
+  // Matrix bytes of one transfer: direction "in" or "out", path "inline" or "stream"
+  // (matrixd_transfer_bytes_total), and its duration when known (matrixd_transfer_seconds_total;
+  // pass zero for inline transfers, whose wire time the server does not see).
+  void RecordTransfer(absl::string_view direction, absl::string_view path, uint64_t bytes,
+                      absl::Duration duration);
+  // matrixd_resident_matrices{device}, matrixd_resident_bytes{device, state=device|spilled}, and
+  // matrixd_resident_moves_total{move=spill|restore} from the registry's running totals.
+  void SetResident(const std::vector<ResidentUsage>& usages, uint64_t spills, uint64_t restores);
+
   // Runs `hook` at the start of every Serialize(), so gauges that are read rather than pushed
   // (device memory) are fresh at each scrape. Replaces the previous hook.
   void SetScrapeHook(std::function<void(Metrics&)> hook);
@@ -106,11 +119,17 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& jobs_;
   prometheus::Family<prometheus::Histogram>& rpc_duration_;
   prometheus::Family<prometheus::Gauge>& device_memory_;
+  prometheus::Family<prometheus::Counter>& transfer_bytes_;
+  prometheus::Family<prometheus::Counter>& transfer_seconds_;
+  prometheus::Family<prometheus::Gauge>& resident_matrices_;
+  prometheus::Family<prometheus::Gauge>& resident_bytes_;
+  prometheus::Family<prometheus::Counter>& resident_moves_;
   prometheus::Gauge& queue_depth_;
   prometheus::Histogram& queue_wait_;
 
   absl::Mutex mutex_;
   absl::flat_hash_map<std::string, double> copy_bandwidth_by_device_ ABSL_GUARDED_BY(mutex_);
+  absl::flat_hash_set<std::string> resident_devices_ ABSL_GUARDED_BY(mutex_);
   absl::Mutex hook_mutex_;  // held while the hook runs: one scrape at a time refreshes gauges
   std::function<void(Metrics&)> scrape_hook_ ABSL_GUARDED_BY(hook_mutex_);
 };

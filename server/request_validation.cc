@@ -1,5 +1,7 @@
 #include "server/request_validation.h"
 
+#include <initializer_list>
+#include <limits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -73,6 +75,18 @@ absl::StatusOr<InputMatrix> Operand(bool by_reference, const v1::Matrix& inline_
   return server::FromProto(inline_matrix, field);
 }
 
+// max_elements bounds what a request carries inline; a resident operand was bounded by memory and
+// --resident_memory_limit when it was stored.
+Limits LimitsFor(const Limits& limits, std::initializer_list<const InputMatrix*> operands) {
+  Limits lifted = limits;
+  for (const InputMatrix* operand : operands) {
+    if (operand != nullptr && operand->resident() != nullptr) {
+      lifted.max_elements = std::numeric_limits<int64_t>::max();
+    }
+  }
+  return lifted;
+}
+
 }  // namespace
 
 absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& request,
@@ -89,7 +103,9 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
       !sources.backend->DeterminantReadsOnDevice(inputs.matrix.view(), inputs.options)) {
     if (absl::Status s = inputs.matrix.CopyToHost(); !s.ok()) return s;
   }
-  if (absl::Status s = ValidateDeterminant(inputs.matrix.view(), inputs.options, limits); !s.ok()) {
+  if (absl::Status s = ValidateDeterminant(inputs.matrix.view(), inputs.options,
+                                           LimitsFor(limits, {&inputs.matrix}));
+      !s.ok()) {
     return s;
   }
   return inputs;
@@ -118,8 +134,9 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
   if (inputs.rhs.has_value()) {
     if (absl::Status s = inputs.rhs->CopyToHost(); !s.ok()) return s;
   }
-  if (absl::Status s =
-          ValidateFactorize(inputs.matrix.view(), inputs.options(), inputs.rhs_view(), limits);
+  if (absl::Status s = ValidateFactorize(
+          inputs.matrix.view(), inputs.options(), inputs.rhs_view(),
+          LimitsFor(limits, {&inputs.matrix, inputs.rhs ? &*inputs.rhs : nullptr}));
       !s.ok()) {
     return s;
   }
@@ -146,7 +163,8 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
     if (absl::Status s = inputs.a.CopyToHost(); !s.ok()) return s;
     if (absl::Status s = inputs.b.CopyToHost(); !s.ok()) return s;
   }
-  if (absl::Status s = ValidateMultiply(inputs.a.view(), inputs.b.view(), inputs.options, limits);
+  if (absl::Status s = ValidateMultiply(inputs.a.view(), inputs.b.view(), inputs.options,
+                                        LimitsFor(limits, {&inputs.a, &inputs.b}));
       !s.ok()) {
     return s;
   }
@@ -164,7 +182,9 @@ absl::StatusOr<PermanentInputs> ValidateRequest(const v1::PermanentRequest& requ
   // The permanents read their operand on the host.
   if (absl::Status s = matrix->CopyToHost(); !s.ok()) return s;
   PermanentInputs inputs{.matrix = *std::move(matrix), .options = {.method = *method}};
-  if (absl::Status s = ValidatePermanent(inputs.matrix.view(), inputs.options, limits); !s.ok()) {
+  if (absl::Status s = ValidatePermanent(inputs.matrix.view(), inputs.options,
+                                         LimitsFor(limits, {&inputs.matrix}));
+      !s.ok()) {
     return s;
   }
   return inputs;

@@ -41,12 +41,17 @@ std::vector<std::unique_ptr<MemoryAdmission>> MakeMemoryAdmissions(const Backend
   return admissions;
 }
 
+std::vector<MemoryAdmission*> AdmissionPointers(
+    const std::vector<std::unique_ptr<MemoryAdmission>>& admissions) {
+  std::vector<MemoryAdmission*> devices;
+  for (const auto& admission : admissions) devices.push_back(admission.get());
+  return devices;
+}
+
 std::unique_ptr<MemoryJobAdmission> MakeJobAdmission(
     const std::vector<std::unique_ptr<MemoryAdmission>>& admissions) {
   if (admissions.empty()) return nullptr;
-  std::vector<MemoryAdmission*> devices;
-  for (const auto& admission : admissions) devices.push_back(admission.get());
-  return std::make_unique<MemoryJobAdmission>(std::move(devices));
+  return std::make_unique<MemoryJobAdmission>(AdmissionPointers(admissions));
 }
 
 SchedulerOptions WithDefaultHooks(SchedulerOptions options, SchedulerObserver* observer,
@@ -63,19 +68,27 @@ MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions
       backend_(std::make_unique<MeteredBackend>(std::move(backend), *metrics_)),
       memory_admissions_(MakeMemoryAdmissions(*backend_)),
       job_admission_(MakeJobAdmission(memory_admissions_)),
+      resident_(std::make_unique<ResidentRegistry>(*backend_, AdmissionPointers(memory_admissions_),
+                                                   options.resident)),
       scheduler_observer_(std::make_unique<MetricsSchedulerObserver>(*metrics_)),
       scheduler_(std::make_unique<Scheduler>(
           WithDefaultHooks(options.scheduler, scheduler_observer_.get(), job_admission_.get()))),
-      service_(*backend_, *scheduler_, options.limits) {
+      service_(*backend_, *scheduler_, options.limits, resident_.get(), metrics_.get()) {
+  if (job_admission_ != nullptr) {
+    job_admission_->set_reclaimer([resident = resident_.get()](int device, uint64_t bytes) {
+      return resident->SpillForRoom(device, bytes);
+    });
+  }
   // Pool counters are read at each scrape rather than pushed after each job.
-  metrics_->SetScrapeHook(
-      [backend = backend_.get(), admissions = &memory_admissions_](Metrics& metrics) {
-        const std::vector<DeviceMemoryUsage> devices = backend->DeviceMemory();
-        for (size_t i = 0; i < devices.size(); ++i) {
-          metrics.SetDeviceMemory(devices[i],
-                                  i < admissions->size() ? (*admissions)[i]->reserved() : 0);
-        }
-      });
+  metrics_->SetScrapeHook([backend = backend_.get(), admissions = &memory_admissions_,
+                           resident = resident_.get()](Metrics& metrics) {
+    metrics.SetResident(resident->Usage(), resident->spills(), resident->restores());
+    const std::vector<DeviceMemoryUsage> devices = backend->DeviceMemory();
+    for (size_t i = 0; i < devices.size(); ++i) {
+      metrics.SetDeviceMemory(devices[i],
+                              i < admissions->size() ? (*admissions)[i]->reserved() : 0);
+    }
+  });
 }
 
 absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_ptr<Backend> backend,

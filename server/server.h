@@ -20,6 +20,7 @@
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/metrics_observer.h"
+#include "server/resident_registry.h"
 #include "server/scheduler.h"
 
 namespace matrixd::server {
@@ -36,6 +37,8 @@ struct ServerOptions {
   // The job queue every request goes through (workers, queue depth, lanes, job TTL). Left null,
   // its observer feeds metrics() and its admission is device memory (first device's limit).
   SchedulerOptions scheduler;
+  // Resident matrices: the limit of all of them together and their idle TTL.
+  ResidentRegistry::Options resident;
   // host:port for GET /metrics (port 0 picks a free one); empty: no metrics endpoint (metrics()
   // still counts).
   std::string metrics_address;
@@ -65,6 +68,7 @@ class MatrixServer {
   // Device-memory admission of the backend's device `device` (Backend::DeviceMemory() order);
   // null for a backend without device memory or an index out of range.
   MemoryAdmission* memory_admission(int device = 0);
+  ResidentRegistry& resident() { return *resident_; }
 
   // Marks every service NOT_SERVING, stops accepting calls and cancels those still running after
   // `grace`. Thread-safe and idempotent; safe to call from a signal-handling thread.
@@ -79,6 +83,8 @@ class MatrixServer {
   std::unique_ptr<Backend> backend_;  // a MeteredBackend around the one given to Start
   std::vector<std::unique_ptr<MemoryAdmission>> memory_admissions_;  // one per device
   std::unique_ptr<MemoryJobAdmission> job_admission_;
+  // Before the scheduler: jobs hold leases on resident matrices until they end.
+  std::unique_ptr<ResidentRegistry> resident_;
   std::unique_ptr<MetricsSchedulerObserver> scheduler_observer_;
   // Destroyed after the gRPC server has stopped (no handler waits on a job any more) and before
   // the backend its workers call.

@@ -1,0 +1,175 @@
+// MatrixService's resident-matrix RPCs on the gRPC callback API: Upload feeds each chunk to an
+// UploadAssembler as it arrives (no thread waits for the stream), Download writes the chunks of a
+// DownloadStream one after the other, ListMatrices and Release answer at once.
+#include <memory>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/download_stream.h"
+#include "server/matrix_conversion.h"
+#include "server/matrix_service.h"
+#include "server/status_conversion.h"
+#include "server/upload_assembler.h"
+
+namespace matrixd::server {
+namespace {
+
+constexpr char kNoRegistry[] = "this server keeps no resident matrices";
+
+class UploadReactor final : public grpc::ServerReadReactor<v1::UploadChunk> {
+ public:
+  UploadReactor(grpc::CallbackServerContext* context, ResidentRegistry& registry, Metrics* metrics,
+                v1::ResidentMatrix* response)
+      : context_(context), assembler_(registry), metrics_(metrics), response_(response) {
+    StartRead(&chunk_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The client ended the stream (or went away: then nothing is kept).
+      if (context_->IsCancelled()) {
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled by the client"));
+        return;
+      }
+      absl::StatusOr<ResidentInfo> info = assembler_.Finish();
+      if (!info.ok()) {
+        Finish(ToGrpcStatus(info.status()));
+        return;
+      }
+      ToProto(*info, absl::Now(), response_);
+      if (metrics_ != nullptr) {
+        metrics_->RecordTransfer("in", "stream", assembler_.bytes_received(),
+                                 absl::Now() - started_);
+      }
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (absl::Status added = assembler_.Add(chunk_); !added.ok()) {
+      Finish(ToGrpcStatus(added));
+      return;
+    }
+    StartRead(&chunk_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::CallbackServerContext* const context_;
+  UploadAssembler assembler_;
+  Metrics* const metrics_;
+  v1::ResidentMatrix* const response_;
+  v1::UploadChunk chunk_;
+  const absl::Time started_ = absl::Now();
+};
+
+class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadChunk> {
+ public:
+  DownloadReactor(DownloadStream stream, Metrics* metrics)
+      : stream_(std::move(stream)), metrics_(metrics) {
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    absl::StatusOr<bool> more = stream_.Next(&chunk_);
+    if (!more.ok()) {
+      Finish(ToGrpcStatus(more.status()));
+      return;
+    }
+    if (!*more) {
+      if (metrics_ != nullptr) {
+        metrics_->RecordTransfer("out", "stream", stream_.bytes(), absl::Now() - started_);
+      }
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartWrite(&chunk_);
+  }
+
+  DownloadStream stream_;
+  Metrics* const metrics_;
+  v1::DownloadChunk chunk_;
+  const absl::Time started_ = absl::Now();
+};
+
+// A reactor that only finishes with an error.
+template <typename Base>
+class RefusedReactor final : public Base {
+ public:
+  explicit RefusedReactor(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::UploadChunk>* MatrixService::Upload(
+    grpc::CallbackServerContext* context, v1::ResidentMatrix* response) {
+  if (resident_ == nullptr) {
+    return new RefusedReactor<grpc::ServerReadReactor<v1::UploadChunk>>(
+        absl::UnimplementedError(kNoRegistry));
+  }
+  return new UploadReactor(context, *resident_, metrics_, response);
+}
+
+grpc::ServerWriteReactor<v1::DownloadChunk>* MatrixService::Download(
+    grpc::CallbackServerContext* /*context*/, const v1::DownloadRequest* request) {
+  if (resident_ == nullptr) {
+    return new RefusedReactor<grpc::ServerWriteReactor<v1::DownloadChunk>>(
+        absl::UnimplementedError(kNoRegistry));
+  }
+  absl::StatusOr<DownloadStream> stream = DownloadStream::Start(*resident_, *request);
+  if (!stream.ok()) {
+    return new RefusedReactor<grpc::ServerWriteReactor<v1::DownloadChunk>>(stream.status());
+  }
+  return new DownloadReactor(*std::move(stream), metrics_);
+}
+
+grpc::ServerUnaryReactor* MatrixService::ListMatrices(grpc::CallbackServerContext* context,
+                                                      const v1::ListMatricesRequest* /*request*/,
+                                                      v1::ListMatricesResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (resident_ == nullptr) {
+    reactor->Finish(ToGrpcStatus(absl::UnimplementedError(kNoRegistry)));
+    return reactor;
+  }
+  const absl::Time now = absl::Now();
+  for (const ResidentInfo& info : resident_->List()) {
+    ToProto(info, now, response->add_matrices());
+  }
+  response->set_resident_bytes(resident_->resident_bytes());
+  response->set_limit_bytes(resident_->limit_bytes());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MatrixService::Release(grpc::CallbackServerContext* context,
+                                                 const v1::ReleaseRequest* request,
+                                                 v1::ReleaseResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status status = absl::OkStatus();
+  if (resident_ == nullptr) {
+    status = absl::UnimplementedError(kNoRegistry);
+  } else if (request->handle().empty()) {
+    status = absl::InvalidArgumentError("handle is empty");
+  } else if (absl::StatusOr<uint64_t> freed = resident_->Release(request->handle()); freed.ok()) {
+    response->set_bytes_freed(*freed);
+  } else {
+    status = freed.status();
+  }
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace matrixd::server
