@@ -1,0 +1,129 @@
+// Resident matrices on every backend: bytes written in pieces read back bit for bit, spill and
+// restore keep them, and an operation on a resident matrix's view gives the same answer as on
+// the host bytes (CUDA: the device view, for the operations that read operands on the device).
+#include "core/resident_matrix.h"
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/backend.h"
+#include "gtest/gtest.h"
+#include "tests/core/backend_fixture.h"
+
+namespace matrixd {
+namespace {
+
+using ::matrixd::testing::BackendTest;
+
+Matrix RandomMatrix(int64_t rows, int64_t cols, unsigned seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<double> values(static_cast<size_t>(rows * cols));
+  for (double& v : values) v = uniform(random);
+  return Matrix::FromValues<double>(rows, cols, values);
+}
+
+std::unique_ptr<ResidentMatrix> Resident(Backend& backend, const Matrix& m, size_t piece) {
+  absl::StatusOr<std::unique_ptr<ResidentMatrix>> resident =
+      backend.AllocateResident(m.rows(), m.cols(), m.dtype(), JobControl::kAnyDevice);
+  EXPECT_TRUE(resident.ok()) << resident.status();
+  if (!resident.ok()) return nullptr;
+  for (size_t at = 0; at < m.byte_size(); at += piece) {
+    const size_t size = std::min(piece, m.byte_size() - at);
+    EXPECT_TRUE((*resident)->Write(at, {m.bytes() + at, size}).ok());
+  }
+  EXPECT_TRUE((*resident)->Flush().ok());
+  return *std::move(resident);
+}
+
+Matrix ReadBack(const ResidentMatrix& resident) {
+  Matrix m(resident.rows(), resident.cols(), resident.dtype());
+  EXPECT_TRUE(resident.Read(0, {m.mutable_bytes(), m.byte_size()}).ok());
+  return m;
+}
+
+bool SameBytes(const Matrix& a, const Matrix& b) {
+  return a.byte_size() == b.byte_size() && std::memcmp(a.bytes(), b.bytes(), a.byte_size()) == 0;
+}
+
+using ResidentMatrixTest = BackendTest;
+
+TEST_P(ResidentMatrixTest, WrittenInOddPiecesReadsBackBitForBit) {
+  const Matrix m = RandomMatrix(37, 29, 1);
+  for (const size_t piece : {size_t{3}, size_t{1000}, m.byte_size()}) {
+    std::unique_ptr<ResidentMatrix> resident = Resident(backend(), m, piece);
+    ASSERT_NE(resident, nullptr);
+    EXPECT_TRUE(SameBytes(ReadBack(*resident), m)) << "pieces of " << piece;
+    Matrix middle(1, 5, DType::kFloat64);
+    ASSERT_TRUE(resident->Read(8 * 100, {middle.mutable_bytes(), middle.byte_size()}).ok());
+    EXPECT_EQ(middle.As<double>()[0], m.As<double>()[100]);
+  }
+}
+
+TEST_P(ResidentMatrixTest, RangesOutsideTheMatrixAreRefused) {
+  std::unique_ptr<ResidentMatrix> resident = Resident(backend(), RandomMatrix(4, 4, 2), 128);
+  ASSERT_NE(resident, nullptr);
+  std::vector<std::byte> bytes(16);
+  EXPECT_EQ(resident->Write(120, bytes).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(resident->Read(128, std::span<std::byte>(bytes).first(1)).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(ResidentMatrixTest, SpillAndRestoreKeepTheBytes) {
+  const Matrix m = RandomMatrix(64, 48, 3);
+  std::unique_ptr<ResidentMatrix> resident = Resident(backend(), m, m.byte_size());
+  ASSERT_NE(resident, nullptr);
+  const uint64_t on_device = resident->device_bytes();
+  ASSERT_TRUE(resident->Spill().ok());
+  EXPECT_EQ(resident->device_bytes(), 0u);
+  EXPECT_EQ(resident->spilled(), on_device > 0);  // the CPU backend has nothing to spill
+  EXPECT_TRUE(SameBytes(ReadBack(*resident), m));
+  ASSERT_TRUE(resident->Restore().ok());
+  EXPECT_FALSE(resident->spilled());
+  EXPECT_EQ(resident->device_bytes(), on_device);
+  EXPECT_TRUE(SameBytes(ReadBack(*resident), m));
+}
+
+TEST_P(ResidentMatrixTest, DeterminantOfTheResidentViewEqualsTheHostOne) {
+  const Matrix m = RandomMatrix(200, 200, 4);
+  std::unique_ptr<ResidentMatrix> resident = Resident(backend(), m, 4096);
+  ASSERT_NE(resident, nullptr);
+  const DeterminantOptions options{};
+  const MatrixView view = resident->view();
+  EXPECT_EQ(view.on_device(), backend().name() == "cuda");
+  if (view.on_device()) {
+    ASSERT_TRUE(backend().DeterminantReadsOnDevice(view, options));
+  }
+  absl::StatusOr<DeterminantResult> on_resident = backend().Determinant(view, options, nullptr);
+  absl::StatusOr<DeterminantResult> on_host = backend().Determinant(m.view(), options, nullptr);
+  ASSERT_TRUE(on_resident.ok()) << on_resident.status();
+  ASSERT_TRUE(on_host.ok()) << on_host.status();
+  EXPECT_EQ(on_resident->value.log_abs(), on_host->value.log_abs());
+  EXPECT_EQ(on_resident->value.phase(), on_host->value.phase());
+}
+
+TEST_P(ResidentMatrixTest, ProductOfResidentViewsEqualsTheHostOne) {
+  const Matrix a = RandomMatrix(120, 80, 5);
+  const Matrix b = RandomMatrix(80, 60, 6);
+  std::unique_ptr<ResidentMatrix> ra = Resident(backend(), a, 1 << 12);
+  std::unique_ptr<ResidentMatrix> rb = Resident(backend(), b, 1 << 12);
+  ASSERT_NE(ra, nullptr);
+  ASSERT_NE(rb, nullptr);
+  const MultiplyOptions options{.transpose_a = false};
+  if (ra->view().on_device()) {
+    ASSERT_TRUE(backend().MultiplyReadsOnDevice(ra->view(), rb->view(), options));
+  }
+  absl::StatusOr<MultiplyResult> on_resident =
+      backend().Multiply(ra->view(), rb->view(), options, nullptr);
+  absl::StatusOr<MultiplyResult> on_host = backend().Multiply(a.view(), b.view(), options, nullptr);
+  ASSERT_TRUE(on_resident.ok()) << on_resident.status();
+  ASSERT_TRUE(on_host.ok()) << on_host.status();
+  EXPECT_TRUE(SameBytes(on_resident->c, on_host->c));
+}
+
+MATRIXD_INSTANTIATE_BACKEND_SUITE(ResidentMatrixTest);
+
+}  // namespace
+}  // namespace matrixd
