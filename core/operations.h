@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/matrix.h"
+#include "core/resident_matrix.h"
 #include "core/scaled_number.h"
 
 namespace matrixd {
@@ -96,6 +97,11 @@ struct MultiplyOptions {
   // pairs of non-zero blocks.
   int64_t block_size = 0;
   bool allow_tf32 = false;
+  // Where the caller keeps C (a resident matrix of C's shape and dtype), or null. A backend may
+  // write C straight into it (a device backend, when it lives on the device the product runs on)
+  // and then leaves MultiplyResult::c empty; otherwise it returns C as usual and the caller
+  // stores it.
+  ResidentMatrix* output = nullptr;
 };
 
 struct MultiplyResult {

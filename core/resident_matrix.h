@@ -56,6 +56,10 @@ class ResidentMatrix {
   // Brings spilled bytes back to device memory. RESOURCE_EXHAUSTED when they do not fit.
   virtual absl::Status Restore() { return absl::OkStatus(); }
 
+  // The device address of the bytes, for an operation that writes its result in place; null on
+  // the host and while spilled.
+  virtual std::byte* device_data() { return nullptr; }
+
   // The matrix as an operand: a host view, or (on a device, not spilled) a kDevice view.
   // REQUIRES: !spilled().
   virtual MatrixView view() const = 0;

@@ -8,6 +8,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/validation.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "server/job_cost.h"
 #include "server/matrix_conversion.h"
 #include "server/request_validation.h"
@@ -38,23 +41,22 @@ KeepRequest KeepOf(const v1::ResultOptions& options, ResidentRegistry* registry)
   return {.registry = registry, .also_inline = options.also_inline()};
 }
 
-// Keeps each non-empty result matrix resident on the job's device, named in `kept` by its response
-// field's name, and drops its inline copy unless also_inline. On a failure the matrices kept so far
-// are released again: a failed call leaves nothing behind.
-// One result matrix: its response field's name, the matrix, and the field's inline copy.
+// One result matrix: the name of its field in the response, and the matrix.
 struct ResultMatrix {
-  const char* name;
+  const char* field;
   const Matrix* matrix;
-  v1::Matrix* inline_copy;
 };
 
+// Keeps each non-empty result matrix resident on the job's device, named in `kept` by its response
+// field's name, and clears that inline field (so has_<field>() is false) unless also_inline. On a
+// failure the matrices kept so far are released again: a failed call leaves nothing behind.
 absl::Status KeepResults(const KeepRequest& keep, const std::vector<ResultMatrix>& outputs,
-                         const JobControl& control,
+                         const JobControl& control, google::protobuf::Message* response,
                          google::protobuf::Map<std::string, v1::ResidentMatrix>* kept) {
   const absl::Time now = absl::Now();
-  for (const auto& [name, matrix, inline_copy] : outputs) {
+  for (const auto& [field, matrix] : outputs) {
     if (matrix->empty()) continue;
-    absl::StatusOr<ResidentInfo> info = keep.registry->Keep(*matrix, name, control.device_index());
+    absl::StatusOr<ResidentInfo> info = keep.registry->Keep(*matrix, field, control.device_index());
     if (!info.ok()) {
       for (const auto& [kept_name, resident] : *kept) {
         static_cast<void>(keep.registry->Release(resident.handle()));
@@ -62,9 +64,33 @@ absl::Status KeepResults(const KeepRequest& keep, const std::vector<ResultMatrix
       kept->clear();
       return info.status();
     }
-    ToProto(*info, now, &(*kept)[name]);
-    if (!keep.also_inline) inline_copy->Clear();
+    ToProto(*info, now, &(*kept)[field]);
+    if (!keep.also_inline) {
+      response->GetReflection()->ClearField(response,
+                                            response->GetDescriptor()->FindFieldByName(field));
+    }
   }
+  return absl::OkStatus();
+}
+
+// Names a result that the backend wrote into `pending`, or that it returned in `returned` (then
+// stored here), as kept[name]; the inline field stays empty.
+absl::Status KeepPending(std::unique_ptr<PendingResident> pending, const Matrix& returned,
+                         const std::string& name, v1::MultiplyResponse* response) {
+  bool finite = true;  // written in place on the device: not inspected (see ResidentInfo)
+  if (!returned.empty()) {
+    if (absl::Status written = pending->matrix().Write(
+            0, std::span<const std::byte>(returned.bytes(), returned.byte_size()));
+        !written.ok()) {
+      return written;
+    }
+    finite = AllFinite(returned.view());
+  }
+  ResidentRegistry& registry = pending->registry();
+  absl::StatusOr<ResidentInfo> info = registry.Commit(std::move(pending), finite);
+  if (!info.ok()) return info.status();
+  ToProto(*info, absl::Now(), &(*response->mutable_kept())[name]);
+  response->clear_c();
   return absl::OkStatus();
 }
 
@@ -110,14 +136,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
     if (!result.ok()) return result.status();
     ToProto(*result, response);
     if (!keep.registry) return absl::OkStatus();
-    std::vector<ResultMatrix> outputs = {{"lu", &result->lu, response->mutable_lu()},
-                                         {"l", &result->l, response->mutable_l()},
-                                         {"q", &result->q, response->mutable_q()},
-                                         {"r", &result->r, response->mutable_r()}};
-    if (result->solution.has_value()) {
-      outputs.push_back({"solution", &*result->solution, response->mutable_solution()});
-    }
-    return KeepResults(keep, outputs, control, response->mutable_kept());
+    std::vector<ResultMatrix> outputs = {
+        {"lu", &result->lu}, {"l", &result->l}, {"q", &result->q}, {"r", &result->r}};
+    if (result->solution.has_value()) outputs.push_back({"solution", &*result->solution});
+    return KeepResults(keep, outputs, control, response, response->mutable_kept());
   };
   return spec;
 }
@@ -136,13 +158,26 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   spec.work = [inputs = *std::move(inputs), response, &backend,
                keep = KeepOf(request.result_options(), registry)](JobControl& control) {
+    MultiplyOptions options = inputs.options;
+    // Kept and not wanted inline: room for C first, so that a device backend writes it in place.
+    std::unique_ptr<PendingResident> pending;
+    if (keep.registry != nullptr && !keep.also_inline) {
+      const MatrixView a = inputs.a.view();
+      const MatrixView b = inputs.b.view();
+      absl::StatusOr<std::unique_ptr<PendingResident>> made = keep.registry->Create(
+          options.transpose_a ? a.cols : a.rows, options.transpose_b ? b.rows : b.cols, a.dtype,
+          "c", control.device_index());
+      if (!made.ok()) return made.status();
+      pending = *std::move(made);
+      options.output = &pending->matrix();
+    }
     absl::StatusOr<MultiplyResult> result =
-        backend.Multiply(inputs.a.view(), inputs.b.view(), inputs.options, &control);
+        backend.Multiply(inputs.a.view(), inputs.b.view(), options, &control);
     if (!result.ok()) return result.status();
     ToProto(*result, response);
+    if (pending != nullptr) return KeepPending(std::move(pending), result->c, "c", response);
     if (!keep.registry) return absl::OkStatus();
-    return KeepResults(keep, {{"c", &result->c, response->mutable_c()}}, control,
-                       response->mutable_kept());
+    return KeepResults(keep, {{"c", &result->c}}, control, response, response->mutable_kept());
   };
   return spec;
 }

@@ -201,7 +201,7 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(int64_
   entry->info.bytes = bytes;
   entry->info.device = entry->matrix->device();
   entry->info.label = std::move(label);
-  return std::unique_ptr<PendingResident>(new PendingResident(std::move(entry)));
+  return std::unique_ptr<PendingResident>(new PendingResident(*this, std::move(entry)));
 }
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::Commit(std::unique_ptr<PendingResident> pending,

@@ -43,7 +43,10 @@ struct ResidentInfo {
   uint64_t bytes = 0;
   std::string device;
   bool spilled = false;
-  bool finite = true;  // every floating-point entry finite (always true for integer dtypes)
+  // Every floating-point entry finite (always true for integer dtypes). A result written in place
+  // on the device is not inspected and counts as finite: an operation on it that meets a NaN or
+  // Inf reports OUT_OF_RANGE as it would for an overflow.
+  bool finite = true;
   std::string label;
   absl::Time created;
   absl::Time last_used;
@@ -92,12 +95,15 @@ class PendingResident {
  public:
   ~PendingResident();
   ResidentMatrix& matrix();
+  // The registry that made it, where it is committed.
+  ResidentRegistry& registry() { return registry_; }
 
  private:
   friend class ResidentRegistry;
-  explicit PendingResident(std::shared_ptr<ResidentLease::Entry> entry)
-      : entry_(std::move(entry)) {}
+  PendingResident(ResidentRegistry& registry, std::shared_ptr<ResidentLease::Entry> entry)
+      : registry_(registry), entry_(std::move(entry)) {}
 
+  ResidentRegistry& registry_;
   std::shared_ptr<ResidentLease::Entry> entry_;
 };
 

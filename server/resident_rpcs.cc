@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "server/download_stream.h"
 #include "server/matrix_conversion.h"
@@ -18,50 +19,66 @@ namespace {
 
 constexpr char kNoRegistry[] = "this server keeps no resident matrices";
 
+// The next chunk is read while the current one is written on (read-ahead of one): the network
+// and the copy toward the device overlap. The mutex keeps the chunks in order and the assembler
+// single-threaded; gRPC calls OnReadDone for the next chunk at the earliest after StartRead.
 class UploadReactor final : public grpc::ServerReadReactor<v1::UploadChunk> {
  public:
   UploadReactor(grpc::CallbackServerContext* context, ResidentRegistry& registry, Metrics* metrics,
                 v1::ResidentMatrix* response)
-      : context_(context), assembler_(registry), metrics_(metrics), response_(response) {
-    StartRead(&chunk_);
+      : context_(context), metrics_(metrics), response_(response), assembler_(registry) {
+    StartRead(&incoming_);
   }
 
   void OnReadDone(bool ok) override {
+    absl::MutexLock lock(&mutex_);
+    if (finished_) return;
     if (!ok) {
-      // The client ended the stream (or went away: then nothing is kept).
-      if (context_->IsCancelled()) {
-        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled by the client"));
-        return;
-      }
-      absl::StatusOr<ResidentInfo> info = assembler_.Finish();
-      if (!info.ok()) {
-        Finish(ToGrpcStatus(info.status()));
-        return;
-      }
-      ToProto(*info, absl::Now(), response_);
-      if (metrics_ != nullptr) {
-        metrics_->RecordTransfer("in", "stream", assembler_.bytes_received(),
-                                 absl::Now() - started_);
-      }
-      Finish(grpc::Status::OK);
+      EndStream();
       return;
     }
-    if (absl::Status added = assembler_.Add(chunk_); !added.ok()) {
-      Finish(ToGrpcStatus(added));
-      return;
+    current_.Swap(&incoming_);
+    StartRead(&incoming_);
+    if (absl::Status added = assembler_.Add(current_); !added.ok()) {
+      FinishOnce(ToGrpcStatus(added));
     }
-    StartRead(&chunk_);
   }
 
   void OnDone() override { delete this; }
 
  private:
+  // The client ended the stream (or went away: then nothing is kept).
+  void EndStream() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (context_->IsCancelled()) {
+      FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled by the client"));
+      return;
+    }
+    absl::StatusOr<ResidentInfo> info = assembler_.Finish();
+    if (!info.ok()) {
+      FinishOnce(ToGrpcStatus(info.status()));
+      return;
+    }
+    ToProto(*info, absl::Now(), response_);
+    if (metrics_ != nullptr) {
+      metrics_->RecordTransfer("in", "stream", assembler_.bytes_received(), absl::Now() - started_);
+    }
+    FinishOnce(grpc::Status::OK);
+  }
+
+  void FinishOnce(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    finished_ = true;
+    Finish(status);
+  }
+
   grpc::CallbackServerContext* const context_;
-  UploadAssembler assembler_;
   Metrics* const metrics_;
   v1::ResidentMatrix* const response_;
-  v1::UploadChunk chunk_;
   const absl::Time started_ = absl::Now();
+  absl::Mutex mutex_;
+  UploadAssembler assembler_ ABSL_GUARDED_BY(mutex_);
+  v1::UploadChunk incoming_;                         // the read in flight
+  v1::UploadChunk current_ ABSL_GUARDED_BY(mutex_);  // the chunk being written on
+  bool finished_ ABSL_GUARDED_BY(mutex_) = false;
 };
 
 class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadChunk> {

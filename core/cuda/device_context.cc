@@ -253,6 +253,15 @@ absl::Status DeviceContext::Upload(const void* host, DeviceBuffer& device, size_
   return absl::OkStatus();
 }
 
+absl::Status DeviceContext::StagedUpload(const void* host, void* device, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  if (staging_ != nullptr && UseStaging(host, kStagingFromBytes)) {
+    return staging_->Upload(host, device, bytes);
+  }
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device, host, bytes, cudaMemcpyDefault, stream_));
+  return absl::OkStatus();
+}
+
 absl::Status DeviceContext::Download(const DeviceBuffer& device, void* host, size_t bytes) {
   if (bytes > device.bytes()) {
     return absl::InternalError(absl::StrCat(

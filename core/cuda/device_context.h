@@ -111,6 +111,11 @@ class DeviceContext {
   // Upload's source may also be device memory (a resident matrix's kDevice view): a device copy.
   absl::Status Upload(const void* host, DeviceBuffer& device, size_t bytes);
   absl::Status Download(const DeviceBuffer& device, void* host, size_t bytes);
+  // Copies host -> `device` (any device address of this context's device) on the stream, through
+  // the pinned staging whenever `host` is pageable, whatever the size: for a stream of pieces
+  // (an upload's chunks), each returns once its piece has been read and its transfer overlaps the
+  // next piece's. Synchronize() waits for the last one.
+  absl::Status StagedUpload(const void* host, void* device, size_t bytes);
   // Waits for all work queued on the stream.
   absl::Status Synchronize();
 

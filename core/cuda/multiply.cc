@@ -17,6 +17,24 @@
 namespace matrixd::cuda {
 namespace {
 
+// The device address of `output` when C (c_bytes of `dtype`) can be written there by `context`:
+// a resident matrix of that size and dtype on this context's device, not spilled. Else null.
+void* InPlaceOutput(ResidentMatrix* output, size_t c_bytes, DType dtype,
+                    const DeviceContext& context) {
+  if (output == nullptr || output->dtype() != dtype || output->byte_size() != c_bytes) {
+    return nullptr;
+  }
+  std::byte* data = output->device_data();
+  if (data == nullptr) return nullptr;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    return nullptr;
+  }
+  return attributes.type == cudaMemoryTypeDevice && attributes.device == context.device() ? data
+                                                                                          : nullptr;
+}
+
 // C = op(A) op(B) with A, B, C row-major. A row-major array read column-major is its transpose,
 // so cuBLAS computes C^T = op(B)^T op(A)^T in its column-major terms: gemm with B and A swapped
 // and the same op flags (B's buffer read column-major is B^T, so op(B)^T is B^T as stored for no
@@ -36,13 +54,17 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
   }
 
   MultiplyResult result;
-  result.c = Matrix(m, n, a.dtype);
+  const size_t c_bytes = static_cast<size_t>(m) * static_cast<size_t>(n) * sizeof(T);
+  // C straight into the caller's resident matrix when it lives on this device: no round trip.
+  void* const c_out = InPlaceOutput(options.output, c_bytes, a.dtype, context);
+  if (c_out == nullptr) result.c = Matrix(m, n, a.dtype);
   absl::StatusOr<DeviceBuffer> device_a = context.Allocate(a.byte_size());
   if (!device_a.ok()) return device_a.status();
   absl::StatusOr<DeviceBuffer> device_b = context.Allocate(b.byte_size());
   if (!device_b.ok()) return device_b.status();
-  absl::StatusOr<DeviceBuffer> device_c = context.Allocate(result.c.byte_size());
+  absl::StatusOr<DeviceBuffer> device_c = context.Allocate(c_out != nullptr ? 0 : c_bytes);
   if (!device_c.ok()) return device_c.status();
+  void* const c_target = c_out != nullptr ? c_out : device_c->data();
   if (absl::Status s = context.Upload(a.data, *device_a, a.byte_size()); !s.ok()) return s;
   if (absl::Status s = context.Upload(b.data, *device_b, b.byte_size()); !s.ok()) return s;
 
@@ -64,17 +86,21 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
         options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
         static_cast<int>(k), &one, LibraryPointer<T>(device_b->data()), static_cast<int>(b.cols),
         LibraryPointer<T>(device_a->data()), static_cast<int>(a.cols), &zero,
-        LibraryPointer<T>(device_c->data()), static_cast<int>(n)));
+        LibraryPointer<T>(c_target), static_cast<int>(n)));
   }
   if (absl::Status s = gemm_timer->Stop(); !s.ok()) return s;
-  if (absl::Status s = context.Download(*device_c, result.c.mutable_bytes(), result.c.byte_size());
-      !s.ok()) {
+  if (c_out != nullptr) {
+    // The caller names the matrix next; other streams may read it then.
+    if (absl::Status s = context.Synchronize(); !s.ok()) return s;
+  } else if (absl::Status s =
+                 context.Download(*device_c, result.c.mutable_bytes(), result.c.byte_size());
+             !s.ok()) {
     return s;
   }
   const double flops_per_update = std::is_same_v<T, float> || std::is_same_v<T, double> ? 2.0 : 8.0;
   result.stats.flops =
       flops_per_update * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  result.stats.bytes_moved = a.byte_size() + b.byte_size() + result.c.byte_size();
+  result.stats.bytes_moved = a.byte_size() + b.byte_size() + c_bytes;
   if (absl::Status s = gemm_timer->AppendTo(&result.stats, "cublas_gemm", result.stats.bytes_moved,
                                             result.stats.flops);
       !s.ok()) {

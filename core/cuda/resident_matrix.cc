@@ -38,12 +38,9 @@ class DeviceResidentMatrix final : public ResidentMatrix {
       std::memcpy(host_.data() + offset, bytes.data(), bytes.size());
       return absl::OkStatus();
     }
+    // Through the channel's pinned chunks: this piece's transfer overlaps the copy of the next.
     return channel_.Run([&](DeviceContext& context) {
-      // A pageable source is read before cudaMemcpyAsync returns, so `bytes` may go at once.
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffer_.as<std::byte>() + offset, bytes.data(),
-                                                   bytes.size(), cudaMemcpyDefault,
-                                                   context.stream()));
-      return absl::OkStatus();
+      return context.StagedUpload(bytes.data(), buffer_.as<std::byte>() + offset, bytes.size());
     });
   }
 
@@ -101,6 +98,8 @@ class DeviceResidentMatrix final : public ResidentMatrix {
     host_ = std::vector<std::byte>();
     return absl::OkStatus();
   }
+
+  std::byte* device_data() override { return spilled() ? nullptr : buffer_.as<std::byte>(); }
 
   MatrixView view() const override {
     return {.rows = rows(),

@@ -54,6 +54,8 @@ TEST(Metrics, EveryFamilyIsNamedAndTypedByPrometheusConventions) {
   metrics.RecordQueueWait(absl::Milliseconds(3));
   metrics.RecordRpc("matrixd.v1.MatrixService/Multiply", absl::StatusCode::kOk, absl::Seconds(1));
   metrics.SetDeviceMemory({.device = kDevice, .total = 4, .limit = 3, .used = 2, .reserved = 2}, 1);
+  metrics.RecordTransfer("in", "stream", 100, absl::Milliseconds(1));
+  metrics.SetResident({{.device = kDevice, .matrices = 1, .bytes = 8, .spilled_bytes = 0}}, 1, 0);
   const std::map<std::string, std::string> want = {
       {"matrixd_build_info", "gauge"},
       {"matrixd_kernel_duration_seconds", "histogram"},
@@ -67,8 +69,50 @@ TEST(Metrics, EveryFamilyIsNamedAndTypedByPrometheusConventions) {
       {"matrixd_jobs_total", "counter"},
       {"matrixd_rpc_duration_seconds", "histogram"},
       {"matrixd_device_memory_bytes", "gauge"},
+      {"matrixd_transfer_bytes_total", "counter"},
+      {"matrixd_transfer_seconds_total", "counter"},
+      {"matrixd_resident_matrices", "gauge"},
+      {"matrixd_resident_bytes", "gauge"},
+      {"matrixd_resident_moves_total", "counter"},
   };
   EXPECT_EQ(FamilyTypes(metrics.Serialize()), want);
+}
+
+TEST(Metrics, ResidentGaugesFollowTheRegistryAndDropToZeroForAnEmptiedDevice) {
+  Metrics metrics("0", "cuda");
+  metrics.SetResident({{.device = kDevice, .matrices = 2, .bytes = 64, .spilled_bytes = 16}}, 3, 1);
+  std::string text = metrics.Serialize();
+  EXPECT_EQ(SampleValue(text, "matrixd_resident_matrices", {{"device", kDevice}}), 2.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_resident_bytes", {{"device", kDevice}, {"state", "device"}}),
+            64.0);
+  EXPECT_EQ(
+      SampleValue(text, "matrixd_resident_bytes", {{"device", kDevice}, {"state", "spilled"}}),
+      16.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_resident_moves_total", {{"move", "spill"}}), 3.0);
+  metrics.SetResident({}, 5, 1);
+  text = metrics.Serialize();
+  EXPECT_EQ(SampleValue(text, "matrixd_resident_matrices", {{"device", kDevice}}), 0.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_resident_moves_total", {{"move", "spill"}}), 5.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_resident_moves_total", {{"move", "restore"}}), 1.0);
+}
+
+TEST(Metrics, TransfersCountBytesAndStreamedSeconds) {
+  Metrics metrics("0", "cpu");
+  metrics.RecordTransfer("in", "stream", 1000, absl::Seconds(2));
+  metrics.RecordTransfer("out", "inline", 500, absl::ZeroDuration());
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(
+      SampleValue(text, "matrixd_transfer_bytes_total", {{"direction", "in"}, {"path", "stream"}}),
+      1000.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_transfer_seconds_total",
+                        {{"direction", "in"}, {"path", "stream"}}),
+            2.0);
+  EXPECT_EQ(
+      SampleValue(text, "matrixd_transfer_bytes_total", {{"direction", "out"}, {"path", "inline"}}),
+      500.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_transfer_seconds_total",
+                        {{"direction", "out"}, {"path", "inline"}}),
+            0.0);
 }
 
 TEST(Metrics, JobsAreCountedByOpAndCanonicalStatusName) {
