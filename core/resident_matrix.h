@@ -3,8 +3,9 @@
 // operand any number of times (view), reads it back (Read), and may move it out of device memory
 // under pressure (Spill) and back (Restore). Made by Backend::AllocateResident.
 //
-// Not thread-safe: the owner (server/resident_registry.h) serialises Write/Read/Spill/Restore and
-// never spills a matrix while an operation uses its view.
+// Thread-safety: Writes of disjoint byte ranges may run at once (the parts of a parallel upload);
+// otherwise the owner (server/resident_registry.h) serialises Write/Read/Spill/Restore and never
+// spills a matrix while an operation uses its view or a Write is under way.
 #ifndef MATRIXD_CORE_RESIDENT_MATRIX_H_
 #define MATRIXD_CORE_RESIDENT_MATRIX_H_
 

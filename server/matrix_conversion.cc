@@ -160,6 +160,7 @@ void ToProto(const ResidentInfo& info, absl::Time now, v1::ResidentMatrix* proto
   proto->set_age_seconds(absl::ToDoubleSeconds(now - info.created));
   proto->set_idle_seconds(absl::ToDoubleSeconds(now - info.last_used));
   proto->set_label(info.label);
+  proto->set_missing_bytes(info.missing_bytes);
 }
 
 void ToProto(const Matrix& matrix, v1::Matrix* proto) {

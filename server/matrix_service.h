@@ -23,7 +23,8 @@ namespace matrixd::server {
 using MatrixServiceBase =
     v1::MatrixService::WithCallbackMethod_Upload<v1::MatrixService::WithCallbackMethod_Download<
         v1::MatrixService::WithCallbackMethod_ListMatrices<
-            v1::MatrixService::WithCallbackMethod_Release<v1::MatrixService::Service>>>>;
+            v1::MatrixService::WithCallbackMethod_Release<
+                v1::MatrixService::WithCallbackMethod_CreateMatrix<v1::MatrixService::Service>>>>>;
 
 class MatrixService final : public MatrixServiceBase {
  public:
@@ -69,6 +70,9 @@ class MatrixService final : public MatrixServiceBase {
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
                                     const v1::ReleaseRequest* request,
                                     v1::ReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* CreateMatrix(grpc::CallbackServerContext* context,
+                                         const v1::CreateMatrixRequest* request,
+                                         v1::ResidentMatrix* response) override;
 
   // How often Watch looks at a running job's progress.
   void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }

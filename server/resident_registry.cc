@@ -31,7 +31,9 @@ struct ResidentLease::Entry {
   ResidentAccounting accounting;
   std::unique_ptr<ResidentMatrix> matrix;
   ResidentInfo info;  // handle, label, created, last_used and finite are the registry's
-  int pins = 0;       // live leases
+  int pins = 0;       // live leases and unfinished FillingParts
+  // A parallel upload's byte ranges taken by parts, begin -> end (registry's lock).
+  std::map<uint64_t, uint64_t> claimed;
 };
 
 // ---- ResidentLease ----
@@ -70,6 +72,36 @@ absl::Status ResidentLease::Read(uint64_t offset, std::span<std::byte> out) cons
 PendingResident::~PendingResident() = default;
 
 ResidentMatrix& PendingResident::matrix() { return *entry_->matrix; }
+
+// ---- FillingPart ----
+
+FillingPart::~FillingPart() {
+  if (claimed_ && !completed_) registry_.Unclaim(*entry_, begin_);
+  registry_.Unpin(*entry_);
+}
+
+absl::Status FillingPart::Write(uint64_t offset, std::span<const std::byte> bytes) {
+  if (claimed_ && offset != end_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("upload chunk at offset ", offset, " leaves ",
+                     offset > end_ ? "a gap" : "an overlap", ": this part has sent bytes [", begin_,
+                     ", ", end_, "), so its next chunk must start at offset ", end_));
+  }
+  const uint64_t end = offset + bytes.size();
+  if (end > info_.bytes || end < offset) {
+    return absl::InvalidArgumentError(absl::StrCat("upload chunk at offset ", offset, " has ",
+                                                   bytes.size(), " bytes, past the end of the ",
+                                                   info_.bytes, "-byte matrix"));
+  }
+  if (bytes.empty()) return absl::OkStatus();
+  if (absl::Status claimed = registry_.Claim(*entry_, offset, end, claimed_); !claimed.ok()) {
+    return claimed;
+  }
+  if (!claimed_) begin_ = offset;
+  claimed_ = true;
+  end_ = end;
+  return entry_->matrix->Write(offset, bytes);
+}
 
 // ---- ResidentRegistry ----
 
@@ -208,6 +240,10 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::Commit(std::unique_ptr<PendingRes
                                                       bool finite) {
   std::shared_ptr<Entry> entry = std::move(pending->entry_);
   if (absl::Status flushed = entry->matrix->Flush(); !flushed.ok()) return flushed;
+  return Register(std::move(entry), finite);
+}
+
+ResidentInfo ResidentRegistry::Register(std::shared_ptr<Entry> entry, bool finite) {
   const absl::Time now = absl::Now();
   entry->info.finite = finite;
   entry->info.created = now;
@@ -244,6 +280,11 @@ absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle
                                             "released or expired)"));
   }
   Entry& entry = *it->second;
+  if (entry.info.missing_bytes > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        field, ": resident matrix ", handle, " is still being uploaded (", entry.info.missing_bytes,
+        " of its ", entry.info.bytes, " bytes have not arrived)"));
+  }
   if (entry.matrix->spilled()) {
     const int device = entry.matrix->device_index();
     if (!ReserveOnDevice(device, entry.accounting.bytes)) {
@@ -261,6 +302,84 @@ absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle
   ++entry.pins;
   entry.info.last_used = absl::Now();
   return ResidentLease(this, it->second, Snapshot(entry));
+}
+
+absl::StatusOr<ResidentInfo> ResidentRegistry::CreateFilling(int64_t rows, int64_t cols,
+                                                             DType dtype, std::string label) {
+  absl::StatusOr<std::unique_ptr<PendingResident>> pending =
+      Create(rows, cols, dtype, std::move(label));
+  if (!pending.ok()) return pending.status();
+  std::shared_ptr<Entry> entry = std::move((*pending)->entry_);
+  entry->info.missing_bytes = entry->info.bytes;
+  return Register(std::move(entry), /*finite=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<FillingPart>> ResidentRegistry::BeginPart(absl::string_view handle) {
+  absl::MutexLock lock(&mutex_);
+  const auto it = entries_.find(handle);
+  if (it == entries_.end()) {
+    return absl::NotFoundError(absl::StrCat("upload.handle \"", handle,
+                                            "\" names no resident matrix (never created with "
+                                            "CreateMatrix, released or expired)"));
+  }
+  Entry& entry = *it->second;
+  if (entry.info.missing_bytes == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("upload.handle: resident matrix ", handle,
+                     " has all its bytes already; it is not filling"));
+  }
+  ++entry.pins;
+  entry.info.last_used = absl::Now();
+  return std::unique_ptr<FillingPart>(new FillingPart(*this, it->second, Snapshot(entry)));
+}
+
+absl::Status ResidentRegistry::Claim(Entry& entry, uint64_t begin, uint64_t end, bool extends) {
+  absl::MutexLock lock(&mutex_);
+  const auto overlap = [&](uint64_t other_begin, uint64_t other_end) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "upload part bytes [", begin, ", ", end, ") overlap bytes [", other_begin, ", ", other_end,
+        ") that another part of matrix ", entry.info.handle, " sends"));
+  };
+  // A new part starts at `begin`; an extended one owns the range ending at `begin` (the last one
+  // starting before it), and a range starting exactly at `begin` is someone else's.
+  auto next = extends ? entry.claimed.lower_bound(begin) : entry.claimed.upper_bound(begin);
+  if (!extends && next != entry.claimed.begin()) {
+    const auto previous = std::prev(next);
+    if (previous->second > begin) return overlap(previous->first, previous->second);
+  }
+  if (next != entry.claimed.end() && next->first < end) return overlap(next->first, next->second);
+  if (extends) {
+    std::prev(next)->second = end;
+  } else {
+    entry.claimed.emplace(begin, end);
+  }
+  entry.info.last_used = absl::Now();
+  return absl::OkStatus();
+}
+
+void ResidentRegistry::Unclaim(Entry& entry, uint64_t begin) {
+  absl::MutexLock lock(&mutex_);
+  entry.claimed.erase(begin);
+}
+
+absl::StatusOr<ResidentInfo> ResidentRegistry::CompletePart(std::unique_ptr<FillingPart> part,
+                                                            bool finite) {
+  Entry& entry = *part->entry_;
+  bool last = false;
+  {
+    absl::MutexLock lock(&mutex_);
+    const uint64_t delivered = part->end_ - part->begin_;
+    entry.info.missing_bytes -= std::min(delivered, entry.info.missing_bytes);
+    entry.info.finite = entry.info.finite && finite;
+    entry.info.last_used = absl::Now();
+    last = entry.info.missing_bytes == 0;
+    part->completed_ = true;
+  }
+  if (last) {
+    if (absl::Status flushed = entry.matrix->Flush(); !flushed.ok()) return flushed;
+  }
+  absl::MutexLock lock(&mutex_);
+  return Snapshot(entry);
 }
 
 void ResidentRegistry::Unpin(Entry& entry) {

@@ -17,7 +17,9 @@
 #include <atomic>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,6 +50,9 @@ struct ResidentInfo {
   // Inf reports OUT_OF_RANGE as it would for an overflow.
   bool finite = true;
   std::string label;
+  // Bytes that the parts of a parallel upload (ResidentRegistry::CreateFilling) have still to
+  // deliver; the matrix can be used once this is 0.
+  uint64_t missing_bytes = 0;
   absl::Time created;
   absl::Time last_used;
 };
@@ -81,6 +86,7 @@ class ResidentLease {
  private:
   friend class ResidentRegistry;
   friend class PendingResident;
+  friend class FillingPart;
   struct Entry;
   ResidentLease(ResidentRegistry* registry, std::shared_ptr<Entry> entry, ResidentInfo info);
 
@@ -107,6 +113,40 @@ class PendingResident {
   std::shared_ptr<ResidentLease::Entry> entry_;
 };
 
+// One stream's share of a parallel upload into a matrix made by ResidentRegistry::CreateFilling:
+// a contiguous byte range, claimed as it is written, that no other part may overlap. Until
+// ResidentRegistry::CompletePart takes it, the matrix stays pinned where it is; destroyed
+// unfinished, it gives its range back, so that the range can be sent again. Move-only.
+class FillingPart {
+ public:
+  ~FillingPart();
+  FillingPart(const FillingPart&) = delete;
+  FillingPart& operator=(const FillingPart&) = delete;
+
+  // Shape, dtype and handle of the matrix being filled.
+  const ResidentInfo& info() const { return info_; }
+  // Writes `bytes` at `offset`: the part's first write may start anywhere, later ones must follow
+  // on (offset == end()). INVALID_ARGUMENT naming the ranges when another part has claimed any of
+  // these bytes or they run past the matrix's end.
+  absl::Status Write(uint64_t offset, std::span<const std::byte> bytes);
+  uint64_t begin() const { return begin_; }
+  uint64_t end() const { return end_; }
+
+ private:
+  friend class ResidentRegistry;
+  FillingPart(ResidentRegistry& registry, std::shared_ptr<ResidentLease::Entry> entry,
+              ResidentInfo info)
+      : registry_(registry), entry_(std::move(entry)), info_(std::move(info)) {}
+
+  ResidentRegistry& registry_;
+  std::shared_ptr<ResidentLease::Entry> entry_;
+  ResidentInfo info_;
+  bool claimed_ = false;  // [begin_, end_) is in the entry's claimed ranges
+  bool completed_ = false;
+  uint64_t begin_ = 0;
+  uint64_t end_ = 0;
+};
+
 class ResidentRegistry {
  public:
   struct Options {
@@ -131,6 +171,17 @@ class ResidentRegistry {
                                                           std::string label, int device_index = -1);
   // Flushes the pending matrix's writes and names it. `finite` says whether every entry is finite.
   absl::StatusOr<ResidentInfo> Commit(std::unique_ptr<PendingResident> pending, bool finite);
+  // A named matrix to be filled by several upload streams at once (FillingParts), each sending
+  // its own byte range; operations on it are FAILED_PRECONDITION until every byte has arrived.
+  // Errors as for Create. It expires after the TTL like any idle matrix.
+  absl::StatusOr<ResidentInfo> CreateFilling(int64_t rows, int64_t cols, DType dtype,
+                                             std::string label);
+  // A new part of the filling matrix `handle`. NOT_FOUND as for Acquire; FAILED_PRECONDITION
+  // when the matrix is complete already.
+  absl::StatusOr<std::unique_ptr<FillingPart>> BeginPart(absl::string_view handle);
+  // Counts the part's bytes as delivered (`finite`: all its entries are finite); when they were
+  // the last ones missing, flushes the matrix so that operations can use it. Returns the matrix.
+  absl::StatusOr<ResidentInfo> CompletePart(std::unique_ptr<FillingPart> part, bool finite);
   // Create + Write + Commit of a host matrix (a result to keep).
   absl::StatusOr<ResidentInfo> Keep(const Matrix& matrix, std::string label, int device_index = -1);
 
@@ -157,6 +208,7 @@ class ResidentRegistry {
 
  private:
   friend class ResidentLease;
+  friend class FillingPart;
   using Entry = ResidentLease::Entry;
 
   // Reserves `bytes` on `device`'s admission, spilling others there if needed. Caller holds mutex_.
@@ -165,6 +217,12 @@ class ResidentRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   void Unpin(Entry& entry);
   ResidentInfo Snapshot(const Entry& entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Names `entry` (flushed) and lists it.
+  ResidentInfo Register(std::shared_ptr<Entry> entry, bool finite);
+  // Adds [begin, end) to the entry's claimed ranges (`extends`: as the end of the range that
+  // ends at `begin`), or says which claimed range it overlaps.
+  absl::Status Claim(Entry& entry, uint64_t begin, uint64_t end, bool extends);
+  void Unclaim(Entry& entry, uint64_t begin);
   std::string NewHandle();
   void SweepLoop();
 

@@ -189,4 +189,23 @@ grpc::ServerUnaryReactor* MatrixService::Release(grpc::CallbackServerContext* co
   return reactor;
 }
 
+grpc::ServerUnaryReactor* MatrixService::CreateMatrix(grpc::CallbackServerContext* context,
+                                                      const v1::CreateMatrixRequest* request,
+                                                      v1::ResidentMatrix* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status status = [&]() -> absl::Status {
+    if (resident_ == nullptr) return absl::UnimplementedError(kNoRegistry);
+    absl::StatusOr<UploadShape> shape =
+        CheckUploadShape(request->rows(), request->cols(), request->dtype(), "CreateMatrix");
+    if (!shape.ok()) return shape.status();
+    absl::StatusOr<ResidentInfo> info =
+        resident_->CreateFilling(shape->rows, shape->cols, shape->dtype, request->label());
+    if (!info.ok()) return info.status();
+    ToProto(*info, absl::Now(), response);
+    return absl::OkStatus();
+  }();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
 }  // namespace matrixd::server

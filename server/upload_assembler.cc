@@ -12,27 +12,32 @@
 
 namespace matrixd::server {
 
-absl::Status UploadAssembler::Start(const v1::UploadChunk& chunk) {
-  absl::StatusOr<DType> dtype = FromProto(chunk.dtype(), "upload");
+absl::StatusOr<UploadShape> CheckUploadShape(int64_t rows, int64_t cols, v1::DType proto_dtype,
+                                             const char* what) {
+  absl::StatusOr<DType> dtype = FromProto(proto_dtype, what);
   if (!dtype.ok()) return dtype.status();
-  if (chunk.rows() <= 0 || chunk.cols() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("upload has shape ", chunk.rows(), "x",
-                                                   chunk.cols(),
-                                                   " in its first message; rows and cols must "
-                                                   "be >= 1"));
+  if (rows <= 0 || cols <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has shape ", rows, "x", cols, "; rows and cols must be >= 1"));
   }
   uint64_t elements = 0;
   uint64_t bytes = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(chunk.rows()),
-                             static_cast<uint64_t>(chunk.cols()), &elements) ||
+  if (__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), &elements) ||
       __builtin_mul_overflow(elements, ElementSize(*dtype), &bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat("upload has shape ", chunk.rows(), "x",
-                                                   chunk.cols(), ": its size overflows 64 bits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has shape ", rows, "x", cols, ": its size overflows 64 bits"));
   }
-  rows_ = chunk.rows();
-  cols_ = chunk.cols();
-  dtype_ = *dtype;
-  size_ = bytes;
+  return UploadShape{.rows = rows, .cols = cols, .dtype = *dtype, .bytes = bytes};
+}
+
+absl::Status UploadAssembler::Start(const v1::UploadChunk& chunk) {
+  absl::StatusOr<UploadShape> shape =
+      CheckUploadShape(chunk.rows(), chunk.cols(), chunk.dtype(), "upload's first message");
+  if (!shape.ok()) return shape.status();
+  rows_ = shape->rows;
+  cols_ = shape->cols;
+  dtype_ = shape->dtype;
+  size_ = shape->bytes;
   absl::StatusOr<std::unique_ptr<PendingResident>> pending =
       registry_.Create(rows_, cols_, dtype_, chunk.label());
   if (!pending.ok()) return pending.status();
@@ -40,11 +45,57 @@ absl::Status UploadAssembler::Start(const v1::UploadChunk& chunk) {
   return absl::OkStatus();
 }
 
+absl::Status UploadAssembler::StartPart(const v1::UploadChunk& chunk) {
+  absl::StatusOr<std::unique_ptr<FillingPart>> part = registry_.BeginPart(chunk.handle());
+  if (!part.ok()) return part.status();
+  const ResidentInfo& info = (*part)->info();
+  if ((chunk.rows() != 0 && chunk.rows() != info.rows) ||
+      (chunk.cols() != 0 && chunk.cols() != info.cols) ||
+      (chunk.dtype() != v1::DTYPE_UNSPECIFIED && chunk.dtype() != ToProto(info.dtype))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "upload part says ", chunk.rows(), "x", chunk.cols(), " ", v1::DType_Name(chunk.dtype()),
+        "; matrix ", info.handle, " is ", info.rows, "x", info.cols, " ", DTypeName(info.dtype)));
+  }
+  if (chunk.offset() % ElementSize(info.dtype) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("upload part starts at offset ", chunk.offset(),
+                                                   ", not a multiple of the element size ",
+                                                   ElementSize(info.dtype)));
+  }
+  rows_ = info.rows;
+  cols_ = info.cols;
+  dtype_ = info.dtype;
+  size_ = info.bytes;
+  part_ = *std::move(part);
+  return absl::OkStatus();
+}
+
+absl::Status UploadAssembler::Write(uint64_t offset, std::span<const std::byte> bytes) {
+  if (part_ != nullptr) return part_->Write(offset, bytes);
+  if (offset != received_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("upload chunk at offset ", offset, " leaves ",
+                     offset > received_ ? "a gap" : "an overlap", ": ", received_,
+                     " bytes have arrived, so the next chunk must start at offset ", received_));
+  }
+  if (bytes.size() > size_ - received_) {
+    return absl::InvalidArgumentError(absl::StrCat("upload chunk at offset ", offset, " has ",
+                                                   bytes.size(), " bytes, past the end of the ",
+                                                   size_, "-byte matrix"));
+  }
+  return pending_->matrix().Write(received_, bytes);
+}
+
 absl::Status UploadAssembler::Add(const v1::UploadChunk& chunk) {
   if (!dead_.ok()) return dead_;
   absl::Status status = [&]() -> absl::Status {
-    if (pending_ == nullptr) {
-      if (absl::Status started = Start(chunk); !started.ok()) return started;
+    if (pending_ == nullptr && part_ == nullptr) {
+      if (absl::Status started = chunk.handle().empty() ? Start(chunk) : StartPart(chunk);
+          !started.ok()) {
+        return started;
+      }
+    } else if (!chunk.handle().empty()) {
+      return absl::InvalidArgumentError(
+          "upload names a handle after its first message; only the first may");
     } else if ((chunk.rows() != 0 && chunk.rows() != rows_) ||
                (chunk.cols() != 0 && chunk.cols() != cols_) ||
                (chunk.dtype() != v1::DTYPE_UNSPECIFIED && chunk.dtype() != ToProto(dtype_))) {
@@ -53,29 +104,15 @@ absl::Status UploadAssembler::Add(const v1::UploadChunk& chunk) {
           v1::DType_Name(chunk.dtype()), "; the stream began as ", rows_, "x", cols_, " ",
           DTypeName(dtype_), " (shape and dtype cannot change mid-stream)"));
     }
-    if (chunk.offset() != received_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("upload chunk at offset ", chunk.offset(), " leaves ",
-                       chunk.offset() > received_ ? "a gap" : "an overlap", ": ", received_,
-                       " bytes have arrived, so the next chunk must start at offset ", received_));
-    }
-    const std::string& data = chunk.data();
-    if (data.size() > size_ - received_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("upload chunk at offset ", chunk.offset(), " has ", data.size(),
-                       " bytes, past the end of the ", size_, "-byte matrix"));
-    }
     if (chunk.has_checksum()) {
       if (expected_crc_.has_value()) {
         return absl::InvalidArgumentError("upload carries its checksum more than once");
       }
       expected_crc_ = chunk.checksum().crc32c();
     }
-    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data.data()),
-                                           data.size());
-    if (absl::Status written = pending_->matrix().Write(received_, bytes); !written.ok()) {
-      return written;
-    }
+    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(chunk.data().data()),
+                                           chunk.data().size());
+    if (absl::Status written = Write(chunk.offset(), bytes); !written.ok()) return written;
     crc_ = Crc32c(crc_, bytes);
     ScanFinite(bytes.data(), bytes.size());
     received_ += bytes.size();
@@ -84,6 +121,7 @@ absl::Status UploadAssembler::Add(const v1::UploadChunk& chunk) {
   if (!status.ok()) {
     dead_ = status;
     pending_.reset();
+    part_.reset();
   }
   return status;
 }
@@ -120,35 +158,45 @@ void UploadAssembler::ScanFinite(const std::byte* bytes, size_t size) {
   partial_size_ = rest;
 }
 
+absl::Status UploadAssembler::CheckComplete() const {
+  if (pending_ == nullptr && part_ == nullptr) {
+    return absl::InvalidArgumentError("upload stream ended before its first message");
+  }
+  if (part_ == nullptr && received_ != size_) {
+    return absl::InvalidArgumentError(absl::StrCat("upload stream ended after ", received_,
+                                                   " of the ", size_, " bytes of a ", rows_, "x",
+                                                   cols_, " ", DTypeName(dtype_), " matrix"));
+  }
+  if (!expected_crc_.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("upload carried no checksum; send the CRC32C of the ",
+                     part_ == nullptr ? "matrix's bytes" : "part's bytes", " in one message"));
+  }
+  if (*expected_crc_ != crc_) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("upload checksum mismatch: the stream says CRC32C %08x, the %d bytes "
+                        "received have %08x",
+                        *expected_crc_, received_, crc_));
+  }
+  if (received_ % ElementSize(dtype_) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("upload part ends inside an element: its ", received_,
+                     " bytes are not a multiple of the element size ", ElementSize(dtype_)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ResidentInfo> UploadAssembler::Finish() {
   if (!dead_.ok()) return dead_;
-  absl::Status status = [&]() -> absl::Status {
-    if (pending_ == nullptr) {
-      return absl::InvalidArgumentError("upload stream ended before its first message");
-    }
-    if (received_ != size_) {
-      return absl::InvalidArgumentError(absl::StrCat("upload stream ended after ", received_,
-                                                     " of the ", size_, " bytes of a ", rows_, "x",
-                                                     cols_, " ", DTypeName(dtype_), " matrix"));
-    }
-    if (!expected_crc_.has_value()) {
-      return absl::InvalidArgumentError(
-          "upload carried no checksum; send the CRC32C of the matrix's bytes in one message");
-    }
-    if (*expected_crc_ != crc_) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("upload checksum mismatch: the stream says CRC32C %08x, the %d bytes "
-                          "received have %08x",
-                          *expected_crc_, received_, crc_));
-    }
-    return absl::OkStatus();
-  }();
-  if (!status.ok()) {
+  if (absl::Status status = CheckComplete(); !status.ok()) {
     dead_ = status;
     pending_.reset();
+    part_.reset();
     return status;
   }
-  absl::StatusOr<ResidentInfo> info = registry_.Commit(std::move(pending_), finite_);
+  absl::StatusOr<ResidentInfo> info = part_ != nullptr
+                                          ? registry_.CompletePart(std::move(part_), finite_)
+                                          : registry_.Commit(std::move(pending_), finite_);
   if (!info.ok()) dead_ = info.status();
   return info;
 }

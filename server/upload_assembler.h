@@ -3,6 +3,9 @@
 // follow the previous ones exactly (offset == bytes so far) and are written on at once, so the
 // network and the copy to the device overlap; Finish checks that every byte and the CRC32C
 // arrived and names the matrix. Destroying an unfinished assembler frees what it took.
+// A stream whose first chunk names a `handle` is one part of a parallel upload instead
+// (ResidentRegistry::BeginPart): a contiguous range from its first offset, checked against its
+// own CRC32C; destroying it unfinished gives the range back.
 // Not thread-safe (one per stream).
 #ifndef MATRIXD_SERVER_UPLOAD_ASSEMBLER_H_
 #define MATRIXD_SERVER_UPLOAD_ASSEMBLER_H_
@@ -12,12 +15,24 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "matrixd/v1/matrixd.pb.h"
 #include "server/resident_registry.h"
 
 namespace matrixd::server {
+
+// A matrix's shape as an upload (or CreateMatrix) names it, checked: a known dtype, rows and cols
+// >= 1 and a size that fits 64 bits; INVALID_ARGUMENT naming `what` otherwise.
+struct UploadShape {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  DType dtype = DType::kFloat64;
+  uint64_t bytes = 0;
+};
+absl::StatusOr<UploadShape> CheckUploadShape(int64_t rows, int64_t cols, v1::DType dtype,
+                                             const char* what);
 
 class UploadAssembler {
  public:
@@ -37,12 +52,18 @@ class UploadAssembler {
 
  private:
   absl::Status Start(const v1::UploadChunk& chunk);
+  absl::Status StartPart(const v1::UploadChunk& chunk);
+  // Checks where the chunk goes and writes it there.
+  absl::Status Write(uint64_t offset, std::span<const std::byte> bytes);
+  // Finish's checks of what arrived.
+  absl::Status CheckComplete() const;
   // Checks the floating-point entries that `bytes` completes (a chunk may split an element).
   void ScanFinite(const std::byte* bytes, size_t size);
 
   ResidentRegistry& registry_;
-  absl::Status dead_;  // the first error; later calls repeat it
-  std::unique_ptr<PendingResident> pending_;
+  absl::Status dead_;                         // the first error; later calls repeat it
+  std::unique_ptr<PendingResident> pending_;  // a whole upload
+  std::unique_ptr<FillingPart> part_;         // or a part of a parallel one
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   DType dtype_ = DType::kFloat64;

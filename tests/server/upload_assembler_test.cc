@@ -195,5 +195,106 @@ TEST_F(UploadAssemblerTest, AbandonedUploadGivesItsBytesBack) {
   EXPECT_TRUE(registry_.List().empty());
 }
 
+// One part of a parallel upload into `handle`: bytes [begin, end) of `whole` in `chunk`-byte
+// chunks, the handle on the first, the part's CRC32C on the last.
+std::vector<v1::UploadChunk> PartChunks(const std::string& handle, const std::string& whole,
+                                        size_t begin, size_t end, size_t chunk) {
+  std::vector<v1::UploadChunk> chunks;
+  for (size_t at = begin; at < end; at += chunk) {
+    v1::UploadChunk& c = chunks.emplace_back();
+    if (at == begin) c.set_handle(handle);
+    c.set_offset(at);
+    c.set_data(whole.substr(at, std::min(chunk, end - at)));
+  }
+  chunks.back().mutable_checksum()->set_crc32c(CrcOf(whole.substr(begin, end - begin)));
+  return chunks;
+}
+
+class ParallelUploadTest : public UploadAssemblerTest {
+ protected:
+  std::string Create(int64_t rows, int64_t cols) {
+    absl::StatusOr<ResidentInfo> info =
+        registry_.CreateFilling(rows, cols, DType::kFloat64, "parts");
+    EXPECT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->missing_bytes, info->bytes);
+    return info->handle;
+  }
+};
+
+TEST_F(ParallelUploadTest, PartsInAnyOrderMakeTheMatrixBitForBit) {
+  const std::string whole = RandomBytes(16 * 16 * 8, 20);
+  const std::string handle = Create(16, 16);
+  // Three parts of odd sizes, sent out of order, each in its own chunk size.
+  absl::StatusOr<ResidentInfo> last = Upload(PartChunks(handle, whole, 1200, 2048, 100));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->missing_bytes, 2048u - 848u);
+  EXPECT_EQ(registry_.Acquire(handle, "matrix_ref").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(Upload(PartChunks(handle, whole, 0, 400, 64)).ok());
+  last = Upload(PartChunks(handle, whole, 400, 1200, 1000));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->missing_bytes, 0u);
+  EXPECT_EQ(ReadBack(handle), whole);
+}
+
+TEST_F(ParallelUploadTest, PartsThatOverlapAreRefusedAndTheRangeCanBeSentAgain) {
+  const std::string whole = RandomBytes(8 * 8 * 8, 21);
+  const std::string handle = Create(8, 8);
+  UploadAssembler first(registry_);
+  for (const v1::UploadChunk& c : PartChunks(handle, whole, 0, 256, 64))
+    ASSERT_TRUE(first.Add(c).ok());
+  // A second part running into the first one's bytes, from either side.
+  absl::StatusOr<ResidentInfo> overlapping = Upload(PartChunks(handle, whole, 192, 512, 64));
+  EXPECT_EQ(overlapping.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(overlapping.status().message(), HasSubstr("overlap bytes [0, 256)"));
+  UploadAssembler growing(registry_);
+  for (const v1::UploadChunk& c : PartChunks(handle, whole, 256, 512, 64)) {
+    ASSERT_TRUE(growing.Add(c).ok());
+  }
+  ASSERT_TRUE(first.Finish().ok());
+  ASSERT_TRUE(growing.Finish().ok());
+  EXPECT_EQ(ReadBack(handle), whole);
+}
+
+TEST_F(ParallelUploadTest, FailedPartGivesItsRangeBackForARetry) {
+  const std::string whole = RandomBytes(8 * 8 * 8, 22);
+  const std::string handle = Create(8, 8);
+  std::vector<v1::UploadChunk> bad = PartChunks(handle, whole, 0, 512, 128);
+  bad.back().mutable_checksum()->set_crc32c(CrcOf(whole) ^ 1);
+  absl::StatusOr<ResidentInfo> refused = Upload(bad);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("checksum mismatch"));
+  absl::StatusOr<ResidentInfo> retried = Upload(PartChunks(handle, whole, 0, 512, 128));
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(retried->missing_bytes, 0u);
+  EXPECT_EQ(ReadBack(handle), whole);
+}
+
+TEST_F(ParallelUploadTest, BadPartsAreRefusedNamingTheProblem) {
+  const std::string whole = RandomBytes(4 * 4 * 8, 23);
+  const std::string handle = Create(4, 4);
+  std::vector<v1::UploadChunk> misaligned = PartChunks(handle, whole, 4, 128, 64);
+  EXPECT_THAT(Upload(misaligned).status().message(), HasSubstr("not a multiple of the element"));
+  std::vector<v1::UploadChunk> gap = PartChunks(handle, whole, 0, 128, 32);
+  gap[1].set_offset(40);
+  EXPECT_THAT(Upload(gap).status().message(), HasSubstr("a gap"));
+  std::vector<v1::UploadChunk> reshaped = PartChunks(handle, whole, 0, 128, 32);
+  reshaped[0].set_rows(5);
+  EXPECT_THAT(Upload(reshaped).status().message(), HasSubstr("is 4x4 float64"));
+  std::vector<v1::UploadChunk> unknown = PartChunks(std::string(32, 'a'), whole, 0, 128, 32);
+  EXPECT_EQ(Upload(unknown).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Upload(PartChunks(handle, whole, 0, 128, 32)).ok());
+  EXPECT_EQ(Upload(PartChunks(handle, whole, 0, 8, 8)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ParallelUploadTest, UnfinishedFillingMatrixIsReleasedAndGivesItsBytesBack) {
+  const std::string handle = Create(8, 8);
+  EXPECT_EQ(registry_.resident_bytes(), 512u);
+  EXPECT_EQ(registry_.List().front().missing_bytes, 512u);
+  ASSERT_TRUE(registry_.Release(handle).ok());
+  EXPECT_EQ(registry_.resident_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace matrixd::server

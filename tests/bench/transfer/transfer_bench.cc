@@ -16,11 +16,13 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/crc32c.h"
@@ -36,6 +38,8 @@ ABSL_FLAG(int, repeat, 100, "repeat table: determinants per path");
 ABSL_FLAG(int64_t, inline_n, 4096, "inline table: n of the 128 MiB float64 matrix");
 ABSL_FLAG(int64_t, huge_n, 32768, "huge table: n of the float64 determinant uploaded by stream");
 ABSL_FLAG(int64_t, chunk_bytes, int64_t{4} << 20, "upload chunk size");
+ABSL_FLAG(std::vector<std::string>, upload_streams, (std::vector<std::string>{"1", "2", "4"}),
+          "upload table: parts sent at once (CreateMatrix + one Upload per part and connection)");
 
 namespace matrixd {
 namespace {
@@ -89,26 +93,55 @@ class Bench {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
+    // Distinct channel arguments: a connection of its own for each Bench.
+    args.SetInt("matrixd.bench.channel", next_channel_++);
     stub_ = v1::MatrixService::NewStub(
         grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args));
   }
 
   // Streams `bytes` in chunks; returns the handle.
   absl::StatusOr<std::string> Upload(int64_t rows, int64_t cols, const std::string& bytes) {
+    absl::StatusOr<v1::ResidentMatrix> uploaded =
+        UploadPart(rows, cols, "", bytes, 0, bytes.size());
+    if (!uploaded.ok()) return uploaded.status();
+    return uploaded->handle();
+  }
+
+  absl::StatusOr<v1::ResidentMatrix> CreateMatrix(int64_t rows, int64_t cols) {
+    v1::CreateMatrixRequest request;
+    request.set_rows(rows);
+    request.set_cols(cols);
+    request.set_dtype(v1::DTYPE_FLOAT64);
+    v1::ResidentMatrix response;
+    if (absl::Status s =
+            Check(stub_->CreateMatrix(Context().get(), request, &response), "CreateMatrix");
+        !s.ok()) {
+      return s;
+    }
+    return response;
+  }
+
+  // Streams bytes [begin, end) of `bytes`: the whole matrix (empty handle), or one part of the
+  // matrix `handle` made by CreateMatrix.
+  absl::StatusOr<v1::ResidentMatrix> UploadPart(int64_t rows, int64_t cols,
+                                                const std::string& handle, const std::string& bytes,
+                                                uint64_t begin, uint64_t end) {
     const auto context = Context();
     v1::ResidentMatrix response;
     auto writer = stub_->Upload(context.get(), &response);
     const uint64_t chunk = static_cast<uint64_t>(absl::GetFlag(FLAGS_chunk_bytes));
     uint32_t crc = 0;
     v1::UploadChunk message;
-    for (uint64_t at = 0; at < bytes.size(); at += chunk) {
+    for (uint64_t at = begin; at < end; at += chunk) {
       message.Clear();
-      if (at == 0) {
+      if (at == begin && handle.empty()) {
         message.set_rows(rows);
         message.set_cols(cols);
         message.set_dtype(v1::DTYPE_FLOAT64);
+      } else if (at == begin) {
+        message.set_handle(handle);
       }
-      const size_t size = std::min<uint64_t>(chunk, bytes.size() - at);
+      const size_t size = std::min<uint64_t>(chunk, end - at);
       message.set_offset(at);
       message.set_data(bytes.data() + at, size);
       crc = Crc32c(crc, std::span<const std::byte>(
@@ -116,12 +149,12 @@ class Bench {
       if (!writer->Write(message)) break;
     }
     message.Clear();
-    message.set_offset(bytes.size());
+    message.set_offset(end);
     message.mutable_checksum()->set_crc32c(crc);
     writer->Write(message);
     writer->WritesDone();
     if (absl::Status s = Check(writer->Finish(), "Upload"); !s.ok()) return s;
-    return response.handle();
+    return response;
   }
 
   absl::Status Release(const std::string& handle) {
@@ -150,6 +183,7 @@ class Bench {
   }
 
  private:
+  static inline int next_channel_ = 0;
   std::unique_ptr<v1::MatrixService::Stub> stub_;
 };
 
@@ -166,6 +200,34 @@ double Median(std::vector<double> values) {
 
 void Fail(const absl::Status& status) { std::cout << "| failed: " << status << " |\n"; }
 
+// One stream, or CreateMatrix and `streams` parts at once, each on a connection of its own.
+absl::StatusOr<std::string> ParallelUpload(Bench& bench, int64_t rows, int64_t cols,
+                                           const std::string& bytes, int streams) {
+  if (streams == 1) return bench.Upload(rows, cols, bytes);
+  absl::StatusOr<v1::ResidentMatrix> made = bench.CreateMatrix(rows, cols);
+  if (!made.ok()) return made.status();
+  // Parts split at row boundaries.
+  const uint64_t row_bytes = static_cast<uint64_t>(cols) * sizeof(double);
+  std::vector<absl::StatusOr<v1::ResidentMatrix>> parts(streams, v1::ResidentMatrix());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < streams; ++i) {
+    const uint64_t begin = static_cast<uint64_t>(rows * i / streams) * row_bytes;
+    const uint64_t end = static_cast<uint64_t>(rows * (i + 1) / streams) * row_bytes;
+    threads.emplace_back([&, i, begin, end] {
+      Bench connection(absl::GetFlag(FLAGS_server));
+      parts[i] = connection.UploadPart(rows, cols, made->handle(), bytes, begin, end);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  uint64_t missing = made->bytes();
+  for (const auto& part : parts) {
+    if (!part.ok()) return part.status();
+    missing = std::min(missing, part->missing_bytes());
+  }
+  if (missing != 0) return absl::InternalError(absl::StrCat(missing, " bytes still missing"));
+  return made->handle();
+}
+
 void UploadTable(Bench& bench) {
   const double gib = absl::GetFlag(FLAGS_upload_gib);
   const int64_t cols = 16384;
@@ -174,14 +236,20 @@ void UploadTable(Bench& bench) {
   std::cout << "\n### Streamed upload, float64 " << rows << "x" << cols << " ("
             << bytes.size() / double(1 << 30) << " GiB), chunks of "
             << absl::GetFlag(FLAGS_chunk_bytes) / (1 << 20)
-            << " MiB\n\n| run | seconds | GB/s |\n| --- | --- | --- |\n";
-  for (int run = 0; run < 2; ++run) {
-    const Clock::time_point start = Clock::now();
-    absl::StatusOr<std::string> handle = bench.Upload(rows, cols, bytes);
-    const double seconds = SecondsSince(start);
-    if (!handle.ok()) return Fail(handle.status());
-    std::printf("| %d | %.3f | %.2f |\n", run + 1, seconds, bytes.size() / seconds / 1e9);
-    static_cast<void>(bench.Release(*handle));
+            << " MiB, in 1 stream or in parts on several connections at once\n\n"
+            << "| streams | run | seconds | GB/s |\n| --- | --- | --- | --- |\n";
+  for (const std::string& streams_flag : absl::GetFlag(FLAGS_upload_streams)) {
+    int streams = 1;
+    if (!absl::SimpleAtoi(streams_flag, &streams) || streams < 1) continue;
+    for (int run = 0; run < 2; ++run) {
+      const Clock::time_point start = Clock::now();
+      absl::StatusOr<std::string> handle = ParallelUpload(bench, rows, cols, bytes, streams);
+      const double seconds = SecondsSince(start);
+      if (!handle.ok()) return Fail(handle.status());
+      std::printf("| %d | %d | %.3f | %.2f |\n", streams, run + 1, seconds,
+                  bytes.size() / seconds / 1e9);
+      static_cast<void>(bench.Release(*handle));
+    }
   }
 }
 
