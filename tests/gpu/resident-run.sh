@@ -19,7 +19,7 @@ backend=${BACKEND:-cuda}
 log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 
 command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${out}/summary.txt"
-for suite in core server client; do
+for suite in ${SUITES:-core server client}; do
   log "matrixd_${suite}_test"
   timeout 200 "${bin}/matrixd_${suite}_test" --gtest_brief=1 >"${out}/${suite}.txt" 2>&1
   log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/${suite}.txt" | tr '\n' ' ')"
