@@ -19,7 +19,8 @@ Job::Job(std::string id, JobSpec spec, bool large, absl::Time submitted)
       large_(large),
       submitted_(submitted),
       result_(std::move(spec.result)),
-      work_(std::move(spec.work)) {}
+      work_(std::move(spec.work)),
+      on_finished_(std::move(spec.on_finished)) {}
 
 JobSnapshot Job::Snapshot() const {
   const absl::Time now = absl::Now();
@@ -61,10 +62,16 @@ absl::Status Job::status() const {
   return status_;
 }
 
-void Job::MarkRunning(absl::Time now) {
+void Job::AddStateListener(JobStateListener listener) {
+  absl::MutexLock lock(&mutex_);
+  if (!IsFinished(state_)) listeners_.push_back(std::move(listener));
+}
+
+std::vector<JobStateListener> Job::MarkRunning(absl::Time now) {
   absl::MutexLock lock(&mutex_);
   state_ = JobState::kRunning;
   started_ = now;
+  return listeners_;
 }
 
 bool Job::RequestStop(absl::Status reason) {
@@ -80,7 +87,7 @@ bool Job::stop_requested() const {
   return !stop_reason_.ok();
 }
 
-void Job::Finish(absl::Status status, absl::Time now) {
+std::vector<JobStateListener> Job::Finish(absl::Status status, absl::Time now) {
   absl::MutexLock lock(&mutex_);
   // The backend says only "cancelled"; the reason we stopped it (a deadline, a Cancel call, the
   // client going away) is the better answer. Work that finished before it noticed keeps its result.
@@ -88,6 +95,9 @@ void Job::Finish(absl::Status status, absl::Time now) {
   state_ = FinalState(status);
   status_ = std::move(status);
   finished_ = now;
+  std::vector<JobStateListener> listeners;
+  listeners.swap(listeners_);
+  return listeners;
 }
 
 }  // namespace matrixd::server

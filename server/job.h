@@ -1,14 +1,16 @@
 // One request's trip through the scheduler (server/scheduler.h): its work, its JobControl (cancel,
 // progress), its deadline, its state, and once it has finished, its status and (for an
-// asynchronous job) its result. Shared by the scheduler, the handler waiting for it and, for an
-// asynchronous job, the registry that finds it by id. Thread-safe.
+// asynchronous job) its result. Shared by the scheduler, the call it answers and, for an
+// asynchronous job, the registry that finds it by id and its watchers. Thread-safe.
 #ifndef MATRIXD_SERVER_JOB_H_
 #define MATRIXD_SERVER_JOB_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -34,6 +36,16 @@ JobState FinalState(const absl::Status& status);
 // RESOURCE_EXHAUSTED and any other exception into INTERNAL.
 using JobWork = absl::AnyInvocable<absl::Status(JobControl& control)>;
 
+// Told once how a job ended: with its final status once it has finished (it ran, was dropped
+// unrun, or was cancelled), or with the error when Scheduler::Submit refused it. Runs on a
+// scheduler thread or in the caller of Submit/Cancel, never under a scheduler or job lock: it may
+// call into the scheduler, and into gRPC.
+using JobDone = absl::AnyInvocable<void(const absl::Status& status)>;
+
+// Called after each change of a job's state (it started, it finished), under no scheduler or job
+// lock; the job's state has changed by then.
+using JobStateListener = std::function<void()>;
+
 struct JobSpec {
   // "determinant", "factorize", "multiply" or "permanent": names the job in messages and metrics.
   std::string op;
@@ -48,6 +60,8 @@ struct JobSpec {
   // Where `work` leaves an asynchronous job's result (one of JobUpdate's result fields), kept
   // with the job after it finishes; null for a synchronous job, whose caller keeps its own.
   std::shared_ptr<const v1::JobUpdate> result;
+  // Optional: how the job ended (see JobDone). A synchronous call finishes its RPC here.
+  JobDone on_finished;
 };
 
 // A job's state at one moment.
@@ -90,22 +104,29 @@ class Job {
   // The asynchronous job's result holder (JobSpec::result); read it only once the job has
   // succeeded, when it no longer changes. Null for a synchronous job.
   const std::shared_ptr<const v1::JobUpdate>& result() const { return result_; }
+  // Calls `listener` after each later change of state, until the job has finished; nothing once
+  // it has. The listener must stay safe to call that long (let it reach its target through
+  // something the target can switch off).
+  void AddStateListener(JobStateListener listener);
 
  private:
   friend class Scheduler;
 
   // ---- Called by the Scheduler only ----
-  void MarkRunning(absl::Time now);
+  // Both return the listeners to call once the scheduler's lock is released.
+  std::vector<JobStateListener> MarkRunning(absl::Time now);
   // Asks the running work to stop; the job will end with `reason` if the work returns CANCELLED.
   // Returns false when a stop was requested already.
   bool RequestStop(absl::Status reason);
   bool stop_requested() const;
   // Ends the job: status is what the work returned (or why it never ran).
-  void Finish(absl::Status status, absl::Time now);
+  std::vector<JobStateListener> Finish(absl::Status status, absl::Time now);
   absl::Time submitted() const { return submitted_; }
   JobControl& control() { return control_; }
   // The work, taken out to run or to drop.
   JobWork TakeWork() { return std::move(work_); }
+  // The on_finished hook, taken out to be run once.
+  JobDone TakeOnFinished() { return std::move(on_finished_); }
 
   const std::string id_;
   const std::string op_;
@@ -115,7 +136,8 @@ class Job {
   const bool large_;
   const absl::Time submitted_;
   const std::shared_ptr<const v1::JobUpdate> result_;
-  JobWork work_;  // touched by the scheduler under its lock, or by the one worker running it
+  JobWork work_;         // touched by the scheduler under its lock, or by the one worker running it
+  JobDone on_finished_;  // touched by the scheduler under its lock
   JobControl control_;
 
   mutable absl::Mutex mutex_;
@@ -124,6 +146,7 @@ class Job {
   absl::Time finished_ ABSL_GUARDED_BY(mutex_) = absl::InfiniteFuture();
   absl::Status stop_reason_ ABSL_GUARDED_BY(mutex_);  // OK until a stop is requested
   absl::Status status_ ABSL_GUARDED_BY(mutex_);
+  std::vector<JobStateListener> listeners_ ABSL_GUARDED_BY(mutex_);  // dropped once finished
 };
 
 }  // namespace matrixd::server

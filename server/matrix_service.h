@@ -1,9 +1,10 @@
-// matrixd.v1.MatrixService, synchronous gRPC API, on the scheduler (server/scheduler.h). Every
+// matrixd.v1.MatrixService on the gRPC callback API, on the scheduler (server/scheduler.h). Every
 // request becomes a job: it is validated (INVALID_ARGUMENT before anything is queued), queued
 // (RESOURCE_EXHAUSTED at once when the queue is full) and run by a worker. The four computing
-// RPCs wait for their job, cancel it when the client cancels or its deadline passes, and return
-// its result; Submit/Watch/Cancel/GetJob expose jobs by id. No exception leaves a handler or a
-// job: std::bad_alloc becomes RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
+// RPCs are finished by their job when it ends (server/job_call_reactor.h), and cancel it when the
+// client cancels or its deadline passes; Submit/Watch/Cancel/GetJob expose jobs by id. No thread
+// is parked per call. No exception leaves a handler or a job: std::bad_alloc becomes
+// RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
 #ifndef MATRIXD_SERVER_MATRIX_SERVICE_H_
 #define MATRIXD_SERVER_MATRIX_SERVICE_H_
 
@@ -13,20 +14,14 @@
 #include "core/backend.h"
 #include "core/validation.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
+#include "server/job_call_reactor.h"
 #include "server/metrics.h"
 #include "server/resident_registry.h"
 #include "server/scheduler.h"
 
 namespace matrixd::server {
 
-// The resident-matrix RPCs (server/resident_rpcs.cc) use the callback API.
-using MatrixServiceBase =
-    v1::MatrixService::WithCallbackMethod_Upload<v1::MatrixService::WithCallbackMethod_Download<
-        v1::MatrixService::WithCallbackMethod_ListMatrices<
-            v1::MatrixService::WithCallbackMethod_Release<
-                v1::MatrixService::WithCallbackMethod_CreateMatrix<v1::MatrixService::Service>>>>>;
-
-class MatrixService final : public MatrixServiceBase {
+class MatrixService final : public v1::MatrixService::CallbackService {
  public:
   // `backend`, `scheduler`, `resident` (may be null: no resident matrices) and `metrics` (may be
   // null) must outlive the service; the backend is called from the scheduler's workers, several
@@ -39,25 +34,29 @@ class MatrixService final : public MatrixServiceBase {
         resident_(resident),
         metrics_(metrics) {}
 
-  grpc::Status Determinant(grpc::ServerContext* context, const v1::DeterminantRequest* request,
-                           v1::DeterminantResponse* response) override;
-  grpc::Status Factorize(grpc::ServerContext* context, const v1::FactorizeRequest* request,
-                         v1::FactorizeResponse* response) override;
-  grpc::Status Multiply(grpc::ServerContext* context, const v1::MultiplyRequest* request,
-                        v1::MultiplyResponse* response) override;
-  grpc::Status Permanent(grpc::ServerContext* context, const v1::PermanentRequest* request,
-                         v1::PermanentResponse* response) override;
+  grpc::ServerUnaryReactor* Determinant(grpc::CallbackServerContext* context,
+                                        const v1::DeterminantRequest* request,
+                                        v1::DeterminantResponse* response) override;
+  grpc::ServerUnaryReactor* Factorize(grpc::CallbackServerContext* context,
+                                      const v1::FactorizeRequest* request,
+                                      v1::FactorizeResponse* response) override;
+  grpc::ServerUnaryReactor* Multiply(grpc::CallbackServerContext* context,
+                                     const v1::MultiplyRequest* request,
+                                     v1::MultiplyResponse* response) override;
+  grpc::ServerUnaryReactor* Permanent(grpc::CallbackServerContext* context,
+                                      const v1::PermanentRequest* request,
+                                      v1::PermanentResponse* response) override;
 
-  grpc::Status Submit(grpc::ServerContext* context, const v1::JobRequest* request,
-                      v1::JobHandle* response) override;
-  // Sends the current state at once, then each change of state or progress (at most every
-  // watch_interval), and ends after the finished job's update.
-  grpc::Status Watch(grpc::ServerContext* context, const v1::JobId* request,
-                     grpc::ServerWriter<v1::JobUpdate>* writer) override;
-  grpc::Status Cancel(grpc::ServerContext* context, const v1::JobId* request,
-                      v1::JobUpdate* response) override;
-  grpc::Status GetJob(grpc::ServerContext* context, const v1::JobId* request,
-                      v1::JobUpdate* response) override;
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* context,
+                                   const v1::JobRequest* request, v1::JobHandle* response) override;
+  // Sends the current state at once, then each change of state as it happens and of progress at
+  // most every watch_interval, and ends after the finished job's update (server/watch_reactor.h).
+  grpc::ServerWriteReactor<v1::JobUpdate>* Watch(grpc::CallbackServerContext* context,
+                                                 const v1::JobId* request) override;
+  grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* context, const v1::JobId* request,
+                                   v1::JobUpdate* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context, const v1::JobId* request,
+                                   v1::JobUpdate* response) override;
 
   // Resident matrices (server/resident_rpcs.cc). UNIMPLEMENTED without a registry.
   grpc::ServerReadReactor<v1::UploadChunk>* Upload(grpc::CallbackServerContext* context,
@@ -78,10 +77,9 @@ class MatrixService final : public MatrixServiceBase {
   void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }
 
  private:
-  // Queues the job of a synchronous call and waits for it.
-  template <typename Request, typename Response>
-  grpc::Status RunAndWait(const char* rpc, grpc::ServerContext* context, const Request& request,
-                          Response* response);
+  JobCallServices job_call_services() {
+    return {backend_, scheduler_, limits_, resident_, metrics_};
+  }
 
   Backend& backend_;
   Scheduler& scheduler_;

@@ -11,6 +11,7 @@
 #include "server/download_stream.h"
 #include "server/matrix_conversion.h"
 #include "server/matrix_service.h"
+#include "server/refused_reactor.h"
 #include "server/status_conversion.h"
 #include "server/upload_assembler.h"
 
@@ -119,14 +120,6 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadChunk>
   Metrics* const metrics_;
   v1::DownloadChunk chunk_;
   const absl::Time started_ = absl::Now();
-};
-
-// A reactor that only finishes with an error.
-template <typename Base>
-class RefusedReactor final : public Base {
- public:
-  explicit RefusedReactor(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
-  void OnDone() override { delete this; }
 };
 
 }  // namespace

@@ -31,7 +31,28 @@ absl::Status ExpiredWhileQueued(absl::string_view op) {
       absl::StrCat(op, ": the deadline passed while the job was queued; it never ran"));
 }
 
+// The calls that tell a job's end and its state changes: its listeners, then its on_finished hook.
+absl::AnyInvocable<void()> Notification(std::vector<JobStateListener> listeners, JobDone done,
+                                        absl::Status status) {
+  return [listeners = std::move(listeners), done = std::move(done),
+          status = std::move(status)]() mutable {
+    for (const JobStateListener& listener : listeners) listener();
+    if (done) done(status);
+  };
+}
+
 }  // namespace
+
+Scheduler::NotifyingLock::NotifyingLock(Scheduler* scheduler) : scheduler_(scheduler) {
+  scheduler_->mutex_.Lock();
+}
+
+Scheduler::NotifyingLock::~NotifyingLock() {
+  std::vector<absl::AnyInvocable<void()>> deferred;
+  deferred.swap(scheduler_->deferred_);
+  scheduler_->mutex_.Unlock();
+  for (absl::AnyInvocable<void()>& call : deferred) call();
+}
 
 absl::Status ValidateSchedulerOptions(const SchedulerOptions& options) {
   if (options.workers < 1) {
@@ -61,7 +82,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
 
 Scheduler::~Scheduler() {
   {
-    absl::MutexLock lock(&mutex_);
+    NotifyingLock lock(this);
     stopping_ = true;
     while (!small_.empty()) DropQueuedLocked(*small_.front().job, ShuttingDown());
     while (!large_.empty()) DropQueuedLocked(*large_.front().job, ShuttingDown());
@@ -74,15 +95,20 @@ Scheduler::~Scheduler() {
 }
 
 absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool remember) {
-  if (!spec.work) return absl::InvalidArgumentError("a job needs work");
+  if (!spec.work) {
+    absl::Status refused = absl::InvalidArgumentError("a job needs work");
+    if (spec.on_finished) spec.on_finished(refused);
+    return refused;
+  }
   const std::string op = spec.op;
-  auto refuse = [this, &op](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+  auto refuse = [this, &op, &spec](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     if (options_.observer != nullptr) options_.observer->JobEnded(op, status);
+    if (spec.on_finished) DeferLocked(Notification({}, std::move(spec.on_finished), status));
     return status;
   };
   const absl::Time now = absl::Now();
   const bool large = spec.estimated_flops >= options_.large_job_flops;
-  absl::MutexLock lock(&mutex_);
+  NotifyingLock lock(this);
   if (stopping_) return refuse(ShuttingDown());
   if (spec.deadline <= now) {
     return refuse(absl::DeadlineExceededError(
@@ -120,7 +146,7 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Find(absl::string_view id) const
 }
 
 void Scheduler::Cancel(Job& job, absl::Status reason) {
-  absl::MutexLock lock(&mutex_);
+  NotifyingLock lock(this);
   // Job states change only under mutex_, so this reading stays true below.
   const JobState state = job.state();
   if (state == JobState::kQueued) {
@@ -145,15 +171,21 @@ void Scheduler::WorkerLoop() {
     std::shared_ptr<Job> job;
     JobWork work;
     {
-      absl::MutexLock lock(&mutex_);
-      while (!stopping_ && (job = TakeNextLocked()) == nullptr) work_changed_.Wait(&mutex_);
-      if (job == nullptr) return;
+      NotifyingLock lock(this);
+      // Jobs dropped on the way (expired heads) are told before this worker waits.
+      while (!stopping_ && (job = TakeNextLocked()) == nullptr && deferred_.empty()) {
+        work_changed_.Wait(&mutex_);
+      }
+      if (job == nullptr) {
+        if (stopping_) return;
+        continue;
+      }
       work = job->TakeWork();
     }
     absl::Status status = RunGuarded(job->op(), work, job->control());
     // Free the request (and anything else the work holds) before anyone sees the job finished.
     work = nullptr;
-    absl::MutexLock lock(&mutex_);
+    NotifyingLock lock(this);
     running_.erase(std::find(running_.begin(), running_.end(), job));
     if (job->large()) --running_large_;
     if (options_.admission != nullptr) options_.admission->Release(*job);
@@ -186,7 +218,9 @@ std::shared_ptr<Job> Scheduler::TakeNextLocked() {
     lane.pop_front();
     running_.push_back(job);
     if (job->large()) ++running_large_;
-    job->MarkRunning(now);
+    if (std::vector<JobStateListener> listeners = job->MarkRunning(now); !listeners.empty()) {
+      DeferLocked(Notification(std::move(listeners), nullptr, absl::OkStatus()));
+    }
     if (options_.observer != nullptr) {
       options_.observer->QueueDepthChanged(QueuedLocked());
       options_.observer->JobStarted(*job, now - job->submitted());
@@ -212,8 +246,13 @@ void Scheduler::DropQueuedLocked(Job& job, absl::Status status) {
 }
 
 void Scheduler::FinishLocked(Job& job, absl::Status status) {
-  job.Finish(std::move(status), absl::Now());
-  if (options_.observer != nullptr) options_.observer->JobEnded(job.op(), job.status());
+  std::vector<JobStateListener> listeners = job.Finish(std::move(status), absl::Now());
+  const absl::Status final_status = job.status();
+  if (options_.observer != nullptr) options_.observer->JobEnded(job.op(), final_status);
+  JobDone done = job.TakeOnFinished();
+  if (!listeners.empty() || done) {
+    DeferLocked(Notification(std::move(listeners), std::move(done), final_status));
+  }
   if (!job.id().empty()) {
     expiries_.emplace_back(absl::Now() + options_.job_ttl, job.id());
     if (expiries_.size() == 1) expiry_changed_.Signal();
@@ -254,10 +293,12 @@ absl::Time Scheduler::ExpireLocked(absl::Time now) {
 }
 
 void Scheduler::HousekeepingLoop() {
-  absl::MutexLock lock(&mutex_);
-  while (!stopping_) {
+  for (;;) {
+    // Released after each round, so that the jobs it ended are told.
+    NotifyingLock lock(this);
+    if (stopping_) return;
     const absl::Time next = ExpireLocked(absl::Now());
-    expiry_changed_.WaitWithDeadline(&mutex_, next);
+    if (deferred_.empty()) expiry_changed_.WaitWithDeadline(&mutex_, next);
   }
 }
 

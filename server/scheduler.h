@@ -8,6 +8,10 @@
 // worker is always left for small jobs and a long permanent cannot starve them. Each lane is FIFO
 // and holds at most `queue_depth` waiting jobs. With an admission policy (device memory), only the
 // head of each lane is considered, so a job that does not fit yet is not overtaken within its lane.
+//
+// Notification: a job's on_finished hook (JobSpec) and its state listeners run after the
+// scheduler's lock is released, on the thread that changed the job (a worker, the housekeeper,
+// the caller of Submit or Cancel), so they may call back into the scheduler or into gRPC.
 #ifndef MATRIXD_SERVER_SCHEDULER_H_
 #define MATRIXD_SERVER_SCHEDULER_H_
 
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -83,6 +88,8 @@ class Scheduler {
   // admission refuses it), DEADLINE_EXCEEDED when spec.deadline has passed, INVALID_ARGUMENT
   // without work. `remember`: give it an id and keep it for Find until job_ttl after it finishes
   // (asynchronous jobs); otherwise the returned handle is the only one outside the scheduler.
+  // spec.on_finished runs exactly once: with the error before Submit returns it, or when the
+  // queued job ends (possibly before Submit returns).
   absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec, bool remember);
 
   // The remembered job with this id. NOT_FOUND when there is none (never was, or forgotten).
@@ -104,6 +111,23 @@ class Scheduler {
     std::shared_ptr<Job> job;
   };
 
+  // Holds mutex_; on release, runs the calls deferred while it was held (DeferLocked), outside
+  // the lock.
+  class ABSL_SCOPED_LOCKABLE NotifyingLock {
+   public:
+    explicit NotifyingLock(Scheduler* scheduler) ABSL_EXCLUSIVE_LOCK_FUNCTION(scheduler->mutex_);
+    ~NotifyingLock() ABSL_UNLOCK_FUNCTION();
+    NotifyingLock(const NotifyingLock&) = delete;
+    NotifyingLock& operator=(const NotifyingLock&) = delete;
+
+   private:
+    Scheduler* const scheduler_;
+  };
+
+  // Runs `call` once the current holder of mutex_ (a NotifyingLock) releases it.
+  void DeferLocked(absl::AnyInvocable<void()> call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    deferred_.push_back(std::move(call));
+  }
   void WorkerLoop();
   void HousekeepingLoop();
   // The next job to run, taken off its lane and marked running; null when none may start now.
@@ -135,6 +159,8 @@ class Scheduler {
   std::deque<std::pair<absl::Time, std::string>> expiries_ ABSL_GUARDED_BY(mutex_);
   absl::BitGen id_bits_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  // Hooks and listeners of jobs that changed under the lock now held; empty whenever it is free.
+  std::vector<absl::AnyInvocable<void()>> deferred_ ABSL_GUARDED_BY(mutex_);
 
   std::vector<std::thread> workers_;
   std::thread housekeeper_;

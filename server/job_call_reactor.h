@@ -1,0 +1,125 @@
+// The reactor of a computing call (Determinant, Factorize, Multiply, Permanent) on the gRPC
+// callback API. The handler validates the request and queues its job, then returns; the job's
+// on_finished hook finishes the call on the worker that ran it, or at once when the job is
+// refused or dropped unrun. When the client cancels or the call's deadline passes, OnCancel
+// cancels the job (a queued one ends at once, a running one at its backend's next check). No
+// thread waits for the job.
+#ifndef MATRIXD_SERVER_JOB_CALL_REACTOR_H_
+#define MATRIXD_SERVER_JOB_CALL_REACTOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/backend.h"
+#include "core/validation.h"
+#include "server/guarded.h"
+#include "server/job.h"
+#include "server/metrics.h"
+#include "server/request_jobs.h"
+#include "server/resident_registry.h"
+#include "server/scheduler.h"
+#include "server/status_conversion.h"
+
+namespace matrixd::server {
+
+// What computing calls run on. Everything must outlive the calls.
+struct JobCallServices {
+  Backend& backend;
+  Scheduler& scheduler;
+  const Limits& limits;
+  ResidentRegistry* resident;  // may be null: no resident matrices
+  Metrics* metrics;            // may be null
+};
+
+// The call's deadline as a job deadline (gRPC says "none" with the largest time point).
+inline absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
+  const std::chrono::system_clock::time_point deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+template <typename Request, typename Response>
+class JobCallReactor final : public grpc::ServerUnaryReactor {
+ public:
+  // Queues the job of the call `rpc` (a string literal) and returns the reactor that finishes the
+  // call with its result. `request` and `response` are the call's: the job borrows them, and
+  // gRPC keeps them until the reactor is done, which is after the job has ended.
+  static grpc::ServerUnaryReactor* Start(const char* rpc, const JobCallServices& services,
+                                         grpc::CallbackServerContext* context,
+                                         const Request* request, Response* response) {
+    auto* reactor = new JobCallReactor(rpc, services, *request, response);
+    reactor->Submit(*context);
+    return reactor;
+  }
+
+  void OnCancel() override {
+    // job_ was set before the handler returned the reactor, and gRPC calls OnCancel only after.
+    const std::shared_ptr<Job> job = job_;
+    if (job == nullptr) return;  // refused: the call is finished already
+    services_.scheduler.Cancel(*job, absl::Now() >= job->deadline()
+                                         ? absl::DeadlineExceededError("the call's deadline passed")
+                                         : absl::CancelledError("the call was cancelled"));
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  JobCallReactor(const char* rpc, const JobCallServices& services, const Request& request,
+                 Response* response)
+      : rpc_(rpc), services_(services), request_(request), response_(response) {}
+
+  void Submit(const grpc::CallbackServerContext& context) {
+    const absl::Status refused = Guarded(rpc_, [&]() -> absl::Status {
+      absl::StatusOr<JobSpec> spec =
+          MakeJob(request_, response_, services_.backend, services_.limits, services_.resident);
+      if (!spec.ok()) return spec.status();
+      if (context.IsCancelled()) return absl::CancelledError("the call was cancelled");
+      spec->deadline = DeadlineOf(context);
+      spec->on_finished = [this](const absl::Status& status) { JobEnded(status); };
+      // Refused or queued, from here on the hook finishes the call.
+      absl::StatusOr<std::shared_ptr<Job>> job =
+          services_.scheduler.Submit(*std::move(spec), /*remember=*/false);
+      if (job.ok()) job_ = *std::move(job);
+      return absl::OkStatus();
+    });
+    if (!refused.ok()) FinishOnce(ToGrpcStatus(refused));
+  }
+
+  // The job's on_finished hook: on a worker, the housekeeper, or in Submit or Cancel.
+  void JobEnded(const absl::Status& job_status) {
+    const absl::Status status = Guarded(rpc_, [&]() -> absl::Status {
+      if (job_status.ok() && services_.metrics != nullptr) {
+        services_.metrics->RecordTransfer("in", "inline", request_.ByteSizeLong(),
+                                          absl::ZeroDuration());
+        services_.metrics->RecordTransfer("out", "inline", response_->ByteSizeLong(),
+                                          absl::ZeroDuration());
+      }
+      return job_status;
+    });
+    FinishOnce(ToGrpcStatus(status));
+  }
+
+  // The reactor may be deleted as soon as Finish returns.
+  void FinishOnce(const grpc::Status& status) {
+    if (!finished_.exchange(true)) Finish(status);
+  }
+
+  const char* const rpc_;
+  const JobCallServices services_;
+  const Request& request_;
+  Response* const response_;
+  std::shared_ptr<Job> job_;  // null until queued (and when refused)
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_JOB_CALL_REACTOR_H_
