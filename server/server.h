@@ -86,7 +86,7 @@ class MatrixServer {
   // Before the scheduler: jobs hold leases on resident matrices until they end.
   std::unique_ptr<ResidentRegistry> resident_;
   std::unique_ptr<MetricsSchedulerObserver> scheduler_observer_;
-  // Destroyed after the gRPC server has stopped (no handler waits on a job any more) and before
+  // Destroyed after the gRPC server has stopped (every call's job has ended) and before
   // the backend its workers call.
   std::unique_ptr<Scheduler> scheduler_;
   MatrixService service_;

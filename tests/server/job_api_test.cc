@@ -272,7 +272,7 @@ TEST_F(JobApiTest, ClientDeadlineStopsARunningPermanentAndFreesItsWorker) {
   absl::StatusOr<v1::PermanentResponse> response = client_->Permanent(LongPermanent());
   EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
   client_->set_deadline(absl::Seconds(20));
-  // The server notices within its 20 ms poll and the permanent stops at its next chunk.
+  // The call's cancellation cancels its job, and the permanent stops at its next chunk.
   ExpectSmallJobRunsAtOnce();
 }
 
