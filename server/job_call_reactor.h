@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/backend.h"
@@ -37,6 +38,7 @@ struct JobCallServices {
   const Limits& limits;
   ResidentRegistry* resident;  // may be null: no resident matrices
   Metrics* metrics;            // may be null
+  int64_t max_response_bytes;  // larger responses are refused (gRPC would fail to send them)
 };
 
 // The call's deadline as a job deadline (gRPC says "none" with the largest time point).
@@ -96,15 +98,36 @@ class JobCallReactor final : public grpc::ServerUnaryReactor {
   // The job's on_finished hook: on a worker, the housekeeper, or in Submit or Cancel.
   void JobEnded(const absl::Status& job_status) {
     const absl::Status status = Guarded(rpc_, [&]() -> absl::Status {
-      if (job_status.ok() && services_.metrics != nullptr) {
+      if (!job_status.ok()) return job_status;
+      const size_t response_bytes = response_->ByteSizeLong();
+      if (response_bytes > static_cast<size_t>(services_.max_response_bytes)) {
+        return TooLargeResponse(response_bytes);
+      }
+      if (services_.metrics != nullptr) {
         services_.metrics->RecordTransfer("in", "inline", request_.ByteSizeLong(),
                                           absl::ZeroDuration());
-        services_.metrics->RecordTransfer("out", "inline", response_->ByteSizeLong(),
-                                          absl::ZeroDuration());
+        services_.metrics->RecordTransfer("out", "inline", response_bytes, absl::ZeroDuration());
       }
-      return job_status;
+      return absl::OkStatus();
     });
     FinishOnce(ToGrpcStatus(status));
+  }
+
+  // A result too large for one message: what was kept of it is released (the client never sees
+  // its handles) and the error says how to get it instead.
+  absl::Status TooLargeResponse(size_t response_bytes) {
+    if constexpr (requires { response_->kept(); }) {
+      if (services_.resident != nullptr) {
+        for (const auto& [name, kept] : response_->kept()) {
+          static_cast<void>(services_.resident->Release(kept.handle()));
+        }
+      }
+    }
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the ", rpc_, " response would be ", response_bytes, " bytes, over the server's ",
+        services_.max_response_bytes,
+        "-byte message limit (--max_message_bytes); set result_options.keep_result (without "
+        "also_inline) and fetch the result with Download, which streams it in chunks"));
   }
 
   // The reactor may be deleted as soon as Finish returns.

@@ -75,10 +75,13 @@ class MatrixService final : public v1::MatrixService::CallbackService {
 
   // How often Watch looks at a running job's progress.
   void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }
+  // Largest response a computing call may send (the server's max send message size); a larger
+  // result is refused with RESOURCE_EXHAUSTED pointing to keep_result and Download.
+  void set_max_response_bytes(int64_t bytes) { max_response_bytes_ = bytes; }
 
  private:
   JobCallServices job_call_services() {
-    return {backend_, scheduler_, limits_, resident_, metrics_};
+    return {backend_, scheduler_, limits_, resident_, metrics_, max_response_bytes_};
   }
 
   Backend& backend_;
@@ -87,6 +90,7 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   ResidentRegistry* const resident_;
   Metrics* const metrics_;
   absl::Duration watch_interval_ = absl::Milliseconds(100);
+  int64_t max_response_bytes_ = int64_t{1} << 30;
 };
 
 }  // namespace matrixd::server

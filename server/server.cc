@@ -129,6 +129,7 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  server->service_.set_max_response_bytes(options.max_message_bytes);
   builder.RegisterService(&server->service_);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<RpcMetricsInterceptorFactory>(server->metrics_.get()));
