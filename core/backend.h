@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/job_control.h"
 #include "core/matrix.h"
 #include "core/operations.h"
@@ -41,6 +42,18 @@ struct DeviceCopyBandwidth {
   double bytes_per_second = 0.0;
 };
 
+// UNIMPLEMENTED when `query` is a permanent of order above `max_order`, the largest one the
+// backend named `backend` can walk; OK otherwise. For Backend::Supports.
+inline absl::Status CheckPermanentOrder(const OperationQuery& query, int max_order,
+                                        const char* backend) {
+  if (query.operation != Operation::kPermanent || query.rows <= max_order) {
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("matrix is ", query.rows, "x", query.cols, "; the ", backend,
+                   " backend computes permanents up to n = ", max_order));
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -49,6 +62,11 @@ class Backend {
   virtual std::string_view name() const = 0;
   // Human-readable description of the device(s) used.
   virtual std::string device() const = 0;
+
+  // Whether this backend can run `query` at all (whatever the server's own limits): OK, or
+  // UNIMPLEMENTED naming what it lacks (an order above its largest permanent, ...). Asked before a
+  // job is queued, so that such a request is answered at once. The default supports everything.
+  virtual absl::Status Supports(const OperationQuery& /*query*/) const { return absl::OkStatus(); }
 
   // det(A) over R/C, or over Z/p when options.modulus > 0.
   // REQUIRES: a is square and finite; INT64 when modulus > 0.

@@ -35,6 +35,16 @@ struct ComputeStats {
   std::vector<KernelRecord> kernels = {};  // "= {}": designated initialisers may leave it out
 };
 
+// What a request asks of a backend, without its data: enough for Backend::Supports to answer
+// before the job is queued.
+enum class Operation { kDeterminant, kFactorize, kMultiply, kPermanent };
+struct OperationQuery {
+  Operation operation = Operation::kDeterminant;
+  DType dtype = DType::kFloat64;
+  int64_t rows = 0;  // of the (first) input
+  int64_t cols = 0;
+};
+
 // ---- Determinant ----
 enum class DeterminantMethod { kAuto, kLu, kCondensation };
 

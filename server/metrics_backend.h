@@ -20,6 +20,9 @@ class MeteredBackend final : public Backend {
 
   std::string_view name() const override { return inner_->name(); }
   std::string device() const override { return inner_->device(); }
+  absl::Status Supports(const OperationQuery& query) const override {
+    return inner_->Supports(query);
+  }
 
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,

@@ -94,6 +94,12 @@ absl::Status KeepPending(std::unique_ptr<PendingResident> pending, const Matrix&
   return absl::OkStatus();
 }
 
+// The backend's capability for this operation on `input`, asked before anything is queued.
+absl::Status AskBackend(const Backend& backend, Operation operation, const MatrixView& input) {
+  return backend.Supports(
+      {.operation = operation, .dtype = input.dtype, .rows = input.rows, .cols = input.cols});
+}
+
 }  // namespace
 
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
@@ -102,6 +108,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   absl::StatusOr<DeterminantInputs> inputs =
       ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
+  if (absl::Status s = AskBackend(backend, Operation::kDeterminant, inputs->matrix.view()); !s.ok())
+    return s;
   JobSpec spec;
   spec.op = "determinant";
   spec.estimated_flops = EstimatedFlops(*inputs);
@@ -122,6 +130,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   absl::StatusOr<FactorizeInputs> inputs =
       ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
+  if (absl::Status s = AskBackend(backend, Operation::kFactorize, inputs->matrix.view()); !s.ok())
+    return s;
   JobSpec spec;
   spec.op = "factorize";
   spec.estimated_flops = EstimatedFlops(*inputs);
@@ -150,6 +160,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
   absl::StatusOr<MultiplyInputs> inputs =
       ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
+  if (absl::Status s = AskBackend(backend, Operation::kMultiply, inputs->a.view()); !s.ok())
+    return s;
   JobSpec spec;
   spec.op = "multiply";
   spec.estimated_flops = EstimatedFlops(*inputs);
@@ -188,6 +200,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
   absl::StatusOr<PermanentInputs> inputs =
       ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
+  if (absl::Status s = AskBackend(backend, Operation::kPermanent, inputs->matrix.view()); !s.ok())
+    return s;
   JobSpec spec;
   spec.op = "permanent";
   spec.estimated_flops = EstimatedFlops(*inputs);

@@ -46,6 +46,10 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   std::string device() const override { return absl::StrCat("cpu (", threads_, " threads)"); }
 
+  absl::Status Supports(const OperationQuery& query) const override {
+    return CheckPermanentOrder(query, cpu::kMaxPermanentOrder, "cpu");
+  }
+
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
                                                 JobControl* control) override {

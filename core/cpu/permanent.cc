@@ -31,7 +31,7 @@
 namespace matrixd::cpu {
 namespace {
 
-constexpr int kMaxOrder = 62;
+constexpr int kMaxOrder = kMaxPermanentOrder;
 
 // Complex walks keep plain double row sums and restart them from scratch every 2^kSegmentLog2
 // steps: each incremental update rounds, and over a long walk the errors of r + s - s + s ...

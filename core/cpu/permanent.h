@@ -10,6 +10,9 @@
 
 namespace matrixd::cpu {
 
+// The largest order the CPU permanent takes (its walks pad rows to 4 chains in 64 lanes).
+inline constexpr int kMaxPermanentOrder = 62;
+
 // See Backend::Permanent. Reports progress and checks for cancellation between chunks.
 // Fills result.stats.bytes_moved and .flops, not the timing.
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,

@@ -36,6 +36,10 @@ class CudaBackend final : public Backend {
   std::string_view name() const override { return "cuda"; }
   std::string device() const override { return device_; }
 
+  absl::Status Supports(const OperationQuery& query) const override {
+    return CheckPermanentOrder(query, cuda::kMaxPermanentOrder, "cuda");
+  }
+
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
                                                 JobControl* control) override {

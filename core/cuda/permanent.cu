@@ -346,6 +346,7 @@ const char* WalkName(PermanentMethod method, DType dtype) {
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           DeviceContext& context, JobControl* control) {
+  static_assert(kMaxPermanentOrder == kMaxWalkOrder);
   if (absl::Status s = cpu::CheckPermanentInput(a, kMaxWalkOrder, "the CUDA permanent"); !s.ok()) {
     return s;
   }

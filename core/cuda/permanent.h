@@ -14,6 +14,9 @@
 
 namespace matrixd::cuda {
 
+// The largest order the CUDA permanent takes (its walks are instantiated up to this order).
+inline constexpr int kMaxPermanentOrder = 40;
+
 // See Backend::Permanent. Fills stats except backend/device/seconds.
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           DeviceContext& context, JobControl* control);
