@@ -125,6 +125,11 @@ FactorizationView FactorizationOf(const FactorizeResult& result, const MatrixVie
 
 absl::Status CheckSolve(const FactorizationView& f, const MatrixView& rhs,
                         const SolveOptions& options, absl::string_view rhs_field) {
+  if (f.kind != FactorizationKind::kQr && f.factor.rows != f.factor.cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the factorization is the ", FactorizationName(f.kind), " of a ",
+                     f.factor.rows, "x", f.factor.cols, " matrix; a solve needs a square one"));
+  }
   if (absl::Status s = CheckParts(f); !s.ok()) return s;
   const char* name = FactorizationName(f.kind);
   if (options.transpose != SolveTranspose::kNone && f.kind != FactorizationKind::kLu) {

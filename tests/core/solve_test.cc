@@ -97,11 +97,14 @@ Matrix FreshSolution(Backend& backend, const Matrix& a, FactorizationKind kind, 
   return *result->solution;
 }
 
-// A + n I with A random: well conditioned, so forward errors are as small as backward ones.
+// A + n C with A random and C the cyclic shift (C[i, i + 1 mod n] = 1): a row permutation of a
+// diagonally dominant matrix, so well conditioned (forward errors as small as backward ones), and
+// partial pivoting must undo a permutation that is not its own inverse (a solve that ignored the
+// permutation, or applied it the wrong way round, would fail).
 template <typename T>
 Matrix WellConditioned(int64_t n, uint64_t seed) {
   Matrix a = RandomMatrix<T>(n, n, seed);
-  for (int64_t i = 0; i < n; ++i) a.As<T>()[i * n + i] += T(static_cast<float>(n));
+  for (int64_t i = 0; i < n; ++i) a.As<T>()[i * n + (i + 1) % n] += T(static_cast<float>(n));
   return a;
 }
 
@@ -261,6 +264,9 @@ TEST_P(SolveTest, MismatchedRightHandSidesAndOptionsAreInvalidArguments) {
       SolveKept(backend(), spd, FactorizationKind::kCholesky, RandomMatrix<double>(4, 1, 1),
                 {.transpose = SolveTranspose::kTranspose}),
       "LU factorizations only");
+  expect_invalid(SolveKept(backend(), RandomMatrix<double>(5, 3, 1), FactorizationKind::kLu,
+                           RandomMatrix<double>(5, 1, 1)),
+                 "needs a square one");
   expect_invalid(SolveKept(backend(), RandomMatrix<double>(3, 5, 1), FactorizationKind::kQr,
                            RandomMatrix<double>(3, 1, 1)),
                  "rows >= cols");

@@ -30,10 +30,10 @@ std::vector<double> RandomValues(int64_t count, uint64_t seed) {
   return values;
 }
 
-// Random plus n on the diagonal: well conditioned.
+// Random plus n at [i, i + 1 mod n]: well conditioned, and LU has to permute the rows.
 v1::Matrix WellConditioned(int64_t n, uint64_t seed) {
   std::vector<double> values = RandomValues(n * n, seed);
-  for (int64_t i = 0; i < n; ++i) values[i * n + i] += static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) values[i * n + (i + 1) % n] += static_cast<double>(n);
   return MakeMatrix<double>(n, n, values);
 }
 
