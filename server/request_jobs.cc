@@ -181,9 +181,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
     std::vector<ResultMatrix> outputs = {{"r", &result->r}};
     if (options.batch_count > 0) {
       outputs.insert(outputs.end(), {{"lu", &result->lu}, {"l", &result->l}, {"q", &result->q}});
-    } else if (absl::Status s =
-                   KeepFactorization(keep, *result, keep_input ? &inputs.matrix.view() : nullptr,
-                                     control, response);
+    } else if (absl::Status s = KeepFactorization(
+                   keep, *result, keep_input ? &inputs.matrix.view() : nullptr, control, response);
                !s.ok()) {
       return s;
     }
@@ -209,8 +208,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
                keep = KeepOf(request.result_options(), registry)](JobControl& control) {
     SolveOptions options = inputs.options;
     const MatrixView rhs = inputs.rhs.view();
-    absl::StatusOr<std::unique_ptr<PendingResident>> pending = PendingResult(
-        keep, inputs.factorization.cols(), rhs.cols, rhs.dtype, "solution", control);
+    absl::StatusOr<std::unique_ptr<PendingResident>> pending =
+        PendingResult(keep, inputs.factorization.cols(), rhs.cols, rhs.dtype, "solution", control);
     if (!pending.ok()) return pending.status();
     if (*pending != nullptr) options.output = &(*pending)->matrix();
     absl::StatusOr<SolveResult> result =

@@ -142,9 +142,9 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
         "keep_input is set without result_options.keep_result; only a kept factorization keeps A");
   }
   if (request.keep_input() && request.batch_count() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "keep_input is set for a batch (batch_count = ", request.batch_count(),
-        "); only the factorization of one matrix is kept for solves"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("keep_input is set for a batch (batch_count = ", request.batch_count(),
+                     "); only the factorization of one matrix is kept for solves"));
   }
   FactorizeInputs inputs{.matrix = *std::move(matrix),
                          .kind = *kind,
@@ -184,14 +184,14 @@ absl::StatusOr<SolveInputs> ValidateRequest(const v1::SolveRequest& request, con
     return absl::FailedPreconditionError(
         "factorization: this server keeps no resident matrices, so no factorizations");
   }
-  absl::StatusOr<ResidentLease> lease = sources.registry->Acquire(reference.handle(),
-                                                                  "factorization");
+  absl::StatusOr<ResidentLease> lease =
+      sources.registry->Acquire(reference.handle(), "factorization");
   if (!lease.ok()) return lease.status();
   const std::optional<ResidentFactorization>& kept = lease->info().factorization;
   if (!kept.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "factorization.handle \"", reference.handle(), "\" names a plain ", lease->info().rows,
-        "x", lease->info().cols, " matrix (\"", lease->info().label,
+        "factorization.handle \"", reference.handle(), "\" names a plain ", lease->info().rows, "x",
+        lease->info().cols, " matrix (\"", lease->info().label,
         "\"), not a kept factorization; keep one with Factorize's result_options.keep_result"));
   }
   if (!request.has_rhs_ref() && (!request.has_rhs() || IsAbsent(request.rhs()))) {

@@ -484,7 +484,8 @@ void SolveTable(Bench& bench) {
   const double kept_per_call = kept_seconds / solves;
   std::printf(
       "\n### %d solves, one right-hand side each, with one float64 LU of n = %lld\n\n"
-      "| path | calls | total s | per solve ms | per-solve time vs kept |\n| --- | --- | --- | --- | "
+      "| path | calls | total s | per solve ms | per-solve time vs kept |\n| --- | --- | --- | --- "
+      "| "
       "--- "
       "|\n| Factorize once (keep_result, %.3f s), then Solve by handle | 1 + %d | %.3f | %.3f | "
       "1x |\n| LU+solve per call, A by handle | %d | %.3f | %.3f | %.1fx |\n"
