@@ -85,6 +85,16 @@ class Backend {
                                                     const FactorizeOptions& options,
                                                     const MatrixView* rhs, JobControl* control) = 0;
 
+  // X with op(A) X = rhs from a kept factorization of A (see FactorizationView): LU by two
+  // triangular solves and the row permutation (N, T or C), Cholesky by two triangular solves, QR
+  // (least squares when rows > cols) by X = R^-1 Q^H rhs. With options.residual, also
+  // ||op(A) X - rhs||_F / (||A||_F ||X||_F + ||rhs||_F). The factorization's views and rhs may be
+  // host or device views; a device backend reads device views in place. Errors as CheckSolve
+  // (core/factorization.h) says, FAILED_PRECONDITION for a singular factorization among them.
+  virtual absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization,
+                                            const MatrixView& rhs, const SolveOptions& options,
+                                            JobControl* control) = 0;
+
   // C = op(A) op(B). REQUIRES: same dtype (floating or UINT32), inner dimensions agree.
   virtual absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                                   const MultiplyOptions& options,
@@ -106,6 +116,11 @@ class Backend {
   virtual uint64_t FactorizeDeviceBytes(const MatrixView& /*a*/,
                                         const FactorizeOptions& /*options*/,
                                         const MatrixView* /*rhs*/) const {
+    return 0;
+  }
+  virtual uint64_t SolveDeviceBytes(const FactorizationView& /*factorization*/,
+                                    const MatrixView& /*rhs*/,
+                                    const SolveOptions& /*options*/) const {
     return 0;
   }
   virtual uint64_t MultiplyDeviceBytes(const MatrixView& /*a*/, const MatrixView& /*b*/,

@@ -1,4 +1,4 @@
-// Options and results of the four operations, shared by every backend.
+// Options and results of the operations, shared by every backend.
 #ifndef MATRIXD_CORE_OPERATIONS_H_
 #define MATRIXD_CORE_OPERATIONS_H_
 
@@ -133,6 +133,51 @@ struct PermanentResult {
   // Exact permanent in decimal (INT64 input); empty otherwise.
   std::string exact;
   PermanentMethod method_used = PermanentMethod::kGlynn;
+  ComputeStats stats;
+};
+
+// ---- Solve with a kept factorization ----
+
+// op(A) in op(A) X = B.
+enum class SolveTranspose { kNone, kTranspose, kConjugateTranspose };
+
+// A factorization of an m x n matrix A as Factorize returned it (core/factorization.h makes one
+// from a FactorizeResult), borrowed: host views, or device views of resident matrices on one
+// device. The layouts are FactorizeResult's, so a kept factorization is its result's matrices.
+// QR is kept as explicit Q and R (not Householder reflectors and tau): Q^H B is one gemm, as
+// accurate as applying the reflectors because Q is orthonormal to working precision, and the
+// factors are the ones Factorize already returns.
+struct FactorizationView {
+  FactorizationKind kind = FactorizationKind::kLu;
+  // LU: the packed factors (n x n); CHOLESKY: L (n x n); QR: Q (m x k), k = min(m, n).
+  MatrixView factor;
+  // QR: R (k x n). Unused otherwise.
+  MatrixView r;
+  // LU: FactorizeResult::permutation as a 1 x n INT64 matrix (0-based). Unused otherwise.
+  MatrixView permutation;
+  // A itself (m x n), kept for the residual; rows == 0 when it was not kept.
+  MatrixView input;
+  // The first column whose pivot (U[j, j] of LU, R[j, j] of QR) is exactly zero, or -1: a
+  // factorization with one cannot be solved with.
+  int64_t singular_column = -1;
+
+  // A's shape.
+  int64_t rows() const { return factor.rows; }
+  int64_t cols() const { return kind == FactorizationKind::kQr ? r.cols : factor.cols; }
+  DType dtype() const { return factor.dtype; }
+};
+
+struct SolveOptions {
+  SolveTranspose transpose = SolveTranspose::kNone;  // LU only
+  // Also compute ||op(A) X - B||_F / (||A||_F ||X||_F + ||B||_F). REQUIRES: the input was kept.
+  bool residual = false;
+  // Where the caller keeps X, or null; as MultiplyOptions::output.
+  ResidentMatrix* output = nullptr;
+};
+
+struct SolveResult {
+  Matrix x;  // X (n x B.cols); empty when written into SolveOptions::output
+  std::optional<double> residual;
   ComputeStats stats;
 };
 

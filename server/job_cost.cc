@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "core/factorization.h"
+
 namespace matrixd::server {
 namespace {
 
@@ -80,6 +82,10 @@ double EstimatedFlops(const PermanentInputs& inputs) {
     flops *= PrimesFor(n * (std::log2(static_cast<double>(n)) + Log2LargestEntry(a)));
   }
   return flops;
+}
+
+double EstimatedFlops(const SolveInputs& inputs) {
+  return SolveFlops(inputs.factorization, inputs.rhs.view().cols, inputs.options.residual);
 }
 
 }  // namespace matrixd::server

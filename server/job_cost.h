@@ -14,6 +14,9 @@ double EstimatedFlops(const DeterminantInputs& inputs);
 // LU m n min(m, n), QR twice that, Cholesky n^3 / 3, plus 2 m n k for a solve with k columns;
 // for a batch, the sum over its matrices.
 double EstimatedFlops(const FactorizeInputs& inputs);
+// The solve's own count (SolveFlops in core/factorization.h): 2 n^2 per right-hand side for LU
+// and Cholesky, 2 m n + n^2 for QR, plus 2 m n for a residual; complex 4x.
+double EstimatedFlops(const SolveInputs& inputs);
 // 2 m k n (the dense product, also as the bound of a block-sparse one); complex counts 4x.
 double EstimatedFlops(const MultiplyInputs& inputs);
 // 2 n 2^(n-1) (Glynn) or 2 n 2^n (Ryser); complex 4x; INT64 times the primes of the exact result.

@@ -161,6 +161,10 @@ void ToProto(const ResidentInfo& info, absl::Time now, v1::ResidentMatrix* proto
   proto->set_idle_seconds(absl::ToDoubleSeconds(now - info.last_used));
   proto->set_label(info.label);
   proto->set_missing_bytes(info.missing_bytes);
+  if (info.factorization.has_value()) {
+    proto->set_factorization_kind(ToProto(info.factorization->kind));
+    proto->set_input_kept(info.factorization->input_kept);
+  }
 }
 
 void ToProto(const Matrix& matrix, v1::Matrix* proto) {
@@ -268,6 +272,13 @@ void ToProto(const MultiplyResult& result, v1::MultiplyResponse* response) {
   ToProto(result.c, response->mutable_c());
   response->set_block_products(result.block_products);
   response->set_block_products_total(result.block_products_total);
+  ToProto(result.stats, response->mutable_stats());
+}
+
+void ToProto(const SolveResult& result, FactorizationKind kind, v1::SolveResponse* response) {
+  if (!result.x.empty()) ToProto(result.x, response->mutable_solution());
+  response->set_kind(ToProto(kind));
+  if (result.residual.has_value()) response->set_residual(*result.residual);
   ToProto(result.stats, response->mutable_stats());
 }
 

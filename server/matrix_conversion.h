@@ -85,6 +85,8 @@ void ToProto(const DeterminantResult& result, DType input, uint64_t modulus,
 // stacked as the core result holds them, singular_columns copied.
 void ToProto(const FactorizeResult& result, v1::FactorizeResponse* response);
 void ToProto(const MultiplyResult& result, v1::MultiplyResponse* response);
+// `solution` is left unset when result.x is empty (X written into a resident matrix).
+void ToProto(const SolveResult& result, FactorizationKind kind, v1::SolveResponse* response);
 void ToProto(const PermanentResult& result, v1::PermanentResponse* response);
 
 }  // namespace matrixd::server

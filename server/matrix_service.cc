@@ -46,6 +46,13 @@ grpc::ServerUnaryReactor* MatrixService::Factorize(grpc::CallbackServerContext* 
       "Factorize", job_call_services(), context, request, response);
 }
 
+grpc::ServerUnaryReactor* MatrixService::Solve(grpc::CallbackServerContext* context,
+                                               const v1::SolveRequest* request,
+                                               v1::SolveResponse* response) {
+  return JobCallReactor<v1::SolveRequest, v1::SolveResponse>::Start("Solve", job_call_services(),
+                                                                    context, request, response);
+}
+
 grpc::ServerUnaryReactor* MatrixService::Multiply(grpc::CallbackServerContext* context,
                                                   const v1::MultiplyRequest* request,
                                                   v1::MultiplyResponse* response) {

@@ -1,9 +1,9 @@
 // matrixd.v1.MatrixService on the gRPC callback API, on the scheduler (server/scheduler.h). Every
 // request becomes a job: it is validated (INVALID_ARGUMENT before anything is queued), queued
 // (RESOURCE_EXHAUSTED at once when the queue is full) and run by a worker. The four computing
-// RPCs are finished by their job when it ends (server/job_call_reactor.h), and cancel it when the
-// client cancels or its deadline passes; Submit/Watch/Cancel/GetJob expose jobs by id. No thread
-// is parked per call. No exception leaves a handler or a job: std::bad_alloc becomes
+// RPCs and Solve are finished by their job when it ends (server/job_call_reactor.h), and cancel it
+// when the client cancels or its deadline passes; Submit/Watch/Cancel/GetJob expose jobs by id. No
+// thread is parked per call. No exception leaves a handler or a job: std::bad_alloc becomes
 // RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
 #ifndef MATRIXD_SERVER_MATRIX_SERVICE_H_
 #define MATRIXD_SERVER_MATRIX_SERVICE_H_
@@ -40,6 +40,9 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   grpc::ServerUnaryReactor* Factorize(grpc::CallbackServerContext* context,
                                       const v1::FactorizeRequest* request,
                                       v1::FactorizeResponse* response) override;
+  grpc::ServerUnaryReactor* Solve(grpc::CallbackServerContext* context,
+                                  const v1::SolveRequest* request,
+                                  v1::SolveResponse* response) override;
   grpc::ServerUnaryReactor* Multiply(grpc::CallbackServerContext* context,
                                      const v1::MultiplyRequest* request,
                                      v1::MultiplyResponse* response) override;

@@ -134,7 +134,7 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
   build_info_.Add({{"version", std::string(version)}, {"backend", std::string(backend)}}).Set(1.0);
   // The usual outcomes start at 0, so that rate() sees the first job of each: a series that
   // appears with its first increment has no earlier sample to take a rate from.
-  for (const char* op : {"determinant", "factorize", "multiply", "permanent"}) {
+  for (const char* op : {"determinant", "factorize", "multiply", "permanent", "solve"}) {
     for (const absl::StatusCode code :
          {absl::StatusCode::kOk, absl::StatusCode::kCancelled, absl::StatusCode::kDeadlineExceeded,
           absl::StatusCode::kResourceExhausted, absl::StatusCode::kInvalidArgument,

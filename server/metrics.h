@@ -37,6 +37,7 @@ inline constexpr char kOpDeterminant[] = "determinant";
 inline constexpr char kOpFactorize[] = "factorize";
 inline constexpr char kOpMultiply[] = "multiply";
 inline constexpr char kOpPermanent[] = "permanent";
+inline constexpr char kOpSolve[] = "solve";
 
 // The kernel label of the one record RecordKernels makes from a result's totals when the backend
 // timed no kernel separately.

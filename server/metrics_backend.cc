@@ -25,6 +25,14 @@ absl::StatusOr<FactorizeResult> MeteredBackend::Factorize(const MatrixView& a,
   return Recorded(metrics_, kOpFactorize, a.dtype, inner_->Factorize(a, options, rhs, control));
 }
 
+absl::StatusOr<SolveResult> MeteredBackend::Solve(const FactorizationView& factorization,
+                                                  const MatrixView& rhs,
+                                                  const SolveOptions& options,
+                                                  JobControl* control) {
+  return Recorded(metrics_, kOpSolve, rhs.dtype,
+                  inner_->Solve(factorization, rhs, options, control));
+}
+
 absl::StatusOr<MultiplyResult> MeteredBackend::Multiply(const MatrixView& a, const MatrixView& b,
                                                         const MultiplyOptions& options,
                                                         JobControl* control) {

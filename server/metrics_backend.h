@@ -29,6 +29,8 @@ class MeteredBackend final : public Backend {
                                                 JobControl* control) override;
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override;
+  absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
+                                    const SolveOptions& options, JobControl* control) override;
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
                                           JobControl* control) override;
@@ -42,6 +44,10 @@ class MeteredBackend final : public Backend {
   uint64_t FactorizeDeviceBytes(const MatrixView& a, const FactorizeOptions& options,
                                 const MatrixView* rhs) const override {
     return inner_->FactorizeDeviceBytes(a, options, rhs);
+  }
+  uint64_t SolveDeviceBytes(const FactorizationView& factorization, const MatrixView& rhs,
+                            const SolveOptions& options) const override {
+    return inner_->SolveDeviceBytes(factorization, rhs, options);
   }
   uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
                                const MultiplyOptions& options) const override {

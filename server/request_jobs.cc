@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/factorization.h"
 #include "core/validation.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -74,9 +75,10 @@ absl::Status KeepResults(const KeepRequest& keep, const std::vector<ResultMatrix
 }
 
 // Names a result that the backend wrote into `pending`, or that it returned in `returned` (then
-// stored here), as kept[name]; the inline field stays empty.
+// stored here), as kept[name]; the inline field `name` stays empty.
 absl::Status KeepPending(std::unique_ptr<PendingResident> pending, const Matrix& returned,
-                         const std::string& name, v1::MultiplyResponse* response) {
+                         const std::string& name, google::protobuf::Message* response,
+                         google::protobuf::Map<std::string, v1::ResidentMatrix>* kept) {
   bool finite = true;  // written in place on the device: not inspected (see ResidentInfo)
   if (!returned.empty()) {
     if (absl::Status written = pending->matrix().Write(
@@ -89,8 +91,47 @@ absl::Status KeepPending(std::unique_ptr<PendingResident> pending, const Matrix&
   ResidentRegistry& registry = pending->registry();
   absl::StatusOr<ResidentInfo> info = registry.Commit(std::move(pending), finite);
   if (!info.ok()) return info.status();
-  ToProto(*info, absl::Now(), &(*response->mutable_kept())[name]);
-  response->clear_c();
+  ToProto(*info, absl::Now(), &(*kept)[name]);
+  response->GetReflection()->ClearField(response, response->GetDescriptor()->FindFieldByName(name));
+  return absl::OkStatus();
+}
+
+// Room for a kept result of rows x cols before the operation runs, so that a device backend writes
+// it in place: when keep_result is set without also_inline. Null otherwise.
+absl::StatusOr<std::unique_ptr<PendingResident>> PendingResult(const KeepRequest& keep,
+                                                               int64_t rows, int64_t cols,
+                                                               DType dtype, const char* name,
+                                                               const JobControl& control) {
+  if (keep.registry == nullptr || keep.also_inline) return nullptr;
+  return keep.registry->Create(rows, cols, dtype, name, control.device_index());
+}
+
+// With keep_result, Factorize of one matrix keeps its factorization under one handle, named in
+// kept as "factorization" and as its factor's field; the factor's inline field is cleared unless
+// also_inline. The other result matrices are kept as plain matrices by KeepResults.
+absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& result,
+                               const MatrixView* input, const JobControl& control,
+                               v1::FactorizeResponse* response) {
+  const FactorizationView view = FactorizationOf(result, input);
+  std::vector<ResidentPart> parts;
+  if (view.kind == FactorizationKind::kQr) parts.push_back({"r", view.r});
+  if (view.kind == FactorizationKind::kLu) parts.push_back({"permutation", view.permutation});
+  if (input != nullptr) parts.push_back({"input", *input});
+  const char* field = view.kind == FactorizationKind::kLu         ? "lu"
+                      : view.kind == FactorizationKind::kCholesky ? "l"
+                                                                  : "q";
+  absl::StatusOr<ResidentInfo> info = keep.registry->KeepFactorization(
+      view.factor, parts,
+      {.kind = view.kind, .singular_column = view.singular_column, .input_kept = input != nullptr},
+      field, control.device_index());
+  if (!info.ok()) return info.status();
+  const absl::Time now = absl::Now();
+  ToProto(*info, now, &(*response->mutable_kept())["factorization"]);
+  ToProto(*info, now, &(*response->mutable_kept())[field]);
+  if (!keep.also_inline) {
+    response->GetReflection()->ClearField(response,
+                                          response->GetDescriptor()->FindFieldByName(field));
+  }
   return absl::OkStatus();
 }
 
@@ -140,16 +181,58 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
       backend.FactorizeDeviceBytes(inputs->matrix.view(), options, inputs->rhs_view());
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   spec.work = [inputs = *std::move(inputs), options, response, &backend,
-               keep = KeepOf(request.result_options(), registry)](JobControl& control) {
+               keep = KeepOf(request.result_options(), registry),
+               keep_input = request.keep_input()](JobControl& control) {
     absl::StatusOr<FactorizeResult> result =
         backend.Factorize(inputs.matrix.view(), options, inputs.rhs_view(), &control);
     if (!result.ok()) return result.status();
     ToProto(*result, response);
     if (!keep.registry) return absl::OkStatus();
-    std::vector<ResultMatrix> outputs = {
-        {"lu", &result->lu}, {"l", &result->l}, {"q", &result->q}, {"r", &result->r}};
+    std::vector<ResultMatrix> outputs = {{"r", &result->r}};
+    if (options.batch_count > 0) {
+      outputs.insert(outputs.end(), {{"lu", &result->lu}, {"l", &result->l}, {"q", &result->q}});
+    } else if (absl::Status s = KeepFactorization(
+                   keep, *result, keep_input ? &inputs.matrix.view() : nullptr, control, response);
+               !s.ok()) {
+      return s;
+    }
     if (result->solution.has_value()) outputs.push_back({"solution", &*result->solution});
     return KeepResults(keep, outputs, control, response, response->mutable_kept());
+  };
+  return spec;
+}
+
+absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveResponse* response,
+                                Backend& backend, const Limits& limits,
+                                ResidentRegistry* registry) {
+  absl::StatusOr<SolveInputs> inputs =
+      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
+  if (!inputs.ok()) return inputs.status();
+  JobSpec spec;
+  spec.op = "solve";
+  spec.estimated_flops = EstimatedFlops(*inputs);
+  spec.device_bytes =
+      backend.SolveDeviceBytes(inputs->factorization, inputs->rhs.view(), inputs->options);
+  if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
+  spec.work = [inputs = *std::move(inputs), response, &backend,
+               keep = KeepOf(request.result_options(), registry)](JobControl& control) {
+    SolveOptions options = inputs.options;
+    const MatrixView rhs = inputs.rhs.view();
+    absl::StatusOr<std::unique_ptr<PendingResident>> pending =
+        PendingResult(keep, inputs.factorization.cols(), rhs.cols, rhs.dtype, "solution", control);
+    if (!pending.ok()) return pending.status();
+    if (*pending != nullptr) options.output = &(*pending)->matrix();
+    absl::StatusOr<SolveResult> result =
+        backend.Solve(inputs.factorization, rhs, options, &control);
+    if (!result.ok()) return result.status();
+    ToProto(*result, inputs.factorization.kind, response);
+    if (*pending != nullptr) {
+      return KeepPending(*std::move(pending), result->x, "solution", response,
+                         response->mutable_kept());
+    }
+    if (!keep.registry) return absl::OkStatus();
+    return KeepResults(keep, {{"solution", &result->x}}, control, response,
+                       response->mutable_kept());
   };
   return spec;
 }
@@ -172,22 +255,20 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
                keep = KeepOf(request.result_options(), registry)](JobControl& control) {
     MultiplyOptions options = inputs.options;
     // Kept and not wanted inline: room for C first, so that a device backend writes it in place.
-    std::unique_ptr<PendingResident> pending;
-    if (keep.registry != nullptr && !keep.also_inline) {
-      const MatrixView a = inputs.a.view();
-      const MatrixView b = inputs.b.view();
-      absl::StatusOr<std::unique_ptr<PendingResident>> made = keep.registry->Create(
-          options.transpose_a ? a.cols : a.rows, options.transpose_b ? b.rows : b.cols, a.dtype,
-          "c", control.device_index());
-      if (!made.ok()) return made.status();
-      pending = *std::move(made);
-      options.output = &pending->matrix();
-    }
+    const MatrixView a = inputs.a.view();
+    const MatrixView b = inputs.b.view();
+    absl::StatusOr<std::unique_ptr<PendingResident>> pending =
+        PendingResult(keep, options.transpose_a ? a.cols : a.rows,
+                      options.transpose_b ? b.rows : b.cols, a.dtype, "c", control);
+    if (!pending.ok()) return pending.status();
+    if (*pending != nullptr) options.output = &(*pending)->matrix();
     absl::StatusOr<MultiplyResult> result =
         backend.Multiply(inputs.a.view(), inputs.b.view(), options, &control);
     if (!result.ok()) return result.status();
     ToProto(*result, response);
-    if (pending != nullptr) return KeepPending(std::move(pending), result->c, "c", response);
+    if (*pending != nullptr) {
+      return KeepPending(*std::move(pending), result->c, "c", response, response->mutable_kept());
+    }
     if (!keep.registry) return absl::OkStatus();
     return KeepResults(keep, {{"c", &result->c}}, control, response, response->mutable_kept());
   };

@@ -24,6 +24,9 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
 absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
                                 v1::FactorizeResponse* response, Backend& backend,
                                 const Limits& limits, ResidentRegistry* registry = nullptr);
+absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveResponse* response,
+                                Backend& backend, const Limits& limits,
+                                ResidentRegistry* registry = nullptr);
 absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::MultiplyResponse* response,
                                 Backend& backend, const Limits& limits,
                                 ResidentRegistry* registry = nullptr);

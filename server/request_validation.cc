@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/factorization.h"
 
 namespace matrixd::server {
 namespace {
@@ -46,6 +47,23 @@ absl::StatusOr<FactorizationKind> FromProto(v1::FactorizationKind kind) {
       absl::StrCat("kind is ", static_cast<int>(kind),
                    ", not a known FactorizationKind; want FACTORIZATION_KIND_LU, "
                    "FACTORIZATION_KIND_CHOLESKY or FACTORIZATION_KIND_QR"));
+}
+
+absl::StatusOr<SolveTranspose> FromProto(v1::SolveTranspose transpose) {
+  switch (transpose) {
+    case v1::SOLVE_TRANSPOSE_NONE:
+      return SolveTranspose::kNone;
+    case v1::SOLVE_TRANSPOSE_TRANSPOSE:
+      return SolveTranspose::kTranspose;
+    case v1::SOLVE_TRANSPOSE_CONJUGATE:
+      return SolveTranspose::kConjugateTranspose;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("transpose is ", static_cast<int>(transpose),
+                   ", not a known SolveTranspose; want SOLVE_TRANSPOSE_NONE, "
+                   "SOLVE_TRANSPOSE_TRANSPOSE or SOLVE_TRANSPOSE_CONJUGATE"));
 }
 
 absl::StatusOr<PermanentMethod> FromProto(v1::PermanentMethod method) {
@@ -119,6 +137,15 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
   absl::StatusOr<InputMatrix> matrix =
       Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
   if (!matrix.ok()) return matrix.status();
+  if (request.keep_input() && !request.result_options().keep_result()) {
+    return absl::InvalidArgumentError(
+        "keep_input is set without result_options.keep_result; only a kept factorization keeps A");
+  }
+  if (request.keep_input() && request.batch_count() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("keep_input is set for a batch (batch_count = ", request.batch_count(),
+                     "); only the factorization of one matrix is kept for solves"));
+  }
   FactorizeInputs inputs{.matrix = *std::move(matrix),
                          .kind = *kind,
                          .rhs = std::nullopt,
@@ -137,6 +164,58 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
   if (absl::Status s = ValidateFactorize(
           inputs.matrix.view(), inputs.options(), inputs.rhs_view(),
           LimitsFor(limits, {&inputs.matrix, inputs.rhs ? &*inputs.rhs : nullptr}));
+      !s.ok()) {
+    return s;
+  }
+  return inputs;
+}
+
+absl::StatusOr<SolveInputs> ValidateRequest(const v1::SolveRequest& request, const Limits& limits,
+                                            const OperandSources& sources) {
+  absl::StatusOr<SolveTranspose> transpose = FromProto(request.transpose());
+  if (!transpose.ok()) return transpose.status();
+  const v1::MatrixRef& reference = request.factorization();
+  if (reference.source_case() != v1::MatrixRef::kHandle || reference.handle().empty()) {
+    return absl::InvalidArgumentError(
+        "factorization names no factorization; set its handle (kept[\"factorization\"] of a "
+        "Factorize with result_options.keep_result)");
+  }
+  if (sources.registry == nullptr) {
+    return absl::FailedPreconditionError(
+        "factorization: this server keeps no resident matrices, so no factorizations");
+  }
+  absl::StatusOr<ResidentLease> lease =
+      sources.registry->Acquire(reference.handle(), "factorization");
+  if (!lease.ok()) return lease.status();
+  const std::optional<ResidentFactorization>& kept = lease->info().factorization;
+  if (!kept.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "factorization.handle \"", reference.handle(), "\" names a plain ", lease->info().rows, "x",
+        lease->info().cols, " matrix (\"", lease->info().label,
+        "\"), not a kept factorization; keep one with Factorize's result_options.keep_result"));
+  }
+  if (!request.has_rhs_ref() && (!request.has_rhs() || IsAbsent(request.rhs()))) {
+    return absl::InvalidArgumentError("rhs: none given; set rhs or rhs_ref");
+  }
+  absl::StatusOr<InputMatrix> rhs =
+      Operand(request.has_rhs_ref(), request.rhs(), request.rhs_ref(), "rhs", sources);
+  if (!rhs.ok()) return rhs.status();
+  const auto part = [&](const char* name) { return lease->part(name).value_or(MatrixView{}); };
+  FactorizationView factorization{.kind = kept->kind,
+                                  .factor = lease->view(),
+                                  .r = part("r"),
+                                  .permutation = part("permutation"),
+                                  .input = part("input"),
+                                  .singular_column = kept->singular_column};
+  SolveInputs inputs{.lease = *std::move(lease),
+                     .factorization = factorization,
+                     .rhs = *std::move(rhs),
+                     .options = {.transpose = *transpose, .residual = request.residual()}};
+  if (absl::Status s = ValidateMatrix(inputs.rhs.view(), "rhs", LimitsFor(limits, {&inputs.rhs}));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckSolve(inputs.factorization, inputs.rhs.view(), inputs.options, "rhs");
       !s.ok()) {
     return s;
   }

@@ -37,6 +37,14 @@ struct FactorizeInputs {
   const MatrixView* rhs_view() const { return rhs.has_value() ? &rhs->view() : nullptr; }
   FactorizeOptions options() const { return {.kind = kind, .batch_count = batch_count}; }
 };
+// A solve with a kept factorization: the lease keeps it in place (not spilled, not freed) until
+// the job ends, and `factorization` views its parts where they live.
+struct SolveInputs {
+  ResidentLease lease;
+  FactorizationView factorization;
+  InputMatrix rhs;
+  SolveOptions options;
+};
 struct MultiplyInputs {
   InputMatrix a;
   InputMatrix b;
@@ -53,6 +61,12 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
 absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& request,
                                                 const Limits& limits,
                                                 const OperandSources& sources = {});
+// Also: keep_input only with result_options.keep_result and for one matrix (not a batch).
+// SolveRequest: the factorization handle names a kept factorization (INVALID_ARGUMENT for a plain
+// matrix, NOT_FOUND for an unknown handle, FAILED_PRECONDITION without a registry), rhs is given,
+// well-formed and fits it (core/factorization.h's CheckSolve, FAILED_PRECONDITION when singular).
+absl::StatusOr<SolveInputs> ValidateRequest(const v1::SolveRequest& request, const Limits& limits,
+                                            const OperandSources& sources = {});
 absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& request,
                                                const Limits& limits,
                                                const OperandSources& sources = {});

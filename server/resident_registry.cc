@@ -30,10 +30,28 @@ struct ResidentAccounting {
 struct ResidentLease::Entry {
   ResidentAccounting accounting;
   std::unique_ptr<ResidentMatrix> matrix;
+  // Matrices kept under the same handle (a factorization's), by name; on the matrix's device.
+  std::vector<std::pair<std::string, std::unique_ptr<ResidentMatrix>>> parts;
   ResidentInfo info;  // handle, label, created, last_used and finite are the registry's
   int pins = 0;       // live leases and unfinished FillingParts
   // A parallel upload's byte ranges taken by parts, begin -> end (registry's lock).
   std::map<uint64_t, uint64_t> claimed;
+
+  // Spills (to_host) or restores the matrix and its parts; on a failure, moves back the ones
+  // already moved, so that they stay in one place.
+  absl::Status MoveAll(bool to_host) {
+    std::vector<ResidentMatrix*> matrices = {matrix.get()};
+    for (auto& [name, part] : parts) matrices.push_back(part.get());
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      absl::Status moved = to_host ? matrices[i]->Spill() : matrices[i]->Restore();
+      if (moved.ok()) continue;
+      for (size_t j = 0; j < i; ++j) {
+        static_cast<void>(to_host ? matrices[j]->Restore() : matrices[j]->Spill());
+      }
+      return moved;
+    }
+    return absl::OkStatus();
+  }
 };
 
 // ---- ResidentLease ----
@@ -62,6 +80,13 @@ ResidentLease::~ResidentLease() {
 }
 
 MatrixView ResidentLease::view() const { return entry_->matrix->view(); }
+
+std::optional<MatrixView> ResidentLease::part(absl::string_view name) const {
+  for (const auto& [part_name, part] : entry_->parts) {
+    if (part_name == name) return part->view();
+  }
+  return std::nullopt;
+}
 
 absl::Status ResidentLease::Read(uint64_t offset, std::span<std::byte> out) const {
   return entry_->matrix->Read(offset, out);
@@ -163,7 +188,7 @@ uint64_t ResidentRegistry::SpillForRoomLocked(int device, uint64_t bytes, const 
   uint64_t spilled = 0;
   for (Entry* entry : idle) {
     if (free_bytes() >= bytes) break;
-    if (!entry->matrix->Spill().ok()) continue;  // stays on the device; try the next one
+    if (!entry->MoveAll(/*to_host=*/true).ok()) continue;  // stays on the device; try the next
     admission->Unreserve(entry->accounting.bytes);
     entry->accounting.device_reserved = false;
     spilled += entry->accounting.bytes;
@@ -182,8 +207,14 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(int64_
                                                                           int64_t cols, DType dtype,
                                                                           std::string label,
                                                                           int device_index) {
-  const uint64_t bytes =
-      static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
+  return CreateWithParts(rows, cols, dtype, std::move(label), device_index, {});
+}
+
+absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithParts(
+    int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
+    const std::vector<ResidentPart>& parts) {
+  uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
+  for (const ResidentPart& part : parts) bytes += part.matrix.byte_size();
   // Take the bytes from the limit first; ResidentAccounting gives them back on every failure.
   const uint64_t before = total_bytes_.fetch_add(bytes);
   auto entry = std::make_shared<Entry>();
@@ -227,6 +258,12 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(int64_
       backend_.AllocateResident(rows, cols, dtype, device_index);
   if (!matrix.ok()) return matrix.status();
   entry->matrix = *std::move(matrix);
+  for (const ResidentPart& part : parts) {
+    absl::StatusOr<std::unique_ptr<ResidentMatrix>> allocated = backend_.AllocateResident(
+        part.matrix.rows, part.matrix.cols, part.matrix.dtype, entry->matrix->device_index());
+    if (!allocated.ok()) return allocated.status();
+    entry->parts.emplace_back(part.name, *std::move(allocated));
+  }
   entry->info.rows = rows;
   entry->info.cols = cols;
   entry->info.dtype = dtype;
@@ -270,6 +307,33 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::Keep(const Matrix& matrix, std::s
   return Commit(*std::move(pending), AllFinite(matrix.view()));
 }
 
+absl::StatusOr<ResidentInfo> ResidentRegistry::KeepFactorization(
+    const MatrixView& factor, const std::vector<ResidentPart>& parts,
+    const ResidentFactorization& factorization, std::string label, int device_index) {
+  absl::StatusOr<std::unique_ptr<PendingResident>> pending = CreateWithParts(
+      factor.rows, factor.cols, factor.dtype, std::move(label), device_index, parts);
+  if (!pending.ok()) return pending.status();
+  std::shared_ptr<Entry> entry = std::move((*pending)->entry_);
+  bool finite = AllFinite(factor);
+  if (absl::Status written = entry->matrix->Write(0, std::span(factor.data, factor.byte_size()));
+      !written.ok()) {
+    return written;
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const MatrixView& part = parts[i].matrix;
+    finite = finite && AllFinite(part);
+    ResidentMatrix& kept = *entry->parts[i].second;
+    if (absl::Status written = kept.Write(0, std::span(part.data, part.byte_size()));
+        !written.ok()) {
+      return written;
+    }
+    if (absl::Status flushed = kept.Flush(); !flushed.ok()) return flushed;
+  }
+  if (absl::Status flushed = entry->matrix->Flush(); !flushed.ok()) return flushed;
+  entry->info.factorization = factorization;
+  return Register(std::move(entry), finite);
+}
+
 absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle,
                                                         absl::string_view field) {
   absl::MutexLock lock(&mutex_);
@@ -292,7 +356,7 @@ absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle
           absl::StrCat(field, ": resident matrix ", handle, " is spilled to host memory and its ",
                        entry.accounting.bytes, " bytes do not fit on device ", device, " now"));
     }
-    if (absl::Status restored = entry.matrix->Restore(); !restored.ok()) {
+    if (absl::Status restored = entry.MoveAll(/*to_host=*/false); !restored.ok()) {
       admissions_[device]->Unreserve(entry.accounting.bytes);
       return restored;
     }

@@ -19,6 +19,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -35,6 +36,21 @@
 #include "server/memory_admission.h"
 
 namespace matrixd::server {
+
+// What a handle of a kept factorization (core/factorization.h) names besides its matrix, the
+// factor (lu, l or q): its kind and the first column of a zero pivot (-1: none). Its other
+// matrices are the entry's parts ("r", "permutation", "input").
+struct ResidentFactorization {
+  FactorizationKind kind = FactorizationKind::kLu;
+  int64_t singular_column = -1;
+  bool input_kept = false;
+};
+
+// A matrix kept under another's handle (ResidentRegistry::KeepFactorization), by name.
+struct ResidentPart {
+  std::string name;
+  MatrixView matrix;  // host bytes
+};
 
 // A resident matrix as ListMatrices reports it.
 struct ResidentInfo {
@@ -53,6 +69,8 @@ struct ResidentInfo {
   // Bytes that the parts of a parallel upload (ResidentRegistry::CreateFilling) have still to
   // deliver; the matrix can be used once this is 0.
   uint64_t missing_bytes = 0;
+  // Set when the handle names a kept factorization; `bytes` then counts its parts too.
+  std::optional<ResidentFactorization> factorization;
   absl::Time created;
   absl::Time last_used;
 };
@@ -80,6 +98,8 @@ class ResidentLease {
   const ResidentInfo& info() const { return info_; }
   // The operand: a device view on a device, host bytes otherwise.
   MatrixView view() const;
+  // The view of the part kept with it as `name` (KeepFactorization), or nullopt.
+  std::optional<MatrixView> part(absl::string_view name) const;
   // Copies bytes out (host memory).
   absl::Status Read(uint64_t offset, std::span<std::byte> out) const;
 
@@ -184,6 +204,13 @@ class ResidentRegistry {
   absl::StatusOr<ResidentInfo> CompletePart(std::unique_ptr<FillingPart> part, bool finite);
   // Create + Write + Commit of a host matrix (a result to keep).
   absl::StatusOr<ResidentInfo> Keep(const Matrix& matrix, std::string label, int device_index = -1);
+  // Keeps a factorization under one handle: `factor` is the matrix the handle names (what
+  // operations and Download see) and `parts` the matrices kept with it, on the same device, which
+  // count, spill, restore and go with it. Errors as for Create, for all the bytes together.
+  absl::StatusOr<ResidentInfo> KeepFactorization(const MatrixView& factor,
+                                                 const std::vector<ResidentPart>& parts,
+                                                 const ResidentFactorization& factorization,
+                                                 std::string label, int device_index = -1);
 
   // The matrix for an operation, restored to its device first if it was spilled. NOT_FOUND naming
   // `field` for an unknown, released or expired handle; RESOURCE_EXHAUSTED if it cannot be
@@ -211,6 +238,10 @@ class ResidentRegistry {
   friend class FillingPart;
   using Entry = ResidentLease::Entry;
 
+  // Create with `parts` allocated beside the matrix (shapes and dtypes only).
+  absl::StatusOr<std::unique_ptr<PendingResident>> CreateWithParts(
+      int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
+      const std::vector<ResidentPart>& parts);
   // Reserves `bytes` on `device`'s admission, spilling others there if needed. Caller holds mutex_.
   bool ReserveOnDevice(int device, uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   uint64_t SpillForRoomLocked(int device, uint64_t bytes, const Entry* keep)

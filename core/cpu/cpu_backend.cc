@@ -13,6 +13,7 @@
 #include "core/cpu/multiply.h"
 #include "core/cpu/permanent.h"
 #include "core/cpu/resident_matrix.h"
+#include "core/cpu/solve.h"
 
 namespace matrixd {
 namespace {
@@ -32,6 +33,7 @@ const char* KernelNameOf(const FactorizeResult& result) {
   }
   return "getrf";
 }
+const char* KernelNameOf(const SolveResult& /*result*/) { return "solve"; }
 const char* KernelNameOf(const MultiplyResult& result) {
   return result.block_products_total > 0 ? "block_sparse_gemm" : "gemm";
 }
@@ -58,6 +60,10 @@ class CpuBackend final : public Backend {
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
     return Timed([&] { return cpu::Factorize(a, options, rhs, threads_, control); });
+  }
+  absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
+                                    const SolveOptions& options, JobControl* control) override {
+    return Timed([&] { return cpu::Solve(factorization, rhs, options, control); });
   }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,

@@ -20,6 +20,7 @@
 #include "core/cuda/multiply.h"
 #include "core/cuda/permanent.h"
 #include "core/cuda/resident_matrix.h"
+#include "core/cuda/solve.h"
 
 namespace matrixd {
 namespace {
@@ -53,6 +54,12 @@ class CudaBackend final : public Backend {
       return cuda::Factorize(a, options, rhs, context, control);
     });
   }
+  absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
+                                    const SolveOptions& options, JobControl* control) override {
+    return Timed(control, [&](cuda::DeviceContext& context) {
+      return cuda::Solve(factorization, rhs, options, context, control);
+    });
+  }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
                                           JobControl* control) override {
@@ -74,6 +81,10 @@ class CudaBackend final : public Backend {
   uint64_t FactorizeDeviceBytes(const MatrixView& a, const FactorizeOptions& options,
                                 const MatrixView* rhs) const override {
     return cuda::FactorizeDeviceBytes(a, options, rhs);
+  }
+  uint64_t SolveDeviceBytes(const FactorizationView& factorization, const MatrixView& rhs,
+                            const SolveOptions& options) const override {
+    return cuda::SolveDeviceBytes(factorization, rhs, options);
   }
   uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
                                const MultiplyOptions& options) const override {

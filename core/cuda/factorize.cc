@@ -18,6 +18,7 @@
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
+#include "core/factorization.h"
 
 // Layout: the host's row-major m x n array, read column-major (as cuSOLVER and cuBLAS do), is
 // A^T. LU and QR need A itself in column-major order, so the matrix is transposed on the device
@@ -379,18 +380,6 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
   return result;
 }
 
-const char* KindName(FactorizationKind kind) {
-  switch (kind) {
-    case FactorizationKind::kLu:
-      return "LU";
-    case FactorizationKind::kCholesky:
-      return "Cholesky";
-    case FactorizationKind::kQr:
-      return "QR";
-  }
-  return "?";
-}
-
 }  // namespace
 
 absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
@@ -451,7 +440,7 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
     return absl::Status(
         result.status().code(),
         absl::StrCat(
-            "cuda ", KindName(kind), " of ", what, " ", std::string(DTypeName(a.dtype)),
+            "cuda ", FactorizationName(kind), " of ", what, " ", std::string(DTypeName(a.dtype)),
             options.batch_count > 0 ? " matrices: " : " matrix: ", result.status().message()));
   }
   ReportProgress(control, 1.0);

@@ -160,6 +160,44 @@ long double DistanceNorm(const WideMatrix<W>& a, const WideMatrix<W>& b) {
   return std::sqrt(sum);
 }
 
+// a^T, also for complex W.
+template <typename W>
+WideMatrix<W> Transpose(const WideMatrix<W>& a) {
+  WideMatrix<W> t(a.cols, a.rows);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    for (int64_t j = 0; j < a.cols; ++j) t(j, i) = a(i, j);
+  }
+  return t;
+}
+
+// X with G X = H by Gaussian elimination with partial pivoting, in long double.
+template <typename W>
+WideMatrix<W> SolveWide(WideMatrix<W> g, WideMatrix<W> h) {
+  const int64_t n = g.rows;
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t pivot = j;
+    for (int64_t i = j + 1; i < n; ++i) {
+      if (Abs2(g(i, j)) > Abs2(g(pivot, j))) pivot = i;
+    }
+    for (int64_t c = 0; c < n; ++c) std::swap(g(j, c), g(pivot, c));
+    for (int64_t c = 0; c < h.cols; ++c) std::swap(h(j, c), h(pivot, c));
+    for (int64_t i = j + 1; i < n; ++i) {
+      const W l = g(i, j) / g(j, j);
+      for (int64_t c = j; c < n; ++c) g(i, c) -= Mul(l, g(j, c));
+      for (int64_t c = 0; c < h.cols; ++c) h(i, c) -= Mul(l, h(j, c));
+    }
+  }
+  WideMatrix<W> x(n, h.cols);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    for (int64_t c = 0; c < h.cols; ++c) {
+      W sum = h(i, c);
+      for (int64_t p = i + 1; p < n; ++p) sum -= Mul(g(i, p), x(p, c));
+      x(i, c) = sum / g(i, i);
+    }
+  }
+  return x;
+}
+
 // ---- Inputs ----
 
 // A floating T with entries uniform in [-scale, scale] (real and imaginary parts alike), drawn

@@ -39,39 +39,10 @@ using ::matrixd::testing::Norm;
 using ::matrixd::testing::Product;
 using ::matrixd::testing::RandomMatrix;
 using ::matrixd::testing::Real;
+using ::matrixd::testing::SolveWide;
 using ::matrixd::testing::Wide;
 using ::matrixd::testing::WideMatrix;
 using ::matrixd::testing::Widen;
-
-// ---- Long double arithmetic ----
-
-// X with G X = H by Gaussian elimination with partial pivoting, in long double.
-template <typename W>
-WideMatrix<W> SolveWide(WideMatrix<W> g, WideMatrix<W> h) {
-  const int64_t n = g.rows;
-  for (int64_t j = 0; j < n; ++j) {
-    int64_t pivot = j;
-    for (int64_t i = j + 1; i < n; ++i) {
-      if (Abs2(g(i, j)) > Abs2(g(pivot, j))) pivot = i;
-    }
-    for (int64_t c = 0; c < n; ++c) std::swap(g(j, c), g(pivot, c));
-    for (int64_t c = 0; c < h.cols; ++c) std::swap(h(j, c), h(pivot, c));
-    for (int64_t i = j + 1; i < n; ++i) {
-      const W l = g(i, j) / g(j, j);
-      for (int64_t c = j; c < n; ++c) g(i, c) -= Mul(l, g(j, c));
-      for (int64_t c = 0; c < h.cols; ++c) h(i, c) -= Mul(l, h(j, c));
-    }
-  }
-  WideMatrix<W> x(n, h.cols);
-  for (int64_t i = n - 1; i >= 0; --i) {
-    for (int64_t c = 0; c < h.cols; ++c) {
-      W sum = h(i, c);
-      for (int64_t p = i + 1; p < n; ++p) sum -= Mul(g(i, p), x(p, c));
-      x(i, c) = sum / g(i, i);
-    }
-  }
-  return x;
-}
 
 // ---- Checks ----
 

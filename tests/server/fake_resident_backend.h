@@ -78,6 +78,10 @@ class FakeResidentBackend final : public Backend {
                                             const MatrixView* rhs, JobControl* control) override {
     return cpu_->Factorize(a, options, rhs, control);
   }
+  absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
+                                    const SolveOptions& options, JobControl* control) override {
+    return cpu_->Solve(factorization, rhs, options, control);
+  }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
                                           JobControl* control) override {

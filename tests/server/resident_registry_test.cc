@@ -148,6 +148,56 @@ TEST_F(HostRegistryTest, ConcurrentUsersOfOneHandleReadTheSameBytes) {
 }
 
 // Device memory of 3 KiB in admission: three 1 KiB matrices fill it.
+// A factorization-shaped entry: a 4x4 factor with a 1x4 INT64 part and a 4x4 part.
+struct FactorizationParts {
+  Matrix factor = Ramp(4, 4);
+  std::vector<int64_t> permutation = {2, 0, 3, 1};
+  Matrix input = Ramp(4, 4, 100.0);
+  std::vector<ResidentPart> parts() const {
+    return {{"permutation",
+             {.rows = 1,
+              .cols = 4,
+              .dtype = DType::kInt64,
+              .data = reinterpret_cast<const std::byte*>(permutation.data())}},
+            {"input", input.view()}};
+  }
+};
+
+TEST_F(HostRegistryTest, FactorizationKeepsItsPartsUnderOneHandle) {
+  const FactorizationParts kept;
+  absl::StatusOr<ResidentInfo> info = registry_.KeepFactorization(
+      kept.factor.view(), kept.parts(),
+      {.kind = FactorizationKind::kLu, .singular_column = 2, .input_kept = true}, "lu");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->bytes, 4u * 4u * 8u + 4u * 8u + 4u * 4u * 8u);
+  EXPECT_EQ(registry_.resident_bytes(), info->bytes);
+  ASSERT_TRUE(info->factorization.has_value());
+  EXPECT_EQ(info->factorization->singular_column, 2);
+  absl::StatusOr<ResidentLease> lease = registry_.Acquire(info->handle, "factorization");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(ReadAll(*lease), ValuesOf(kept.factor));
+  const std::optional<MatrixView> permutation = lease->part("permutation");
+  ASSERT_TRUE(permutation.has_value());
+  EXPECT_EQ(
+      std::vector<int64_t>(permutation->As<int64_t>().begin(), permutation->As<int64_t>().end()),
+      kept.permutation);
+  const std::optional<MatrixView> input = lease->part("input");
+  ASSERT_TRUE(input.has_value());
+  EXPECT_EQ(std::vector<double>(input->As<double>().begin(), input->As<double>().end()),
+            ValuesOf(kept.input));
+  EXPECT_FALSE(lease->part("r").has_value());
+  EXPECT_FALSE(registry_.Keep(Ramp(2, 2), "plain")->factorization.has_value());
+}
+
+TEST_F(HostRegistryTest, ReleasedFactorizationGivesBackEveryPartsBytes) {
+  const FactorizationParts kept;
+  absl::StatusOr<ResidentInfo> info = registry_.KeepFactorization(
+      kept.factor.view(), kept.parts(), {.kind = FactorizationKind::kLu}, "lu");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(*registry_.Release(info->handle), info->bytes);
+  EXPECT_EQ(registry_.resident_bytes(), 0u);
+}
+
 class DeviceRegistryTest : public ::testing::Test {
  protected:
   FakeResidentBackend backend_;
@@ -206,6 +256,24 @@ TEST_F(DeviceRegistryTest, SpillForRoomFreesAdmissionForAJob) {
   EXPECT_EQ(registry_.SpillForRoom(0, 2048), 2048u);
   EXPECT_TRUE(admission_.TryReserve(2048));
   admission_.Unreserve(2048);
+}
+
+TEST_F(DeviceRegistryTest, FactorizationSpillsAndRestoresWithItsParts) {
+  const FactorizationParts kept;  // 288 bytes in three matrices
+  absl::StatusOr<ResidentInfo> info = registry_.KeepFactorization(
+      kept.factor.view(), kept.parts(), {.kind = FactorizationKind::kLu}, "lu");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(admission_.reserved(), 288u);
+  EXPECT_EQ(registry_.SpillForRoom(0, 3 * 1024), 288u);
+  EXPECT_EQ(backend_.spills.load(), 3) << "the factor and both parts";
+  EXPECT_EQ(admission_.reserved(), 0u);
+  absl::StatusOr<ResidentLease> lease = registry_.Acquire(info->handle, "factorization");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(admission_.reserved(), 288u);
+  const std::optional<MatrixView> input = lease->part("input");
+  ASSERT_TRUE(input.has_value());
+  EXPECT_EQ(std::vector<double>(input->As<double>().begin(), input->As<double>().end()),
+            ValuesOf(kept.input));
 }
 
 }  // namespace

@@ -193,6 +193,10 @@ class MisbehavingBackend final : public Backend {
                                             const MatrixView*, JobControl*) override {
     return absl::DataLossError("factors went missing");
   }
+  absl::StatusOr<SolveResult> Solve(const FactorizationView&, const MatrixView&,
+                                    const SolveOptions&, JobControl*) override {
+    return absl::DataLossError("solution went missing");
+  }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView&, const MatrixView&,
                                           const MultiplyOptions&, JobControl*) override {
     throw std::runtime_error("kernel exploded");

@@ -5,11 +5,13 @@
 //
 //   matrixd_transfer_bench --server=127.0.0.1:50051 [--tables=upload,det,gemm,repeat,inline,huge]
 //       [--upload_gib=4] [--det_n=8192] [--gemm_n=8192] [--repeat_n=4096] [--repeat=100]
-//       [--inline_n=4096] [--huge_n=32768]
+//       [--inline_n=4096] [--huge_n=32768] [--solve_n=4096] [--solves=1000]
+//       [--refactor_calls=1000]   (--tables=solve: kept LU + Solve vs LU+solve per call)
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -37,6 +39,10 @@ ABSL_FLAG(int64_t, repeat_n, 4096, "repeat table: n");
 ABSL_FLAG(int, repeat, 100, "repeat table: determinants per path");
 ABSL_FLAG(int64_t, inline_n, 4096, "inline table: n of the 128 MiB float64 matrix");
 ABSL_FLAG(int64_t, huge_n, 32768, "huge table: n of the float64 determinant uploaded by stream");
+ABSL_FLAG(int64_t, solve_n, 4096, "solve table: n of the float64 LU");
+ABSL_FLAG(int, solves, 1000, "solve table: solves with one right-hand side each");
+ABSL_FLAG(int, refactor_calls, 1000,
+          "solve table: LU+solve calls of each baseline (the speed-up compares per-call times)");
 ABSL_FLAG(int64_t, chunk_bytes, int64_t{4} << 20, "upload chunk size");
 ABSL_FLAG(std::vector<std::string>, upload_streams, (std::vector<std::string>{"1", "2", "4"}),
           "upload table: parts sent at once (CreateMatrix + one Upload per part and connection)");
@@ -167,6 +173,24 @@ class Bench {
   absl::StatusOr<v1::DeterminantResponse> Det(const v1::DeterminantRequest& request) {
     v1::DeterminantResponse response;
     if (absl::Status s = Check(stub_->Determinant(Context().get(), request, &response), "Det");
+        !s.ok()) {
+      return s;
+    }
+    return response;
+  }
+
+  absl::StatusOr<v1::FactorizeResponse> Factorize(const v1::FactorizeRequest& request) {
+    v1::FactorizeResponse response;
+    if (absl::Status s = Check(stub_->Factorize(Context().get(), request, &response), "Factorize");
+        !s.ok()) {
+      return s;
+    }
+    return response;
+  }
+
+  absl::StatusOr<v1::SolveResponse> Solve(const v1::SolveRequest& request) {
+    v1::SolveResponse response;
+    if (absl::Status s = Check(stub_->Solve(Context().get(), request, &response), "Solve");
         !s.ok()) {
       return s;
     }
@@ -396,6 +420,84 @@ void HugeTable(Bench& bench) {
   static_cast<void>(bench.Release(*handle));
 }
 
+// Factor once and solve many times, against refactoring for every right-hand side: 1 + solves calls
+// (Factorize with keep_result, then Solve by handle, one column each) and refactor_calls
+// LU+solve calls with A by handle (no transfer of A) and inline (as before kept factorizations).
+void SolveTable(Bench& bench) {
+  const int64_t n = absl::GetFlag(FLAGS_solve_n);
+  const int solves = absl::GetFlag(FLAGS_solves);
+  const int refactors = absl::GetFlag(FLAGS_refactor_calls);
+  const std::string bytes = RandomFloat64Bytes(n, n, 11);
+  std::vector<v1::Matrix> rhs;
+  for (int i = 0; i < std::max(solves, refactors); ++i) {
+    rhs.push_back(InlineMatrix(n, 1, RandomFloat64Bytes(n, 1, 100 + i)));
+  }
+  absl::StatusOr<std::string> a = bench.Upload(n, n, bytes);
+  if (!a.ok()) return Fail(a.status());
+
+  Clock::time_point start = Clock::now();
+  v1::FactorizeRequest keep;
+  keep.mutable_matrix_ref()->set_handle(*a);
+  keep.set_kind(v1::FACTORIZATION_KIND_LU);
+  keep.mutable_result_options()->set_keep_result(true);
+  absl::StatusOr<v1::FactorizeResponse> kept = bench.Factorize(keep);
+  if (!kept.ok()) return Fail(kept.status());
+  const double factorize = SecondsSince(start);
+  const std::string factorization = kept->kept().at("factorization").handle();
+  v1::SolveRequest solve;
+  solve.mutable_factorization()->set_handle(factorization);
+  std::vector<double> first_x;
+  for (int i = 0; i < solves; ++i) {
+    *solve.mutable_rhs() = rhs[i];
+    absl::StatusOr<v1::SolveResponse> r = bench.Solve(solve);
+    if (!r.ok()) return Fail(r.status());
+    if (i == 0) {
+      const auto* x = reinterpret_cast<const double*>(r->solution().data().data());
+      first_x.assign(x, x + n);
+    }
+  }
+  const double kept_seconds = SecondsSince(start);
+
+  double per_call[2] = {};
+  double difference = 0.0;
+  for (int by_handle = 1; by_handle >= 0; --by_handle) {
+    v1::FactorizeRequest refactor;
+    if (by_handle == 1) {
+      refactor.mutable_matrix_ref()->set_handle(*a);
+    } else {
+      *refactor.mutable_matrix() = InlineMatrix(n, n, bytes);
+    }
+    refactor.set_kind(v1::FACTORIZATION_KIND_LU);
+    start = Clock::now();
+    for (int i = 0; i < refactors; ++i) {
+      *refactor.mutable_rhs() = rhs[i];
+      absl::StatusOr<v1::FactorizeResponse> r = bench.Factorize(refactor);
+      if (!r.ok()) return Fail(r.status());
+      if (i == 0 && by_handle == 1) {
+        const auto* x = reinterpret_cast<const double*>(r->solution().data().data());
+        for (int64_t j = 0; j < n; ++j)
+          difference = std::max(difference, std::abs(x[j] - first_x[j]));
+      }
+    }
+    per_call[by_handle] = SecondsSince(start) / refactors;
+  }
+  const double kept_per_call = kept_seconds / solves;
+  std::printf(
+      "\n### %d solves, one right-hand side each, with one float64 LU of n = %lld\n\n"
+      "| path | calls | total s | per solve ms | per-solve time vs kept |\n| --- | --- | --- | --- "
+      "| "
+      "--- "
+      "|\n| Factorize once (keep_result, %.3f s), then Solve by handle | 1 + %d | %.3f | %.3f | "
+      "1x |\n| LU+solve per call, A by handle | %d | %.3f | %.3f | %.1fx |\n"
+      "| LU+solve per call, A inline | %d | %.3f | %.3f | %.1fx |\n\nfirst solution: "
+      "kept vs refactored max |difference| %.3g\n",
+      solves, static_cast<long long>(n), factorize, solves, kept_seconds, 1e3 * kept_per_call,
+      refactors, per_call[1] * refactors, 1e3 * per_call[1], per_call[1] / kept_per_call, refactors,
+      per_call[0] * refactors, 1e3 * per_call[0], per_call[0] / kept_per_call, difference);
+  static_cast<void>(bench.Release(factorization));
+  static_cast<void>(bench.Release(*a));
+}
+
 }  // namespace
 }  // namespace matrixd
 
@@ -409,6 +511,7 @@ int main(int argc, char** argv) {
     if (table == "repeat") matrixd::RepeatTable(bench);
     if (table == "inline") matrixd::InlineTable(bench);
     if (table == "huge") matrixd::HugeTable(bench);
+    if (table == "solve") matrixd::SolveTable(bench);
     std::cout.flush();
   }
   return 0;

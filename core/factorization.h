@@ -1,0 +1,36 @@
+// A factorization kept to be solved with many times (Backend::Solve): made from Factorize's result,
+// and checked against a right-hand side before any work.
+#ifndef MATRIXD_CORE_FACTORIZATION_H_
+#define MATRIXD_CORE_FACTORIZATION_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+
+namespace matrixd {
+
+// Host views of `result`'s matrices (it must outlive them; result.permutation is viewed as a
+// 1 x n INT64 matrix), with singular_column set from LU's, or from QR's first exactly zero R[j, j].
+// `input`, if given, is A (for residuals). REQUIRES: result of one matrix, not of a batch.
+FactorizationView FactorizationOf(const FactorizeResult& result, const MatrixView* input = nullptr);
+
+// What every backend's Solve checks first (shapes only; entries are not read), and the server
+// before it queues a solve. INVALID_ARGUMENT naming `rhs_field` when B does not fit (another dtype,
+// rows != op(A)'s rows, no columns), for a transpose of a factorization other than LU, for a
+// residual without a kept input, for a QR of a matrix with rows < cols, and for parts of the wrong
+// shape or dtype; FAILED_PRECONDITION naming the zero pivot when the factorization is singular.
+absl::Status CheckSolve(const FactorizationView& factorization, const MatrixView& rhs,
+                        const SolveOptions& options, absl::string_view rhs_field = "rhs");
+
+// "LU", "Cholesky" or "QR".
+const char* FactorizationName(FactorizationKind kind);
+
+// Real flops of the solve (and of its residual) by the counts Factorize reports for its solves:
+// 2 n^2 per right-hand side for LU and Cholesky, 2 m n + n^2 for QR, 2 m n more for the residual;
+// four times that for complex types.
+double SolveFlops(const FactorizationView& factorization, int64_t rhs_cols, bool residual);
+
+}  // namespace matrixd
+
+#endif  // MATRIXD_CORE_FACTORIZATION_H_
