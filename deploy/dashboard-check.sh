@@ -2,9 +2,11 @@
 # Live dashboard data from a benchmark run (issue 4), without Grafana: starts matrixd with
 # --metrics and a Prometheus scraping it every second (both on loopback, in a temporary
 # directory), drives the server with `matrixctl load` (determinants, single and batched LU,
-# products, permanents, then a few bad requests and an overload so that error codes appear), and
-# then runs every panel query of deploy/grafana/matrixd-dashboard.json against Prometheus, as
-# Grafana would, writing which panels have data and a few of their values.
+# products, permanents, then a few bad requests and an overload so that error codes appear) and
+# with deploy/resident-load.py (resident matrices: streamed and parallel uploads, operations by
+# handle, a kept product, downloads, releases), and then runs every panel query of
+# deploy/grafana/matrixd-dashboard.json against Prometheus, as Grafana would, writing which
+# panels have data and a few of their values.
 #
 #   deploy/dashboard-check.sh BIN PROMETHEUS BACKEND OUT
 #     BIN         directory with matrixd and matrixctl (.gpu/bin), or a build tree (build)
@@ -14,13 +16,14 @@
 #     OUT         directory for the report: dashboard-report.txt, load.txt, matrixd.log,
 #                 prometheus.log, metrics.txt (the last scrape)
 #   Environment: PHASE_SECONDS (default 4): length of each load phase; PYTHON (default
-#     /usr/bin/python3 if present, else python3): runs deploy/dashboard-report.py.
+#     /usr/bin/python3 if present, else python3): runs deploy/dashboard-report.py and
+#     deploy/resident-load.py (which needs grpcio and grpc_tools).
 #
 # Exit status: 0 when every panel that can have data on this backend has some.
 set -euo pipefail
 
 if [[ $# -ne 4 ]]; then
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 bin=$1 prometheus=$2 backend=$3 out=$4
@@ -67,9 +70,10 @@ server=127.0.0.1:${grpc_port}
 prometheus_url=http://127.0.0.1:${prometheus_port}
 
 # A short queue, so that the overload phase below is refused with RESOURCE_EXHAUSTED; the other
-# phases keep at most 4 requests in flight, which the 2 workers and the queue always take.
+# phases keep at most 4 requests in flight, which the 2 workers and the queue always take. A small
+# resident limit, so that the resident bytes show against it on the same scale.
 "${matrixd}" --listen="${server}" --metrics="127.0.0.1:${metrics_port}" --backend="${backend}" \
-  --queue_depth=4 >"${out}/matrixd.log" 2>&1 &
+  --queue_depth=4 --resident_memory_limit=16MiB >"${out}/matrixd.log" 2>&1 &
 pids+=($!)
 helper wait-http "http://127.0.0.1:${metrics_port}/metrics" 60 ||
   { echo "dashboard-check: matrixd did not start; see ${out}/matrixd.log" >&2; exit 1; }
@@ -111,6 +115,12 @@ load() {  # matrixctl load FLAGS...: the table goes to load.txt; failed requests
   "${matrixctl}" --server="${server}" load "$@" >>"${out}/load.txt" 2>&1 || true
   echo >>"${out}/load.txt"
 }
+resident_load() {  # resident-load.py FLAGS...: its summary goes to load.txt
+  echo "\$ resident-load.py --server=${server} $*" | tee -a "${out}/load.txt"
+  "${python}" "${here}/resident-load.py" --server="${server}" "$@" >>"${out}/load.txt" 2>&1 ||
+    echo "dashboard-check: resident-load.py exited with status $?; see ${out}/load.txt" >&2
+  echo >>"${out}/load.txt"
+}
 
 sleep 3  # a few idle scrapes before the load, so that rates start from a baseline
 start=$(date +%s)
@@ -123,6 +133,7 @@ load --op=gemm --n=256 --requests=0 --duration="${phase}" --concurrency=4
 load --op=gemm --n=128 --dtype=float32 --requests=0 --duration="${phase}" --concurrency=2
 load --op=permanent --n=16 --method=glynn --requests=0 --duration="${phase}" --concurrency=2
 load --op=permanent --n=14 --dtype=int64 --requests=0 --duration="${phase}" --concurrency=2
+resident_load --duration="$((2 * phase))"
 # Bad requests: rejected by validation (INVALID_ARGUMENT: LU of uint32, a permanent over the
 # size limit), jobs past their call's deadline (DEADLINE_EXCEEDED), and an overload
 # (RESOURCE_EXHAUSTED when the queue is full). Three bursts a few scrapes apart: a counter series

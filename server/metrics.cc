@@ -121,6 +121,11 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
                           .Help("Resident matrices moved to host memory (spill) and back "
                                 "(restore).")
                           .Register(*registry_)),
+      resident_limit_(prometheus::BuildGauge()
+                          .Name("matrixd_resident_memory_limit_bytes")
+                          .Help("The cap on the bytes of all resident matrices together, spilled "
+                                "or not (--resident_memory_limit).")
+                          .Register(*registry_)),
       queue_depth_(queue_depth_family_.Add({})),
       queue_wait_(queue_wait_family_.Add({}, WaitBuckets())) {
   for (const char* direction : {"in", "out"}) {
@@ -233,6 +238,10 @@ void Metrics::SetResident(const std::vector<ResidentUsage>& usages, uint64_t spi
   prometheus::Counter& restore = resident_moves_.Add({{"move", "restore"}});
   spill.Increment(static_cast<double>(spills) - spill.Value());
   restore.Increment(static_cast<double>(restores) - restore.Value());
+}
+
+void Metrics::SetResidentLimit(uint64_t bytes) {
+  resident_limit_.Add({}).Set(static_cast<double>(bytes));
 }
 
 void Metrics::SetDeviceMemory(const DeviceMemoryUsage& usage, uint64_t admitted) {

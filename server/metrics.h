@@ -96,6 +96,9 @@ class Metrics {
   // matrixd_resident_matrices{device}, matrixd_resident_bytes{device, state=device|spilled}, and
   // matrixd_resident_moves_total{move=spill|restore} from the registry's running totals.
   void SetResident(const std::vector<ResidentUsage>& usages, uint64_t spills, uint64_t restores);
+  // matrixd_resident_memory_limit_bytes: the cap on all resident bytes (--resident_memory_limit),
+  // against which matrixd_resident_bytes of every device and state counts.
+  void SetResidentLimit(uint64_t bytes);
 
   // Runs `hook` at the start of every Serialize(), so gauges that are read rather than pushed
   // (device memory) are fresh at each scrape. Replaces the previous hook.
@@ -125,6 +128,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& resident_matrices_;
   prometheus::Family<prometheus::Gauge>& resident_bytes_;
   prometheus::Family<prometheus::Counter>& resident_moves_;
+  prometheus::Family<prometheus::Gauge>& resident_limit_;
   prometheus::Gauge& queue_depth_;
   prometheus::Histogram& queue_wait_;
 

@@ -79,6 +79,7 @@ MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions
       return resident->SpillForRoom(device, bytes);
     });
   }
+  metrics_->SetResidentLimit(resident_->limit_bytes());
   // Pool counters are read at each scrape rather than pushed after each job.
   metrics_->SetScrapeHook([backend = backend_.get(), admissions = &memory_admissions_,
                            resident = resident_.get()](Metrics& metrics) {

@@ -56,6 +56,7 @@ TEST(Metrics, EveryFamilyIsNamedAndTypedByPrometheusConventions) {
   metrics.SetDeviceMemory({.device = kDevice, .total = 4, .limit = 3, .used = 2, .reserved = 2}, 1);
   metrics.RecordTransfer("in", "stream", 100, absl::Milliseconds(1));
   metrics.SetResident({{.device = kDevice, .matrices = 1, .bytes = 8, .spilled_bytes = 0}}, 1, 0);
+  metrics.SetResidentLimit(64);
   const std::map<std::string, std::string> want = {
       {"matrixd_build_info", "gauge"},
       {"matrixd_kernel_duration_seconds", "histogram"},
@@ -74,6 +75,7 @@ TEST(Metrics, EveryFamilyIsNamedAndTypedByPrometheusConventions) {
       {"matrixd_resident_matrices", "gauge"},
       {"matrixd_resident_bytes", "gauge"},
       {"matrixd_resident_moves_total", "counter"},
+      {"matrixd_resident_memory_limit_bytes", "gauge"},
   };
   EXPECT_EQ(FamilyTypes(metrics.Serialize()), want);
 }
@@ -94,6 +96,13 @@ TEST(Metrics, ResidentGaugesFollowTheRegistryAndDropToZeroForAnEmptiedDevice) {
   EXPECT_EQ(SampleValue(text, "matrixd_resident_matrices", {{"device", kDevice}}), 0.0);
   EXPECT_EQ(SampleValue(text, "matrixd_resident_moves_total", {{"move", "spill"}}), 5.0);
   EXPECT_EQ(SampleValue(text, "matrixd_resident_moves_total", {{"move", "restore"}}), 1.0);
+}
+
+TEST(Metrics, ResidentLimitIsExportedAsSet) {
+  Metrics metrics("0", "cpu");
+  metrics.SetResidentLimit(uint64_t{3} << 33);
+  EXPECT_EQ(SampleValue(metrics.Serialize(), "matrixd_resident_memory_limit_bytes", {}),
+            static_cast<double>(uint64_t{3} << 33));
 }
 
 TEST(Metrics, TransfersCountBytesAndStreamedSeconds) {
