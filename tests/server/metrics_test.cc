@@ -4,13 +4,16 @@
 
 #include <atomic>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
+#include "server/server.h"
 #include "tests/server/metrics_test_support.h"
 
 namespace matrixd::server {
@@ -103,6 +106,18 @@ TEST(Metrics, ResidentLimitIsExportedAsSet) {
   metrics.SetResidentLimit(uint64_t{3} << 33);
   EXPECT_EQ(SampleValue(metrics.Serialize(), "matrixd_resident_memory_limit_bytes", {}),
             static_cast<double>(uint64_t{3} << 33));
+}
+
+TEST(Metrics, ServerExportsItsResidentMemoryLimit) {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.resident.limit_bytes = uint64_t{5} << 30;
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
+      MatrixServer::Start(MakeCpuBackend({.threads = 1}), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(
+      SampleValue((*server)->metrics().Serialize(), "matrixd_resident_memory_limit_bytes", {}),
+      static_cast<double>(uint64_t{5} << 30));
 }
 
 TEST(Metrics, TransfersCountBytesAndStreamedSeconds) {
