@@ -13,7 +13,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libntl-dev prometheus python3-numpy python3-grpcio python3-grpc-tools)
+  packages+=(libntl-dev prometheus python3-numpy python3-grpcio python3-grpc-tools
+             python3-pytest python3-setuptools python3-crc32c)
 fi
 
 missing=()

@@ -1,0 +1,23 @@
+"""matrixd: numpy in, numpy out, computed by a matrixd server.
+
+    import numpy as np, matrixd
+    with matrixd.Client("localhost:50051") as client:
+        d = client.det(np.random.rand(100, 100))         # d.value, d.log_abs, d.mantissa, ...
+        x = client.solve(a, b).x
+        with client.upload(big) as remote:                # kept on the server
+            c = client.multiply(remote, remote, keep=True).c   # a RemoteMatrix
+            array = c.download()
+
+matrixd.aio.Client is the same client on asyncio.
+"""
+
+from matrixd.client import Client, Job
+from matrixd.errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded,
+                            FailedPrecondition, Internal, InvalidArgument, MatrixdError,
+                            NotFound, OutOfRange, PermissionDenied, ResourceExhausted,
+                            Unauthenticated, Unavailable, Unimplemented, Unknown)
+from matrixd.remote import RemoteFactorization, RemoteMatrix
+from matrixd.results import (Determinant, Factorization, JobStatus, Permanent, Product,
+                             Solution, Stats)
+
+__version__ = "0.1.0"

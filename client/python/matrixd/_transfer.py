@@ -1,0 +1,81 @@
+"""Upload and Download streams: chunking an array out, assembling one back, both CRC32C-checked."""
+
+from typing import Iterator, Optional
+
+import numpy as np
+
+from matrixd import _wire, errors
+from matrixd._crc32c import crc32c
+from matrixd.v1 import matrixd_pb2
+
+CHUNK_BYTES = 4 << 20  # the server's own Download chunk and HTTP/2 frame size
+
+
+def upload_chunks(a, label: str = "", chunk_bytes: int = CHUNK_BYTES
+                  ) -> Iterator[matrixd_pb2.UploadChunk]:
+    """The Upload stream of a 2-D array: shape, dtype and CRC32C in the first message, then the
+    row-major bytes in chunks (each copied once out of the array, never the whole at once)."""
+    a = _wire.as_wire_array(a, "matrix")
+    if a.ndim != 2:
+        raise errors.InvalidArgument(f"matrix has {a.ndim} dimensions; upload takes 2")
+    rows, cols = a.shape
+    if rows <= 0 or cols <= 0:
+        raise errors.InvalidArgument(
+            f"matrix has shape {rows}x{cols}; rows and cols must be >= 1")
+    packed = np.ascontiguousarray(_wire.little_endian(a)).reshape(-1).view(np.uint8)
+    first = matrixd_pb2.UploadChunk(rows=rows, cols=cols, dtype=_wire.wire_dtype(a.dtype),
+                                    label=label)
+    first.checksum.crc32c = crc32c(packed)
+
+    def chunks():
+        for offset in range(0, packed.size, chunk_bytes):
+            chunk = first if offset == 0 else matrixd_pb2.UploadChunk()
+            chunk.offset = offset
+            chunk.data = packed[offset:offset + chunk_bytes].tobytes()
+            yield chunk
+
+    return chunks()
+
+
+def download_request(handle: str, rows: Optional[tuple], chunk_bytes: int = 0):
+    request = matrixd_pb2.DownloadRequest(handle=handle, chunk_bytes=chunk_bytes)
+    if rows is not None:
+        request.row_begin, request.row_end = rows
+    return request
+
+
+class DownloadAssembler:
+    """Writes DownloadChunks into one array by offset and checks the CRC32C at the end."""
+
+    def __init__(self):
+        self._buffer = None
+        self._shape = None
+        self._wire = None
+        self._crc = None
+        self._received = 0
+
+    def add(self, chunk: matrixd_pb2.DownloadChunk) -> None:
+        if self._buffer is None:
+            self._shape, self._wire = (chunk.rows, chunk.cols), chunk.dtype
+            size = chunk.rows * chunk.cols * _wire.DTYPES[chunk.dtype].itemsize
+            self._buffer = np.empty(size, dtype=np.uint8)
+        data = chunk.data
+        end = chunk.offset + len(data)
+        if end > self._buffer.size:
+            raise errors.DataLoss(f"download chunk ends at byte {end}, past {self._buffer.size}")
+        self._buffer[chunk.offset:end] = np.frombuffer(data, dtype=np.uint8)
+        self._received += len(data)
+        if chunk.crc32c:
+            self._crc = chunk.crc32c
+
+    def array(self) -> np.ndarray:
+        if self._buffer is None:
+            raise errors.DataLoss("download stream ended without a chunk")
+        if self._received != self._buffer.size:
+            raise errors.DataLoss(
+                f"download carried {self._received} bytes, want {self._buffer.size}")
+        actual = crc32c(self._buffer)
+        if self._crc is not None and actual != self._crc:
+            raise errors.DataLoss(
+                f"download CRC32C is {actual:#010x}, the server sent {self._crc:#010x}")
+        return self._buffer.view(_wire.DTYPES[self._wire]).reshape(self._shape)

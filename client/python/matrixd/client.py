@@ -1,0 +1,211 @@
+"""matrixd.Client: the blocking client. One method per operation, numpy in, numpy out."""
+
+from typing import Iterator, List, Optional, Union
+
+import grpc
+
+from matrixd import _base, _ops, _progress, _transfer, errors, results
+from matrixd.remote import RemoteFactorization, RemoteMatrix
+from matrixd.v1 import matrixd_pb2, matrixd_pb2_grpc
+
+pb = matrixd_pb2
+
+
+class Client(_base.ClientBase):
+    """A connection to one matrixd server.
+
+    Client("localhost:50051", tls=False, token=None, timeout=None, check=True)
+
+    timeout: the default deadline of every call in seconds (None: none); each method's `timeout`
+    overrides it. A call past its deadline raises DeadlineExceeded and the server drops its job.
+    tls: True for TLS with the system roots, or grpc.ChannelCredentials. token: sent as
+    "authorization: Bearer <token>". check: check shapes and dtypes before sending (the server
+    checks again either way). Use it as a context manager, or call close(): closing releases the
+    resident matrices this client made and has not released.
+    """
+
+    def __init__(self, target: str, tls: Union[bool, grpc.ChannelCredentials] = False,
+                 token: Optional[str] = None, timeout: Optional[float] = None, check: bool = True,
+                 max_message_bytes: int = _base.MAX_MESSAGE_BYTES):
+        super().__init__(target, timeout, token, check)
+        options = _base.channel_options(max_message_bytes)
+        creds = _base.credentials(tls)
+        self._channel = (grpc.secure_channel(target, creds, options) if creds else
+                         grpc.insecure_channel(target, options))
+        self._stub = matrixd_pb2_grpc.MatrixServiceStub(self._channel)
+
+    # ---- plumbing ----
+
+    def _invoke(self, rpc: str, request, timeout: Optional[float]):
+        try:
+            return getattr(self._stub, rpc)(request, timeout=self._deadline(timeout),
+                                            metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+
+    def _stream(self, rpc: str, request, timeout: Optional[float]):
+        """The messages of a server-streaming call, its errors raised as MatrixdError."""
+        try:
+            yield from self._invoke(rpc, request, timeout)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+
+    def _send(self, call: _ops.Call, timeout: Optional[float]):
+        return call.parse(self._invoke(call.rpc, call.request, timeout), self)
+
+    # ---- operations ----
+
+    def det(self, a, method: str = "auto", modulus: int = 0, timeout: Optional[float] = None
+            ) -> results.Determinant:
+        """det(a): method "auto", "lu" or "condensation"; modulus p > 0 (int64 a): det mod p."""
+        return self._send(_ops.determinant(a, method, modulus, self.check), timeout)
+
+    determinant = det
+
+    def factorize(self, a, kind: str = "lu", rhs=None, keep: bool = False,
+                  keep_input: bool = False, timeout: Optional[float] = None
+                  ) -> results.Factorization:
+        """LU, Cholesky or QR of a (3-D: a batch), optionally solving a @ x = rhs.
+        keep=True keeps every result on the server (RemoteMatrix) and the factorization for
+        solve()."""
+        return self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check), timeout)
+
+    def lu(self, a, rhs=None, **kwargs) -> results.Factorization:
+        return self.factorize(a, "lu", rhs, **kwargs)
+
+    def cholesky(self, a, rhs=None, **kwargs) -> results.Factorization:
+        return self.factorize(a, "cholesky", rhs, **kwargs)
+
+    def qr(self, a, rhs=None, **kwargs) -> results.Factorization:
+        return self.factorize(a, "qr", rhs, **kwargs)
+
+    def solve(self, a, b, transpose: str = "N", residual: bool = False, keep: bool = False,
+              kind: str = "lu", timeout: Optional[float] = None) -> results.Solution:
+        """x with op(a) @ x = b. `a` is a RemoteFactorization (Factorize with keep=True; any
+        transpose "N", "T", "C", residual and keep) or a matrix, factorized by `kind` for this
+        one solve. A 1-D b gives a 1-D x."""
+        if isinstance(a, RemoteFactorization):
+            return self._send(_ops.solve(a, b, transpose, residual, keep, self.check), timeout)
+        return self._send(_ops.solve_inline(a, b, kind, self.check), timeout)
+
+    def multiply(self, a, b, transpose_a: bool = False, transpose_b: bool = False,
+                 block_size: int = 0, allow_tf32: bool = False, keep: bool = False,
+                 timeout: Optional[float] = None) -> results.Product:
+        """op(a) @ op(b) (plain transposes); block_size > 0: block-sparse."""
+        return self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size, allow_tf32,
+                                        keep, self.check), timeout)
+
+    def permanent(self, a, method: str = "auto", timeout: Optional[float] = None
+                  ) -> results.Permanent:
+        """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value."""
+        return self._send(_ops.permanent(a, method, self.check), timeout)
+
+    # ---- jobs ----
+
+    def submit(self, operation: str, *args, job_timeout: Optional[float] = None,
+               timeout: Optional[float] = None, **kwargs) -> "Job":
+        """Queues an operation ("det", "factorize", "lu", "cholesky", "qr", "multiply",
+        "permanent", with that method's arguments) as a job and returns at once.
+        job_timeout: seconds the job may take from submission (queued or running)."""
+        call = _ops.job_call(operation, args, kwargs, self.check)
+        handle = self._invoke("Submit", _ops.job_request(call, job_timeout), timeout)
+        return Job(self, handle.job_id, call)
+
+    # ---- resident matrices ----
+
+    def upload(self, a, label: str = "", timeout: Optional[float] = None) -> RemoteMatrix:
+        """Keeps a 2-D array on the server (streamed in 4 MiB chunks with its CRC32C)."""
+        info = self._invoke("Upload", _transfer.upload_chunks(a, label), timeout)
+        return self._remote(info)
+
+    def download(self, matrix: Union[RemoteMatrix, str], rows: Optional[tuple] = None,
+                 timeout: Optional[float] = None):
+        """A resident matrix (or rows (begin, end) of it) as a numpy array, CRC32C-checked."""
+        handle = matrix.handle if isinstance(matrix, RemoteMatrix) else matrix
+        assembler = _transfer.DownloadAssembler()
+        for chunk in self._stream("Download", _transfer.download_request(handle, rows), timeout):
+            assembler.add(chunk)
+        return assembler.array()
+
+    def list_matrices(self, timeout: Optional[float] = None) -> List[RemoteMatrix]:
+        """The server's resident matrices, oldest first (also those other clients made)."""
+        response = self._invoke("ListMatrices", pb.ListMatricesRequest(), timeout)
+        return [self._remote(info, track=False) for info in response.matrices]
+
+    def release(self, matrix: RemoteMatrix, timeout: Optional[float] = None) -> int:
+        """Frees a resident matrix now; returns the bytes freed. NotFound if already gone."""
+        response = self._invoke("Release", pb.ReleaseRequest(handle=matrix.handle), timeout)
+        self._forget(matrix)
+        return response.bytes_freed
+
+    def _release_quietly(self, matrix: RemoteMatrix) -> None:
+        if matrix.released:
+            return
+        try:
+            self.release(matrix)
+        except errors.NotFound:
+            self._forget(matrix)
+
+    # ---- lifetime ----
+
+    def close(self) -> None:
+        """Releases the resident matrices this client made, then closes the channel."""
+        for matrix in list(self._resident.values()):
+            try:
+                self._release_quietly(matrix)
+            except errors.MatrixdError:
+                pass  # the channel is going away; the server's TTL frees it
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Job:
+    """A submitted operation. progress() polls, watch() streams, wait() returns the result."""
+
+    def __init__(self, client: Client, job_id: str, call: _ops.Call):
+        self.client = client
+        self.id = job_id
+        self._call = call
+
+    def progress(self, timeout: Optional[float] = None) -> results.JobStatus:
+        """The job's state and progress now (GetJob)."""
+        return _ops.job_status(self.client._invoke("GetJob", pb.JobId(job_id=self.id), timeout))
+
+    def watch(self, timeout: Optional[float] = None) -> Iterator[results.JobStatus]:
+        """Streams the job's updates until it finishes (the last one is done)."""
+        for update in self._updates(timeout):
+            yield _ops.job_status(update)
+
+    def _updates(self, timeout: Optional[float]):
+        return self.client._stream("Watch", pb.JobId(job_id=self.id), timeout)
+
+    def wait(self, timeout: Optional[float] = None, progress: bool = False):
+        """Blocks until the job finishes and returns its result (or raises its error).
+        timeout: seconds to wait (DeadlineExceeded after; the job goes on). progress=True shows
+        a progress bar (tqdm if installed, else a line on stderr)."""
+        bar = _progress.bar(self.id) if progress else None
+        last = None
+        try:
+            for last in self._updates(timeout):
+                if bar:
+                    bar.update(_ops.job_status(last))
+        finally:
+            if bar:
+                bar.close()
+        if last is None:
+            raise errors.Unknown(f"job {self.id}: Watch ended without an update")
+        return _ops.job_result(last, self._call, self.client)
+
+    def cancel(self, timeout: Optional[float] = None) -> results.JobStatus:
+        """Asks the job to stop; the returned state may still be "running" for a moment."""
+        return _ops.job_status(self.client._invoke("Cancel", pb.JobId(job_id=self.id), timeout))
+
+    def __repr__(self):
+        return f"<matrixd.Job {self.id} {self._call.job_field}>"
+
+

@@ -1,0 +1,110 @@
+"""What the operations return: small dataclasses of numpy arrays and Python numbers.
+
+Matrices are read-only numpy arrays over the response's bytes, or RemoteMatrix handles when the
+operation was asked to keep its results (keep=True). Exact values (integer determinants and
+permanents, residues mod p) are Python ints.
+"""
+
+import dataclasses
+from typing import Dict, Optional, Union
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """How the server computed a result (ComputeStats)."""
+    backend: str
+    device: str
+    seconds: float
+    bytes_moved: int
+    flops: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Determinant:
+    """det(A) in a form that never overflows: det = mantissa * 10**exponent10.
+
+    Real input: sign is -1.0, 0.0 or 1.0 and value, mantissa are floats. Complex input: sign is the
+    unit phase det/|det| and value, mantissa are complex. log_abs is ln|det| (-inf when singular).
+    `exact` is the exact integer determinant (INT64 input, modulus 0, when the server affords it),
+    `residue` det mod p (modulus p > 0); otherwise None.
+    """
+    sign: Union[float, complex]
+    log_abs: float
+    mantissa: Union[float, complex]
+    exponent10: int
+    value: Union[float, complex]
+    singular: bool
+    method: str
+    stats: Stats
+    exact: Optional[int] = None
+    residue: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Factorization:
+    """Factorize's result. Fields the kind does not produce are None.
+
+    LU: `lu` holds LAPACK's packed factors and `permutation` satisfies
+    a[permutation] == L @ U (0-based). Cholesky: `l` with a == l @ l.conj().T. QR: `q`, `r`.
+    `solution` solves a @ x = rhs when rhs was given. A batch (3-D input) gives 3-D arrays and a
+    (batch, n) permutation. With keep=True the matrices are RemoteMatrix handles and
+    `factorization` is the handle Solve takes.
+    """
+    kind: str
+    stats: Stats
+    lu: Optional[object] = None
+    permutation: Optional[np.ndarray] = None
+    singular: bool = False
+    singular_column: int = -1
+    singular_columns: Optional[np.ndarray] = None
+    l: Optional[object] = None  # noqa: E741 - the factor's name
+    q: Optional[object] = None
+    r: Optional[object] = None
+    solution: Optional[object] = None
+    factorization: Optional[object] = None
+    kept: Dict[str, object] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Solution:
+    """x with op(A) x = b; `residual` when asked for (Solve with a kept factorization)."""
+    x: object
+    stats: Stats
+    kind: str = "lu"
+    residual: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Product:
+    """C = op(A) @ op(B): an array, or a RemoteMatrix with keep=True."""
+    c: object
+    stats: Stats
+    block_products: int = 0
+    block_products_total: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Permanent:
+    """per(A): `value` (float, or complex for complex input) and `exact` (int) for INT64 input."""
+    value: Union[float, complex]
+    method: str
+    stats: Stats
+    exact: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class JobStatus:
+    """One update of a job: its state ("queued", "running", "succeeded", "failed", "cancelled"),
+    progress in [0, 1], estimated seconds left (-1 unknown) and times so far."""
+    job_id: str
+    state: str
+    progress: float
+    eta_seconds: float
+    queued_seconds: float
+    running_seconds: float
+
+    @property
+    def done(self) -> bool:
+        return self.state in ("succeeded", "failed", "cancelled")
