@@ -14,7 +14,7 @@ packages=(
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libntl-dev prometheus python3-numpy python3-grpcio python3-grpc-tools
-             python3-pytest python3-setuptools python3-crc32c)
+             python3-pytest python3-setuptools python3-crc32c python3-venv)
 fi
 
 missing=()
