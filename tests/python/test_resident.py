@@ -106,6 +106,6 @@ def test_closing_the_client_releases_what_it_uploaded(server, rng):
 
 def test_wrong_crc_is_refused(client):
     chunks = list(_transfer.upload_chunks(np.eye(4)))
-    chunks[0].checksum.crc32c ^= 1
+    chunks[-1].checksum.crc32c ^= 1
     with pytest.raises(matrixd.InvalidArgument, match="(?i)crc"):
         client._invoke("Upload", iter(chunks), None)

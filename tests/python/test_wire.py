@@ -50,3 +50,30 @@ def test_uint64_is_refused():
 def test_primes():
     assert [n for n in range(30) if _ops.is_prime(n)] == [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]
     assert _ops.is_prime(4611686018427387847) and not _ops.is_prime(4611686018427387849)
+
+
+def download_chunks(data: bytes, crc: int, chunk: int = 5):
+    from matrixd.v1 import matrixd_pb2
+    for offset in range(0, len(data), chunk):
+        yield matrixd_pb2.DownloadChunk(rows=2, cols=2, dtype=2, offset=offset,
+                                        data=data[offset:offset + chunk])
+    yield matrixd_pb2.DownloadChunk(offset=len(data), crc32c=crc)
+
+
+def test_download_assembler_checks_the_crc_and_the_offsets():
+    from matrixd import _transfer
+    a = np.arange(4, dtype=np.float64).reshape(2, 2)
+    good = _transfer.DownloadAssembler()
+    for chunk in download_chunks(a.tobytes(), _crc32c.crc32c(a.tobytes())):
+        good.add(chunk)
+    np.testing.assert_array_equal(good.array(), a)
+    bad = _transfer.DownloadAssembler()
+    for chunk in download_chunks(a.tobytes(), _crc32c.crc32c(a.tobytes()) ^ 1):
+        bad.add(chunk)
+    with pytest.raises(matrixd.DataLoss, match="CRC32C"):
+        bad.array()
+    gap = _transfer.DownloadAssembler()
+    chunks = list(download_chunks(a.tobytes(), 0))
+    gap.add(chunks[0])
+    with pytest.raises(matrixd.DataLoss, match="want 5"):
+        gap.add(chunks[2])

@@ -1,7 +1,7 @@
 """CRC32C (Castagnoli) of a buffer, as Upload and Download carry it.
 
-Uses the `crc32c` module (Debian's python3-crc32c: SSE4.2 / ARMv8 instructions) when it is
-installed, otherwise a numpy implementation: the buffer is cut into equal blocks whose CRC
+Uses the `crc32c` module (Debian's python3-crc32c, in C: about 0.5 GB/s on the 2-core VM) when it
+is installed, otherwise a numpy implementation: the buffer is cut into equal blocks whose CRC
 registers advance together, one numpy step per byte position, and are then folded left to right
 with the linear map "advance a register over one block of zeros" (CRC is affine in its register).
 """
@@ -46,10 +46,10 @@ def _zeros_map(length: int) -> list:
 _ZEROS = _zeros_map(_BLOCK)
 
 
-def _numpy_crc32c(data) -> int:
+def _numpy_crc32c(data, value: int = 0) -> int:
     buf = np.frombuffer(data, dtype=np.uint8)
     blocks = buf.size // _BLOCK
-    register = 0xFFFFFFFF
+    register = value ^ 0xFFFFFFFF
     if blocks:
         columns = buf[:blocks * _BLOCK].reshape(blocks, _BLOCK).T.astype(np.uint32)
         partial = _advance(np.zeros(blocks, dtype=np.uint32), columns).tolist()
@@ -65,9 +65,9 @@ def _numpy_crc32c(data) -> int:
 try:
     import crc32c as _crc32c_module
 
-    def crc32c(data) -> int:
-        """CRC32C of a bytes-like object (hardware accelerated)."""
-        return _crc32c_module.crc32c(data)
+    def crc32c(data, value: int = 0) -> int:
+        """CRC32C of a bytes-like object, continuing from the CRC32C `value` of what preceded."""
+        return _crc32c_module.crc32c(data, value)
 
     HARDWARE = True
 except ImportError:  # pragma: no cover - depends on the machine
