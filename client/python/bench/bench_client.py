@@ -13,21 +13,30 @@ import time
 import numpy as np
 
 import matrixd
+from matrixd import _ops
 
 
-def det_latency(client, requests):
-    a = np.random.default_rng(1).standard_normal((8, 8))
+def latency(name, call, requests):
     for _ in range(100):  # warm up the channel
-        client.det(a)
+        call()
     seconds = []
     for _ in range(requests):
         start = time.perf_counter()
-        client.det(a)
+        call()
         seconds.append(time.perf_counter() - start)
     s = np.array(seconds) * 1e6
-    print(f"det n=8 x{requests}, 1 in flight: {requests / (s.sum() / 1e6):.0f} req/s, "
+    print(f"{name} x{requests}, 1 in flight: {requests / (s.sum() / 1e6):.0f} req/s, "
           f"p50 {np.percentile(s, 50):.0f} us, p90 {np.percentile(s, 90):.0f} us, "
           f"p99 {np.percentile(s, 99):.0f} us")
+
+
+def det_latency(client, requests):
+    """client.det (numpy in, result object out) and the bare generated stub on a prebuilt
+    request: the difference is what the client layer adds."""
+    a = np.random.default_rng(1).standard_normal((8, 8))
+    latency("client.det n=8", lambda: client.det(a), requests)
+    request = _ops.determinant(a).request
+    latency("stub Determinant n=8", lambda: client._stub.Determinant(request), requests)
 
 
 def transfers(client, mib, repeats):

@@ -8,9 +8,9 @@ from matrixd import _wire, errors
 from matrixd._crc32c import crc32c
 from matrixd.v1 import matrixd_pb2
 
-# Chunks of 1 MiB stay in cache between the copy out of the message and the CRC32C over it: on the
-# 2-core VM a 128 MiB download took 0.36 s at the server's default 4 MiB and 0.07 s at 1 MiB
-# (receiving only), and uploads gained too (docs/benchmarks.md).
+# A 1 MiB chunk stays in cache between its copy and the CRC32C over it, so neither direction reads
+# the whole matrix a second time. (On the shared 2-core VM, 1 MiB and the server's default 4 MiB
+# measured within run-to-run noise of each other.)
 CHUNK_BYTES = 1 << 20
 
 
