@@ -21,3 +21,11 @@ from matrixd.results import (Determinant, Factorization, JobStatus, Permanent, P
                              Solution, Stats)
 
 __version__ = "0.1.0"
+__all__ = [
+    "Client", "Job", "RemoteMatrix", "RemoteFactorization",
+    "Determinant", "Factorization", "JobStatus", "Permanent", "Product", "Solution", "Stats",
+    "MatrixdError", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
+    "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
+    "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented",
+    "Unknown",
+]

@@ -6,7 +6,7 @@ from typing import Optional, Union
 import grpc
 
 from matrixd import remote
-from matrixd.v1 import matrixd_pb2
+from matrixd.v1 import matrixd_pb2, matrixd_pb2_grpc
 
 # Matches the server's --max_message_bytes default (2^30): inline matrices up to 1 GiB.
 MAX_MESSAGE_BYTES = 1 << 30
@@ -25,15 +25,25 @@ def credentials(tls: Union[bool, grpc.ChannelCredentials, None]):
 
 
 class ClientBase:
-    """Settings and resident-matrix bookkeeping; subclasses own the channel and send calls."""
+    """The channel, settings and resident-matrix bookkeeping; subclasses send the calls.
+    _channels is the module whose secure_channel/insecure_channel make the channel (grpc or
+    grpc.aio)."""
 
-    def __init__(self, target: str, timeout: Optional[float], token: Optional[str],
-                 check: bool):
+    _channels = grpc
+
+    def __init__(self, target: str, tls: Union[bool, grpc.ChannelCredentials] = False,
+                 token: Optional[str] = None, timeout: Optional[float] = None, check: bool = True,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES):
         self.target = target
         self.timeout = timeout
         self.check = check
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._resident = {}  # handle -> RemoteMatrix this client made and has not released
+        options = channel_options(max_message_bytes)
+        creds = credentials(tls)
+        self._channel = (self._channels.secure_channel(target, creds, options) if creds else
+                         self._channels.insecure_channel(target, options))
+        self._stub = matrixd_pb2_grpc.MatrixServiceStub(self._channel)
 
     def _deadline(self, timeout: Optional[float]) -> Optional[float]:
         return self.timeout if timeout is None else timeout

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from matrixd import _wire, errors, results
+from matrixd import _progress, _wire, errors, results
 from matrixd.remote import RemoteFactorization, RemoteMatrix
 from matrixd.v1 import matrix_pb2, matrixd_pb2
 
@@ -372,6 +372,35 @@ def job_status(update: pb.JobUpdate) -> results.JobStatus:
     return results.JobStatus(update.job_id, JOB_STATES.get(update.state, "unspecified"),
                              update.progress, update.eta_seconds, update.queued_seconds,
                              update.running_seconds)
+
+
+class JobFollower:
+    """Follows a job's Watch updates (with a progress bar when asked, closed on leaving its
+    `with` block) to its result."""
+
+    def __init__(self, job_id: str, call: Call, progress: bool):
+        self._job_id = job_id
+        self._call = call
+        self._bar = _progress.bar(job_id) if progress else None
+        self._last = None
+
+    def see(self, update: pb.JobUpdate) -> None:
+        self._last = update
+        if self._bar:
+            self._bar.update(job_status(update))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._bar:
+            self._bar.close()
+
+    def result(self, client):
+        """The finished job's result, or its error raised."""
+        if self._last is None:
+            raise errors.Unknown(f"job {self._job_id}: Watch ended without an update")
+        return job_result(self._last, self._call, client)
 
 
 def job_result(update: pb.JobUpdate, call: Call, client):

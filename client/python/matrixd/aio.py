@@ -9,13 +9,13 @@
         result = await job.wait()
 """
 
-from typing import AsyncIterator, List, Optional, Union
+from typing import AsyncIterator, List, Optional
 
 import grpc
 
-from matrixd import _base, _ops, _progress, _transfer, errors, results
+from matrixd import _base, _ops, _transfer, errors, results
 from matrixd.remote import RemoteFactorization, RemoteMatrix
-from matrixd.v1 import matrixd_pb2, matrixd_pb2_grpc
+from matrixd.v1 import matrixd_pb2
 
 pb = matrixd_pb2
 
@@ -23,15 +23,7 @@ pb = matrixd_pb2
 class Client(_base.ClientBase):
     """matrixd.Client's arguments and methods; every method is a coroutine."""
 
-    def __init__(self, target: str, tls: Union[bool, grpc.ChannelCredentials] = False,
-                 token: Optional[str] = None, timeout: Optional[float] = None, check: bool = True,
-                 max_message_bytes: int = _base.MAX_MESSAGE_BYTES):
-        super().__init__(target, timeout, token, check)
-        options = _base.channel_options(max_message_bytes)
-        creds = _base.credentials(tls)
-        self._channel = (grpc.aio.secure_channel(target, creds, options) if creds else
-                         grpc.aio.insecure_channel(target, options))
-        self._stub = matrixd_pb2_grpc.MatrixServiceStub(self._channel)
+    _channels = grpc.aio
 
     async def _invoke(self, rpc: str, request, timeout: Optional[float]):
         try:
@@ -153,18 +145,10 @@ class Job:
             yield _ops.job_status(update)
 
     async def wait(self, timeout=None, progress=False):
-        bar = _progress.bar(self.id) if progress else None
-        last = None
-        try:
-            async for last in self.client._stream("Watch", pb.JobId(job_id=self.id), timeout):
-                if bar:
-                    bar.update(_ops.job_status(last))
-        finally:
-            if bar:
-                bar.close()
-        if last is None:
-            raise errors.Unknown(f"job {self.id}: Watch ended without an update")
-        return _ops.job_result(last, self._call, self.client)
+        with _ops.JobFollower(self.id, self._call, progress) as follower:
+            async for update in self.client._stream("Watch", pb.JobId(job_id=self.id), timeout):
+                follower.see(update)
+        return follower.result(self.client)
 
     async def cancel(self, timeout=None) -> results.JobStatus:
         return _ops.job_status(

@@ -4,9 +4,9 @@ from typing import Iterator, List, Optional, Union
 
 import grpc
 
-from matrixd import _base, _ops, _progress, _transfer, errors, results
+from matrixd import _base, _ops, _transfer, errors, results
 from matrixd.remote import RemoteFactorization, RemoteMatrix
-from matrixd.v1 import matrixd_pb2, matrixd_pb2_grpc
+from matrixd.v1 import matrixd_pb2
 
 pb = matrixd_pb2
 
@@ -24,15 +24,7 @@ class Client(_base.ClientBase):
     resident matrices this client made and has not released.
     """
 
-    def __init__(self, target: str, tls: Union[bool, grpc.ChannelCredentials] = False,
-                 token: Optional[str] = None, timeout: Optional[float] = None, check: bool = True,
-                 max_message_bytes: int = _base.MAX_MESSAGE_BYTES):
-        super().__init__(target, timeout, token, check)
-        options = _base.channel_options(max_message_bytes)
-        creds = _base.credentials(tls)
-        self._channel = (grpc.secure_channel(target, creds, options) if creds else
-                         grpc.insecure_channel(target, options))
-        self._stub = matrixd_pb2_grpc.MatrixServiceStub(self._channel)
+    _channels = grpc
 
     # ---- plumbing ----
 
@@ -188,18 +180,10 @@ class Job:
         """Blocks until the job finishes and returns its result (or raises its error).
         timeout: seconds to wait (DeadlineExceeded after; the job goes on). progress=True shows
         a progress bar (tqdm if installed, else a line on stderr)."""
-        bar = _progress.bar(self.id) if progress else None
-        last = None
-        try:
-            for last in self._updates(timeout):
-                if bar:
-                    bar.update(_ops.job_status(last))
-        finally:
-            if bar:
-                bar.close()
-        if last is None:
-            raise errors.Unknown(f"job {self.id}: Watch ended without an update")
-        return _ops.job_result(last, self._call, self.client)
+        with _ops.JobFollower(self.id, self._call, progress) as follower:
+            for update in self._updates(timeout):
+                follower.see(update)
+        return follower.result(self.client)
 
     def cancel(self, timeout: Optional[float] = None) -> results.JobStatus:
         """Asks the job to stop; the returned state may still be "running" for a moment."""

@@ -27,69 +27,31 @@ class MatrixdError(Exception):
         return f"{self.code.name}: {self.message}"
 
 
-class Cancelled(MatrixdError):
-    code = grpc.StatusCode.CANCELLED
+def _status_class(name: str, code: grpc.StatusCode, *builtins) -> type:
+    return type(name, (MatrixdError,) + builtins, {"code": code, "__module__": __name__,
+                                                   "__doc__": f"gRPC status {code.name}."})
 
 
-class Unknown(MatrixdError):
-    code = grpc.StatusCode.UNKNOWN
-
-
-class InvalidArgument(MatrixdError, ValueError):
-    code = grpc.StatusCode.INVALID_ARGUMENT
-
-
-class DeadlineExceeded(MatrixdError, TimeoutError):
-    code = grpc.StatusCode.DEADLINE_EXCEEDED
-
-
-class NotFound(MatrixdError, LookupError):
-    code = grpc.StatusCode.NOT_FOUND
-
-
-class AlreadyExists(MatrixdError):
-    code = grpc.StatusCode.ALREADY_EXISTS
-
-
-class PermissionDenied(MatrixdError, PermissionError):
-    code = grpc.StatusCode.PERMISSION_DENIED
-
-
-class ResourceExhausted(MatrixdError, MemoryError):
-    code = grpc.StatusCode.RESOURCE_EXHAUSTED
-
-
-class FailedPrecondition(MatrixdError):
-    code = grpc.StatusCode.FAILED_PRECONDITION
-
-
-class Aborted(MatrixdError):
-    code = grpc.StatusCode.ABORTED
-
-
-class OutOfRange(MatrixdError, IndexError):
-    code = grpc.StatusCode.OUT_OF_RANGE
-
-
-class Unimplemented(MatrixdError, NotImplementedError):
-    code = grpc.StatusCode.UNIMPLEMENTED
-
-
-class Internal(MatrixdError):
-    code = grpc.StatusCode.INTERNAL
-
-
-class Unavailable(MatrixdError, ConnectionError):
-    code = grpc.StatusCode.UNAVAILABLE
-
-
-class DataLoss(MatrixdError):
-    code = grpc.StatusCode.DATA_LOSS
-
-
-class Unauthenticated(MatrixdError):
-    code = grpc.StatusCode.UNAUTHENTICATED
-
+Cancelled = _status_class("Cancelled", grpc.StatusCode.CANCELLED)
+Unknown = _status_class("Unknown", grpc.StatusCode.UNKNOWN)
+InvalidArgument = _status_class("InvalidArgument", grpc.StatusCode.INVALID_ARGUMENT, ValueError)
+DeadlineExceeded = _status_class("DeadlineExceeded", grpc.StatusCode.DEADLINE_EXCEEDED,
+                                 TimeoutError)
+NotFound = _status_class("NotFound", grpc.StatusCode.NOT_FOUND, LookupError)
+AlreadyExists = _status_class("AlreadyExists", grpc.StatusCode.ALREADY_EXISTS)
+PermissionDenied = _status_class("PermissionDenied", grpc.StatusCode.PERMISSION_DENIED,
+                                 PermissionError)
+ResourceExhausted = _status_class("ResourceExhausted", grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                  MemoryError)
+FailedPrecondition = _status_class("FailedPrecondition", grpc.StatusCode.FAILED_PRECONDITION)
+Aborted = _status_class("Aborted", grpc.StatusCode.ABORTED)
+OutOfRange = _status_class("OutOfRange", grpc.StatusCode.OUT_OF_RANGE, IndexError)
+Unimplemented = _status_class("Unimplemented", grpc.StatusCode.UNIMPLEMENTED,
+                              NotImplementedError)
+Internal = _status_class("Internal", grpc.StatusCode.INTERNAL)
+Unavailable = _status_class("Unavailable", grpc.StatusCode.UNAVAILABLE, ConnectionError)
+DataLoss = _status_class("DataLoss", grpc.StatusCode.DATA_LOSS)
+Unauthenticated = _status_class("Unauthenticated", grpc.StatusCode.UNAUTHENTICATED)
 
 _BY_CODE = {cls.code: cls for cls in MatrixdError.__subclasses__()}
 _BY_VALUE = {code.value[0]: code for code in grpc.StatusCode}
