@@ -1,5 +1,6 @@
 """The examples run, and the package installs with pip from the checkout with nothing downloaded."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -23,6 +24,8 @@ def test_pip_installs_into_a_system_site_packages_venv(tmp_path):
                     str(PYTHON_CLIENT)], check=True, cwd=tmp_path, timeout=300)
     probe = ("import matrixd, matrixd.aio, matrixd.v1.matrixd_pb2_grpc as g; "
              "print(matrixd.__file__); print(g.MatrixServiceStub.__name__)")
+    # Without PYTHONPATH (ctest points it at build/python): the venv's own copy must answer.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([str(venv / "bin/python"), "-c", probe], capture_output=True,
-                          text=True, check=True, cwd=tmp_path)
+                          text=True, check=True, cwd=tmp_path, env=env)
     assert str(venv) in done.stdout and "MatrixServiceStub" in done.stdout
