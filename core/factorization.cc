@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace matrixd {
 namespace {
@@ -62,16 +63,14 @@ absl::Status CheckParts(const FactorizationView& f) {
   const int64_t n = f.cols();
   switch (f.kind) {
     case FactorizationKind::kLu:
-      if (absl::Status s = CheckPart(factor, "LU factors", n, n, factor.dtype); !s.ok()) return s;
-      if (absl::Status s = CheckPart(f.permutation, "permutation", 1, n, DType::kInt64); !s.ok()) {
-        return s;
-      }
+      MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "LU factors", n, n, factor.dtype));
+      MATRIXD_RETURN_IF_ERROR(CheckPart(f.permutation, "permutation", 1, n, DType::kInt64));
       break;
     case FactorizationKind::kCholesky:
-      if (absl::Status s = CheckPart(factor, "L", n, n, factor.dtype); !s.ok()) return s;
+      MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "L", n, n, factor.dtype));
       break;
     case FactorizationKind::kQr:
-      if (absl::Status s = CheckPart(f.r, "R", std::min(m, n), n, factor.dtype); !s.ok()) return s;
+      MATRIXD_RETURN_IF_ERROR(CheckPart(f.r, "R", std::min(m, n), n, factor.dtype));
       if (factor.cols != std::min(m, n)) {
         return absl::InvalidArgumentError(
             absl::StrCat("the factorization's Q is ", ShapeOf(factor), "; R is ", ShapeOf(f.r)));
@@ -79,7 +78,7 @@ absl::Status CheckParts(const FactorizationView& f) {
       break;
   }
   if (f.input.rows != 0) {
-    if (absl::Status s = CheckPart(f.input, "input", m, n, factor.dtype); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(CheckPart(f.input, "input", m, n, factor.dtype));
   }
   return absl::OkStatus();
 }
@@ -130,7 +129,7 @@ absl::Status CheckSolve(const FactorizationView& f, const MatrixView& rhs,
         absl::StrCat("the factorization is the ", FactorizationName(f.kind), " of a ",
                      f.factor.rows, "x", f.factor.cols, " matrix; a solve needs a square one"));
   }
-  if (absl::Status s = CheckParts(f); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckParts(f));
   const char* name = FactorizationName(f.kind);
   if (options.transpose != SolveTranspose::kNone && f.kind != FactorizationKind::kLu) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/hermitian_check.h"
 #include "core/modular_arithmetic.h"
+#include "core/status_macros.h"
 
 namespace matrixd {
 namespace {
@@ -84,8 +85,8 @@ bool AllFinite(const MatrixView& m) { return FirstNonFiniteEntry(m) < 0; }
 
 absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
                                  const Limits& limits) {
-  if (absl::Status s = ValidateMatrix(a, "matrix", limits); !s.ok()) return s;
-  if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(ValidateMatrix(a, "matrix", limits));
+  MATRIXD_RETURN_IF_ERROR(RequireSquare(a, "matrix"));
   if (options.modulus == 1 || options.modulus >= kModulusLimit ||
       (options.modulus > 1 && !IsPrime(options.modulus))) {
     return absl::InvalidArgumentError(
@@ -100,12 +101,9 @@ absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& 
 
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits) {
-  if (absl::Status s = ValidateMatrix(a, "matrix", limits); !s.ok()) return s;
-  if (absl::Status s = RequireDType(a, "matrix", IsFloating(a.dtype),
-                                    "float32, float64, complex64 or complex128");
-      !s.ok()) {
-    return s;
-  }
+  MATRIXD_RETURN_IF_ERROR(ValidateMatrix(a, "matrix", limits));
+  MATRIXD_RETURN_IF_ERROR(
+      RequireDType(a, "matrix", IsFloating(a.dtype), "float32, float64, complex64 or complex128"));
   const int64_t batch_count = options.batch_count;
   if (batch_count < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -125,15 +123,15 @@ absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& opti
   }
   if (options.kind == FactorizationKind::kCholesky ||
       (batch_count > 0 && options.kind == FactorizationKind::kLu)) {
-    if (absl::Status s = RequireSquare(each, each_name); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(RequireSquare(each, each_name));
   }
   if (options.kind == FactorizationKind::kCholesky && !a.on_device()) {
-    if (absl::Status s = RequireHermitian(a, batch_count, "matrix"); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(RequireHermitian(a, batch_count, "matrix"));
   }
   if (rhs == nullptr) return absl::OkStatus();
-  if (absl::Status s = ValidateMatrix(*rhs, "rhs", limits); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(ValidateMatrix(*rhs, "rhs", limits));
   if (options.kind == FactorizationKind::kLu) {
-    if (absl::Status s = RequireSquare(each, each_name); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(RequireSquare(each, each_name));
   }
   if (options.kind == FactorizationKind::kQr && each.rows < each.cols) {
     return absl::InvalidArgumentError(
@@ -157,13 +155,10 @@ absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& opti
 
 absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,
                               const MultiplyOptions& options, const Limits& limits) {
-  if (absl::Status s = ValidateMatrix(a, "a", limits); !s.ok()) return s;
-  if (absl::Status s = ValidateMatrix(b, "b", limits); !s.ok()) return s;
-  if (absl::Status s = RequireDType(a, "a", IsFloating(a.dtype) || a.dtype == DType::kUInt32,
-                                    "float32, float64, complex64, complex128 or uint32");
-      !s.ok()) {
-    return s;
-  }
+  MATRIXD_RETURN_IF_ERROR(ValidateMatrix(a, "a", limits));
+  MATRIXD_RETURN_IF_ERROR(ValidateMatrix(b, "b", limits));
+  MATRIXD_RETURN_IF_ERROR(RequireDType(a, "a", IsFloating(a.dtype) || a.dtype == DType::kUInt32,
+                                       "float32, float64, complex64, complex128 or uint32"));
   if (b.dtype != a.dtype) {
     return absl::InvalidArgumentError(
         absl::StrCat("b.dtype is ", DTypeName(b.dtype), "; want a.dtype ", DTypeName(a.dtype)));
@@ -191,13 +186,10 @@ absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,
 
 absl::Status ValidatePermanent(const MatrixView& a, const PermanentOptions& /*options*/,
                                const Limits& limits) {
-  if (absl::Status s = ValidateMatrix(a, "matrix", limits); !s.ok()) return s;
-  if (absl::Status s = RequireSquare(a, "matrix"); !s.ok()) return s;
-  if (absl::Status s = RequireDType(a, "matrix", IsFloating(a.dtype) || a.dtype == DType::kInt64,
-                                    "float32, float64, complex64, complex128 or int64");
-      !s.ok()) {
-    return s;
-  }
+  MATRIXD_RETURN_IF_ERROR(ValidateMatrix(a, "matrix", limits));
+  MATRIXD_RETURN_IF_ERROR(RequireSquare(a, "matrix"));
+  MATRIXD_RETURN_IF_ERROR(RequireDType(a, "matrix", IsFloating(a.dtype) || a.dtype == DType::kInt64,
+                                       "float32, float64, complex64, complex128 or int64"));
   if (a.rows > limits.max_permanent_n) {
     return absl::InvalidArgumentError(
         absl::StrCat("matrix is ", a.rows, "x", a.rows, "; permanents are limited to n <= ",

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/crc32c.h"
+#include "core/status_macros.h"
 #include "server/matrix_conversion.h"
 
 namespace matrixd::server {
@@ -17,9 +18,8 @@ absl::StatusOr<DownloadStream> DownloadStream::Start(ResidentRegistry& registry,
     return absl::InvalidArgumentError(
         absl::StrCat("chunk_bytes is ", request.chunk_bytes(), "; the most is ", kMaxChunkBytes));
   }
-  absl::StatusOr<ResidentLease> lease = registry.Acquire(request.handle(), "download");
-  if (!lease.ok()) return lease.status();
-  const ResidentInfo& info = lease->info();
+  MATRIXD_ASSIGN_OR_RETURN(ResidentLease lease, registry.Acquire(request.handle(), "download"));
+  const ResidentInfo& info = lease.info();
   int64_t row_begin = request.row_begin();
   int64_t row_end = request.row_end();
   if (row_begin == 0 && row_end == 0) row_end = info.rows;
@@ -30,7 +30,7 @@ absl::StatusOr<DownloadStream> DownloadStream::Start(ResidentRegistry& registry,
   }
   const uint64_t row_bytes = static_cast<uint64_t>(info.cols) * ElementSize(info.dtype);
   const uint64_t chunk = request.chunk_bytes() > 0 ? request.chunk_bytes() : kDefaultChunkBytes;
-  return DownloadStream(*std::move(lease), row_end - row_begin,
+  return DownloadStream(std::move(lease), row_end - row_begin,
                         static_cast<uint64_t>(row_begin) * row_bytes,
                         static_cast<uint64_t>(row_end) * row_bytes, chunk);
 }
@@ -48,7 +48,7 @@ absl::StatusOr<bool> DownloadStream::Next(v1::DownloadChunk* chunk) {
   std::string* data = chunk->mutable_data();
   data->resize(size);
   const std::span<std::byte> out(reinterpret_cast<std::byte*>(data->data()), size);
-  if (absl::Status read = lease_.Read(at_, out); !read.ok()) return read;
+  MATRIXD_RETURN_IF_ERROR(lease_.Read(at_, out));
   chunk->set_offset(at_ - begin_);
   crc_ = Crc32c(crc_, out);
   at_ += size;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace matrixd::server {
 namespace {
@@ -45,9 +46,8 @@ MetricsHttpServer::MetricsHttpServer() : http_(std::make_unique<httplib::Server>
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     absl::string_view address, Metrics* metrics) {
   if (metrics == nullptr) return absl::InvalidArgumentError("no metrics given");
-  absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(address);
-  if (!host_port.ok()) return host_port.status();
-  const auto& [host, port] = *host_port;
+  MATRIXD_ASSIGN_OR_RETURN(auto host_port, SplitHostPort(address));
+  const auto& [host, port] = host_port;
 
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
   server->http_->Get("/metrics", [metrics](const httplib::Request&, httplib::Response& response) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "core/validation.h"
 
 namespace matrixd::server {
@@ -119,9 +120,7 @@ absl::Status FillingPart::Write(uint64_t offset, std::span<const std::byte> byte
                                                    info_.bytes, "-byte matrix"));
   }
   if (bytes.empty()) return absl::OkStatus();
-  if (absl::Status claimed = registry_.Claim(*entry_, offset, end, claimed_); !claimed.ok()) {
-    return claimed;
-  }
+  MATRIXD_RETURN_IF_ERROR(registry_.Claim(*entry_, offset, end, claimed_));
   if (!claimed_) begin_ = offset;
   claimed_ = true;
   end_ = end;
@@ -254,15 +253,15 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
     entry->accounting.admission = admission;
     entry->accounting.device_reserved = true;
   }
-  absl::StatusOr<std::unique_ptr<ResidentMatrix>> matrix =
-      backend_.AllocateResident(rows, cols, dtype, device_index);
-  if (!matrix.ok()) return matrix.status();
-  entry->matrix = *std::move(matrix);
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<ResidentMatrix> matrix,
+                           backend_.AllocateResident(rows, cols, dtype, device_index));
+  entry->matrix = std::move(matrix);
   for (const ResidentPart& part : parts) {
-    absl::StatusOr<std::unique_ptr<ResidentMatrix>> allocated = backend_.AllocateResident(
-        part.matrix.rows, part.matrix.cols, part.matrix.dtype, entry->matrix->device_index());
-    if (!allocated.ok()) return allocated.status();
-    entry->parts.emplace_back(part.name, *std::move(allocated));
+    MATRIXD_ASSIGN_OR_RETURN(
+        std::unique_ptr<ResidentMatrix> allocated,
+        backend_.AllocateResident(part.matrix.rows, part.matrix.cols, part.matrix.dtype,
+                                  entry->matrix->device_index()));
+    entry->parts.emplace_back(part.name, std::move(allocated));
   }
   entry->info.rows = rows;
   entry->info.cols = cols;
@@ -276,7 +275,7 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
 absl::StatusOr<ResidentInfo> ResidentRegistry::Commit(std::unique_ptr<PendingResident> pending,
                                                       bool finite) {
   std::shared_ptr<Entry> entry = std::move(pending->entry_);
-  if (absl::Status flushed = entry->matrix->Flush(); !flushed.ok()) return flushed;
+  MATRIXD_RETURN_IF_ERROR(entry->matrix->Flush());
   return Register(std::move(entry), finite);
 }
 
@@ -296,40 +295,31 @@ ResidentInfo ResidentRegistry::Register(std::shared_ptr<Entry> entry, bool finit
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::Keep(const Matrix& matrix, std::string label,
                                                     int device_index) {
-  absl::StatusOr<std::unique_ptr<PendingResident>> pending =
-      Create(matrix.rows(), matrix.cols(), matrix.dtype(), std::move(label), device_index);
-  if (!pending.ok()) return pending.status();
-  if (absl::Status written = (*pending)->matrix().Write(
-          0, std::span<const std::byte>(matrix.bytes(), matrix.byte_size()));
-      !written.ok()) {
-    return written;
-  }
-  return Commit(*std::move(pending), AllFinite(matrix.view()));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::unique_ptr<PendingResident> pending,
+      Create(matrix.rows(), matrix.cols(), matrix.dtype(), std::move(label), device_index));
+  MATRIXD_RETURN_IF_ERROR(
+      pending->matrix().Write(0, std::span<const std::byte>(matrix.bytes(), matrix.byte_size())));
+  return Commit(std::move(pending), AllFinite(matrix.view()));
 }
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::KeepFactorization(
     const MatrixView& factor, const std::vector<ResidentPart>& parts,
     const ResidentFactorization& factorization, std::string label, int device_index) {
-  absl::StatusOr<std::unique_ptr<PendingResident>> pending = CreateWithParts(
-      factor.rows, factor.cols, factor.dtype, std::move(label), device_index, parts);
-  if (!pending.ok()) return pending.status();
-  std::shared_ptr<Entry> entry = std::move((*pending)->entry_);
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
+                           CreateWithParts(factor.rows, factor.cols, factor.dtype, std::move(label),
+                                           device_index, parts));
+  std::shared_ptr<Entry> entry = std::move(pending->entry_);
   bool finite = AllFinite(factor);
-  if (absl::Status written = entry->matrix->Write(0, std::span(factor.data, factor.byte_size()));
-      !written.ok()) {
-    return written;
-  }
+  MATRIXD_RETURN_IF_ERROR(entry->matrix->Write(0, std::span(factor.data, factor.byte_size())));
   for (size_t i = 0; i < parts.size(); ++i) {
     const MatrixView& part = parts[i].matrix;
     finite = finite && AllFinite(part);
     ResidentMatrix& kept = *entry->parts[i].second;
-    if (absl::Status written = kept.Write(0, std::span(part.data, part.byte_size()));
-        !written.ok()) {
-      return written;
-    }
-    if (absl::Status flushed = kept.Flush(); !flushed.ok()) return flushed;
+    MATRIXD_RETURN_IF_ERROR(kept.Write(0, std::span(part.data, part.byte_size())));
+    MATRIXD_RETURN_IF_ERROR(kept.Flush());
   }
-  if (absl::Status flushed = entry->matrix->Flush(); !flushed.ok()) return flushed;
+  MATRIXD_RETURN_IF_ERROR(entry->matrix->Flush());
   entry->info.factorization = factorization;
   return Register(std::move(entry), finite);
 }
@@ -370,10 +360,9 @@ absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::CreateFilling(int64_t rows, int64_t cols,
                                                              DType dtype, std::string label) {
-  absl::StatusOr<std::unique_ptr<PendingResident>> pending =
-      Create(rows, cols, dtype, std::move(label));
-  if (!pending.ok()) return pending.status();
-  std::shared_ptr<Entry> entry = std::move((*pending)->entry_);
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
+                           Create(rows, cols, dtype, std::move(label)));
+  std::shared_ptr<Entry> entry = std::move(pending->entry_);
   entry->info.missing_bytes = entry->info.bytes;
   return Register(std::move(entry), /*finite=*/true);
 }
@@ -440,7 +429,7 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::CompletePart(std::unique_ptr<Fill
     part->completed_ = true;
   }
   if (last) {
-    if (absl::Status flushed = entry.matrix->Flush(); !flushed.ok()) return flushed;
+    MATRIXD_RETURN_IF_ERROR(entry.matrix->Flush());
   }
   absl::MutexLock lock(&mutex_);
   return Snapshot(entry);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/crc32c.h"
+#include "core/status_macros.h"
 #include "core/validation.h"
 #include "server/matrix_conversion.h"
 
@@ -14,8 +15,7 @@ namespace matrixd::server {
 
 absl::StatusOr<UploadShape> CheckUploadShape(int64_t rows, int64_t cols, v1::DType proto_dtype,
                                              const char* what) {
-  absl::StatusOr<DType> dtype = FromProto(proto_dtype, what);
-  if (!dtype.ok()) return dtype.status();
+  MATRIXD_ASSIGN_OR_RETURN(DType dtype, FromProto(proto_dtype, what));
   if (rows <= 0 || cols <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has shape ", rows, "x", cols, "; rows and cols must be >= 1"));
@@ -23,32 +23,30 @@ absl::StatusOr<UploadShape> CheckUploadShape(int64_t rows, int64_t cols, v1::DTy
   uint64_t elements = 0;
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), &elements) ||
-      __builtin_mul_overflow(elements, ElementSize(*dtype), &bytes)) {
+      __builtin_mul_overflow(elements, ElementSize(dtype), &bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has shape ", rows, "x", cols, ": its size overflows 64 bits"));
   }
-  return UploadShape{.rows = rows, .cols = cols, .dtype = *dtype, .bytes = bytes};
+  return UploadShape{.rows = rows, .cols = cols, .dtype = dtype, .bytes = bytes};
 }
 
 absl::Status UploadAssembler::Start(const v1::UploadChunk& chunk) {
-  absl::StatusOr<UploadShape> shape =
-      CheckUploadShape(chunk.rows(), chunk.cols(), chunk.dtype(), "upload's first message");
-  if (!shape.ok()) return shape.status();
-  rows_ = shape->rows;
-  cols_ = shape->cols;
-  dtype_ = shape->dtype;
-  size_ = shape->bytes;
-  absl::StatusOr<std::unique_ptr<PendingResident>> pending =
-      registry_.Create(rows_, cols_, dtype_, chunk.label());
-  if (!pending.ok()) return pending.status();
-  pending_ = *std::move(pending);
+  MATRIXD_ASSIGN_OR_RETURN(
+      UploadShape shape,
+      CheckUploadShape(chunk.rows(), chunk.cols(), chunk.dtype(), "upload's first message"));
+  rows_ = shape.rows;
+  cols_ = shape.cols;
+  dtype_ = shape.dtype;
+  size_ = shape.bytes;
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
+                           registry_.Create(rows_, cols_, dtype_, chunk.label()));
+  pending_ = std::move(pending);
   return absl::OkStatus();
 }
 
 absl::Status UploadAssembler::StartPart(const v1::UploadChunk& chunk) {
-  absl::StatusOr<std::unique_ptr<FillingPart>> part = registry_.BeginPart(chunk.handle());
-  if (!part.ok()) return part.status();
-  const ResidentInfo& info = (*part)->info();
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<FillingPart> part, registry_.BeginPart(chunk.handle()));
+  const ResidentInfo& info = part->info();
   if ((chunk.rows() != 0 && chunk.rows() != info.rows) ||
       (chunk.cols() != 0 && chunk.cols() != info.cols) ||
       (chunk.dtype() != v1::DTYPE_UNSPECIFIED && chunk.dtype() != ToProto(info.dtype))) {
@@ -65,7 +63,7 @@ absl::Status UploadAssembler::StartPart(const v1::UploadChunk& chunk) {
   cols_ = info.cols;
   dtype_ = info.dtype;
   size_ = info.bytes;
-  part_ = *std::move(part);
+  part_ = std::move(part);
   return absl::OkStatus();
 }
 
@@ -89,10 +87,7 @@ absl::Status UploadAssembler::Add(const v1::UploadChunk& chunk) {
   if (!dead_.ok()) return dead_;
   absl::Status status = [&]() -> absl::Status {
     if (pending_ == nullptr && part_ == nullptr) {
-      if (absl::Status started = chunk.handle().empty() ? Start(chunk) : StartPart(chunk);
-          !started.ok()) {
-        return started;
-      }
+      MATRIXD_RETURN_IF_ERROR(chunk.handle().empty() ? Start(chunk) : StartPart(chunk));
     } else if (!chunk.handle().empty()) {
       return absl::InvalidArgumentError(
           "upload names a handle after its first message; only the first may");
@@ -112,7 +107,7 @@ absl::Status UploadAssembler::Add(const v1::UploadChunk& chunk) {
     }
     const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(chunk.data().data()),
                                            chunk.data().size());
-    if (absl::Status written = Write(chunk.offset(), bytes); !written.ok()) return written;
+    MATRIXD_RETURN_IF_ERROR(Write(chunk.offset(), bytes));
     crc_ = Crc32c(crc_, bytes);
     ScanFinite(bytes.data(), bytes.size());
     received_ += bytes.size();

@@ -14,6 +14,7 @@
 #include "core/cpu/permanent.h"
 #include "core/cpu/resident_matrix.h"
 #include "core/cpu/solve.h"
+#include "core/status_macros.h"
 
 namespace matrixd {
 namespace {
@@ -82,9 +83,8 @@ class CpuBackend final : public Backend {
   }
 
   absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() override {
-    absl::StatusOr<double> bandwidth = cpu::MeasureCopyBandwidth();
-    if (!bandwidth.ok()) return bandwidth.status();
-    return std::vector<DeviceCopyBandwidth>{{.device = device(), .bytes_per_second = *bandwidth}};
+    MATRIXD_ASSIGN_OR_RETURN(double bandwidth, cpu::MeasureCopyBandwidth());
+    return std::vector<DeviceCopyBandwidth>{{.device = device(), .bytes_per_second = bandwidth}};
   }
 
  private:

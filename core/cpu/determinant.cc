@@ -16,6 +16,7 @@
 #include "core/cpu/modular_elimination.h"
 #include "core/cpu/progress_range.h"
 #include "core/modular_arithmetic.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -122,8 +123,7 @@ absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
     residue = ModularEliminationDeterminant(std::move(residues), a.rows, p, threads, progress,
                                             &result.stats);
   }
-  if (!residue.ok()) return residue.status();
-  result.residue = *residue;
+  MATRIXD_ASSIGN_OR_RETURN(result.residue, std::move(residue));
   return result;
 }
 
@@ -192,21 +192,21 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
           "matrix.dtype is ", std::string(DTypeName(a.dtype)),
           "; want float32, float64, complex64, complex128 or int64 for a determinant"));
   }
-  if (!value.ok()) return value.status();
-  result.value = *value;
+  MATRIXD_ASSIGN_OR_RETURN(result.value, std::move(value));
 
   if (a.dtype == DType::kInt64) {
     if (primes == 0) {
       result.exact = std::string("0");  // a zero row (plain = "0" trips GCC 12 -Wrestrict)
       result.value = ScaledNumber::Zero();
     } else if (exact_affordable) {
-      absl::StatusOr<ExactDeterminant> exact = ExactIntegerDeterminant(
-          a.As<int64_t>(), n, primes, threads, progress.Part(value_share, 1.0), &result.stats);
-      if (!exact.ok()) return exact.status();
-      result.exact = std::move(exact->decimal);
+      MATRIXD_ASSIGN_OR_RETURN(
+          ExactDeterminant exact,
+          ExactIntegerDeterminant(a.As<int64_t>(), n, primes, threads,
+                                  progress.Part(value_share, 1.0), &result.stats));
+      result.exact = std::move(exact.decimal);
       // The exact integer, rounded, is never worse than the floating-point value and is zero
       // exactly when A is singular.
-      result.value = exact->rounded;
+      result.value = exact.rounded;
     }
   }
   progress.Report(1.0);

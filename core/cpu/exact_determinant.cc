@@ -10,6 +10,7 @@
 #include "core/cpu/modular_elimination.h"
 #include "core/cpu/multimodular.h"
 #include "core/modular_arithmetic.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -67,10 +68,11 @@ absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t
     for (size_t i = 0; i < a.size(); ++i) reduced[i] = ReduceSigned(a[i], p);
     stats->bytes_moved += 2 * a.size() * sizeof(uint64_t);
     const double share = 1.0 / static_cast<double>(moduli.size());
-    absl::StatusOr<uint64_t> residue = ModularEliminationDeterminant(
-        std::move(reduced), n, p, threads, progress.Part(share * k, share * (k + 1)), stats);
-    if (!residue.ok()) return residue.status();
-    residues.push_back(*residue);
+    MATRIXD_ASSIGN_OR_RETURN(
+        uint64_t residue,
+        ModularEliminationDeterminant(std::move(reduced), n, p, threads,
+                                      progress.Part(share * k, share * (k + 1)), stats));
+    residues.push_back(residue);
   }
   ExactDeterminant det;
   det.decimal = ReconstructSigned(residues, moduli);

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/cpu/lapack_types.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -160,8 +161,8 @@ absl::StatusOr<FactorizeResult> Lu(const MatrixView& a, const MatrixView* rhs, c
     }
   });
   if (!finished) return Cancelled();
-  if (absl::Status s = CheckArguments(factor_infos, "getrf"); !s.ok()) return s;
-  if (absl::Status s = CheckArguments(solve_infos, "getrs"); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckArguments(factor_infos, "getrf"));
+  MATRIXD_RETURN_IF_ERROR(CheckArguments(solve_infos, "getrs"));
 
   if (batch.requested) result.singular_columns.assign(batch.count, -1);
   for (int64_t i = 0; i < batch.count; ++i) {
@@ -213,8 +214,8 @@ absl::StatusOr<FactorizeResult> Cholesky(const MatrixView& a, const MatrixView* 
     }
   });
   if (!finished) return Cancelled();
-  if (absl::Status s = CheckArguments(factor_infos, "potrf"); !s.ok()) return s;
-  if (absl::Status s = CheckArguments(solve_infos, "potrs"); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckArguments(factor_infos, "potrf"));
+  MATRIXD_RETURN_IF_ERROR(CheckArguments(solve_infos, "potrs"));
   if (const int64_t i = FirstNonZero(factor_infos); i >= 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(Subject(batch, i), " is not positive definite: the leading minor of order ",
@@ -288,8 +289,8 @@ absl::StatusOr<FactorizeResult> Qr(const MatrixView& a, const MatrixView* rhs, c
     }
   });
   if (!finished) return Cancelled();
-  if (absl::Status s = CheckArguments(factor_infos, "geqrf"); !s.ok()) return s;
-  if (absl::Status s = CheckArguments(generate_infos, "orgqr"); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckArguments(factor_infos, "geqrf"));
+  MATRIXD_RETURN_IF_ERROR(CheckArguments(generate_infos, "orgqr"));
   if (const int64_t i = FirstNonZero(rank_deficient); i >= 0) {
     const int64_t j = rank_deficient[i] - 1;
     return absl::FailedPreconditionError(
@@ -379,7 +380,7 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
                      "; want float32, float64, complex64 or complex128"));
   }
   Batch batch;
-  if (absl::Status s = CheckShapes(a, options, rhs, batch); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckShapes(a, options, rhs, batch));
   batch.workers = Workers(batch, threads);
   switch (a.dtype) {
     case DType::kFloat32:

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/block_sparse.h"
 #include "core/cpu/lapack_types.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -158,7 +159,7 @@ absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b
                                         const MultiplyOptions& options, int threads,
                                         JobControl* control) {
   if (IsCancelled(control)) return absl::CancelledError("multiplication cancelled");
-  if (absl::Status s = CheckShapes(a, b, options); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckShapes(a, b, options));
   switch (a.dtype) {
     case DType::kFloat32:
       return MultiplyTyped<float>(a, b, options, threads, control);

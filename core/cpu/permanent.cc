@@ -19,6 +19,7 @@
 #include "core/cpu/multimodular.h"
 #include "core/cpu/permanent_preparation.h"
 #include "core/modular_arithmetic.h"
+#include "core/status_macros.h"
 
 // The floating-point walks use std::fma for double-double products. The baseline x86-64 build has
 // no FMA instruction (std::fma is then a library call), so each walk is also compiled for
@@ -428,10 +429,9 @@ absl::StatusOr<std::complex<double>> FloatPermanent(
     const MatrixView& a, int n, PermanentMethod method, int threads, JobControl* control,
     WalkPlan<T> (*make_plan)(const std::vector<T>&, int, PermanentMethod),
     Sum (*walk)(const WalkPlan<T>&, uint64_t, uint64_t)) {
-  const absl::StatusOr<ScaledRows<T>> rows = ScalePermanentRows<T>(a);
-  if (!rows.ok()) return rows.status();
-  if (rows->zero_row) return std::complex<double>(0.0);
-  const WalkPlan<T> plan = make_plan(rows->entries, n, method);
+  MATRIXD_ASSIGN_OR_RETURN(const ScaledRows<T> rows, ScalePermanentRows<T>(a));
+  if (rows.zero_row) return std::complex<double>(0.0);
+  const WalkPlan<T> plan = make_plan(rows.entries, n, method);
   const ChunkPlan chunks = PlanChunks(plan.bits, n);
   std::vector<Sum> partial(static_cast<size_t>(chunks.count));
   if (!RunItems(chunks.count, threads, control,
@@ -441,7 +441,7 @@ absl::StatusOr<std::complex<double>> FloatPermanent(
   // Combined in chunk order, so the result does not depend on the number of threads.
   Sum total;
   for (const Sum& s : partial) total.Add(s);
-  return FloatPermanentValue(total.value(), n, method, rows->exponent);
+  return FloatPermanentValue(total.value(), n, method, rows.exponent);
 }
 
 struct ExactPermanent {
@@ -483,7 +483,7 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           int threads, JobControl* control) {
-  if (absl::Status s = CheckPermanentInput(a, kMaxOrder, "the permanent"); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckPermanentInput(a, kMaxOrder, "the permanent"));
   if (IsCancelled(control)) return Cancelled();
   const int n = static_cast<int>(a.rows);
   threads = std::max(threads, 1);
@@ -491,19 +491,18 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
   PermanentResult result = NewPermanentResult(a, options);
 
   if (a.dtype == DType::kInt64) {
-    absl::StatusOr<ExactPermanent> exact =
-        IntegerPermanent(a, n, result.method_used, threads, control);
-    if (!exact.ok()) return exact.status();
+    MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact,
+                             IntegerPermanent(a, n, result.method_used, threads, control));
     // The exact value is the truth; `value` is its nearest double.
-    SetExactPermanent(std::move(exact->decimal), exact->primes, &result);
+    SetExactPermanent(std::move(exact.decimal), exact.primes, &result);
   } else {
-    absl::StatusOr<std::complex<double>> value =
-        IsComplex(a.dtype) ? FloatPermanent(a, n, result.method_used, threads, control,
-                                            &MakeComplexPlan, SelectComplexChunk())
-                           : FloatPermanent(a, n, result.method_used, threads, control,
-                                            &MakeRealPlan, SelectRealChunk());
-    if (!value.ok()) return value.status();
-    result.value = *value;
+    MATRIXD_ASSIGN_OR_RETURN(std::complex<double> value,
+                             IsComplex(a.dtype)
+                                 ? FloatPermanent(a, n, result.method_used, threads, control,
+                                                  &MakeComplexPlan, SelectComplexChunk())
+                                 : FloatPermanent(a, n, result.method_used, threads, control,
+                                                  &MakeRealPlan, SelectRealChunk()));
+    result.value = value;
   }
   ReportProgress(control, 1.0);
   return result;

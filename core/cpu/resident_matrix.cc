@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -20,13 +21,13 @@ class HostResidentMatrix final : public ResidentMatrix {
   std::string device() const override { return "cpu"; }
 
   absl::Status Write(uint64_t offset, std::span<const std::byte> bytes) override {
-    if (absl::Status status = CheckRange(offset, bytes.size()); !status.ok()) return status;
+    MATRIXD_RETURN_IF_ERROR(CheckRange(offset, bytes.size()));
     if (!bytes.empty()) std::memcpy(bytes_.get() + offset, bytes.data(), bytes.size());
     return absl::OkStatus();
   }
 
   absl::Status Read(uint64_t offset, std::span<std::byte> out) const override {
-    if (absl::Status status = CheckRange(offset, out.size()); !status.ok()) return status;
+    MATRIXD_RETURN_IF_ERROR(CheckRange(offset, out.size()));
     if (!out.empty()) std::memcpy(out.data(), bytes_.get() + offset, out.size());
     return absl::OkStatus();
   }

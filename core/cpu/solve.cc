@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/lapack_types.h"
 #include "core/factorization.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -137,7 +138,7 @@ absl::StatusOr<SolveResult> SolveTyped(const FactorizationView& f, const MatrixV
 absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
                                   const SolveOptions& options, JobControl* control) {
   if (IsCancelled(control)) return absl::CancelledError("solve cancelled");
-  if (absl::Status s = CheckSolve(factorization, rhs, options); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckSolve(factorization, rhs, options));
   for (const MatrixView* view : {&factorization.factor, &factorization.r,
                                  &factorization.permutation, &factorization.input, &rhs}) {
     if (view->on_device()) {

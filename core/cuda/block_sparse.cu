@@ -140,14 +140,12 @@ struct Problem {
 absl::StatusOr<const void*> UploadOperand(const MatrixView& x, bool transpose,
                                           DeviceContext& context, DeviceBuffer& upload,
                                           DeviceBuffer& storage) {
-  absl::StatusOr<DeviceBuffer> buffer = context.Allocate(x.byte_size());
-  if (!buffer.ok()) return buffer.status();
-  upload = *std::move(buffer);
-  if (absl::Status s = context.Upload(x.data, upload, x.byte_size()); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer buffer, context.Allocate(x.byte_size()));
+  upload = std::move(buffer);
+  MATRIXD_RETURN_IF_ERROR(context.Upload(x.data, upload, x.byte_size()));
   if (!transpose) return static_cast<const void*>(upload.data());
-  absl::StatusOr<DeviceBuffer> transposed = context.Allocate(x.byte_size());
-  if (!transposed.ok()) return transposed.status();
-  storage = *std::move(transposed);
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer transposed, context.Allocate(x.byte_size()));
+  storage = std::move(transposed);
   // x row-major rows x cols is, read column-major, the cols x rows matrix x^T; its transpose
   // written column-major with leading dimension rows is x^T row-major.
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(upload.data(), x.cols, x.rows, x.cols,
@@ -163,22 +161,18 @@ absl::StatusOr<std::vector<uint8_t>> NonZeroBlocks(const void* x, int64_t rows, 
                                                    int64_t block, DeviceContext& context,
                                                    ComputeStats* stats) {
   std::vector<uint8_t> flags(static_cast<size_t>(CeilDiv(rows, block) * CeilDiv(cols, block)));
-  absl::StatusOr<DeviceBuffer> device_flags = context.Allocate(flags.size());
-  if (!device_flags.ok()) return device_flags.status();
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_flags, context.Allocate(flags.size()));
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      cudaMemsetAsync(device_flags->data(), 0, flags.size(), context.stream()));
-  absl::StatusOr<KernelTimer> scan_timer = KernelTimer::Start(context.stream());
-  if (!scan_timer.ok()) return scan_timer.status();
+      cudaMemsetAsync(device_flags.data(), 0, flags.size(), context.stream()));
+  MATRIXD_ASSIGN_OR_RETURN(KernelTimer scan_timer, KernelTimer::Start(context.stream()));
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchMarkNonZeroBlocks<T>(x, rows, cols, block, device_flags->as<uint8_t>(),
+      LaunchMarkNonZeroBlocks<T>(x, rows, cols, block, device_flags.as<uint8_t>(),
                                  context.properties().multiProcessorCount, context.stream()));
-  if (absl::Status s = scan_timer->Stop(); !s.ok()) return s;
-  if (absl::Status s = context.Download(*device_flags, flags.data(), flags.size()); !s.ok()) {
-    return s;
-  }
+  MATRIXD_RETURN_IF_ERROR(scan_timer.Stop());
+  MATRIXD_RETURN_IF_ERROR(context.Download(device_flags, flags.data(), flags.size()));
   // The scan reads every entry (and writes a byte per block, negligible).
   const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * sizeof(T);
-  if (absl::Status s = scan_timer->AppendTo(stats, "block_scan", bytes, 0.0); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(scan_timer.AppendTo(stats, "block_scan", bytes, 0.0));
   return flags;
 }
 
@@ -246,18 +240,12 @@ absl::Status Uint32Products(const Problem& p, const uint32_t* a, const uint32_t*
       }
     }
   }
-  absl::StatusOr<DeviceBuffer> device_a_tiles = context.Allocate(a_tiles.size());
-  if (!device_a_tiles.ok()) return device_a_tiles.status();
-  absl::StatusOr<DeviceBuffer> device_b_tiles = context.Allocate(b_tiles.size());
-  if (!device_b_tiles.ok()) return device_b_tiles.status();
-  if (absl::Status s = context.Upload(a_tiles.data(), *device_a_tiles, a_tiles.size()); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = context.Upload(b_tiles.data(), *device_b_tiles, b_tiles.size()); !s.ok()) {
-    return s;
-  }
-  const SparseSlabs slabs{device_a_tiles->as<uint8_t>(),
-                          device_b_tiles->as<uint8_t>(),
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_a_tiles, context.Allocate(a_tiles.size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_b_tiles, context.Allocate(b_tiles.size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(a_tiles.data(), device_a_tiles, a_tiles.size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(b_tiles.data(), device_b_tiles, b_tiles.size()));
+  const SparseSlabs slabs{device_a_tiles.as<uint8_t>(),
+                          device_b_tiles.as<uint8_t>(),
                           p.block_depth,
                           tile_cols,
                           p.block,
@@ -269,15 +257,14 @@ absl::Status Uint32Products(const Problem& p, const uint32_t* a, const uint32_t*
       static_cast<double>(kGemmTile) * static_cast<double>(p.n) * static_cast<double>(p.k);
   const int64_t band = std::clamp<int64_t>(static_cast<int64_t>(kBandMultiplyAdds / per_tile_row),
                                            1, kGemmMaxTileRows);
-  absl::StatusOr<BlockingEvent> band_done = BlockingEvent::Create();
-  if (!band_done.ok()) return band_done.status();
+  MATRIXD_ASSIGN_OR_RETURN(BlockingEvent band_done, BlockingEvent::Create());
   for (int64_t first = 0; first < tile_rows; first += band) {
     const int64_t rows = std::min(band, tile_rows - first);
     const cudaError_t launched = LaunchUint32Gemm<false, false>(p.m, p.n, p.k, a, b, c, first, rows,
                                                                 slabs, context.stream());
     MATRIXD_CUDA_RETURN_IF_ERROR(launched);
     if (first + rows < tile_rows) {
-      if (absl::Status s = band_done->WaitFor(context.stream()); !s.ok()) return s;
+      MATRIXD_RETURN_IF_ERROR(band_done.WaitFor(context.stream()));
       if (IsCancelled(control)) return Cancelled();
       ReportProgress(control, static_cast<double>(first + rows) / static_cast<double>(tile_rows));
     }
@@ -341,7 +328,7 @@ class BlockProducts {
                                static_cast<int64_t>(lists_.b_cols[bk].size());
       if (products == 0) continue;
       if (pending > 0 && pending + products > kChunkProducts) {
-        if (absl::Status s = RunChunk(/*more_follow=*/true); !s.ok()) return s;
+        MATRIXD_RETURN_IF_ERROR(RunChunk(/*more_follow=*/true));
         pending = 0;
       }
       chunk_.push_back(bk);
@@ -403,15 +390,13 @@ class BlockProducts {
       pointers[count + slot] = a_ + bi * p_.block * p_.k + bk * p_.block;
       pointers[2 * count + slot] = c_ + bi * p_.block * p_.n + bj * p_.block;
     });
-    absl::StatusOr<DeviceBuffer> device = context_.Allocate(pointers.size() * sizeof(void*));
-    if (!device.ok()) return device.status();
-    if (absl::Status s = context_.Upload(pointers.data(), *device, pointers.size() * sizeof(void*));
-        !s.ok()) {
-      return s;
-    }
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device,
+                             context_.Allocate(pointers.size() * sizeof(void*)));
+    MATRIXD_RETURN_IF_ERROR(
+        context_.Upload(pointers.data(), device, pointers.size() * sizeof(void*)));
     using Device = typename LibraryTraits<T>::Device;
     const Device one = LibraryTraits<T>::One();
-    void** raw = device->as<void*>();
+    void** raw = device.as<void*>();
     const auto* const* b_pointers = reinterpret_cast<const Device* const*>(raw);
     const auto* const* a_pointers = reinterpret_cast<const Device* const*>(raw + count);
     auto* const* c_pointers = reinterpret_cast<Device* const*>(raw + 2 * count);
@@ -444,11 +429,10 @@ class BlockProducts {
     if (!more_follow) return absl::OkStatus();
     // Wait for this chunk so that a cancel stops the product between chunks.
     if (!chunk_done_.has_value()) {
-      absl::StatusOr<BlockingEvent> event = BlockingEvent::Create();
-      if (!event.ok()) return event.status();
-      chunk_done_.emplace(*std::move(event));
+      MATRIXD_ASSIGN_OR_RETURN(BlockingEvent event, BlockingEvent::Create());
+      chunk_done_.emplace(std::move(event));
     }
-    if (absl::Status s = chunk_done_->WaitFor(context_.stream()); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(chunk_done_->WaitFor(context_.stream()));
     if (IsCancelled(control_)) return Cancelled();
     ReportProgress(control_, static_cast<double>(done_) / static_cast<double>(total_products_));
     return absl::OkStatus();
@@ -482,8 +466,7 @@ absl::Status FloatingProducts(const Problem& p, const T* a, const T* b, T* c,
   if constexpr (std::is_same_v<T, float>) {
     if (allow_tf32) mode = CUBLAS_TF32_TENSOR_OP_MATH;
   }
-  absl::StatusOr<ScopedMathMode> math_mode = ScopedMathMode::Set(context.cublas(), mode);
-  if (!math_mode.ok()) return math_mode.status();
+  MATRIXD_ASSIGN_OR_RETURN(ScopedMathMode math_mode, ScopedMathMode::Set(context.cublas(), mode));
   return BlockProducts<T>(p, lists, a, b, c, total_products, context, control).Run();
 }
 
@@ -504,54 +487,45 @@ absl::StatusOr<MultiplyResult> BlockSparseTyped(const MatrixView& a, const Matri
   result.block_products_total = p.block_rows * p.block_depth * p.block_cols;
   result.c = Matrix(p.m, p.n, a.dtype);
   DeviceBuffer a_upload, a_transposed, b_upload, b_transposed;
-  absl::StatusOr<const void*> op_a =
-      UploadOperand(a, options.transpose_a, context, a_upload, a_transposed);
-  if (!op_a.ok()) return op_a.status();
-  absl::StatusOr<const void*> op_b =
-      UploadOperand(b, options.transpose_b, context, b_upload, b_transposed);
-  if (!op_b.ok()) return op_b.status();
-  absl::StatusOr<std::vector<uint8_t>> a_flags =
-      NonZeroBlocks<T>(*op_a, p.m, p.k, p.block, context, &result.stats);
-  if (!a_flags.ok()) return a_flags.status();
-  absl::StatusOr<std::vector<uint8_t>> b_flags =
-      NonZeroBlocks<T>(*op_b, p.k, p.n, p.block, context, &result.stats);
-  if (!b_flags.ok()) return b_flags.status();
+  MATRIXD_ASSIGN_OR_RETURN(const void* op_a,
+                           UploadOperand(a, options.transpose_a, context, a_upload, a_transposed));
+  MATRIXD_ASSIGN_OR_RETURN(const void* op_b,
+                           UploadOperand(b, options.transpose_b, context, b_upload, b_transposed));
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<uint8_t> a_flags,
+                           NonZeroBlocks<T>(op_a, p.m, p.k, p.block, context, &result.stats));
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<uint8_t> b_flags,
+                           NonZeroBlocks<T>(op_b, p.k, p.n, p.block, context, &result.stats));
   if (IsCancelled(control)) return Cancelled();
-  const PairLists lists = ListPairs(p, *a_flags, *b_flags, result, kIsComplexType<T> ? 8.0 : 2.0);
+  const PairLists lists = ListPairs(p, a_flags, b_flags, result, kIsComplexType<T> ? 8.0 : 2.0);
 
-  absl::StatusOr<DeviceBuffer> device_c = context.Allocate(result.c.byte_size());
-  if (!device_c.ok()) return device_c.status();
-  absl::StatusOr<EventTimer> timer = EventTimer::Create();
-  if (!timer.ok()) return timer.status();
-  if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_c, context.Allocate(result.c.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
   const absl::Status status = [&]() -> absl::Status {
     if constexpr (std::is_same_v<T, uint32_t>) {
       // The kernel writes every entry of C, zeros included.
-      return Uint32Products(p, static_cast<const uint32_t*>(*op_a),
-                            static_cast<const uint32_t*>(*op_b), device_c->as<uint32_t>(), *a_flags,
-                            *b_flags, context, control);
+      return Uint32Products(p, static_cast<const uint32_t*>(op_a),
+                            static_cast<const uint32_t*>(op_b), device_c.as<uint32_t>(), a_flags,
+                            b_flags, context, control);
     } else {
       MATRIXD_CUDA_RETURN_IF_ERROR(
-          cudaMemsetAsync(device_c->data(), 0, result.c.byte_size(), context.stream()));
-      return FloatingProducts<T>(p, static_cast<const T*>(*op_a), static_cast<const T*>(*op_b),
-                                 device_c->as<T>(), lists, result.block_products,
-                                 options.allow_tf32, context, control);
+          cudaMemsetAsync(device_c.data(), 0, result.c.byte_size(), context.stream()));
+      return FloatingProducts<T>(p, static_cast<const T*>(op_a), static_cast<const T*>(op_b),
+                                 device_c.as<T>(), lists, result.block_products, options.allow_tf32,
+                                 context, control);
     }
   }();
   if (!status.ok()) return status;
-  if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
-  if (absl::Status s = context.Download(*device_c, result.c.mutable_bytes(), result.c.byte_size());
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<double> seconds = timer->Seconds();
-  if (!seconds.ok()) return seconds.status();
+  MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(device_c, result.c.mutable_bytes(), result.c.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
   result.stats.bytes_moved = a.byte_size() + b.byte_size() + result.c.byte_size();
   // The products of the non-zero block pairs, after the two scans (a transpose, when op() asks
   // for one, is not recorded).
   result.stats.kernels.push_back(
       KernelRecord{std::is_same_v<T, uint32_t> ? "uint32_block_gemm" : "cublas_gemm_batched",
-                   *seconds, result.stats.bytes_moved, result.stats.flops});
+                   seconds, result.stats.bytes_moved, result.stats.flops});
   return result;
 }
 

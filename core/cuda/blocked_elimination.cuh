@@ -565,78 +565,70 @@ absl::StatusOr<EliminationOutcome<typename Field::Value>> BlockedElimination(
                            static_cast<int>(MultiplierSharedBytes<T>(steps))));
 
   const size_t order = static_cast<size_t>(n - 1);
-  absl::StatusOr<DeviceBuffer> other =
-      context.Allocate(std::max<size_t>(order * order, 1) * sizeof(T));
-  if (!other.ok()) return other.status();
-  absl::StatusOr<DeviceBuffer> multipliers =
-      context.Allocate(static_cast<size_t>(steps) * static_cast<size_t>(n) * sizeof(T));
-  if (!multipliers.ok()) return multipliers.status();
-  absl::StatusOr<DeviceBuffer> columns = context.Allocate(2 * static_cast<size_t>(n) * sizeof(int));
-  if (!columns.ok()) return columns.status();
-  absl::StatusOr<DeviceBuffer> candidates =
-      context.Allocate(2 * static_cast<size_t>(sms) * sizeof(PivotChoice));
-  if (!candidates.ok()) return candidates.status();
-  absl::StatusOr<DeviceBuffer> candidate_columns =
-      context.Allocate(2 * static_cast<size_t>(sms) * steps * sizeof(T));
-  if (!candidate_columns.ok()) return candidate_columns.status();
-  absl::StatusOr<DeviceBuffer> pivots = context.Allocate(static_cast<size_t>(n) * sizeof(T));
-  if (!pivots.ok()) return pivots.status();
-  absl::StatusOr<DeviceBuffer> inverse_pivots =
-      context.Allocate(static_cast<size_t>(steps) * sizeof(T));
-  if (!inverse_pivots.ok()) return inverse_pivots.status();
-  absl::StatusOr<DeviceBuffer> pivot_columns =
-      context.Allocate(static_cast<size_t>(steps) * sizeof(int));
-  if (!pivot_columns.ok()) return pivot_columns.status();
-  absl::StatusOr<DeviceBuffer> status = context.Allocate(sizeof(int));
-  if (!status.ok()) return status.status();
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(status->data(), 0, sizeof(int), stream));
-  absl::StatusOr<CheckInPacer> pacer = CheckInPacer::Create();
-  if (!pacer.ok()) return pacer.status();
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer other,
+                           context.Allocate(std::max<size_t>(order * order, 1) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer multipliers,
+      context.Allocate(static_cast<size_t>(steps) * static_cast<size_t>(n) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer columns,
+                           context.Allocate(2 * static_cast<size_t>(n) * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer candidates,
+                           context.Allocate(2 * static_cast<size_t>(sms) * sizeof(PivotChoice)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer candidate_columns,
+                           context.Allocate(2 * static_cast<size_t>(sms) * steps * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivots,
+                           context.Allocate(static_cast<size_t>(n) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer inverse_pivots,
+                           context.Allocate(static_cast<size_t>(steps) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivot_columns,
+                           context.Allocate(static_cast<size_t>(steps) * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer status, context.Allocate(sizeof(int)));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(status.data(), 0, sizeof(int), stream));
+  MATRIXD_ASSIGN_OR_RETURN(CheckInPacer pacer, CheckInPacer::Create());
 
   T* current = matrix.as<T>();
-  T* next = other->as<T>();
-  int* column_map = columns->as<int>();
+  T* next = other.as<T>();
+  int* column_map = columns.as<int>();
   int* column_negated = column_map + n;
   int64_t done = 0;
   int64_t checked = 0;
   for (int64_t m = n; m > 0;) {
-    absl::StatusOr<PanelLaunch> plan =
-        PlanPanel<Field>(context.properties(), shared_limit, m, steps);
-    if (!plan.ok()) return plan.status();
-    const int k = plan->steps;
+    MATRIXD_ASSIGN_OR_RETURN(PanelLaunch plan,
+                             PlanPanel<Field>(context.properties(), shared_limit, m, steps));
+    const int k = plan.steps;
     PanelArgs<Field> args{field,
                           current,
                           static_cast<int>(m),
                           k,
-                          plan->columns_per_block,
-                          candidates->as<PivotChoice>(),
-                          candidate_columns->as<T>(),
-                          pivots->as<T>() + done,
-                          inverse_pivots->as<T>(),
-                          pivot_columns->as<int>(),
+                          plan.columns_per_block,
+                          candidates.as<PivotChoice>(),
+                          candidate_columns.as<T>(),
+                          pivots.as<T>() + done,
+                          inverse_pivots.as<T>(),
+                          pivot_columns.as<int>(),
                           column_map,
                           column_negated,
-                          status->as<int>()};
-    if (plan->cluster) {
+                          status.as<int>()};
+    if (plan.cluster) {
       cudaLaunchConfig_t config = {};
       cudaLaunchAttribute attribute = {};
       attribute.id = cudaLaunchAttributeClusterDimension;
-      attribute.val.clusterDim.x = static_cast<unsigned>(plan->blocks);
+      attribute.val.clusterDim.x = static_cast<unsigned>(plan.blocks);
       attribute.val.clusterDim.y = 1;
       attribute.val.clusterDim.z = 1;
-      config.gridDim = dim3(static_cast<unsigned>(plan->blocks));
+      config.gridDim = dim3(static_cast<unsigned>(plan.blocks));
       config.blockDim = dim3(kPanelThreads);
-      config.dynamicSmemBytes = plan->shared_bytes;
+      config.dynamicSmemBytes = plan.shared_bytes;
       config.stream = stream;
       config.attrs = &attribute;
       config.numAttrs = 1;
       MATRIXD_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, cluster_panel_kernel, args));
     } else {
       void* kernel_args[] = {&args};
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaLaunchCooperativeKernel(
-          reinterpret_cast<const void*>(grid_panel_kernel),
-          dim3(static_cast<unsigned>(plan->blocks)), dim3(kPanelThreads), kernel_args,
-          plan->shared_bytes, stream));
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(grid_panel_kernel),
+                                      dim3(static_cast<unsigned>(plan.blocks)), dim3(kPanelThreads),
+                                      kernel_args, plan.shared_bytes, stream));
     }
     stats->bytes_moved += 2 * static_cast<uint64_t>(k) * m * sizeof(T);
 
@@ -645,14 +637,14 @@ absl::StatusOr<EliminationOutcome<typename Field::Value>> BlockedElimination(
       constexpr int kRowsPerBlock = kMultiplierWarps * kMultiplierRowsPerWarp;
       multiplier_kernel<<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock),
                           kMultiplierWarps * 32, MultiplierSharedBytes<T>(k), stream>>>(
-          field, current, static_cast<int>(m), k, pivot_columns->as<int>(), inverse_pivots->as<T>(),
-          multipliers->as<T>(), status->as<int>());
+          field, current, static_cast<int>(m), k, pivot_columns.as<int>(), inverse_pivots.as<T>(),
+          multipliers.as<T>(), status.as<int>());
       MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(multiplier_kernel);
       const dim3 grid(static_cast<unsigned>((m + kCols - 1) / kCols),
                       static_cast<unsigned>((rows + kRows - 1) / kRows));
       trailing_kernel<<<grid, kTrailingThreads, 0, stream>>>(
-          field, current, static_cast<int>(m), k, multipliers->as<T>(), column_map, column_negated,
-          next, status->as<int>());
+          field, current, static_cast<int>(m), k, multipliers.as<T>(), column_map, column_negated,
+          next, status.as<int>());
       MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(trailing_kernel);
       std::swap(current, next);
       // The trailing rows read and the next matrix written; the multipliers, written and read.
@@ -664,12 +656,10 @@ absl::StatusOr<EliminationOutcome<typename Field::Value>> BlockedElimination(
     m = rows;
     if (m > 0 && done - checked >= kStepsPerCheckIn) {
       checked = done;
-      if (absl::Status s = pacer->CheckIn(stream, control, EliminationProgress(m, n)); !s.ok()) {
-        return s;
-      }
+      MATRIXD_RETURN_IF_ERROR(pacer.CheckIn(stream, control, EliminationProgress(m, n)));
     }
   }
-  return CollectOutcome<T>(context, *status, *pivots, n);
+  return CollectOutcome<T>(context, status, pivots, n);
 }
 
 }  // namespace matrixd::cuda

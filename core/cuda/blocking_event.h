@@ -27,7 +27,7 @@ class BlockingEvent {
   BlockingEvent(const BlockingEvent&) = delete;
   BlockingEvent& operator=(const BlockingEvent&) = delete;
   ~BlockingEvent() {
-    if (event_ != nullptr) static_cast<void>(cudaEventDestroy(event_));
+    if (event_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(event_));
   }
 
   // Returns once the work queued on `stream` so far has finished.

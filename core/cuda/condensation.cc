@@ -42,39 +42,37 @@ absl::StatusOr<DeterminantResult> CondenseFloating(const MatrixView& a, Schedule
   DeterminantResult result;
   result.method_used = DeterminantMethod::kCondensation;
 
-  absl::StatusOr<DeviceBuffer> summary_buffer = context.Allocate(sizeof(DeterminantSummary));
-  if (!summary_buffer.ok()) return summary_buffer.status();
-  auto* summary = summary_buffer->as<DeterminantSummary>();
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer summary_buffer,
+                           context.Allocate(sizeof(DeterminantSummary)));
+  auto* summary = summary_buffer.as<DeterminantSummary>();
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary, 0, sizeof(DeterminantSummary), stream));
-  absl::StatusOr<DeviceBuffer> work =
-      context.Allocate(static_cast<size_t>(a.size()) * sizeof(Wide));
-  if (!work.ok()) return work.status();
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer work,
+                           context.Allocate(static_cast<size_t>(a.size()) * sizeof(Wide)));
   {
-    absl::StatusOr<DeviceBuffer> source = context.Allocate(a.byte_size());
-    if (!source.ok()) return source.status();
-    if (absl::Status s = context.Upload(a.data, *source, a.byte_size()); !s.ok()) return s;
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer source, context.Allocate(a.byte_size()));
+    MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, source, a.byte_size()));
     // Rows scaled by powers of two, exactly, as on the CPU: keeps the closest-to-1 pivot rule
     // meaningful and the products of entries of rows 1e300 apart inside the double range.
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        LaunchScaleRows(source->as<const Source>(), work->as<Wide>(), n, n, summary, stream));
+        LaunchScaleRows(source.as<const Source>(), work.as<Wide>(), n, n, summary, stream));
     // `source` returns to the pool here, stream-ordered after the scaling kernel.
   }
   EliminationWork done;
   done.bytes_moved = 2 * a.byte_size() + static_cast<uint64_t>(a.size()) * sizeof(Wide);
-  absl::StatusOr<CondensationPivots> pivots =
-      CondensePivots(context, *work, n, IsComplex(a.dtype), schedule, control, &done);
-  if (!pivots.ok()) return pivots.status();
+  MATRIXD_ASSIGN_OR_RETURN(
+      CondensationPivots pivots,
+      CondensePivots(context, work, n, IsComplex(a.dtype), schedule, control, &done));
   AddWork(done, &result.stats);
   DeterminantSummary host{};
-  if (absl::Status s = context.Download(*summary_buffer, &host, sizeof(host)); !s.ok()) return s;
-  if (pivots->singular || host.zero_rows > 0) {
+  MATRIXD_RETURN_IF_ERROR(context.Download(summary_buffer, &host, sizeof(host)));
+  if (pivots.singular || host.zero_rows > 0) {
     result.value = ScaledNumber::Zero();
     return result;
   }
   // The seed paper multiplies its pivots in an order (its Algorithm 1) that avoids overflow when
   // the result fits a double; a ScaledNumber cannot overflow in any order.
   ScaledNumber det;
-  for (const std::complex<double> p : pivots->values) {
+  for (const std::complex<double> p : pivots.values) {
     if (!IsFinite(p)) {
       return absl::OutOfRangeError(
           "determinant: element growth during condensation overflowed the double range; use "
@@ -125,18 +123,18 @@ absl::StatusOr<DeterminantResult> Condense(const MatrixView& a, Schedule schedul
 absl::StatusOr<DeterminantResult> CondenseModular(const MatrixView& a, uint64_t p,
                                                   Schedule schedule, DeviceContext& context,
                                                   JobControl* control) {
-  if (absl::Status s = ValidateModularDeterminantInput(a, p); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(ValidateModularDeterminantInput(a, p));
   if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
   DeterminantResult result;
   result.method_used = DeterminantMethod::kCondensation;
   EliminationWork work;
   // The paper's integer arithmetic for every p: canonical residues, modular products.
-  absl::StatusOr<uint64_t> residue =
+  MATRIXD_ASSIGN_OR_RETURN(
+      uint64_t residue,
       ModularDeterminantOnDevice(context, a.As<int64_t>().data(), a.rows, p,
-                                 ResidueArithmetic::kUint64, schedule, control, &work);
-  if (!residue.ok()) return residue.status();
+                                 ResidueArithmetic::kUint64, schedule, control, &work));
   AddWork(work, &result.stats);
-  result.residue = *residue;
+  result.residue = residue;
   ReportProgress(control, 1.0);
   return result;
 }

@@ -23,9 +23,9 @@ double Median(std::vector<double> values) {
 // Device seconds of `launch` (one kernel queued on `stream`) between two events.
 template <typename Launch>
 absl::StatusOr<double> TimeLaunch(EventTimer& timer, cudaStream_t stream, Launch&& launch) {
-  if (absl::Status s = timer.Start(stream); !s.ok()) return s;
-  if (absl::Status s = launch(); !s.ok()) return s;
-  if (absl::Status s = timer.Stop(stream); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(timer.Start(stream));
+  MATRIXD_RETURN_IF_ERROR(launch());
+  MATRIXD_RETURN_IF_ERROR(timer.Stop(stream));
   return timer.Seconds();
 }
 
@@ -43,38 +43,35 @@ absl::StatusOr<CondensationStepTiming> TimeCondensationStep(DeviceContext& conte
   }
   const cudaStream_t stream = context.stream();
   const size_t order = static_cast<size_t>(m - 1);
-  absl::StatusOr<DeviceBuffer> next = context.Allocate(order * order * sizeof(T));
-  if (!next.ok()) return next.status();
-  absl::StatusOr<DeviceBuffer> scaled_row = context.Allocate(static_cast<size_t>(m) * sizeof(T));
-  if (!scaled_row.ok()) return scaled_row.status();
-  absl::StatusOr<DeviceBuffer> pivot = context.Allocate(sizeof(T));
-  if (!pivot.ok()) return pivot.status();
-  absl::StatusOr<DeviceBuffer> flags = context.Allocate(2 * sizeof(int));  // status, column
-  if (!flags.ok()) return flags.status();
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flags->data(), 0, 2 * sizeof(int), stream));
-  const StepScratch<T> scratch{scaled_row->as<T>(), flags->as<int>() + 1, pivot->as<T>(),
-                               flags->as<int>()};
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer next, context.Allocate(order * order * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer scaled_row,
+                           context.Allocate(static_cast<size_t>(m) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivot, context.Allocate(sizeof(T)));
+  // status, column
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer flags, context.Allocate(2 * sizeof(int)));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int), stream));
+  const StepScratch<T> scratch{scaled_row.as<T>(), flags.as<int>() + 1, pivot.as<T>(),
+                               flags.as<int>()};
   const RealField field{};
   const T* a = matrix.as<const T>();
 
-  absl::StatusOr<EventTimer> timer = EventTimer::Create();
-  if (!timer.ok()) return timer.status();
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
   std::vector<double> pivot_row_seconds;
   std::vector<double> step_seconds;
   for (int r = 0; r <= repeats; ++r) {
-    absl::StatusOr<double> pivot_row =
-        TimeLaunch(*timer, stream, [&] { return LaunchPivotRow(stream, field, a, m, scratch); });
-    if (!pivot_row.ok()) return pivot_row.status();
-    absl::StatusOr<double> step = TimeLaunch(*timer, stream, [&] {
-      return LaunchCondensationStep(stream, field, a, m, scratch, next->as<T>());
-    });
-    if (!step.ok()) return step.status();
+    MATRIXD_ASSIGN_OR_RETURN(const double pivot_row, TimeLaunch(timer, stream, [&] {
+                               return LaunchPivotRow(stream, field, a, m, scratch);
+                             }));
+    MATRIXD_ASSIGN_OR_RETURN(const double step, TimeLaunch(timer, stream, [&] {
+                               return LaunchCondensationStep(stream, field, a, m, scratch,
+                                                             next.as<T>());
+                             }));
     if (r == 0) continue;  // warm-up
-    pivot_row_seconds.push_back(*pivot_row);
-    step_seconds.push_back(*step);
+    pivot_row_seconds.push_back(pivot_row);
+    step_seconds.push_back(step);
   }
   int status = 0;
-  if (absl::Status s = context.Download(*flags, &status, sizeof(status)); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(context.Download(flags, &status, sizeof(status)));
   if (status != 0) {
     return absl::FailedPreconditionError(
         "condensation step timing: the matrix's first row is zero, so the step does not run");

@@ -169,46 +169,37 @@ absl::StatusOr<EliminationOutcome<typename Field::Value>> StepwiseElimination(
   using T = typename Field::Value;
   const cudaStream_t stream = context.stream();
   const size_t order = static_cast<size_t>(n - 1);
-  absl::StatusOr<DeviceBuffer> other =
-      context.Allocate(std::max<size_t>(order * order, 1) * sizeof(T));
-  if (!other.ok()) return other.status();
-  absl::StatusOr<DeviceBuffer> scaled_row = context.Allocate(static_cast<size_t>(n) * sizeof(T));
-  if (!scaled_row.ok()) return scaled_row.status();
-  absl::StatusOr<DeviceBuffer> pivots = context.Allocate(static_cast<size_t>(n) * sizeof(T));
-  if (!pivots.ok()) return pivots.status();
-  absl::StatusOr<DeviceBuffer> pivot_column = context.Allocate(sizeof(int));
-  if (!pivot_column.ok()) return pivot_column.status();
-  absl::StatusOr<DeviceBuffer> status = context.Allocate(sizeof(int));
-  if (!status.ok()) return status.status();
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(status->data(), 0, sizeof(int), stream));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer other,
+                           context.Allocate(std::max<size_t>(order * order, 1) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer scaled_row,
+                           context.Allocate(static_cast<size_t>(n) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivots,
+                           context.Allocate(static_cast<size_t>(n) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivot_column, context.Allocate(sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer status, context.Allocate(sizeof(int)));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(status.data(), 0, sizeof(int), stream));
 
-  absl::StatusOr<CheckInPacer> pacer = CheckInPacer::Create();
-  if (!pacer.ok()) return pacer.status();
+  MATRIXD_ASSIGN_OR_RETURN(CheckInPacer pacer, CheckInPacer::Create());
 
   T* current = matrix.as<T>();
-  T* next = other->as<T>();
+  T* next = other.as<T>();
   for (int64_t m = n; m >= 1; --m) {
     const int64_t step = n - m;
-    const StepScratch<T> scratch{scaled_row->as<T>(), pivot_column->as<int>(),
-                                 pivots->as<T>() + step, status->as<int>()};
-    if (absl::Status s = LaunchPivotRow(stream, field, current, m, scratch); !s.ok()) return s;
+    const StepScratch<T> scratch{scaled_row.as<T>(), pivot_column.as<int>(), pivots.as<T>() + step,
+                                 status.as<int>()};
+    MATRIXD_RETURN_IF_ERROR(LaunchPivotRow(stream, field, current, m, scratch));
     stats->bytes_moved += PivotRowBytes<T>(m);
     if (m == 1) break;
     const int64_t rows = m - 1;
-    if (absl::Status s = LaunchCondensationStep(stream, field, current, m, scratch, next);
-        !s.ok()) {
-      return s;
-    }
+    MATRIXD_RETURN_IF_ERROR(LaunchCondensationStep(stream, field, current, m, scratch, next));
     std::swap(current, next);
     stats->bytes_moved += CondensationStepBytes<T>(m);
     stats->flops += Field::kFlopsPerUpdate * static_cast<double>(rows) * static_cast<double>(rows);
     if ((step + 1) % kStepsPerCheckIn == 0) {
-      if (absl::Status s = pacer->CheckIn(stream, control, EliminationProgress(rows, n)); !s.ok()) {
-        return s;
-      }
+      MATRIXD_RETURN_IF_ERROR(pacer.CheckIn(stream, control, EliminationProgress(rows, n)));
     }
   }
-  return CollectOutcome<T>(context, *status, *pivots, n);
+  return CollectOutcome<T>(context, status, pivots, n);
 }
 
 }  // namespace matrixd::cuda

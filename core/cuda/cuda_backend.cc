@@ -21,6 +21,7 @@
 #include "core/cuda/permanent.h"
 #include "core/cuda/resident_matrix.h"
 #include "core/cuda/solve.h"
+#include "core/status_macros.h"
 
 namespace matrixd {
 namespace {
@@ -101,10 +102,9 @@ class CudaBackend final : public Backend {
     if (device_index < 0 || device_index >= static_cast<int>(devices_.size())) {
       device_index = MostFreeDevice();
     }
-    absl::StatusOr<cuda::TransferChannel*> channel = Channel(device_index);
-    if (!channel.ok()) return channel.status();
+    MATRIXD_ASSIGN_OR_RETURN(cuda::TransferChannel * channel, Channel(device_index));
     absl::StatusOr<std::unique_ptr<ResidentMatrix>> matrix =
-        cuda::MakeDeviceResidentMatrix(**channel, rows, cols, dtype);
+        cuda::MakeDeviceResidentMatrix(*channel, rows, cols, dtype);
     if (matrix.ok() || matrix.status().code() != absl::StatusCode::kResourceExhausted) {
       return matrix;
     }
@@ -149,13 +149,12 @@ class CudaBackend final : public Backend {
     for (const auto& device : devices_) {
       const cuda::DeviceStreams::Lease lease = device->Acquire();
       cuda::DeviceContext& context = lease.context();
-      if (absl::Status s = context.Activate(); !s.ok()) return s;
+      MATRIXD_RETURN_IF_ERROR(context.Activate());
       // A 256 MiB copy runs for about 0.2 ms on an H100: long enough for events to time well.
       const size_t bytes =
           static_cast<size_t>(std::min<uint64_t>(uint64_t{256} << 20, context.memory_limit() / 8));
-      absl::StatusOr<double> bandwidth = cuda::MeasureCopyBandwidth(context, bytes);
-      if (!bandwidth.ok()) return bandwidth.status();
-      bandwidths.push_back({.device = device->description(), .bytes_per_second = *bandwidth});
+      MATRIXD_ASSIGN_OR_RETURN(double bandwidth, cuda::MeasureCopyBandwidth(context, bytes));
+      bandwidths.push_back({.device = device->description(), .bytes_per_second = bandwidth});
     }
     return bandwidths;
   }
@@ -181,10 +180,11 @@ class CudaBackend final : public Backend {
     absl::MutexLock lock(&channels_mutex_);
     if (channels_[index] == nullptr) {
       const cuda::DeviceContext& primary = devices_[index]->primary();
-      absl::StatusOr<std::unique_ptr<cuda::DeviceContext>> context = cuda::DeviceContext::Create(
-          primary.device(), DeviceMemoryLimit{.bytes = primary.memory_limit()});
-      if (!context.ok()) return context.status();
-      channels_[index] = std::make_unique<cuda::TransferChannel>(*std::move(context), index,
+      MATRIXD_ASSIGN_OR_RETURN(
+          std::unique_ptr<cuda::DeviceContext> context,
+          cuda::DeviceContext::Create(primary.device(),
+                                      DeviceMemoryLimit{.bytes = primary.memory_limit()}));
+      channels_[index] = std::make_unique<cuda::TransferChannel>(std::move(context), index,
                                                                  devices_[index]->description());
     }
     return channels_[index].get();
@@ -216,18 +216,16 @@ class CudaBackend final : public Backend {
     cuda::DeviceStreams& device = ChooseDevice(control);
     const cuda::DeviceStreams::Lease lease = device.Acquire();
     cuda::DeviceContext& context = lease.context();
-    if (absl::Status s = context.Activate(); !s.ok()) return s;
-    absl::StatusOr<cuda::EventTimer> timer = cuda::EventTimer::Create();
-    if (!timer.ok()) return timer.status();
-    if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(context.Activate());
+    MATRIXD_ASSIGN_OR_RETURN(cuda::EventTimer timer, cuda::EventTimer::Create());
+    MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
     auto result = op(context);
     if (!result.ok()) return result;
-    if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
-    absl::StatusOr<double> seconds = timer->Seconds();
-    if (!seconds.ok()) return seconds.status();
+    MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
+    MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
     result->stats.backend = "cuda";
     result->stats.device = device.description();
-    result->stats.seconds = *seconds;
+    result->stats.seconds = seconds;
     return result;
   }
 
@@ -276,10 +274,10 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>&
       return absl::InvalidArgumentError(
           absl::StrCat("CUDA device ", ordinal, " is listed more than once"));
     }
-    absl::StatusOr<std::unique_ptr<cuda::DeviceStreams>> device =
-        cuda::DeviceStreams::Create(ordinal, streams_per_device, memory_limit);
-    if (!device.ok()) return device.status();
-    streams.push_back(*std::move(device));
+    MATRIXD_ASSIGN_OR_RETURN(
+        std::unique_ptr<cuda::DeviceStreams> device,
+        cuda::DeviceStreams::Create(ordinal, streams_per_device, memory_limit));
+    streams.push_back(std::move(device));
   }
   return std::make_unique<CudaBackend>(std::move(streams));
 }

@@ -1,5 +1,6 @@
 #include "core/cuda/cuda_status.h"
 
+#include <iostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -57,41 +58,55 @@ absl::string_view CusolverStatusName(cusolverStatus_t code) {
 }
 
 absl::Status Failure(bool out_of_memory, absl::string_view call, absl::string_view name,
-                     absl::string_view description, int code) {
+                     absl::string_view description, int code, CallSite site) {
   std::string message = absl::StrCat(CallName(call), " failed: ", name);
   if (!description.empty()) absl::StrAppend(&message, ": ", description);
   absl::StrAppend(&message, " (code ", code, ")");
-  return out_of_memory ? absl::ResourceExhaustedError(message) : absl::InternalError(message);
+  absl::Status status =
+      out_of_memory ? absl::ResourceExhaustedError(message) : absl::InternalError(message);
+  LogCudaFailure(site, status);
+  return status;
 }
 
 }  // namespace
 
-absl::Status ToStatus(cudaError_t code, const char* call) {
+void LogCudaFailure(CallSite site, const absl::Status& status) {
+  if (site.file == nullptr) return;
+  // __FILE__ is the compiler's path; from "core/" on it is the same on every machine.
+  absl::string_view file = site.file;
+  if (const size_t core = file.rfind("core/"); core != absl::string_view::npos) {
+    file.remove_prefix(core);
+  }
+  // One write per line, so that lines of concurrent workers do not interleave.
+  std::cerr << absl::StrCat("matrixd: ", file, ":", site.line, ": ", status.ToString(), "\n");
+}
+
+absl::Status ToStatus(cudaError_t code, const char* call, CallSite site) {
   if (code == cudaSuccess) return absl::OkStatus();
   // A failed runtime call also becomes the thread's "last error"; clear it so that the next
   // launch check does not report this failure a second time. Sticky errors (a corrupted context)
   // stay, as they should.
   static_cast<void>(cudaGetLastError());
   return Failure(code == cudaErrorMemoryAllocation, call, cudaGetErrorName(code),
-                 cudaGetErrorString(code), static_cast<int>(code));
+                 cudaGetErrorString(code), static_cast<int>(code), site);
 }
 
-absl::Status ToStatus(cublasStatus_t code, const char* call) {
+absl::Status ToStatus(cublasStatus_t code, const char* call, CallSite site) {
   if (code == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   return Failure(code == CUBLAS_STATUS_ALLOC_FAILED, call, cublasGetStatusName(code),
-                 cublasGetStatusString(code), static_cast<int>(code));
+                 cublasGetStatusString(code), static_cast<int>(code), site);
 }
 
-absl::Status ToStatus(cusolverStatus_t code, const char* call) {
+absl::Status ToStatus(cusolverStatus_t code, const char* call, CallSite site) {
   if (code == CUSOLVER_STATUS_SUCCESS) return absl::OkStatus();
   return Failure(code == CUSOLVER_STATUS_ALLOC_FAILED, call, CusolverStatusName(code), "",
-                 static_cast<int>(code));
+                 static_cast<int>(code), site);
 }
 
-absl::Status ToStatus(cusparseStatus_t code, const char* call) {
+absl::Status ToStatus(cusparseStatus_t code, const char* call, CallSite site) {
   if (code == CUSPARSE_STATUS_SUCCESS) return absl::OkStatus();
   return Failure(code == CUSPARSE_STATUS_ALLOC_FAILED, call, cusparseGetErrorName(code),
-                 cusparseGetErrorString(code), static_cast<int>(code));
+                 cusparseGetErrorString(code), static_cast<int>(code), site);
 }
 
 }  // namespace matrixd::cuda

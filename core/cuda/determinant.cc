@@ -80,50 +80,45 @@ absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext&
   const size_t elements = static_cast<size_t>(a.size());
   const cudaStream_t stream = context.stream();
 
-  absl::StatusOr<DeviceBuffer> summary_buffer = context.Allocate(sizeof(DeterminantSummary));
-  if (!summary_buffer.ok()) return summary_buffer.status();
-  auto* summary = summary_buffer->as<DeterminantSummary>();
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer summary_buffer,
+                           context.Allocate(sizeof(DeterminantSummary)));
+  auto* summary = summary_buffer.as<DeterminantSummary>();
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary, 0, sizeof(DeterminantSummary), stream));
 
-  absl::StatusOr<DeviceBuffer> work = context.Allocate(elements * sizeof(Wide));
-  if (!work.ok()) return work.status();
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer work, context.Allocate(elements * sizeof(Wide)));
   std::optional<KernelTimer> scale_timer;  // started after the upload, inside the block
   {
-    absl::StatusOr<DeviceBuffer> source = context.Allocate(a.byte_size());
-    if (!source.ok()) return source.status();
-    if (absl::Status s = context.Upload(a.data, *source, a.byte_size()); !s.ok()) return s;
-    absl::StatusOr<KernelTimer> started = KernelTimer::Start(stream);
-    if (!started.ok()) return started.status();
-    scale_timer.emplace(*std::move(started));
-    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchScaleRows(source->as<const Source>(), work->as<Wide>(),
-                                                 a.rows, a.cols, summary, stream));
-    if (absl::Status s = scale_timer->Stop(); !s.ok()) return s;
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer source, context.Allocate(a.byte_size()));
+    MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, source, a.byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(KernelTimer started, KernelTimer::Start(stream));
+    scale_timer.emplace(std::move(started));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchScaleRows(source.as<const Source>(), work.as<Wide>(), a.rows,
+                                                 a.cols, summary, stream));
+    MATRIXD_RETURN_IF_ERROR(scale_timer->Stop());
     // `source` goes back to the pool here, stream-ordered after the scaling kernel.
   }
 
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf_buffer_size(
-      context.cusolver(), n, n, LibraryPointer<Wide>(work->data()), n, &workspace_elements));
-  absl::StatusOr<DeviceBuffer> workspace =
-      context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(Wide));
-  if (!workspace.ok()) return workspace.status();
+      context.cusolver(), n, n, LibraryPointer<Wide>(work.data()), n, &workspace_elements));
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer workspace,
+      context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(Wide)));
   // ipiv[0, n) then info.
-  absl::StatusOr<DeviceBuffer> pivots =
-      context.Allocate((static_cast<size_t>(n) + 1) * sizeof(int));
-  if (!pivots.ok()) return pivots.status();
-  int* ipiv = pivots->as<int>();
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivots,
+                           context.Allocate((static_cast<size_t>(n) + 1) * sizeof(int)));
+  int* ipiv = pivots.as<int>();
   int* info = ipiv + n;
-  absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(stream);
-  if (!getrf_timer.ok()) return getrf_timer.status();
+  MATRIXD_ASSIGN_OR_RETURN(KernelTimer getrf_timer, KernelTimer::Start(stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf(context.cusolver(), n, n,
-                                             LibraryPointer<Wide>(work->data()), n,
-                                             LibraryPointer<Wide>(workspace->data()), ipiv, info));
-  if (absl::Status s = getrf_timer->Stop(); !s.ok()) return s;
+                                             LibraryPointer<Wide>(work.data()), n,
+                                             LibraryPointer<Wide>(workspace.data()), ipiv, info));
+  MATRIXD_RETURN_IF_ERROR(getrf_timer.Stop());
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchLuPivotSummary(work->as<const Wide>(), n, n, ipiv, info, summary, stream));
+      LaunchLuPivotSummary(work.as<const Wide>(), n, n, ipiv, info, summary, stream));
 
   DeterminantSummary host{};
-  if (absl::Status s = context.Download(*summary_buffer, &host, sizeof(host)); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(context.Download(summary_buffer, &host, sizeof(host)));
 
   const double nd = static_cast<double>(n);
   const double flops_per_update = std::is_same_v<Wide, double> ? 2.0 : 8.0;
@@ -132,17 +127,11 @@ absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext&
   stats->bytes_moved += a.byte_size() + 3 * elements * sizeof(Wide);
   // Scaling reads the input and writes the widened copy (memory-bound: the one to compare with
   // the copy bandwidth); getrf reads and writes the copy at least once.
-  if (absl::Status s =
-          scale_timer->AppendTo(stats, "scale_rows", a.byte_size() + elements * sizeof(Wide),
-                                2.0 * static_cast<double>(elements));
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = getrf_timer->AppendTo(stats, "cusolver_getrf", 2 * elements * sizeof(Wide),
-                                             flops_per_update * nd * nd * nd / 3.0);
-      !s.ok()) {
-    return s;
-  }
+  MATRIXD_RETURN_IF_ERROR(scale_timer->AppendTo(stats, "scale_rows",
+                                                a.byte_size() + elements * sizeof(Wide),
+                                                2.0 * static_cast<double>(elements)));
+  MATRIXD_RETURN_IF_ERROR(getrf_timer.AppendTo(stats, "cusolver_getrf", 2 * elements * sizeof(Wide),
+                                               flops_per_update * nd * nd * nd / 3.0));
 
   if (host.info < 0) {
     return absl::InternalError(
@@ -261,11 +250,11 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
   DeterminantResult result;
   if (options.method == DeterminantMethod::kCondensation) {
     result.method_used = DeterminantMethod::kCondensation;
-    absl::StatusOr<DeterminantResult> condensed =
-        CondensationDeterminant(a, context, exact_affordable ? nullptr : control);
-    if (!condensed.ok()) return condensed.status();
-    result.value = condensed->value;
-    AddWork(condensed->stats, &result.stats);
+    MATRIXD_ASSIGN_OR_RETURN(
+        DeterminantResult condensed,
+        CondensationDeterminant(a, context, exact_affordable ? nullptr : control));
+    result.value = condensed.value;
+    AddWork(condensed.stats, &result.stats);
   } else {
     result.method_used = DeterminantMethod::kLu;
     absl::StatusOr<ScaledNumber> value = LuDeterminant(a, context, &result.stats);
@@ -282,10 +271,9 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       result.exact = std::string(1, '0');  // a zero row (assigning "0" trips GCC 12's -Wrestrict)
       result.value = ScaledNumber::Zero();
     } else if (exact_affordable) {
-      absl::StatusOr<std::string> exact =
-          ExactDeterminant(a, primes, context, control, value_share, &result.stats);
-      if (!exact.ok()) return exact.status();
-      result.exact = *std::move(exact);
+      MATRIXD_ASSIGN_OR_RETURN(std::string exact, ExactDeterminant(a, primes, context, control,
+                                                                   value_share, &result.stats));
+      result.exact = std::move(exact);
       // The exact integer, rounded, is never worse than the floating-point value, and zero
       // exactly when A is singular.
       result.value = DecimalToScaled(result.exact);

@@ -64,9 +64,8 @@ absl::StatusOr<cudaMemPool_t> SharedPool(int device, uint64_t limit) {
   // synchronisation (the default threshold is 0): repeated operations of one size then allocate
   // without a driver call. Allocate() trims the cache when an allocation does not fit.
   uint64_t threshold = limit;
-  if (absl::Status status =
-          ToStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
-                   "cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...)");
+  if (absl::Status status = MATRIXD_CUDA_STATUS(
+          cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
       !status.ok()) {
     static_cast<void>(cudaMemPoolDestroy(pool));
     return status;
@@ -93,8 +92,8 @@ void DeviceBuffer::Reset() {
   if (data_ != nullptr) {
     // Stream-ordered: the memory returns to the pool once the work queued before it is done, so a
     // buffer may go out of scope while kernels that use it are still running. A failure here can
-    // only come from a context that is already broken; the next checked call reports it.
-    static_cast<void>(cudaFreeAsync(data_, stream_));
+    // only come from a context that is already broken.
+    MATRIXD_ASSERT_CUDA_SUCCESS(cudaFreeAsync(data_, stream_));
   }
   data_ = nullptr;
   bytes_ = 0;
@@ -107,8 +106,7 @@ absl::StatusOr<EventTimer> EventTimer::Create() {
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
-  if (absl::Status status = ToStatus(cudaEventCreate(&stop), "cudaEventCreate(&stop)");
-      !status.ok()) {
+  if (absl::Status status = MATRIXD_CUDA_STATUS(cudaEventCreate(&stop)); !status.ok()) {
     static_cast<void>(cudaEventDestroy(start));
     return status;
   }
@@ -119,8 +117,8 @@ EventTimer::EventTimer(EventTimer&& other) noexcept
     : start_(std::exchange(other.start_, nullptr)), stop_(std::exchange(other.stop_, nullptr)) {}
 
 EventTimer::~EventTimer() {
-  if (start_ != nullptr) static_cast<void>(cudaEventDestroy(start_));
-  if (stop_ != nullptr) static_cast<void>(cudaEventDestroy(stop_));
+  if (start_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(start_));
+  if (stop_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(stop_));
 }
 
 absl::Status EventTimer::Start(cudaStream_t stream) {
@@ -160,13 +158,11 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
     MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnSetStream(context->cusolver_, context->stream_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cusparseCreate(&context->cusparse_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cusparseSetStream(context->cusparse_, context->stream_));
-    absl::StatusOr<uint64_t> limit =
-        ResolveLimit(memory_limit, context->properties_.totalGlobalMem);
-    if (!limit.ok()) return limit.status();
-    absl::StatusOr<cudaMemPool_t> pool = SharedPool(device, *limit);
-    if (!pool.ok()) return pool.status();
-    context->pool_ = *pool;
-    context->memory_limit_ = *limit;
+    MATRIXD_ASSIGN_OR_RETURN(uint64_t limit,
+                             ResolveLimit(memory_limit, context->properties_.totalGlobalMem));
+    MATRIXD_ASSIGN_OR_RETURN(cudaMemPool_t pool, SharedPool(device, limit));
+    context->pool_ = pool;
+    context->memory_limit_ = limit;
     // Without staging chunks, large pageable copies are merely slower.
     absl::StatusOr<std::unique_ptr<PinnedStaging>> staging =
         PinnedStaging::Create(context->stream_);
@@ -182,14 +178,17 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
 }
 
 DeviceContext::~DeviceContext() {
+  // Nothing else exists without the stream (Create makes it first); a device that cannot be used
+  // is not an error to report again here.
+  if (stream_ == nullptr) return;
   // Reverse order of creation; queued work (and stream-ordered frees) finish first.
-  static_cast<void>(cudaSetDevice(device_));
-  if (stream_ != nullptr) static_cast<void>(cudaStreamSynchronize(stream_));
+  MATRIXD_ASSERT_CUDA_SUCCESS(cudaSetDevice(device_));
+  MATRIXD_ASSERT_CUDA_SUCCESS(cudaStreamSynchronize(stream_));
   staging_.reset();
-  if (cusparse_ != nullptr) static_cast<void>(cusparseDestroy(cusparse_));
-  if (cusolver_ != nullptr) static_cast<void>(cusolverDnDestroy(cusolver_));
-  if (cublas_ != nullptr) static_cast<void>(cublasDestroy(cublas_));
-  if (stream_ != nullptr) static_cast<void>(cudaStreamDestroy(stream_));
+  if (cusparse_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cusparseDestroy(cusparse_));
+  if (cusolver_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cusolverDnDestroy(cusolver_));
+  if (cublas_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cublasDestroy(cublas_));
+  MATRIXD_ASSERT_CUDA_SUCCESS(cudaStreamDestroy(stream_));
 }
 
 absl::Status DeviceContext::Activate() const {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cuda {
 
@@ -18,10 +19,9 @@ absl::StatusOr<std::unique_ptr<DeviceStreams>> DeviceStreams::Create(
   }
   std::vector<std::unique_ptr<DeviceContext>> contexts;
   for (int i = 0; i < streams; ++i) {
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context =
-        DeviceContext::Create(device, memory_limit);
-    if (!context.ok()) return context.status();
-    contexts.push_back(*std::move(context));
+    MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> context,
+                             DeviceContext::Create(device, memory_limit));
+    contexts.push_back(std::move(context));
   }
   std::string description =
       absl::StrCat(contexts.front()->properties().name, " (device ", device, ")");

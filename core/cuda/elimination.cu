@@ -35,13 +35,12 @@ template <class Field>
 absl::StatusOr<CondensationPivots> PivotsOf(DeviceContext& context, DeviceBuffer& matrix, int64_t n,
                                             Schedule schedule, JobControl* control,
                                             EliminationWork* work) {
-  absl::StatusOr<EliminationOutcome<typename Field::Value>> outcome =
-      Eliminate(context, matrix, n, Field{}, schedule, control, work);
-  if (!outcome.ok()) return outcome.status();
+  MATRIXD_ASSIGN_OR_RETURN(EliminationOutcome<typename Field::Value> outcome,
+                           Eliminate(context, matrix, n, Field{}, schedule, control, work));
   CondensationPivots pivots;
-  pivots.singular = outcome->singular;
-  pivots.values.reserve(outcome->pivots.size());
-  for (const auto p : outcome->pivots) pivots.values.push_back(ToComplex(p));
+  pivots.singular = outcome.singular;
+  pivots.values.reserve(outcome.pivots.size());
+  for (const auto p : outcome.pivots) pivots.values.push_back(ToComplex(p));
   return pivots;
 }
 
@@ -86,22 +85,20 @@ absl::StatusOr<uint64_t> ModularDeterminantOf(DeviceContext& context, const int6
   using T = typename Field::Value;
   const size_t count = static_cast<size_t>(n) * static_cast<size_t>(n);
   const size_t bytes = count * sizeof(int64_t);
-  absl::StatusOr<DeviceBuffer> matrix = context.Allocate(bytes);
-  if (!matrix.ok()) return matrix.status();
-  if (absl::Status s = context.Upload(entries, *matrix, bytes); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer matrix, context.Allocate(bytes));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(entries, matrix, bytes));
   const int64_t blocks = std::min<int64_t>(
       (static_cast<int64_t>(count) + kResidueThreads - 1) / kResidueThreads, int64_t{1} << 16);
   ResiduesKernel<Field><<<static_cast<unsigned>(blocks), kResidueThreads, 0, context.stream()>>>(
-      field, matrix->as<int64_t>(), static_cast<int64_t>(count));
+      field, matrix.as<int64_t>(), static_cast<int64_t>(count));
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ResiduesKernel<Field>);
   work->bytes_moved += 3 * bytes;  // uploaded, read, written
 
-  absl::StatusOr<EliminationOutcome<T>> outcome =
-      Eliminate(context, *matrix, n, field, schedule, control, work);
-  if (!outcome.ok()) return outcome.status();
-  if (outcome->singular) return uint64_t{0};
+  MATRIXD_ASSIGN_OR_RETURN(EliminationOutcome<T> outcome,
+                           Eliminate(context, matrix, n, field, schedule, control, work));
+  if (outcome.singular) return uint64_t{0};
   uint64_t det = 1;
-  for (const T pivot : outcome->pivots) det = MulMod(det, CanonicalResidue(pivot, p), p);
+  for (const T pivot : outcome.pivots) det = MulMod(det, CanonicalResidue(pivot, p), p);
   return det;
 }
 

@@ -57,7 +57,7 @@ class StreamEvent {
   StreamEvent(const StreamEvent&) = delete;
   StreamEvent& operator=(const StreamEvent&) = delete;
   ~StreamEvent() {
-    if (event_ != nullptr) static_cast<void>(cudaEventDestroy(event_));
+    if (event_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(event_));
   }
 
   absl::Status Record(cudaStream_t stream) {
@@ -82,20 +82,18 @@ class StreamEvent {
 class CheckInPacer {
  public:
   static absl::StatusOr<CheckInPacer> Create() {
-    absl::StatusOr<StreamEvent> first = StreamEvent::Create();
-    if (!first.ok()) return first.status();
-    absl::StatusOr<StreamEvent> second = StreamEvent::Create();
-    if (!second.ok()) return second.status();
-    return CheckInPacer(*std::move(first), *std::move(second));
+    MATRIXD_ASSIGN_OR_RETURN(StreamEvent first, StreamEvent::Create());
+    MATRIXD_ASSIGN_OR_RETURN(StreamEvent second, StreamEvent::Create());
+    return CheckInPacer(std::move(first), std::move(second));
   }
 
   // `progress`: the fraction of the work done once the stream reaches this point.
   absl::Status CheckIn(cudaStream_t stream, JobControl* control, double progress) {
     StreamEvent& mark = count_ % 2 == 0 ? even_ : odd_;
-    if (absl::Status s = mark.Record(stream); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(mark.Record(stream));
     if (count_ > 0) {
       StreamEvent& previous = count_ % 2 == 0 ? odd_ : even_;
-      if (absl::Status s = previous.Wait(); !s.ok()) return s;
+      MATRIXD_RETURN_IF_ERROR(previous.Wait());
       ReportProgress(control, previous_progress_);
     }
     ++count_;
@@ -120,17 +118,14 @@ absl::StatusOr<EliminationOutcome<T>> CollectOutcome(DeviceContext& context,
                                                      const DeviceBuffer& pivots, int64_t n) {
   EliminationOutcome<T> outcome;
   int flag = 0;
-  if (absl::Status s = context.Download(status, &flag, sizeof(flag)); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(context.Download(status, &flag, sizeof(flag)));
   if (flag != 0) {
     outcome.singular = true;
     return outcome;
   }
   outcome.pivots.resize(static_cast<size_t>(n));
-  if (absl::Status s =
-          context.Download(pivots, outcome.pivots.data(), outcome.pivots.size() * sizeof(T));
-      !s.ok()) {
-    return s;
-  }
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(pivots, outcome.pivots.data(), outcome.pivots.size() * sizeof(T)));
   return outcome;
 }
 

@@ -81,11 +81,11 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
         absl::StrCat("matrix is ", m, "x", n, "; an LU solve needs a square matrix"));
   }
 
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(elements * sizeof(T)));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(elements * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer staging, context.Allocate(elements * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factors, context.Allocate(elements * sizeof(T)));
   // ipiv[0, k), then one devInfo per call.
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
-      ints, context.Allocate((static_cast<size_t>(k) + kInfoSlots) * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ints,
+                           context.Allocate((static_cast<size_t>(k) + kInfoSlots) * sizeof(int)));
   int* ipiv = ints.as<int>();
   int* info = ipiv + k;
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
@@ -94,8 +94,8 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(
       Traits::getrf_buffer_size(context.cusolver(), m, n, Ptr<T>(factors), m, &workspace_elements));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
-      workspace,
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer workspace,
       context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
   absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(stream);
   MATRIXD_RETURN_IF_ERROR(getrf_timer.status());
@@ -111,8 +111,10 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   if (rhs != nullptr) {
     nrhs = static_cast<int>(rhs->cols);
     const size_t rhs_elements = static_cast<size_t>(rhs->size());
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs_elements * sizeof(T)));
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_columns_new, context.Allocate(rhs_elements * sizeof(T)));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_staging_new,
+                             context.Allocate(rhs_elements * sizeof(T)));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_columns_new,
+                             context.Allocate(rhs_elements * sizeof(T)));
     rhs_staging = std::move(rhs_staging_new);
     rhs_columns = std::move(rhs_columns_new);
     MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(*rhs, rhs_staging, rhs_columns, context));
@@ -181,8 +183,8 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   const int n = static_cast<int>(a.rows);
   const cudaStream_t stream = context.stream();
 
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(ints, context.Allocate(kInfoSlots * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ints, context.Allocate(kInfoSlots * sizeof(int)));
   int* info = ints.as<int>();
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
@@ -190,8 +192,8 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf_buffer_size(
       context.cusolver(), CUBLAS_FILL_MODE_UPPER, n, Ptr<T>(factor), n, &workspace_elements));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
-      workspace,
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer workspace,
       context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
   absl::StatusOr<KernelTimer> potrf_timer = KernelTimer::Start(stream);
   MATRIXD_RETURN_IF_ERROR(potrf_timer.status());
@@ -204,7 +206,7 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   int nrhs = 0;
   if (rhs != nullptr) {
     nrhs = static_cast<int>(rhs->cols);
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(solution_new, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer solution_new, context.Allocate(rhs->byte_size()));
     solution = std::move(solution_new);
     MATRIXD_RETURN_IF_ERROR(context.Upload(rhs->data, solution, rhs->byte_size()));
     const typename Traits::Device one = Traits::One();
@@ -266,11 +268,12 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
         absl::StrCat("matrix is ", m, "x", n, "; a QR solve needs rows >= cols (least squares)"));
   }
 
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(elements * sizeof(T)));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(elements * sizeof(T)));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(tau, context.Allocate(static_cast<size_t>(k) * sizeof(T)));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(r, context.Allocate(static_cast<size_t>(k) * n * sizeof(T)));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(ints, context.Allocate(kInfoSlots * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer staging, context.Allocate(elements * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factors, context.Allocate(elements * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer tau, context.Allocate(static_cast<size_t>(k) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer r,
+                           context.Allocate(static_cast<size_t>(k) * n * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ints, context.Allocate(kInfoSlots * sizeof(int)));
   int* info = ints.as<int>();
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
   MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
@@ -281,8 +284,10 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
   if (rhs != nullptr) {
     nrhs = static_cast<int>(rhs->cols);
     const size_t rhs_elements = static_cast<size_t>(rhs->size());
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs_elements * sizeof(T)));
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_columns_new, context.Allocate(rhs_elements * sizeof(T)));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_staging_new,
+                             context.Allocate(rhs_elements * sizeof(T)));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_columns_new,
+                             context.Allocate(rhs_elements * sizeof(T)));
     rhs_staging = std::move(rhs_staging_new);
     rhs_columns = std::move(rhs_columns_new);
     MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(*rhs, rhs_staging, rhs_columns, context));
@@ -301,8 +306,8 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
         Ptr<T>(tau), Ptr<T>(rhs_columns), m, &ormqr_elements));
   }
   const int workspace_elements = std::max({geqrf_elements, orgqr_elements, ormqr_elements, 1});
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
-      workspace, context.Allocate(static_cast<size_t>(workspace_elements) * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer workspace,
+                           context.Allocate(static_cast<size_t>(workspace_elements) * sizeof(T)));
 
   absl::StatusOr<KernelTimer> geqrf_timer = KernelTimer::Start(stream);
   MATRIXD_RETURN_IF_ERROR(geqrf_timer.status());

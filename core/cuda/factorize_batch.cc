@@ -59,8 +59,8 @@ Matrix HostMatrix(int64_t rows, int64_t cols) {
 template <typename T>
 absl::StatusOr<DeviceBuffer> PointersInto(const DeviceBuffer& buffer, int64_t stride, int count,
                                           DeviceContext& context) {
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(pointers,
-                                  context.Allocate(static_cast<size_t>(count) * sizeof(void*)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pointers,
+                           context.Allocate(static_cast<size_t>(count) * sizeof(void*)));
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchFillPointers(pointers.as<void*>(), buffer.data(),
                                                   static_cast<size_t>(stride) * sizeof(T), count,
                                                   context.stream()));
@@ -120,14 +120,14 @@ absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<c
                          .cols = batch.cols,
                          .dtype = a.dtype,
                          .data = a.data + static_cast<size_t>(b) * matrix_bytes};
-    absl::StatusOr<FactorizeResult> host =
-        cpu::Factorize(one, {.kind = FactorizationKind::kLu}, nullptr, 1, nullptr);
-    if (!host.ok()) return host.status();
-    std::memcpy(result.lu.mutable_bytes() + static_cast<size_t>(b) * matrix_bytes, host->lu.bytes(),
+    MATRIXD_ASSIGN_OR_RETURN(
+        FactorizeResult host,
+        cpu::Factorize(one, {.kind = FactorizationKind::kLu}, nullptr, 1, nullptr));
+    std::memcpy(result.lu.mutable_bytes() + static_cast<size_t>(b) * matrix_bytes, host.lu.bytes(),
                 matrix_bytes);
-    std::copy(host->permutation.begin(), host->permutation.end(),
+    std::copy(host.permutation.begin(), host.permutation.end(),
               result.permutation.begin() + int64_t{b} * batch.rows);
-    result.singular_columns[b] = host->singular_column.value_or(-1);
+    result.singular_columns[b] = host.singular_column.value_or(-1);
   }
   return absl::OkStatus();
 }
@@ -144,15 +144,15 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   const int count = batch.count;
   const cudaStream_t stream = context.stream();
 
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(pivots,
-                                  context.Allocate(static_cast<size_t>(count) * n * sizeof(int)));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(
-      permutation, context.Allocate(static_cast<size_t>(count) * n * sizeof(int64_t)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer staging, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factors, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivots,
+                           context.Allocate(static_cast<size_t>(count) * n * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer permutation,
+                           context.Allocate(static_cast<size_t>(count) * n * sizeof(int64_t)));
   // Per matrix: getrf's info, the first zero pivot, the Inf/NaN flag. Downloaded first, alone.
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(flags,
-                                  context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer flags,
+                           context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
   int* info = flags.as<int>();
   int* singular = info + count;
   int* nonfinite = singular + count;
@@ -162,8 +162,8 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchBatchedTranspose(staging.data(), n, n, count, factors.data(), sizeof(T), stream));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor_pointers,
-                                  PointersInto<T>(factors, batch.size(), count, context));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor_pointers,
+                           PointersInto<T>(factors, batch.size(), count, context));
   Device<T>** lu = PointerArray<T>(factor_pointers);
   absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(stream);
   MATRIXD_RETURN_IF_ERROR(getrf_timer.status());
@@ -183,15 +183,15 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
                                  rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_staging_new, context.Allocate(rhs->byte_size()));
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(rhs_columns, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_staging_new, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_columns, context.Allocate(rhs->byte_size()));
     rhs_staging = std::move(rhs_staging_new);
     MATRIXD_RETURN_IF_ERROR(context.Upload(rhs->data, rhs_staging, rhs->byte_size()));
     // Each row-major n x nrhs right-hand side reads as nrhs x n column-major.
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedTranspose(rhs_staging.data(), nrhs, n, count,
                                                         rhs_columns.data(), sizeof(T), stream));
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(
-        rhs_pointers, PointersInto<T>(rhs_columns, int64_t{n} * nrhs, count, context));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_pointers,
+                             PointersInto<T>(rhs_columns, int64_t{n} * nrhs, count, context));
     Device<T>** b = PointerArray<T>(rhs_pointers);
     MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {
       int host_info = 0;
@@ -284,15 +284,15 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
   const int nrhs = batch.nrhs;
   const cudaStream_t stream = context.stream();
 
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(infos,
-                                  context.Allocate(static_cast<size_t>(count) * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer infos,
+                           context.Allocate(static_cast<size_t>(count) * sizeof(int)));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(infos.data(), 0, static_cast<size_t>(count) * sizeof(int), stream));
   const HostRegistration a_pin(a.data, a.byte_size(), stream);
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor_pointers,
-                                  PointersInto<T>(factor, batch.size(), count, context));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor_pointers,
+                           PointersInto<T>(factor, batch.size(), count, context));
   Device<T>** u = PointerArray<T>(factor_pointers);
   absl::StatusOr<KernelTimer> potrf_timer = KernelTimer::Start(stream);
   MATRIXD_RETURN_IF_ERROR(potrf_timer.status());
@@ -308,11 +308,11 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
   const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
                                  rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(solution_new, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer solution_new, context.Allocate(rhs->byte_size()));
     solution = std::move(solution_new);
     MATRIXD_RETURN_IF_ERROR(context.Upload(rhs->data, solution, rhs->byte_size()));
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(solution_pointers,
-                                    PointersInto<T>(solution, int64_t{n} * nrhs, count, context));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer solution_pointers,
+                             PointersInto<T>(solution, int64_t{n} * nrhs, count, context));
     Device<T>** x = PointerArray<T>(solution_pointers);
     const Device<T> one = Traits::One();
     // Y U = R^T, then X^T U^H = Y. A matrix that is not positive definite gets garbage, which is
@@ -395,21 +395,21 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
                                                    "squares)"));
   }
 
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(staging, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factors, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(tau,
-                                  context.Allocate(static_cast<size_t>(count) * k * sizeof(T)));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(r,
-                                  context.Allocate(static_cast<size_t>(count) * k * n * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer staging, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factors, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer tau,
+                           context.Allocate(static_cast<size_t>(count) * k * sizeof(T)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer r,
+                           context.Allocate(static_cast<size_t>(count) * k * n * sizeof(T)));
   const HostRegistration a_pin(a.data, a.byte_size(), stream);
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchBatchedTranspose(staging.data(), n, m, count, factors.data(), sizeof(T), stream));
   // Q (m x k per matrix, k <= n) goes where the input was: its staging copy is no longer needed.
   DeviceBuffer& q = staging;
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(factor_pointers,
-                                  PointersInto<T>(factors, batch.size(), count, context));
-  MATRIXD_ASSIGN_BUFFER_OR_RETURN(tau_pointers, PointersInto<T>(tau, k, count, context));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor_pointers,
+                           PointersInto<T>(factors, batch.size(), count, context));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer tau_pointers, PointersInto<T>(tau, k, count, context));
   Device<T>** reflectors = PointerArray<T>(factor_pointers);
   Device<T>** scales = PointerArray<T>(tau_pointers);
   absl::StatusOr<KernelTimer> geqrf_timer = KernelTimer::Start(stream);
@@ -430,9 +430,9 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
   const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
                                  rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(b, context.Allocate(rhs->byte_size()));
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(
-        y, context.Allocate(static_cast<size_t>(count) * n * nrhs * sizeof(T)));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer b, context.Allocate(rhs->byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer y,
+                             context.Allocate(static_cast<size_t>(count) * n * nrhs * sizeof(T)));
     MATRIXD_RETURN_IF_ERROR(context.Upload(rhs->data, b, rhs->byte_size()));
     const Device<T> one = Traits::One();
     const Device<T> zero = Traits::Zero();
@@ -447,8 +447,9 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
                                        y.as<Device<T>>() + first * y_stride, nrhs, y_stride, size));
       return absl::OkStatus();
     }));
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(r_pointers, PointersInto<T>(r, int64_t{k} * n, count, context));
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(y_pointers, PointersInto<T>(y, y_stride, count, context));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer r_pointers,
+                             PointersInto<T>(r, int64_t{k} * n, count, context));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer y_pointers, PointersInto<T>(y, y_stride, count, context));
     Device<T>** r_array = PointerArray<T>(r_pointers);
     Device<T>** y_array = PointerArray<T>(y_pointers);
     MATRIXD_RETURN_IF_ERROR(InSlices(count, [&](int first, int size) -> absl::Status {

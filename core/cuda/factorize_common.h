@@ -1,5 +1,4 @@
-// What the single and batched cuSOLVER factorisations share: early-return macros for their long
-// sequences of library calls, and the flop counts both report.
+// What the single and batched cuSOLVER factorisations share: the flop counts both report.
 #ifndef MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
 #define MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
 
@@ -11,20 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/cuda/device_context.h"
-
-// Returns the status of `expr` when it is not OK.
-#define MATRIXD_RETURN_IF_ERROR(expr)                                 \
-  do {                                                                \
-    if (absl::Status matrixd_status = (expr); !matrixd_status.ok()) { \
-      return matrixd_status;                                          \
-    }                                                                 \
-  } while (0)
-
-// Declares DeviceBuffer `lhs` from a StatusOr<DeviceBuffer> expression, or returns its status.
-#define MATRIXD_ASSIGN_BUFFER_OR_RETURN(lhs, expr) \
-  absl::StatusOr<DeviceBuffer> lhs##_or = (expr);  \
-  if (!lhs##_or.ok()) return lhs##_or.status();    \
-  DeviceBuffer lhs = *std::move(lhs##_or)
+#include "core/status_macros.h"
 
 namespace matrixd::cuda {
 

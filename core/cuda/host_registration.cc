@@ -1,5 +1,7 @@
 #include "core/cuda/host_registration.h"
 
+#include "core/cuda/cuda_status.h"
+
 namespace matrixd::cuda {
 
 HostRegistration::HostRegistration(const void* data, size_t bytes, cudaStream_t stream)
@@ -18,13 +20,12 @@ HostRegistration::HostRegistration(const void* data, size_t bytes, cudaStream_t 
 
 HostRegistration::~HostRegistration() {
   if (data_ == nullptr) return;
-  // Errors cannot be reported from here; a failed wait leaves the range registered rather than
+  // Errors cannot be returned from here; a failed wait leaves the range registered rather than
   // unregistering it under a running copy.
-  if (cudaStreamSynchronize(stream_) != cudaSuccess) {
-    static_cast<void>(cudaGetLastError());
-    return;
-  }
-  if (cudaHostUnregister(data_) != cudaSuccess) static_cast<void>(cudaGetLastError());
+  const cudaError_t stream_synchronize = cudaStreamSynchronize(stream_);
+  MATRIXD_ASSERT_CUDA_SUCCESS(stream_synchronize);
+  if (stream_synchronize != cudaSuccess) return;
+  MATRIXD_ASSERT_CUDA_SUCCESS(cudaHostUnregister(data_));
 }
 
 }  // namespace matrixd::cuda

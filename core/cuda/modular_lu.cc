@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/elimination.h"
 #include "core/modular_arithmetic.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cuda {
 
@@ -20,20 +21,21 @@ namespace matrixd::cuda {
 absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint64_t p,
                                                        DeviceContext& context,
                                                        JobControl* control) {
-  if (absl::Status s = ValidateModularDeterminantInput(a, p); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(ValidateModularDeterminantInput(a, p));
   if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
   constexpr uint64_t kFloat64Limit = uint64_t{1} << 26;
   DeterminantResult result;
   result.method_used = DeterminantMethod::kLu;
   EliminationWork work;
-  absl::StatusOr<uint64_t> residue = ModularDeterminantOnDevice(
-      context, a.As<int64_t>().data(), a.rows, p,
-      p < kFloat64Limit ? ResidueArithmetic::kBalancedFloat64 : ResidueArithmetic::kUint64,
-      Schedule::kBlocked, control, &work);
-  if (!residue.ok()) return residue.status();
+  MATRIXD_ASSIGN_OR_RETURN(
+      uint64_t residue,
+      ModularDeterminantOnDevice(
+          context, a.As<int64_t>().data(), a.rows, p,
+          p < kFloat64Limit ? ResidueArithmetic::kBalancedFloat64 : ResidueArithmetic::kUint64,
+          Schedule::kBlocked, control, &work));
   result.stats.flops += work.flops;
   result.stats.bytes_moved += work.bytes_moved;
-  result.residue = *residue;
+  result.residue = residue;
   ReportProgress(control, 1.0);
   return result;
 }

@@ -58,18 +58,14 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
   // C straight into the caller's resident matrix when it lives on this device: no round trip.
   void* const c_out = InPlaceOutput(options.output, c_bytes, a.dtype, context);
   if (c_out == nullptr) result.c = Matrix(m, n, a.dtype);
-  absl::StatusOr<DeviceBuffer> device_a = context.Allocate(a.byte_size());
-  if (!device_a.ok()) return device_a.status();
-  absl::StatusOr<DeviceBuffer> device_b = context.Allocate(b.byte_size());
-  if (!device_b.ok()) return device_b.status();
-  absl::StatusOr<DeviceBuffer> device_c = context.Allocate(c_out != nullptr ? 0 : c_bytes);
-  if (!device_c.ok()) return device_c.status();
-  void* const c_target = c_out != nullptr ? c_out : device_c->data();
-  if (absl::Status s = context.Upload(a.data, *device_a, a.byte_size()); !s.ok()) return s;
-  if (absl::Status s = context.Upload(b.data, *device_b, b.byte_size()); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_a, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_b, context.Allocate(b.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_c, context.Allocate(c_out != nullptr ? 0 : c_bytes));
+  void* const c_target = c_out != nullptr ? c_out : device_c.data();
+  MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, device_a, a.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(b.data, device_b, b.byte_size()));
 
-  absl::StatusOr<KernelTimer> gemm_timer = KernelTimer::Start(context.stream());
-  if (!gemm_timer.ok()) return gemm_timer.status();
+  MATRIXD_ASSIGN_OR_RETURN(KernelTimer gemm_timer, KernelTimer::Start(context.stream()));
   {
     // TF32 tensor cores only when asked for, and only for this call: the handle is shared by
     // every operation on this device.
@@ -77,35 +73,29 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
     if constexpr (std::is_same_v<T, float>) {
       if (options.allow_tf32) mode = CUBLAS_TF32_TENSOR_OP_MATH;
     }
-    absl::StatusOr<ScopedMathMode> math_mode = ScopedMathMode::Set(context.cublas(), mode);
-    if (!math_mode.ok()) return math_mode.status();
+    MATRIXD_ASSIGN_OR_RETURN(ScopedMathMode math_mode, ScopedMathMode::Set(context.cublas(), mode));
     const typename Traits::Device one = Traits::One();
     const typename Traits::Device zero = Traits::Zero();
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::gemm(
         context.cublas(), options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
         options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-        static_cast<int>(k), &one, LibraryPointer<T>(device_b->data()), static_cast<int>(b.cols),
-        LibraryPointer<T>(device_a->data()), static_cast<int>(a.cols), &zero,
+        static_cast<int>(k), &one, LibraryPointer<T>(device_b.data()), static_cast<int>(b.cols),
+        LibraryPointer<T>(device_a.data()), static_cast<int>(a.cols), &zero,
         LibraryPointer<T>(c_target), static_cast<int>(n)));
   }
-  if (absl::Status s = gemm_timer->Stop(); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(gemm_timer.Stop());
   if (c_out != nullptr) {
     // The caller names the matrix next; other streams may read it then.
-    if (absl::Status s = context.Synchronize(); !s.ok()) return s;
-  } else if (absl::Status s =
-                 context.Download(*device_c, result.c.mutable_bytes(), result.c.byte_size());
-             !s.ok()) {
-    return s;
-  }
+    MATRIXD_RETURN_IF_ERROR(context.Synchronize());
+  } else
+    MATRIXD_RETURN_IF_ERROR(
+        context.Download(device_c, result.c.mutable_bytes(), result.c.byte_size()));
   const double flops_per_update = std::is_same_v<T, float> || std::is_same_v<T, double> ? 2.0 : 8.0;
   result.stats.flops =
       flops_per_update * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   result.stats.bytes_moved = a.byte_size() + b.byte_size() + c_bytes;
-  if (absl::Status s = gemm_timer->AppendTo(&result.stats, "cublas_gemm", result.stats.bytes_moved,
-                                            result.stats.flops);
-      !s.ok()) {
-    return s;
-  }
+  MATRIXD_RETURN_IF_ERROR(gemm_timer.AppendTo(&result.stats, "cublas_gemm",
+                                              result.stats.bytes_moved, result.stats.flops));
   return result;
 }
 

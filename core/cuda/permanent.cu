@@ -85,12 +85,9 @@ WalkLayout PlanWalk(int bits, int padded_order, double cost_per_update) {
 
 template <typename T>
 absl::StatusOr<DeviceBuffer> UploadVector(DeviceContext& context, const std::vector<T>& values) {
-  absl::StatusOr<DeviceBuffer> buffer =
-      context.Allocate(std::max<size_t>(values.size(), 1) * sizeof(T));
-  if (!buffer.ok()) return buffer.status();
-  if (absl::Status s = context.Upload(values.data(), *buffer, values.size() * sizeof(T)); !s.ok()) {
-    return s;
-  }
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer buffer,
+                           context.Allocate(std::max<size_t>(values.size(), 1) * sizeof(T)));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(values.data(), buffer, values.size() * sizeof(T)));
   return buffer;
 }
 
@@ -106,8 +103,7 @@ absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padde
       WalkBlocksPerMultiprocessor<Data>(padded_order, layout.bits, &per_multiprocessor));
   const int64_t wave =
       std::max<int64_t>(1, int64_t{per_multiprocessor} * context.properties().multiProcessorCount);
-  absl::StatusOr<BlockingEvent> slice_done = BlockingEvent::Create();
-  if (!slice_done.ok()) return slice_done.status();
+  MATRIXD_ASSIGN_OR_RETURN(BlockingEvent slice_done, BlockingEvent::Create());
   // The first slice is one wave; later ones are scaled by the time the last one took, so that
   // the slices last ~kSliceSeconds on any device and at any order.
   constexpr int64_t kMaxSliceBlocks = int64_t{1} << 30;
@@ -118,7 +114,7 @@ absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padde
     const WalkSlice slice{layout.bits, layout.chunk_log2, layout.threads, done};
     const auto start = std::chrono::steady_clock::now();
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchWalk(padded_order, slice, count, data, context.stream()));
-    if (absl::Status s = slice_done->WaitFor(context.stream()); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(slice_done.WaitFor(context.stream()));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     done += count;
@@ -173,33 +169,24 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
   FloatPlan<double> plan = NewFloatPlan<double>(n, padded_order, method);
   cpu::FillPermanentWalk(a, n, method, padded_order, plan.steps, plan.base, plan.base_lo);
   const WalkLayout layout = PlanWalk(cpu::PermanentWalkBits(n, method), padded_order, 1.0);
-  absl::StatusOr<DeviceBuffer> steps = UploadVector(context, plan.steps);
-  if (!steps.ok()) return steps.status();
-  absl::StatusOr<DeviceBuffer> base_hi = UploadVector(context, plan.base);
-  if (!base_hi.ok()) return base_hi.status();
-  absl::StatusOr<DeviceBuffer> base_lo = UploadVector(context, plan.base_lo);
-  if (!base_lo.ok()) return base_lo.status();
-  absl::StatusOr<DeviceBuffer> partials =
-      context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(DoubleDouble));
-  if (!partials.ok()) return partials.status();
-  absl::StatusOr<DeviceBuffer> total = context.Allocate(sizeof(DoubleDouble));
-  if (!total.ok()) return total.status();
-  const RealWalkData data{steps->as<double>(), base_hi->as<double>(), base_lo->as<double>(),
-                          partials->as<DoubleDouble>()};
-  absl::StatusOr<EventTimer> timer = EventTimer::Create();
-  if (!timer.ok()) return timer.status();
-  if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
-  if (absl::Status s = RunWalk(context, layout, padded_order, data, total->as<DoubleDouble>(), 0.0,
-                               1.0, control);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer steps, UploadVector(context, plan.steps));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer base_hi, UploadVector(context, plan.base));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer base_lo, UploadVector(context, plan.base_lo));
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer partials,
+      context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(DoubleDouble)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer total, context.Allocate(sizeof(DoubleDouble)));
+  const RealWalkData data{steps.as<double>(), base_hi.as<double>(), base_lo.as<double>(),
+                          partials.as<DoubleDouble>()};
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
+  MATRIXD_RETURN_IF_ERROR(
+      RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control));
+  MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
   DoubleDouble sum{0.0, 0.0};
-  if (absl::Status s = context.Download(*total, &sum, sizeof(sum)); !s.ok()) return s;
-  absl::StatusOr<double> seconds = timer->Seconds();
-  if (!seconds.ok()) return seconds.status();
-  return WalkOutcome{sum.hi + sum.lo, *seconds};
+  MATRIXD_RETURN_IF_ERROR(context.Download(total, &sum, sizeof(sum)));
+  MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
+  return WalkOutcome{sum.hi + sum.lo, seconds};
 }
 
 // The sum of the terms of the walk of a (row-normalised) complex matrix.
@@ -213,28 +200,21 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int
   const WalkLayout layout = PlanWalk(cpu::PermanentWalkBits(n, method), padded_order, 1.0);
   std::vector<std::complex<double>> steps_and_base = plan.steps;
   steps_and_base.insert(steps_and_base.end(), plan.base.begin(), plan.base.end());
-  absl::StatusOr<DeviceBuffer> steps = UploadVector(context, ToDouble2(steps_and_base));
-  if (!steps.ok()) return steps.status();
-  absl::StatusOr<DeviceBuffer> partials =
-      context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(ComplexDoubleDouble));
-  if (!partials.ok()) return partials.status();
-  absl::StatusOr<DeviceBuffer> total = context.Allocate(sizeof(ComplexDoubleDouble));
-  if (!total.ok()) return total.status();
-  const ComplexWalkData data{steps->as<double2>(), partials->as<ComplexDoubleDouble>()};
-  absl::StatusOr<EventTimer> timer = EventTimer::Create();
-  if (!timer.ok()) return timer.status();
-  if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
-  if (absl::Status s = RunWalk(context, layout, padded_order, data,
-                               total->as<ComplexDoubleDouble>(), 0.0, 1.0, control);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer steps, UploadVector(context, ToDouble2(steps_and_base)));
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer partials,
+      context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(ComplexDoubleDouble)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer total, context.Allocate(sizeof(ComplexDoubleDouble)));
+  const ComplexWalkData data{steps.as<double2>(), partials.as<ComplexDoubleDouble>()};
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
+  MATRIXD_RETURN_IF_ERROR(RunWalk(context, layout, padded_order, data,
+                                  total.as<ComplexDoubleDouble>(), 0.0, 1.0, control));
+  MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
   ComplexDoubleDouble sum{};
-  if (absl::Status s = context.Download(*total, &sum, sizeof(sum)); !s.ok()) return s;
-  absl::StatusOr<double> seconds = timer->Seconds();
-  if (!seconds.ok()) return seconds.status();
-  return WalkOutcome{{sum.re.hi + sum.re.lo, sum.im.hi + sum.im.lo}, *seconds};
+  MATRIXD_RETURN_IF_ERROR(context.Download(total, &sum, sizeof(sum)));
+  MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
+  return WalkOutcome{{sum.re.hi + sum.re.lo, sum.im.hi + sum.im.lo}, seconds};
 }
 
 // The real or complex permanent: sign * 2^exponent * (sum of the walk's terms), T = double or
@@ -243,13 +223,11 @@ template <typename T>
 absl::StatusOr<std::complex<double>> FloatPermanent(const MatrixView& a, int n,
                                                     PermanentMethod method, DeviceContext& context,
                                                     JobControl* control, double* walk_seconds) {
-  const absl::StatusOr<cpu::ScaledRows<T>> rows = cpu::ScalePermanentRows<T>(a);
-  if (!rows.ok()) return rows.status();
-  if (rows->zero_row) return std::complex<double>(0.0);
-  absl::StatusOr<WalkOutcome> outcome = Walk(rows->entries, n, method, context, control);
-  if (!outcome.ok()) return outcome.status();
-  *walk_seconds = outcome->walk_seconds;
-  return cpu::FloatPermanentValue(outcome->sum, n, method, rows->exponent);
+  MATRIXD_ASSIGN_OR_RETURN(const cpu::ScaledRows<T> rows, cpu::ScalePermanentRows<T>(a));
+  if (rows.zero_row) return std::complex<double>(0.0);
+  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome, Walk(rows.entries, n, method, context, control));
+  *walk_seconds = outcome.walk_seconds;
+  return cpu::FloatPermanentValue(outcome.sum, n, method, rows.exponent);
 }
 
 // ---- INT64: the walk modulo primes ----
@@ -293,44 +271,33 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
     // Padding multiplies by R mod p, the Montgomery 1, so the product keeps R^-(n-1).
     for (int i = n; i < padded_order; ++i) prime_base[i] = MontgomeryOne(p);
   }
-  absl::StatusOr<DeviceBuffer> device_steps = UploadVector(context, steps);
-  if (!device_steps.ok()) return device_steps.status();
-  absl::StatusOr<DeviceBuffer> device_base = UploadVector(context, base);
-  if (!device_base.ok()) return device_base.status();
-  absl::StatusOr<DeviceBuffer> partials =
-      context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(uint64_t));
-  if (!partials.ok()) return partials.status();
-  absl::StatusOr<DeviceBuffer> sums = context.Allocate(primes.size() * sizeof(uint64_t));
-  if (!sums.ok()) return sums.status();
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_steps, UploadVector(context, steps));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_base, UploadVector(context, base));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer partials,
+                           context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(uint64_t)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer sums, context.Allocate(primes.size() * sizeof(uint64_t)));
 
-  absl::StatusOr<EventTimer> timer = EventTimer::Create();
-  if (!timer.ok()) return timer.status();
-  if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
   for (int q = 0; q < prime_count; ++q) {
-    const ModularWalkData data{device_steps->as<uint64_t>() + q * step_count,
-                               device_base->as<uint64_t>() + static_cast<size_t>(q) * padded_order,
-                               primes[q], NegativeInverse(primes[q]), partials->as<uint64_t>()};
+    const ModularWalkData data{device_steps.as<uint64_t>() + q * step_count,
+                               device_base.as<uint64_t>() + static_cast<size_t>(q) * padded_order,
+                               primes[q], NegativeInverse(primes[q]), partials.as<uint64_t>()};
     // Each prime's walk reuses the partials buffer: stream order keeps the reduction of one
     // before the walk of the next.
-    if (absl::Status s = RunWalk(context, layout, padded_order, data, sums->as<uint64_t>() + q,
-                                 static_cast<double>(q) / prime_count,
-                                 static_cast<double>(q + 1) / prime_count, control);
-        !s.ok()) {
-      return s;
-    }
+    MATRIXD_RETURN_IF_ERROR(RunWalk(context, layout, padded_order, data, sums.as<uint64_t>() + q,
+                                    static_cast<double>(q) / prime_count,
+                                    static_cast<double>(q + 1) / prime_count, control));
   }
-  if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
   std::vector<uint64_t> residues(primes.size());
-  if (absl::Status s = context.Download(*sums, residues.data(), residues.size() * sizeof(uint64_t));
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<double> walk_seconds = timer->Seconds();
-  if (!walk_seconds.ok()) return walk_seconds.status();
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(sums, residues.data(), residues.size() * sizeof(uint64_t)));
+  MATRIXD_ASSIGN_OR_RETURN(double walk_seconds, timer.Seconds());
   for (int q = 0; q < prime_count; ++q) {
     residues[q] = cpu::ModularPermanentValue(residues[q], n, method, primes[q]);
   }
-  return ExactPermanent{cpu::ReconstructSigned(residues, primes), prime_count, *walk_seconds};
+  return ExactPermanent{cpu::ReconstructSigned(residues, primes), prime_count, walk_seconds};
 }
 
 const char* WalkName(PermanentMethod method, DType dtype) {
@@ -347,9 +314,7 @@ const char* WalkName(PermanentMethod method, DType dtype) {
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           DeviceContext& context, JobControl* control) {
   static_assert(kMaxPermanentOrder == kMaxWalkOrder);
-  if (absl::Status s = cpu::CheckPermanentInput(a, kMaxWalkOrder, "the CUDA permanent"); !s.ok()) {
-    return s;
-  }
+  MATRIXD_RETURN_IF_ERROR(cpu::CheckPermanentInput(a, kMaxWalkOrder, "the CUDA permanent"));
   if (IsCancelled(control)) return Cancelled();
   const int n = static_cast<int>(a.rows);
 
@@ -357,20 +322,19 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
 
   double walk_seconds = 0.0;
   if (a.dtype == DType::kInt64) {
-    absl::StatusOr<ExactPermanent> exact =
-        IntegerPermanent(a, n, result.method_used, context, control);
-    if (!exact.ok()) return exact.status();
+    MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact,
+                             IntegerPermanent(a, n, result.method_used, context, control));
     // The exact value is the truth; `value` is its nearest double.
-    cpu::SetExactPermanent(std::move(exact->decimal), exact->primes, &result);
-    walk_seconds = exact->walk_seconds;
+    cpu::SetExactPermanent(std::move(exact.decimal), exact.primes, &result);
+    walk_seconds = exact.walk_seconds;
   } else {
-    absl::StatusOr<std::complex<double>> value =
+    MATRIXD_ASSIGN_OR_RETURN(
+        std::complex<double> value,
         IsComplex(a.dtype)
             ? FloatPermanent<std::complex<double>>(a, n, result.method_used, context, control,
                                                    &walk_seconds)
-            : FloatPermanent<double>(a, n, result.method_used, context, control, &walk_seconds);
-    if (!value.ok()) return value.status();
-    result.value = *value;
+            : FloatPermanent<double>(a, n, result.method_used, context, control, &walk_seconds));
+    result.value = value;
   }
   if (walk_seconds > 0.0) {
     result.stats.kernels.push_back(KernelRecord{WalkName(result.method_used, a.dtype), walk_seconds,

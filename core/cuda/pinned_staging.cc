@@ -36,7 +36,7 @@ absl::StatusOr<std::unique_ptr<PinnedStaging>> PinnedStaging::Create(cudaStream_
   std::unique_ptr<PinnedStaging> staging(new PinnedStaging(stream));
   for (int i = 0; i < 2; ++i) {
     if (absl::Status s = ToStatus(cudaMallocHost(&staging->chunks_[i], kChunkBytes),
-                                  "cudaMallocHost(staging chunk)");
+                                  "cudaMallocHost(staging chunk)", MATRIXD_CUDA_CALL_SITE);
         !s.ok()) {
       return absl::UnavailableError(s.message());
     }
@@ -49,10 +49,10 @@ absl::StatusOr<std::unique_ptr<PinnedStaging>> PinnedStaging::Create(cudaStream_
 PinnedStaging::~PinnedStaging() {
   for (int i = 0; i < 2; ++i) {
     if (drained_[i] != nullptr) {
-      static_cast<void>(cudaEventSynchronize(drained_[i]));
-      static_cast<void>(cudaEventDestroy(drained_[i]));
+      MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventSynchronize(drained_[i]));
+      MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(drained_[i]));
     }
-    if (chunks_[i] != nullptr) static_cast<void>(cudaFreeHost(chunks_[i]));
+    if (chunks_[i] != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaFreeHost(chunks_[i]));
   }
 }
 
@@ -90,7 +90,7 @@ absl::Status PinnedStaging::Download(const void* device, void* host, size_t byte
                                                  static_cast<const char*>(device) + offset, length,
                                                  cudaMemcpyDeviceToHost, stream_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(drained_[chunk], stream_));
-    if (absl::Status s = drain_pending(); !s.ok()) return s;
+    MATRIXD_RETURN_IF_ERROR(drain_pending());
     pending_offset = offset;
     pending_length = length;
     pending_chunk = static_cast<int>(chunk);

@@ -32,7 +32,7 @@ class DeviceResidentMatrix final : public ResidentMatrix {
   std::string device() const override { return channel_.description(); }
 
   absl::Status Write(uint64_t offset, std::span<const std::byte> bytes) override {
-    if (absl::Status status = CheckRange(offset, bytes.size()); !status.ok()) return status;
+    MATRIXD_RETURN_IF_ERROR(CheckRange(offset, bytes.size()));
     if (bytes.empty()) return absl::OkStatus();
     if (spilled()) {
       std::memcpy(host_.data() + offset, bytes.data(), bytes.size());
@@ -49,7 +49,7 @@ class DeviceResidentMatrix final : public ResidentMatrix {
   }
 
   absl::Status Read(uint64_t offset, std::span<std::byte> out) const override {
-    if (absl::Status status = CheckRange(offset, out.size()); !status.ok()) return status;
+    MATRIXD_RETURN_IF_ERROR(CheckRange(offset, out.size()));
     if (out.empty()) return absl::OkStatus();
     if (spilled()) {
       std::memcpy(out.data(), host_.data() + offset, out.size());
@@ -75,7 +75,7 @@ class DeviceResidentMatrix final : public ResidentMatrix {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot spill ", byte_size(), " bytes to host memory: out of host memory"));
     }
-    if (absl::Status status = Read(0, host); !status.ok()) return status;
+    MATRIXD_RETURN_IF_ERROR(Read(0, host));
     host_ = std::move(host);
     return channel_.Run([&](DeviceContext&) {
       buffer_ = DeviceBuffer();
@@ -86,12 +86,11 @@ class DeviceResidentMatrix final : public ResidentMatrix {
   absl::Status Restore() override {
     if (!spilled()) return absl::OkStatus();
     absl::Status status = channel_.Run([&](DeviceContext& context) -> absl::Status {
-      absl::StatusOr<DeviceBuffer> buffer = context.Allocate(byte_size());
-      if (!buffer.ok()) return buffer.status();
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffer->data(), host_.data(), byte_size(),
+      MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer buffer, context.Allocate(byte_size()));
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffer.data(), host_.data(), byte_size(),
                                                    cudaMemcpyDefault, context.stream()));
-      if (absl::Status synced = context.Synchronize(); !synced.ok()) return synced;
-      buffer_ = *std::move(buffer);
+      MATRIXD_RETURN_IF_ERROR(context.Synchronize());
+      buffer_ = std::move(buffer);
       return absl::OkStatus();
     });
     if (!status.ok()) return status;
@@ -125,9 +124,8 @@ absl::StatusOr<std::unique_ptr<ResidentMatrix>> MakeDeviceResidentMatrix(Transfe
       static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
   DeviceBuffer buffer;
   absl::Status status = channel.Run([&](DeviceContext& context) -> absl::Status {
-    absl::StatusOr<DeviceBuffer> allocated = context.Allocate(bytes);
-    if (!allocated.ok()) return allocated.status();
-    buffer = *std::move(allocated);
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer allocated, context.Allocate(bytes));
+    buffer = std::move(allocated);
     return absl::OkStatus();
   });
   if (!status.ok()) return status;

@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/cuda/device_context.h"
 #include "core/resident_matrix.h"
+#include "core/status_macros.h"
 
 namespace matrixd::cuda {
 
@@ -31,7 +32,7 @@ class TransferChannel {
   template <typename Transfer>
   absl::Status Run(Transfer&& transfer) {
     absl::MutexLock lock(&mutex_);
-    if (absl::Status status = context_->Activate(); !status.ok()) return status;
+    MATRIXD_RETURN_IF_ERROR(context_->Activate());
     return transfer(*context_);
   }
 

@@ -26,7 +26,7 @@ class ScopedMathMode {
   ScopedMathMode(const ScopedMathMode&) = delete;
   ScopedMathMode& operator=(const ScopedMathMode&) = delete;
   ~ScopedMathMode() {
-    if (handle_ != nullptr) static_cast<void>(cublasSetMathMode(handle_, previous_));
+    if (handle_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cublasSetMathMode(handle_, previous_));
   }
 
  private:

@@ -73,18 +73,12 @@ absl::StatusOr<DeviceOperand> OnDevice(const MatrixView& view, DeviceContext& co
     operand.data = view.data;
     return operand;
   }
-  absl::StatusOr<DeviceBuffer> copy = context.Allocate(view.byte_size());
-  if (!copy.ok()) return copy.status();
-  if (absl::Status s = context.Upload(view.data, *copy, view.byte_size()); !s.ok()) return s;
-  operand.copy = *std::move(copy);
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer copy, context.Allocate(view.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(view.data, copy, view.byte_size()));
+  operand.copy = std::move(copy);
   operand.data = operand.copy.data();
   return operand;
 }
-
-#define MATRIXD_ASSIGN_OPERAND_OR_RETURN(lhs, view, context)            \
-  absl::StatusOr<DeviceOperand> lhs##_or = OnDevice((view), (context)); \
-  if (!lhs##_or.ok()) return lhs##_or.status();                         \
-  DeviceOperand lhs = *std::move(lhs##_or)
 
 // Where X goes: the caller's resident matrix when it is on this device with X's size and dtype.
 void* OutputOnThisDevice(ResidentMatrix* output, size_t bytes, DType dtype,
@@ -138,13 +132,13 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
   const typename Traits::Device one = Traits::One();
   const size_t x_bytes = static_cast<size_t>(n) * nrhs * sizeof(T);
 
-  MATRIXD_ASSIGN_OPERAND_OR_RETURN(factor, f.factor, context);
-  MATRIXD_ASSIGN_OPERAND_OR_RETURN(b, rhs, context);
+  MATRIXD_ASSIGN_OR_RETURN(DeviceOperand factor, OnDevice(f.factor, context));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceOperand b, OnDevice(rhs, context));
   SolveResult result;
   void* x = OutputOnThisDevice(options.output, x_bytes, rhs.dtype, context);
   DeviceBuffer x_buffer;
   if (x == nullptr) {
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(buffer, context.Allocate(x_bytes));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer buffer, context.Allocate(x_bytes));
     x_buffer = std::move(buffer);
     x = x_buffer.data();
   }
@@ -155,7 +149,7 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
   MATRIXD_RETURN_IF_ERROR(timer.status());
   switch (f.kind) {
     case FactorizationKind::kLu: {
-      MATRIXD_ASSIGN_OPERAND_OR_RETURN(permutation, f.permutation, context);
+      MATRIXD_ASSIGN_OR_RETURN(DeviceOperand permutation, OnDevice(f.permutation, context));
       const auto* perm = static_cast<const int64_t*>(permutation.data);
       if (options.transpose == SolveTranspose::kNone) {
         MATRIXD_CUDA_RETURN_IF_ERROR(LaunchPermuteRows(b.data, x, perm, n, nrhs, sizeof(T),
@@ -169,7 +163,7 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
         break;
       }
       const cublasOperation_t op = OpOf(options.transpose);
-      MATRIXD_ASSIGN_BUFFER_OR_RETURN(work, context.Allocate(x_bytes));
+      MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer work, context.Allocate(x_bytes));
       MATRIXD_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(work.data(), b.data, x_bytes, cudaMemcpyDeviceToDevice, stream));
       auto* z = Mutable<T>(work.data());
@@ -194,7 +188,7 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
                                                 &one, m_factor, n, x_t, nrhs));
       break;
     case FactorizationKind::kQr: {
-      MATRIXD_ASSIGN_OPERAND_OR_RETURN(r, f.r, context);
+      MATRIXD_ASSIGN_OR_RETURN(DeviceOperand r, OnDevice(f.r, context));
       const typename Traits::Device zero = Traits::Zero();
       // k = n: Q read column-major is Q^T (n x m, leading dimension n).
       MATRIXD_CUDA_RETURN_IF_ERROR(Traits::gemm(cublas, CUBLAS_OP_N, Traits::kAdjoint, nrhs, n, m,
@@ -210,8 +204,8 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
 
   if (options.residual) {
     // R^T = B^T - X^T op(A)^T, with A read column-major as A^T (leading dimension n).
-    MATRIXD_ASSIGN_OPERAND_OR_RETURN(a, f.input, context);
-    MATRIXD_ASSIGN_BUFFER_OR_RETURN(residual, context.Allocate(rhs.byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceOperand a, OnDevice(f.input, context));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer residual, context.Allocate(rhs.byte_size()));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(residual.data(), b.data, rhs.byte_size(),
                                                  cudaMemcpyDeviceToDevice, stream));
     const int inner = options.transpose == SolveTranspose::kNone ? n : m;
@@ -255,7 +249,7 @@ absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const 
                                   const SolveOptions& options, DeviceContext& context,
                                   JobControl* control) {
   if (IsCancelled(control)) return absl::CancelledError("solve cancelled");
-  if (absl::Status s = CheckSolve(factorization, rhs, options); !s.ok()) return s;
+  MATRIXD_RETURN_IF_ERROR(CheckSolve(factorization, rhs, options));
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   if (factorization.rows() > kIntMax || factorization.cols() > kIntMax || rhs.cols > kIntMax ||
       rhs.size() > kIntMax || factorization.input.size() > kIntMax) {

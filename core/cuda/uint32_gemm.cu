@@ -59,49 +59,41 @@ absl::StatusOr<MultiplyResult> Uint32Multiply(const MatrixView& a, const MatrixV
 
   MultiplyResult result;
   result.c = Matrix(m, n, DType::kUInt32);
-  absl::StatusOr<DeviceBuffer> device_a = context.Allocate(a.byte_size());
-  if (!device_a.ok()) return device_a.status();
-  absl::StatusOr<DeviceBuffer> device_b = context.Allocate(b.byte_size());
-  if (!device_b.ok()) return device_b.status();
-  absl::StatusOr<DeviceBuffer> device_c = context.Allocate(result.c.byte_size());
-  if (!device_c.ok()) return device_c.status();
-  if (absl::Status s = context.Upload(a.data, *device_a, a.byte_size()); !s.ok()) return s;
-  if (absl::Status s = context.Upload(b.data, *device_b, b.byte_size()); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_a, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_b, context.Allocate(b.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_c, context.Allocate(result.c.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, device_a, a.byte_size()));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(b.data, device_b, b.byte_size()));
 
   const int64_t tile_rows = (m + kGemmTile - 1) / kGemmTile;
   const double per_tile_row =
       static_cast<double>(kGemmTile) * static_cast<double>(n) * static_cast<double>(k);
   const int64_t band = std::clamp<int64_t>(static_cast<int64_t>(kBandMultiplyAdds / per_tile_row),
                                            1, kGemmMaxTileRows);
-  absl::StatusOr<BlockingEvent> band_done = BlockingEvent::Create();
-  if (!band_done.ok()) return band_done.status();
-  absl::StatusOr<EventTimer> timer = EventTimer::Create();
-  if (!timer.ok()) return timer.status();
-  if (absl::Status s = timer->Start(context.stream()); !s.ok()) return s;
+  MATRIXD_ASSIGN_OR_RETURN(BlockingEvent band_done, BlockingEvent::Create());
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
   for (int64_t first = 0; first < tile_rows; first += band) {
     const int64_t rows = std::min(band, tile_rows - first);
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBand(
-        options.transpose_a, options.transpose_b, m, n, k, device_a->as<uint32_t>(),
-        device_b->as<uint32_t>(), device_c->as<uint32_t>(), first, rows, context.stream()));
+        options.transpose_a, options.transpose_b, m, n, k, device_a.as<uint32_t>(),
+        device_b.as<uint32_t>(), device_c.as<uint32_t>(), first, rows, context.stream()));
     if (first + rows < tile_rows) {
       // Wait for this band before queueing the next, so that a cancel stops the product.
-      if (absl::Status s = band_done->WaitFor(context.stream()); !s.ok()) return s;
+      MATRIXD_RETURN_IF_ERROR(band_done.WaitFor(context.stream()));
       if (IsCancelled(control)) return absl::CancelledError("multiplication cancelled");
       ReportProgress(control, static_cast<double>(first + rows) / static_cast<double>(tile_rows));
     }
   }
-  if (absl::Status s = timer->Stop(context.stream()); !s.ok()) return s;
-  if (absl::Status s = context.Download(*device_c, result.c.mutable_bytes(), result.c.byte_size());
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<double> seconds = timer->Seconds();
-  if (!seconds.ok()) return seconds.status();
+  MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(device_c, result.c.mutable_bytes(), result.c.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
   result.stats.flops =
       2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   result.stats.bytes_moved = a.byte_size() + b.byte_size() + result.c.byte_size();
   result.stats.kernels.push_back(
-      KernelRecord{"uint32_gemm", *seconds, result.stats.bytes_moved, result.stats.flops});
+      KernelRecord{"uint32_gemm", seconds, result.stats.bytes_moved, result.stats.flops});
   return result;
 }
 
