@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -36,69 +37,23 @@ absl::StatusOr<uint64_t> ResolveLimit(const DeviceMemoryLimit& limit, uint64_t t
   return bytes;
 }
 
-// One pool per (device, limit) for the life of the process: every context of a device shares it,
-// so its cap (maxSize) bounds their allocations together, and memory freed by one operation is
+// One memory stack per (device, limit) for the life of the process: every context of a device
+// shares it, so its cap bounds their allocations together, and memory freed by one operation is
 // reused by the next without a driver call.
-absl::StatusOr<cudaMemPool_t> SharedPool(int device, uint64_t limit) {
+absl::StatusOr<DeviceMemoryStack*> SharedMemoryStack(int device, uint64_t limit) {
   ABSL_CONST_INIT static absl::Mutex mutex(absl::kConstInit);
-  static auto* const pools = new std::map<std::pair<int, uint64_t>, cudaMemPool_t>();
+  static auto* const stacks =
+      new std::map<std::pair<int, uint64_t>, std::unique_ptr<DeviceMemoryStack>>();
   absl::MutexLock lock(&mutex);
-  if (const auto it = pools->find({device, limit}); it != pools->end()) return it->second;
-  cudaMemPoolProps properties{};
-  properties.allocType = cudaMemAllocationTypePinned;
-  properties.handleTypes = cudaMemHandleTypeNone;
-  properties.location.type = cudaMemLocationTypeDevice;
-  properties.location.id = device;
-  properties.maxSize = limit;
-  cudaMemPool_t pool = nullptr;
-  cudaError_t code = cudaMemPoolCreate(&pool, &properties);
-  if (code == cudaErrorInvalidValue || code == cudaErrorNotSupported) {
-    // A driver older than CUDA 12.2 knows no maxSize: the pool is then uncapped, and only the
-    // server's admission keeps the jobs' stated needs under the limit.
-    static_cast<void>(cudaGetLastError());
-    properties.maxSize = 0;
-    code = cudaMemPoolCreate(&pool, &properties);
-  }
-  MATRIXD_CUDA_RETURN_IF_ERROR(code);
-  // Keep freed memory cached up to the limit instead of returning it to the driver at every
-  // synchronisation (the default threshold is 0): repeated operations of one size then allocate
-  // without a driver call. Allocate() trims the cache when an allocation does not fit.
-  uint64_t threshold = limit;
-  if (absl::Status status = MATRIXD_CUDA_STATUS(
-          cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-      !status.ok()) {
-    static_cast<void>(cudaMemPoolDestroy(pool));
-    return status;
-  }
-  pools->emplace(std::make_pair(device, limit), pool);
-  return pool;
+  if (const auto it = stacks->find({device, limit}); it != stacks->end()) return it->second.get();
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<DeviceMemoryStack> stack,
+                           DeviceMemoryStack::Create(device, limit));
+  DeviceMemoryStack* const shared = stack.get();
+  stacks->emplace(std::make_pair(device, limit), std::move(stack));
+  return shared;
 }
 
 }  // namespace
-
-// ---- DeviceBuffer ----
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
-  if (this != &other) {
-    Reset();
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-    stream_ = std::exchange(other.stream_, nullptr);
-  }
-  return *this;
-}
-
-void DeviceBuffer::Reset() {
-  if (data_ != nullptr) {
-    // Stream-ordered: the memory returns to the pool once the work queued before it is done, so a
-    // buffer may go out of scope while kernels that use it are still running. A failure here can
-    // only come from a context that is already broken.
-    MATRIXD_ASSERT_CUDA_SUCCESS(cudaFreeAsync(data_, stream_));
-  }
-  data_ = nullptr;
-  bytes_ = 0;
-  stream_ = nullptr;
-}
 
 // ---- EventTimer ----
 
@@ -160,9 +115,7 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
     MATRIXD_CUDA_RETURN_IF_ERROR(cusparseSetStream(context->cusparse_, context->stream_));
     MATRIXD_ASSIGN_OR_RETURN(uint64_t limit,
                              ResolveLimit(memory_limit, context->properties_.totalGlobalMem));
-    MATRIXD_ASSIGN_OR_RETURN(cudaMemPool_t pool, SharedPool(device, limit));
-    context->pool_ = pool;
-    context->memory_limit_ = limit;
+    MATRIXD_ASSIGN_OR_RETURN(context->memory_, SharedMemoryStack(device, limit));
     // Without staging chunks, large pageable copies are merely slower.
     absl::StatusOr<std::unique_ptr<PinnedStaging>> staging =
         PinnedStaging::Create(context->stream_);
@@ -198,34 +151,13 @@ absl::Status DeviceContext::Activate() const {
 
 absl::StatusOr<DeviceBuffer> DeviceContext::Allocate(size_t bytes) {
   if (bytes == 0) return DeviceBuffer();
-  void* data = nullptr;
-  cudaError_t code = cudaMallocFromPoolAsync(&data, bytes, pool_, stream_);
-  if (code == cudaErrorMemoryAllocation) {
-    // The pool may hold enough freed memory in blocks of other sizes: wait for pending frees,
-    // give all unused memory back to the driver, and try once more.
-    static_cast<void>(cudaGetLastError());
-    if (cudaStreamSynchronize(stream_) == cudaSuccess &&
-        cudaMemPoolTrimTo(pool_, 0) == cudaSuccess) {
-      code = cudaMallocFromPoolAsync(&data, bytes, pool_, stream_);
-    }
-    if (code == cudaErrorMemoryAllocation) static_cast<void>(cudaGetLastError());
+  MemoryResource& resource = memory_resource();
+  absl::StatusOr<void*> data = resource.Allocate(bytes, stream_);
+  if (!data.ok()) {
+    return Annotate(data.status(),
+                    absl::StrCat("allocating ", bytes, " bytes on CUDA device ", device_));
   }
-  if (absl::Status status = ToStatus(code, "cudaMallocFromPoolAsync(...)"); !status.ok()) {
-    return Annotate(status, absl::StrCat("allocating ", bytes, " bytes on CUDA device ", device_));
-  }
-  return DeviceBuffer(data, bytes, stream_);
-}
-
-absl::StatusOr<MemoryPoolUsage> DeviceContext::MemoryUsage() const {
-  MemoryPoolUsage usage;
-  uint64_t value = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &value));
-  usage.used = value;
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &value));
-  usage.reserved = value;
-  return usage;
+  return DeviceBuffer(&resource, *data, bytes, stream_);
 }
 
 bool DeviceContext::UseStaging(const void* host, size_t bytes) const {

@@ -1,6 +1,7 @@
 // What one worker needs to run operations on one CUDA device: the device ordinal and properties,
 // a stream, cuBLAS/cuSOLVER/cuSPARSE handles bound to that stream, and stream-ordered allocation
-// from a memory pool capped at the device-memory limit. Every resource is owned (RAII), moved never
+// through the device's memory stack (cuda_memory_resource.h: pool -> limit -> statistics -> retry)
+// capped at the device-memory limit. Every resource is owned (RAII), moved never
 // copied.
 #ifndef MATRIXD_CORE_CUDA_DEVICE_CONTEXT_H_
 #define MATRIXD_CORE_CUDA_DEVICE_CONTEXT_H_
@@ -17,36 +18,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/backend.h"
+#include "core/cuda/cuda_memory_resource.h"
+#include "core/cuda/device_buffer.h"
 #include "core/cuda/pinned_staging.h"
+#include "core/memory_resource.h"
 
 namespace matrixd::cuda {
-
-// Device memory from cudaMallocAsync on a stream; freed with cudaFreeAsync on the same stream.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(void* data, size_t bytes, cudaStream_t stream)
-      : data_(data), bytes_(bytes), stream_(stream) {}
-  DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { Reset(); }
-
-  void* data() const { return data_; }
-  size_t bytes() const { return bytes_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-
- private:
-  void Reset();
-
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-  cudaStream_t stream_ = nullptr;
-};
 
 // Records elapsed device time on a stream between Start() and Stop().
 class EventTimer {
@@ -69,18 +46,13 @@ class EventTimer {
   cudaEvent_t stop_ = nullptr;
 };
 
-// A memory pool's counters (cudaMemPoolAttrUsedMemCurrent, cudaMemPoolAttrReservedMemCurrent).
-struct MemoryPoolUsage {
-  uint64_t used = 0;      // allocated and not yet freed (in stream order)
-  uint64_t reserved = 0;  // mapped by the pool: used plus cached for reuse
-};
-
 class DeviceContext {
  public:
   // Creates a stream and library handles on `device`, allocating from a stream-ordered pool
   // (cudaMemPool_t) whose size is capped at `memory_limit` of the device (rounded down to 2 MiB).
-  // Contexts of one device with the same limit share one pool, so the cap holds for all of them
-  // together; the pool keeps up to the limit cached between operations (release threshold = limit).
+  // Contexts of one device with the same limit share one memory stack (pool, limit, statistics),
+  // so the cap holds for all of them together; the pool keeps up to the limit cached between
+  // operations (release threshold = limit).
   // UNAVAILABLE if the device cannot be used; INVALID_ARGUMENT for a limit below 2 MiB or a
   // fraction outside (0, 1].
   static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(
@@ -98,13 +70,19 @@ class DeviceContext {
 
   // Makes this context's device current for the calling thread.
   absl::Status Activate() const;
-  // Stream-ordered allocation from the context's pool. RESOURCE_EXHAUSTED when the pool is at its
-  // limit or the device is out of memory (after trimming the pool's cache and trying again).
+  // Stream-ordered allocation on the context's stream through the device's memory stack.
+  // RESOURCE_EXHAUSTED when the limit is reached or the device is out of memory (after waiting for
+  // the stream's pending frees, trimming the pool's cache and trying again).
   absl::StatusOr<DeviceBuffer> Allocate(size_t bytes);
-  // The pool's cap in bytes, and its counters now.
-  uint64_t memory_limit() const { return memory_limit_; }
-  cudaMemPool_t memory_pool() const { return pool_; }
-  absl::StatusOr<MemoryPoolUsage> MemoryUsage() const;
+  // The resource Allocate draws from (shared by every context of this device and limit), for
+  // typed containers (device_vector.h); allocate from it on stream().
+  MemoryResource& memory_resource() const { return memory_->resource(); }
+  // The cap in bytes, the pool and its counters now, and the stack's counters (current, peak and
+  // total bytes allocated through every context of this device and limit).
+  uint64_t memory_limit() const { return memory_->limit(); }
+  cudaMemPool_t memory_pool() const { return memory_->pool().pool(); }
+  absl::StatusOr<MemoryPoolUsage> MemoryUsage() const { return memory_->pool().Usage(); }
+  MemoryStatistics memory_statistics() const { return memory_->statistics(); }
   // Copies host -> device / device -> host on the stream. Large copies from or to pageable memory
   // go through the context's pinned staging chunks (see pinned_staging.h); pinned memory and small
   // copies go directly. Upload returns once `host` has been read; Download once it is written.
@@ -132,8 +110,7 @@ class DeviceContext {
   cublasHandle_t cublas_ = nullptr;
   cusolverDnHandle_t cusolver_ = nullptr;
   cusparseHandle_t cusparse_ = nullptr;
-  cudaMemPool_t pool_ = nullptr;  // shared, owned by the process-wide pool table
-  uint64_t memory_limit_ = 0;
+  DeviceMemoryStack* memory_ = nullptr;     // shared, owned by the process-wide stack table
   std::unique_ptr<PinnedStaging> staging_;  // null when page-locked memory was refused
 };
 

@@ -1,0 +1,93 @@
+#include "core/cuda/cuda_memory_resource.h"
+
+#include <utility>
+
+#include "core/cuda/cuda_status.h"
+#include "core/status_macros.h"
+
+namespace matrixd::cuda {
+
+absl::StatusOr<std::unique_ptr<CudaAsyncResource>> CudaAsyncResource::Create(int device,
+                                                                             uint64_t max_bytes) {
+  cudaMemPoolProps properties{};
+  properties.allocType = cudaMemAllocationTypePinned;
+  properties.handleTypes = cudaMemHandleTypeNone;
+  properties.location.type = cudaMemLocationTypeDevice;
+  properties.location.id = device;
+  properties.maxSize = max_bytes;
+  cudaMemPool_t pool = nullptr;
+  cudaError_t code = cudaMemPoolCreate(&pool, &properties);
+  if (code == cudaErrorInvalidValue || code == cudaErrorNotSupported) {
+    static_cast<void>(cudaGetLastError());
+    properties.maxSize = 0;
+    code = cudaMemPoolCreate(&pool, &properties);
+  }
+  MATRIXD_CUDA_RETURN_IF_ERROR(code);
+  // Owned from here: the destructor destroys the pool on failure below.
+  std::unique_ptr<CudaAsyncResource> resource(new CudaAsyncResource(pool));
+  // Keep freed memory cached up to the cap instead of returning it to the driver at every
+  // synchronisation (the default threshold is 0): repeated operations of one size then allocate
+  // without a driver call. Trim() gives the cache back when an allocation does not fit.
+  uint64_t threshold = max_bytes;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  return resource;
+}
+
+CudaAsyncResource::~CudaAsyncResource() {
+  if (pool_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaMemPoolDestroy(pool_));
+}
+
+absl::StatusOr<MemoryPoolUsage> CudaAsyncResource::Usage() const {
+  MemoryPoolUsage usage;
+  uint64_t value = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &value));
+  usage.used = value;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &value));
+  usage.reserved = value;
+  return usage;
+}
+
+bool CudaAsyncResource::Trim(cudaStream_t stream) {
+  return MATRIXD_CUDA_STATUS(cudaStreamSynchronize(stream)).ok() &&
+         MATRIXD_CUDA_STATUS(cudaMemPoolTrimTo(pool_, 0)).ok();
+}
+
+absl::StatusOr<void*> CudaAsyncResource::DoAllocate(size_t bytes, MemoryStream stream) {
+  void* data = nullptr;
+  const cudaError_t code =
+      cudaMallocFromPoolAsync(&data, bytes, pool_, static_cast<cudaStream_t>(stream));
+  // Out of memory is an answer, not a fault: no log line for it.
+  const CallSite site = code == cudaErrorMemoryAllocation ? CallSite{} : MATRIXD_CUDA_CALL_SITE;
+  MATRIXD_RETURN_IF_ERROR(ToStatus(code, "cudaMallocFromPoolAsync(...)", site));
+  return data;
+}
+
+void CudaAsyncResource::DoDeallocate(void* data, size_t, MemoryStream stream) {
+  // Stream-ordered: the memory returns to the pool once the work queued before it is done, so a
+  // buffer may be given back while kernels that use it are still running.
+  MATRIXD_ASSERT_CUDA_SUCCESS(cudaFreeAsync(data, static_cast<cudaStream_t>(stream)));
+}
+
+// ---- DeviceMemoryStack ----
+
+absl::StatusOr<std::unique_ptr<DeviceMemoryStack>> DeviceMemoryStack::Create(int device,
+                                                                             uint64_t limit) {
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<CudaAsyncResource> pool,
+                           CudaAsyncResource::Create(device, limit));
+  return std::unique_ptr<DeviceMemoryStack>(new DeviceMemoryStack(std::move(pool), limit));
+}
+
+DeviceMemoryStack::DeviceMemoryStack(std::unique_ptr<CudaAsyncResource> pool, uint64_t limit)
+    : pool_(std::move(pool)),
+      limit_(pool_.get(), limit),
+      statistics_(&limit_),
+      // The pool may hold enough freed memory in blocks of other sizes, or frees still pending on
+      // the stream: wait for them, give all unused memory back to the driver, and try once more.
+      retry_(&statistics_, [pool = pool_.get()](size_t, MemoryStream stream) {
+        return pool->Trim(static_cast<cudaStream_t>(stream));
+      }) {}
+
+}  // namespace matrixd::cuda
