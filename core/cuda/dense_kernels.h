@@ -10,6 +10,9 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+
+#include "core/cuda/device_span.h"
 
 namespace matrixd::cuda {
 
@@ -32,6 +35,30 @@ cudaError_t LaunchCopy(const void* src, void* dst, size_t bytes, cudaStream_t st
 enum class Triangle { kUpper, kLower };
 cudaError_t LaunchZeroStrictTriangle(void* data, int64_t rows, int64_t cols, size_t element_size,
                                      Triangle triangle, cudaStream_t stream);
+
+// The typed forms of LaunchTranspose and LaunchZeroStrictTriangle, for elements of 4, 8 or 16
+// bytes: cudaErrorInvalidValue when a span holds fewer elements than its shape reaches.
+template <typename T>
+cudaError_t LaunchTranspose(DeviceSpan<T> src, int64_t rows, int64_t cols, int64_t src_ld,
+                            DeviceSpan<std::remove_const_t<T>> dst, int64_t dst_ld,
+                            cudaStream_t stream) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16);
+  if (rows > 0 && cols > 0 &&
+      (src.size() < static_cast<size_t>(src_ld * (cols - 1) + rows) ||
+       dst.size() < static_cast<size_t>(dst_ld * (rows - 1) + cols))) {
+    return cudaErrorInvalidValue;
+  }
+  return LaunchTranspose(src.data(), rows, cols, src_ld, dst.data(), dst_ld, sizeof(T), stream);
+}
+template <typename T>
+cudaError_t LaunchZeroStrictTriangle(DeviceSpan<T> data, int64_t rows, int64_t cols,
+                                     Triangle triangle, cudaStream_t stream) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16);
+  if (rows > 0 && cols > 0 && data.size() < static_cast<size_t>(rows * cols)) {
+    return cudaErrorInvalidValue;
+  }
+  return LaunchZeroStrictTriangle(data.data(), rows, cols, sizeof(T), triangle, stream);
+}
 
 // The few numbers a determinant by LU comes down to, in device memory: det(A) =
 // (-1)^odd_swaps * (mantissa_real + i mantissa_imag) * 2^(exponent2 + row_exponent2), unless a

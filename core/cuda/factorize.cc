@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/device_span.h"
 #include "core/cuda/factorize_batch.h"
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/kernel_timer.h"
@@ -56,8 +57,8 @@ absl::Status UploadColumnMajor(const MatrixView& view, DeviceBuffer& staging,
                                DeviceBuffer& column_major, DeviceContext& context) {
   MATRIXD_RETURN_IF_ERROR(context.Upload(view.data, staging, view.byte_size()));
   // The staging array read column-major is view^T (cols x rows, leading dimension cols).
-  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(staging.data(), view.cols, view.rows, view.cols,
-                                               column_major.data(), view.rows, sizeof(T),
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(AsSpan<const T>(staging), view.cols, view.rows,
+                                               view.cols, AsSpan<T>(column_major), view.rows,
                                                context.stream()));
   return absl::OkStatus();
 }
@@ -121,12 +122,12 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs(context.cusolver(), CUBLAS_OP_N, n, nrhs,
                                                Ptr<T>(factors), m, ipiv, Ptr<T>(rhs_columns), n,
                                                info + kSolveInfo));
-    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(rhs_columns.data(), n, nrhs, n, rhs_staging.data(),
-                                                 nrhs, sizeof(T), stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(AsSpan<const T>(rhs_columns), n, nrhs, n,
+                                                 AsSpan<T>(rhs_staging), nrhs, stream));
   }
   // Back to row-major: the column-major m x n factors, transposed, read row-major.
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchTranspose(factors.data(), m, n, m, staging.data(), n, sizeof(T), stream));
+      LaunchTranspose(AsSpan<const T>(factors), m, n, m, AsSpan<T>(staging), n, stream));
 
   FactorizeResult result;
   result.kind = FactorizationKind::kLu;
@@ -221,7 +222,7 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   }
   // potrf leaves the other triangle as it was (A's upper triangle, row-major).
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchZeroStrictTriangle(factor.data(), n, n, sizeof(T), Triangle::kUpper, stream));
+      LaunchZeroStrictTriangle(AsSpan<T>(factor), n, n, Triangle::kUpper, stream));
 
   std::vector<int> host_info(kInfoSlots);
   MATRIXD_RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));
@@ -317,9 +318,9 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
   MATRIXD_RETURN_IF_ERROR(geqrf_timer->Stop());
   // R: the first k rows of the column-major factors, upper triangle, as row-major k x n.
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchTranspose(factors.data(), k, n, m, r.data(), n, sizeof(T), stream));
+      LaunchTranspose(AsSpan<const T>(factors), k, n, m, AsSpan<T>(r), n, stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchZeroStrictTriangle(r.data(), k, n, sizeof(T), Triangle::kLower, stream));
+      LaunchZeroStrictTriangle(AsSpan<T>(r), k, n, Triangle::kLower, stream));
 
   if (rhs != nullptr) {
     MATRIXD_CUDA_RETURN_IF_ERROR(
@@ -331,8 +332,8 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
         context.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
         CUBLAS_DIAG_NON_UNIT, n, nrhs, &one, Ptr<T>(factors), m, Ptr<T>(rhs_columns), m));
     // X: the first n rows of the column-major result, as row-major n x nrhs.
-    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(rhs_columns.data(), n, nrhs, m, rhs_staging.data(),
-                                                 nrhs, sizeof(T), stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTranspose(AsSpan<const T>(rhs_columns), n, nrhs, m,
+                                                 AsSpan<T>(rhs_staging), nrhs, stream));
   }
 
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::orgqr(context.cusolver(), m, k, k, Ptr<T>(factors), m,
@@ -340,7 +341,7 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
                                              info + kGenerateInfo));
   // Q: the first k columns, as row-major m x k (into the staging buffer, m n >= m k).
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchTranspose(factors.data(), m, k, m, staging.data(), k, sizeof(T), stream));
+      LaunchTranspose(AsSpan<const T>(factors), m, k, m, AsSpan<T>(staging), k, stream));
 
   std::vector<int> host_info(kInfoSlots);
   MATRIXD_RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));

@@ -11,6 +11,7 @@
 
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/device_context.h"
+#include "core/cuda/device_vector.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -78,6 +79,27 @@ TEST_F(CudaMemoryResourceTest, OverTheLimitIsResourceExhaustedNamingTheDeviceAnd
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   absl::StatusOr<DeviceBuffer> fits = context_->Allocate(kLimit / 2);
   EXPECT_TRUE(fits.ok()) << fits.status();
+}
+
+TEST_F(CudaMemoryResourceTest, DeviceVectorOwnsTypedElementsOnTheContextsStream) {
+  const MemoryStatistics before = context_->memory_statistics();
+  absl::StatusOr<DeviceVector<double>> vector = DeviceVector<double>::Create(*context_, 1000);
+  ASSERT_TRUE(vector.ok()) << vector.status();
+  EXPECT_EQ(vector->size(), 1000u);
+  EXPECT_EQ(vector->size_bytes(), 8000u);
+  EXPECT_EQ(vector->stream(), context_->stream());
+  EXPECT_EQ(context_->memory_statistics().current_bytes, before.current_bytes + 8000);
+  EXPECT_EQ(cudaMemsetAsync(vector->data(), 0, vector->size_bytes(), vector->stream()),
+            cudaSuccess);
+  DeviceVector<double> moved = *std::move(vector);
+  EXPECT_EQ(vector->size(), 0u);  // NOLINT: a moved-from vector is empty
+  EXPECT_EQ(vector->data(), nullptr);
+  const DeviceSpan<const double> span = moved;
+  EXPECT_EQ(span.size(), 1000u);
+  moved = DeviceVector<double>();
+  EXPECT_EQ(context_->memory_statistics().current_bytes, before.current_bytes);
+  EXPECT_EQ(DeviceVector<double>::Create(*context_, kLimit).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace
