@@ -202,7 +202,7 @@ std::string FormatFactorization(const v1::FactorizeResponse& r) {
 }
 
 std::string FormatProduct(const v1::MultiplyResponse& r, int64_t block_size) {
-  std::string out = absl::StrCat("  c: ", FormatMatrixCorner(r.c(), 3, 4));
+  std::string out = r.has_c() ? absl::StrCat("  c: ", FormatMatrixCorner(r.c(), 3, 4)) : "";
   if (block_size > 0) {
     const double fraction = r.block_products_total() > 0
                                 ? static_cast<double>(r.block_products()) /
