@@ -44,7 +44,7 @@ struct HostMatrixView {
   int64_t rows = 0;
   int64_t cols = 0;
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;
-  std::span<const std::byte> bytes;
+  std::span<const std::byte> bytes = {};
 };
 
 // Told the bytes moved so far and the total of a transfer, after each chunk. Called from the
@@ -57,15 +57,15 @@ struct UploadOptions {
   // of its own (one HTTP/2 connection carries about 1.5 GB/s at most). 1: always one stream.
   int parallel_streams = 4;
   uint64_t parallel_min_bytes = uint64_t{256} << 20;
-  std::string label;  // shown by ListMatrices
-  TransferProgress progress;
+  std::string label = {};  // shown by ListMatrices
+  TransferProgress progress = {};
 };
 
 struct DownloadOptions {
   // Rows [begin, end) only; nullopt: the whole matrix.
-  std::optional<std::pair<int64_t, int64_t>> rows;
+  std::optional<std::pair<int64_t, int64_t>> rows = std::nullopt;
   uint64_t chunk_bytes = 0;  // 0: the server's default (4 MiB)
-  TransferProgress progress;
+  TransferProgress progress = {};
 };
 
 class Client {

@@ -32,8 +32,8 @@ struct UploadHeader {
   int64_t rows = 0;
   int64_t cols = 0;
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;
-  std::string label;
-  std::string handle;  // non-empty: a part of this matrix; rows, cols and dtype are not sent
+  std::string label = {};
+  std::string handle = {};  // non-empty: a part of this matrix; rows, cols and dtype are not sent
 };
 
 // The messages of one Upload stream over `range` of `bytes`: chunks of at most `chunk_bytes`
