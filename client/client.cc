@@ -31,6 +31,19 @@ constexpr int kMaxFrameBytes = 4 << 20;
 // The channel argument that gives each upload part a connection of its own: channels with
 // different arguments never share a subchannel.
 constexpr char kPartChannelArg[] = "matrixd.client.upload_part";
+// Room in a message for a chunk's fields besides its data.
+constexpr uint64_t kChunkOverheadBytes = 1024;
+// The server's download chunk when the request leaves it at 0.
+constexpr uint64_t kDefaultDownloadChunkBytes = uint64_t{4} << 20;
+
+// A chunk of at most `wanted` bytes that fits in one message under `max_message_bytes`.
+uint64_t FittingChunkBytes(uint64_t wanted, int max_message_bytes) {
+  if (max_message_bytes < 0) return std::max<uint64_t>(wanted, 1);
+  const uint64_t room = static_cast<uint64_t>(max_message_bytes) > 2 * kChunkOverheadBytes
+                            ? static_cast<uint64_t>(max_message_bytes) - kChunkOverheadBytes
+                            : static_cast<uint64_t>(max_message_bytes) / 2;
+  return std::max<uint64_t>(std::min(wanted, room), 1);
+}
 
 absl::Status ToAbslStatus(const grpc::Status& status) {
   // grpc::StatusCode and absl::StatusCode share their numbering (both follow google.rpc.Code).
@@ -186,7 +199,8 @@ absl::StatusOr<v1::ResidentMatrix> Client::UploadStream(v1::MatrixService::Stub&
                          .dtype = matrix.dtype,
                          .label = options.label,
                          .handle = handle},
-                        matrix.bytes, {begin, end}, std::max<uint64_t>(options.chunk_bytes, 1));
+                        matrix.bytes, {begin, end},
+                        FittingChunkBytes(options.chunk_bytes, options_.max_message_bytes));
   v1::UploadChunk chunk;
   uint64_t reported = 0;
   while (chunker.Next(&chunk)) {
@@ -265,17 +279,18 @@ absl::StatusOr<RemoteMatrix> Client::ParallelUpload(const HostMatrixView& matrix
     });
   }
   for (std::thread& thread : threads) thread.join();
-  uint64_t missing = made->bytes();
+  // The part that finished last saw the matrix complete.
+  const v1::ResidentMatrix* complete = nullptr;
   for (const absl::StatusOr<v1::ResidentMatrix>& result : results) {
     if (!result.ok()) return result.status();
-    missing = std::min(missing, result->missing_bytes());
+    if (result->missing_bytes() == 0) complete = &*result;
   }
-  if (missing != 0) {
+  if (complete == nullptr) {
     return absl::InternalError(absl::StrCat("every part of ", made->handle(),
-                                            " was accepted, yet the server misses ", missing,
-                                            " bytes"));
+                                            " was accepted, yet the server misses bytes"));
   }
-  return remote;
+  remote.Detach();
+  return RemoteMatrix(this, *complete);
 }
 
 absl::StatusOr<v1::Matrix> Client::Download(const std::string& handle,
@@ -286,7 +301,9 @@ absl::StatusOr<v1::Matrix> Client::Download(const std::string& handle,
     request.set_row_begin(options.rows->first);
     request.set_row_end(options.rows->second);
   }
-  request.set_chunk_bytes(options.chunk_bytes);
+  request.set_chunk_bytes(
+      FittingChunkBytes(options.chunk_bytes > 0 ? options.chunk_bytes : kDefaultDownloadChunkBytes,
+                        options_.max_message_bytes));
   // The size is known from the first chunk only; the deadline is set before, from the listing.
   uint64_t expected = 0;
   if (absl::StatusOr<v1::ListMatricesResponse> listed = ListMatrices(); listed.ok()) {

@@ -52,7 +52,7 @@ struct HostMatrixView {
 using TransferProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 struct UploadOptions {
-  uint64_t chunk_bytes = uint64_t{4} << 20;
+  uint64_t chunk_bytes = uint64_t{4} << 20;  // capped to fit in max_message_bytes
   // Matrices of at least parallel_min_bytes go as this many parts at once, each on a connection
   // of its own (one HTTP/2 connection carries about 1.5 GB/s at most). 1: always one stream.
   int parallel_streams = 4;
