@@ -9,7 +9,6 @@
 #include "absl/time/clock.h"
 #include "client/matrix_values.h"
 #include "client/reference_math.h"
-#include "client/resident_commands.h"
 #include "client/result_format.h"
 
 namespace matrixd {

@@ -1,6 +1,5 @@
 #include "client/resident_commands.h"
 
-#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,11 +13,6 @@
 
 namespace matrixd {
 namespace {
-
-std::string DescribeResident(const v1::ResidentMatrix& m) {
-  return absl::StrCat(m.rows(), " x ", m.cols(), " ", DTypeFlagName(m.dtype()), ", ",
-                      FormatBytes(m.bytes()));
-}
 
 std::string Rate(uint64_t bytes, absl::Duration elapsed) {
   const double seconds = absl::ToDoubleSeconds(elapsed);
@@ -45,7 +39,7 @@ absl::Status RunUpload(Client& client, const v1::Matrix& matrix, UploadOptions o
   const v1::ResidentMatrix info = uploaded->info();
   uploaded->Detach();  // it stays on the server after matrixctl exits
   out << info.handle() << "\n" << std::flush;
-  log << "uploaded " << DescribeResident(info) << " to " << info.device() << " in "
+  log << "uploaded " << FormatResidentShape(info) << " to " << info.device() << " in "
       << FormatSeconds(absl::ToDoubleSeconds(elapsed)) << Rate(info.bytes(), elapsed) << "\n";
   return absl::OkStatus();
 }
@@ -62,7 +56,7 @@ absl::Status RunDownload(Client& client, absl::string_view handle, const std::st
   const absl::Duration elapsed = absl::Now() - start;
   if (!matrix.ok()) return matrix.status();
   if (absl::Status written = WriteNpyFile(*matrix, path); !written.ok()) return written;
-  out << "downloaded " << resolved->handle() << " (" << DescribeResident(*resolved) << ") in "
+  out << "downloaded " << resolved->handle() << " (" << FormatResidentShape(*resolved) << ") in "
       << FormatSeconds(absl::ToDoubleSeconds(elapsed)) << Rate(resolved->bytes(), elapsed) << " to "
       << path << "\n";
   return absl::OkStatus();
@@ -72,7 +66,7 @@ absl::Status RunList(Client& client, std::ostream& out) {
   absl::StatusOr<v1::ListMatricesResponse> listed = client.ListMatrices();
   if (!listed.ok()) return listed.status();
   for (const v1::ResidentMatrix& m : listed->matrices()) {
-    out << m.handle() << "  " << DescribeResident(m) << "  " << m.device()
+    out << m.handle() << "  " << FormatResidentShape(m) << "  " << m.device()
         << absl::StrFormat("  age %.1f s, idle %.1f s", m.age_seconds(), m.idle_seconds())
         << (m.spilled() ? "  spilled" : "")
         << (m.missing_bytes() > 0 ? absl::StrCat("  missing ", FormatBytes(m.missing_bytes())) : "")
@@ -93,15 +87,6 @@ absl::Status RunRelease(Client& client, const std::vector<std::string>& handles,
     out << "released " << resolved->handle() << " (" << FormatBytes(*freed) << ")\n";
   }
   return absl::OkStatus();
-}
-
-std::string FormatKept(const google::protobuf::Map<std::string, v1::ResidentMatrix>& kept) {
-  const std::map<std::string, v1::ResidentMatrix> by_name(kept.begin(), kept.end());
-  std::string out;
-  for (const auto& [name, m] : by_name) {
-    absl::StrAppend(&out, "  kept ", name, ": ", m.handle(), " (", DescribeResident(m), ")\n");
-  }
-  return out;
 }
 
 }  // namespace matrixd

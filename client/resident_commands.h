@@ -40,10 +40,6 @@ absl::Status RunList(Client& client, std::ostream& out);
 // Releases each named matrix (unique prefixes); stops at the first error.
 absl::Status RunRelease(Client& client, const std::vector<std::string>& handles, std::ostream& out);
 
-// One line per kept result, "  kept c: HANDLE (500 x 500 float64, 1.91 MiB)", in name order;
-// empty for none.
-std::string FormatKept(const google::protobuf::Map<std::string, v1::ResidentMatrix>& kept);
-
 }  // namespace matrixd
 
 #endif  // MATRIXD_CLIENT_RESIDENT_COMMANDS_H_

@@ -5,6 +5,7 @@
 #include <complex>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -225,6 +226,20 @@ std::string FormatPermanent(const v1::PermanentResponse& r, bool complex_input) 
   }
   if (!r.exact().empty()) absl::StrAppend(&out, "  exact  = ", r.exact(), "\n");
   absl::StrAppend(&out, "  method = ", PermanentMethodName(r.method_used()), "\n");
+  return out;
+}
+
+std::string FormatResidentShape(const v1::ResidentMatrix& m) {
+  return absl::StrCat(m.rows(), " x ", m.cols(), " ", DTypeFlagName(m.dtype()), ", ",
+                      FormatBytes(m.bytes()));
+}
+
+std::string FormatKept(const google::protobuf::Map<std::string, v1::ResidentMatrix>& kept) {
+  const std::map<std::string, v1::ResidentMatrix> by_name(kept.begin(), kept.end());
+  std::string out;
+  for (const auto& [name, m] : by_name) {
+    absl::StrAppend(&out, "  kept ", name, ": ", m.handle(), " (", FormatResidentShape(m), ")\n");
+  }
   return out;
 }
 

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "client/matrix_values.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/crc32c.h"
 #include "gmock/gmock.h"
@@ -61,24 +62,12 @@ std::string RandomBytes(size_t size, uint64_t seed) {
   return bytes;
 }
 
-int64_t ElementBytes(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_FLOAT32:
-    case v1::DTYPE_UINT32:
-      return 4;
-    case v1::DTYPE_COMPLEX128:
-      return 16;
-    default:
-      return 8;
-  }
-}
-
 v1::Matrix RandomMatrix(int64_t rows, int64_t cols, v1::DType dtype, uint64_t seed) {
   v1::Matrix m;
   m.set_rows(rows);
   m.set_cols(cols);
   m.set_dtype(dtype);
-  m.set_data(RandomBytes(static_cast<size_t>(rows * cols * ElementBytes(dtype)), seed));
+  m.set_data(RandomBytes(static_cast<size_t>(rows * cols * ElementSize(dtype)), seed));
   return m;
 }
 
