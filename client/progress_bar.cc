@@ -30,8 +30,11 @@ std::string FormatProgressLine(const std::string& label, uint64_t done, uint64_t
 ProgressBar::ProgressBar(std::ostream& out, std::string label, uint64_t total, bool enabled)
     : out_(out), label_(std::move(label)), shown_(enabled && total > kProgressBarMinBytes) {}
 
-ProgressBar::~ProgressBar() {
+ProgressBar::~ProgressBar() { Done(); }
+
+void ProgressBar::Done() {
   if (drawn_) out_ << "\n" << std::flush;
+  drawn_ = false;
 }
 
 void ProgressBar::Update(uint64_t done, uint64_t total) {

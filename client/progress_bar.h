@@ -23,13 +23,15 @@ class ProgressBar {
  public:
   // Draws on `out` only when `enabled` (e.g. isatty) and `total` > kProgressBarMinBytes.
   ProgressBar(std::ostream& out, std::string label, uint64_t total, bool enabled);
-  // Ends the line, if one was drawn.
+  // Calls Done().
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
 
   // Redraws at most every 100 ms, and at the end.
   void Update(uint64_t done, uint64_t total);
+  // Ends the bar's line, if one was drawn, so that what follows starts on a line of its own.
+  void Done();
 
  private:
   std::ostream& out_;

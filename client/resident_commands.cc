@@ -35,6 +35,7 @@ absl::Status RunUpload(Client& client, const v1::Matrix& matrix, UploadOptions o
   const absl::Time start = absl::Now();
   absl::StatusOr<RemoteMatrix> uploaded = client.Upload(matrix, options);
   const absl::Duration elapsed = absl::Now() - start;
+  bar.Done();
   if (!uploaded.ok()) return uploaded.status();
   const v1::ResidentMatrix info = uploaded->info();
   uploaded->Detach();  // it stays on the server after matrixctl exits
@@ -54,6 +55,7 @@ absl::Status RunDownload(Client& client, absl::string_view handle, const std::st
   const absl::Time start = absl::Now();
   absl::StatusOr<v1::Matrix> matrix = client.Download(resolved->handle(), options);
   const absl::Duration elapsed = absl::Now() - start;
+  bar.Done();
   if (!matrix.ok()) return matrix.status();
   if (absl::Status written = WriteNpyFile(*matrix, path); !written.ok()) return written;
   out << "downloaded " << resolved->handle() << " (" << FormatResidentShape(*resolved) << ") in "

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -232,6 +233,30 @@ TEST(ProgressLine, ShowsFractionBytesAndRate) {
   EXPECT_THAT(line, HasSubstr("upload [##########          ]  50%"));
   EXPECT_THAT(line, HasSubstr("512.00 MiB of 1.00 GiB"));
   EXPECT_THAT(line, HasSubstr("0.54 GB/s"));
+}
+
+TEST(ProgressBar, DrawsLargeTransfersOnATerminalAndEndsItsLine) {
+  std::ostringstream out;
+  const uint64_t total = kProgressBarMinBytes + 1;
+  {
+    ProgressBar bar(out, "download", total, /*enabled=*/true);
+    bar.Update(total, total);
+    EXPECT_THAT(out.str(), HasSubstr("\rdownload [####################] 100%"));
+    bar.Done();
+    EXPECT_EQ(out.str().back(), '\n');
+  }
+  EXPECT_EQ(out.str().find('\n'), out.str().size() - 1);  // Done() ended the line once
+}
+
+TEST(ProgressBar, SilentForSmallTransfersOrWithoutTerminal) {
+  std::ostringstream out;
+  {
+    ProgressBar small(out, "upload", kProgressBarMinBytes, /*enabled=*/true);
+    small.Update(kProgressBarMinBytes, kProgressBarMinBytes);
+    ProgressBar piped(out, "upload", kProgressBarMinBytes * 2, /*enabled=*/false);
+    piped.Update(kProgressBarMinBytes * 2, kProgressBarMinBytes * 2);
+  }
+  EXPECT_EQ(out.str(), "");
 }
 
 }  // namespace
