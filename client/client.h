@@ -73,6 +73,9 @@ class Client {
   // Connects lazily to `target` ("host:port"); the first call fails with UNAVAILABLE if nothing
   // listens there.
   explicit Client(const std::string& target, ClientOptions options = {});
+  // Not copied or moved: the RemoteMatrix objects it hands out point to it.
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
 
   absl::StatusOr<v1::DeterminantResponse> Determinant(const v1::DeterminantRequest& request);
   absl::StatusOr<v1::FactorizeResponse> Factorize(const v1::FactorizeRequest& request);
@@ -90,8 +93,10 @@ class Client {
                                                   v1::PermanentRequest request = {});
 
   // Resident matrices (matrixd.proto: Upload, CreateMatrix, Download, ListMatrices, Release).
-  // Streams the matrix to the server in chunks with its CRC32C and keeps it there. The server's
-  // error (INVALID_ARGUMENT for a bad shape, RESOURCE_EXHAUSTED when it has no room) is returned.
+  // Streams the matrix to the server in chunks with its CRC32C and keeps it there; the
+  // RemoteMatrix must not outlive this client. The server's error (INVALID_ARGUMENT for a bad
+  // shape, RESOURCE_EXHAUSTED when it has no room) is returned; a failed parallel upload releases
+  // what it created.
   absl::StatusOr<RemoteMatrix> Upload(const HostMatrixView& matrix,
                                       const UploadOptions& options = {});
   absl::StatusOr<RemoteMatrix> Upload(const v1::Matrix& matrix, const UploadOptions& options = {});
