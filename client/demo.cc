@@ -206,8 +206,7 @@ absl::Status BlockSparseProduct(Client& client, std::ostream& out, uint64_t seed
   constexpr double kDensity = 0.3;
   v1::MultiplyRequest request;
   *request.mutable_a() = RandomBlockSparseMatrix(kN, kN, v1::DTYPE_FLOAT64, seed, kBlock, kDensity);
-  *request.mutable_b() =
-      RandomBlockSparseMatrix(kN, kN, v1::DTYPE_FLOAT64, seed + 1, kBlock, kDensity);
+  *request.mutable_b() = RandomBlockSparseMatrix(kN, kN, v1::DTYPE_FLOAT64, seed + 1, kBlock, kDensity);
   request.set_block_size(kBlock);
   absl::StatusOr<v1::MultiplyResponse> response = RunMultiply(client, request, out);
   if (!response.ok()) return response.status();
@@ -268,9 +267,7 @@ absl::Status RunDemo(Client& client, std::ostream& out, uint64_t seed) {
       {"determinant of the Hilbert matrix H_12 by LU",
        [&](std::ostream& o) { return HilbertDeterminant(client, o, v1::DETERMINANT_METHOD_LU); }},
       {"determinant of H_12 by condensation",
-       [&](std::ostream& o) {
-         return HilbertDeterminant(client, o, v1::DETERMINANT_METHOD_CONDENSATION);
-       }},
+       [&](std::ostream& o) { return HilbertDeterminant(client, o, v1::DETERMINANT_METHOD_CONDENSATION); }},
       {"log|det| of a random 300 x 300",
        [&](std::ostream& o) { return RandomDeterminant(client, o, seed); }},
       {"determinant mod 2^61-1 of a random 100 x 100 int64",

@@ -117,9 +117,7 @@ int64_t ElementSize(v1::DType dtype) {
   }
 }
 
-bool IsComplex(v1::DType dtype) {
-  return dtype == v1::DTYPE_COMPLEX64 || dtype == v1::DTYPE_COMPLEX128;
-}
+bool IsComplex(v1::DType dtype) { return dtype == v1::DTYPE_COMPLEX64 || dtype == v1::DTYPE_COMPLEX128; }
 
 absl::string_view DTypeFlagName(v1::DType dtype) {
   switch (dtype) {
@@ -142,8 +140,8 @@ absl::string_view DTypeFlagName(v1::DType dtype) {
 
 absl::StatusOr<v1::DType> ParseDType(absl::string_view name) {
   const std::string lower = absl::AsciiStrToLower(name);
-  for (v1::DType dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_COMPLEX64,
-                          v1::DTYPE_COMPLEX128, v1::DTYPE_INT64, v1::DTYPE_UINT32}) {
+  for (v1::DType dtype :
+       {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_COMPLEX64, v1::DTYPE_COMPLEX128, v1::DTYPE_INT64, v1::DTYPE_UINT32}) {
     if (lower == DTypeFlagName(dtype) || lower == absl::AsciiStrToLower(v1::DType_Name(dtype))) {
       return dtype;
     }
