@@ -1,13 +1,21 @@
 #include "client/client.h"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/download_assembler.h"
+#include "client/matrix_values.h"
+#include "client/upload_chunker.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -17,9 +25,50 @@ namespace {
 // Matrix.data is little-endian on the wire; we copy host bytes straight into it.
 static_assert(std::endian::native == std::endian::little, "matrixd's client assumes little-endian");
 
+// HTTP/2 frames of 4 MiB (gRPC's default is 16 KiB), as the server sets them: a chunk of a
+// transfer crosses in one frame instead of 256.
+constexpr int kMaxFrameBytes = 4 << 20;
+// The channel argument that gives each upload part a connection of its own: channels with
+// different arguments never share a subchannel.
+constexpr char kPartChannelArg[] = "matrixd.client.upload_part";
+// Room in a message for a chunk's fields besides its data.
+constexpr uint64_t kChunkOverheadBytes = 1024;
+// The server's download chunk when the request leaves it at 0.
+constexpr uint64_t kDefaultDownloadChunkBytes = uint64_t{4} << 20;
+
+// A chunk of at most `wanted` bytes that fits in one message under `max_message_bytes`.
+uint64_t FittingChunkBytes(uint64_t wanted, int max_message_bytes) {
+  if (max_message_bytes < 0) return std::max<uint64_t>(wanted, 1);
+  const uint64_t room = static_cast<uint64_t>(max_message_bytes) > 2 * kChunkOverheadBytes
+                            ? static_cast<uint64_t>(max_message_bytes) - kChunkOverheadBytes
+                            : static_cast<uint64_t>(max_message_bytes) / 2;
+  return std::max<uint64_t>(std::min(wanted, room), 1);
+}
+
 absl::Status ToAbslStatus(const grpc::Status& status) {
   // grpc::StatusCode and absl::StatusCode share their numbering (both follow google.rpc.Code).
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, kMaxFrameBytes);
+  return args;
+}
+
+// The request that would not fit in one message, refused before it is sent.
+absl::Status CheckInlineSize(const google::protobuf::Message& request, int max_message_bytes) {
+  const size_t size = request.ByteSizeLong();
+  if (max_message_bytes < 0 || size <= static_cast<size_t>(max_message_bytes)) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      request.GetDescriptor()->name(), " is ", size, " bytes, over this client's ",
+      "max_message_bytes of ", max_message_bytes,
+      ": upload large matrices first (Client::Upload, matrixctl upload FILE) and pass their "
+      "handles instead"));
 }
 
 void SetDeadline(grpc::ClientContext& context, absl::Duration deadline) {
@@ -56,48 +105,256 @@ struct DTypeOf<uint32_t> {
 
 }  // namespace
 
-Client::Client(const std::string& target, ClientOptions options) : options_(options) {
-  grpc::ChannelArguments args;
-  args.SetMaxSendMessageSize(options_.max_message_bytes);
-  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
-  channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+Client::Client(const std::string& target, ClientOptions options)
+    : options_(options), target_(target), credentials_(grpc::InsecureChannelCredentials()) {
+  channel_ = grpc::CreateCustomChannel(target_, credentials_, ChannelArgs(options_));
   stub_ = v1::MatrixService::NewStub(channel_);
 }
 
-absl::StatusOr<v1::DeterminantResponse> Client::Determinant(const v1::DeterminantRequest& request) {
+std::shared_ptr<grpc::Channel> Client::PartChannel(int part) const {
+  grpc::ChannelArguments args = ChannelArgs(options_);
+  args.SetInt(kPartChannelArg, part);
+  return grpc::CreateCustomChannel(target_, credentials_, args);
+}
+
+absl::Duration Client::TransferDeadline(uint64_t bytes) const {
+  return options_.deadline +
+         absl::Seconds(static_cast<double>(bytes) / kAssumedTransferBytesPerSecond);
+}
+
+template <typename Request, typename Response>
+absl::StatusOr<Response> Client::Call(grpc::Status (v1::MatrixService::Stub::*method)(
+                                          grpc::ClientContext*, const Request&, Response*),
+                                      const Request& request) {
+  if (absl::Status size = CheckInlineSize(request, options_.max_message_bytes); !size.ok()) {
+    return size;
+  }
   grpc::ClientContext context;
   SetDeadline(context, options_.deadline);
-  v1::DeterminantResponse response;
-  grpc::Status status = stub_->Determinant(&context, request, &response);
+  Response response;
+  grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      absl::StrContains(status.error_message(), "larger than max")) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        status.error_message(),
+        "; keep large results on the server (result_options.keep_result, matrixctl --keep) and "
+        "download them (Client::Download, matrixctl download)"));
+  }
   if (!status.ok()) return ToAbslStatus(status);
   return response;
+}
+
+absl::StatusOr<v1::DeterminantResponse> Client::Determinant(const v1::DeterminantRequest& request) {
+  return Call(&v1::MatrixService::Stub::Determinant, request);
 }
 
 absl::StatusOr<v1::FactorizeResponse> Client::Factorize(const v1::FactorizeRequest& request) {
-  grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
-  v1::FactorizeResponse response;
-  grpc::Status status = stub_->Factorize(&context, request, &response);
-  if (!status.ok()) return ToAbslStatus(status);
-  return response;
+  return Call(&v1::MatrixService::Stub::Factorize, request);
 }
 
 absl::StatusOr<v1::MultiplyResponse> Client::Multiply(const v1::MultiplyRequest& request) {
+  return Call(&v1::MatrixService::Stub::Multiply, request);
+}
+
+absl::StatusOr<v1::PermanentResponse> Client::Permanent(const v1::PermanentRequest& request) {
+  return Call(&v1::MatrixService::Stub::Permanent, request);
+}
+
+absl::StatusOr<v1::DeterminantResponse> Client::Determinant(const RemoteMatrix& a,
+                                                            v1::DeterminantRequest request) {
+  *request.mutable_matrix_ref() = a.ref();
+  return Determinant(request);
+}
+
+absl::StatusOr<v1::FactorizeResponse> Client::Factorize(const RemoteMatrix& a,
+                                                        v1::FactorizeRequest request) {
+  *request.mutable_matrix_ref() = a.ref();
+  return Factorize(request);
+}
+
+absl::StatusOr<v1::MultiplyResponse> Client::Multiply(const RemoteMatrix& a, const RemoteMatrix& b,
+                                                      v1::MultiplyRequest request) {
+  *request.mutable_a_ref() = a.ref();
+  *request.mutable_b_ref() = b.ref();
+  return Multiply(request);
+}
+
+absl::StatusOr<v1::PermanentResponse> Client::Permanent(const RemoteMatrix& a,
+                                                        v1::PermanentRequest request) {
+  *request.mutable_matrix_ref() = a.ref();
+  return Permanent(request);
+}
+
+absl::StatusOr<v1::ResidentMatrix> Client::UploadStream(v1::MatrixService::Stub& stub,
+                                                        const HostMatrixView& matrix,
+                                                        const std::string& handle, uint64_t begin,
+                                                        uint64_t end, const UploadOptions& options,
+                                                        const std::function<void(uint64_t)>& sent) {
   grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
-  v1::MultiplyResponse response;
-  grpc::Status status = stub_->Multiply(&context, request, &response);
+  SetDeadline(context, TransferDeadline(end - begin));
+  v1::ResidentMatrix response;
+  std::unique_ptr<grpc::ClientWriter<v1::UploadChunk>> writer = stub.Upload(&context, &response);
+  UploadChunker chunker({.rows = matrix.rows,
+                         .cols = matrix.cols,
+                         .dtype = matrix.dtype,
+                         .label = options.label,
+                         .handle = handle},
+                        matrix.bytes, {begin, end},
+                        FittingChunkBytes(options.chunk_bytes, options_.max_message_bytes));
+  v1::UploadChunk chunk;
+  uint64_t reported = 0;
+  while (chunker.Next(&chunk)) {
+    // A failed write means the server has ended the call; Finish says why.
+    if (!writer->Write(chunk)) break;
+    if (sent && chunker.bytes_sent() > reported) {
+      sent(chunker.bytes_sent() - reported);
+      reported = chunker.bytes_sent();
+    }
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
   if (!status.ok()) return ToAbslStatus(status);
   return response;
 }
 
-absl::StatusOr<v1::PermanentResponse> Client::Permanent(const v1::PermanentRequest& request) {
+absl::StatusOr<RemoteMatrix> Client::Upload(const HostMatrixView& matrix,
+                                            const UploadOptions& options) {
+  const uint64_t total = matrix.bytes.size();
+  if (options.parallel_streams > 1 && total >= options.parallel_min_bytes && matrix.rows > 1) {
+    return ParallelUpload(matrix, options);
+  }
+  uint64_t done = 0;
+  std::function<void(uint64_t)> sent;
+  if (options.progress) {
+    sent = [&](uint64_t bytes) { options.progress(done += bytes, total); };
+  }
+  absl::StatusOr<v1::ResidentMatrix> uploaded =
+      UploadStream(*stub_, matrix, "", 0, total, options, sent);
+  if (!uploaded.ok()) return uploaded.status();
+  return RemoteMatrix(this, *std::move(uploaded));
+}
+
+absl::StatusOr<RemoteMatrix> Client::Upload(const v1::Matrix& matrix,
+                                            const UploadOptions& options) {
+  if (absl::Status shape = CheckMatrixShape(matrix); !shape.ok()) return shape;
+  return Upload(HostMatrixView{.rows = matrix.rows(),
+                               .cols = matrix.cols(),
+                               .dtype = matrix.dtype(),
+                               .bytes = std::as_bytes(std::span(matrix.data()))},
+                options);
+}
+
+absl::StatusOr<RemoteMatrix> Client::ParallelUpload(const HostMatrixView& matrix,
+                                                    const UploadOptions& options) {
+  v1::CreateMatrixRequest create;
+  create.set_rows(matrix.rows);
+  create.set_cols(matrix.cols);
+  create.set_dtype(matrix.dtype);
+  create.set_label(options.label);
+  absl::StatusOr<v1::ResidentMatrix> made = Call(&v1::MatrixService::Stub::CreateMatrix, create);
+  if (!made.ok()) return made.status();
+  // Owned from here on: a failed part releases the whole matrix.
+  RemoteMatrix remote(this, *made);
+
+  const uint64_t total = matrix.bytes.size();
+  const std::vector<ByteRange> parts =
+      SplitRows(matrix.rows, total / static_cast<uint64_t>(matrix.rows), options.parallel_streams);
+  std::mutex progress_mutex;
+  uint64_t done = 0;
+  std::function<void(uint64_t)> sent;
+  if (options.progress) {
+    sent = [&](uint64_t bytes) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      options.progress(done += bytes, total);
+    };
+  }
+  std::vector<absl::StatusOr<v1::ResidentMatrix>> results(parts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const std::unique_ptr<v1::MatrixService::Stub> stub =
+          v1::MatrixService::NewStub(PartChannel(static_cast<int>(i) + 1));
+      results[i] =
+          UploadStream(*stub, matrix, made->handle(), parts[i].begin, parts[i].end, options, sent);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  // The part that finished last saw the matrix complete.
+  const v1::ResidentMatrix* complete = nullptr;
+  for (const absl::StatusOr<v1::ResidentMatrix>& result : results) {
+    if (!result.ok()) return result.status();
+    if (result->missing_bytes() == 0) complete = &*result;
+  }
+  if (complete == nullptr) {
+    return absl::InternalError(absl::StrCat("every part of ", made->handle(),
+                                            " was accepted, yet the server misses bytes"));
+  }
+  remote.Detach();
+  return RemoteMatrix(this, *complete);
+}
+
+absl::StatusOr<v1::Matrix> Client::Download(const std::string& handle,
+                                            const DownloadOptions& options) {
+  v1::DownloadRequest request;
+  request.set_handle(handle);
+  if (options.rows) {
+    request.set_row_begin(options.rows->first);
+    request.set_row_end(options.rows->second);
+  }
+  request.set_chunk_bytes(
+      FittingChunkBytes(options.chunk_bytes > 0 ? options.chunk_bytes : kDefaultDownloadChunkBytes,
+                        options_.max_message_bytes));
+  // The size is known from the first chunk only; the deadline is set before, from the listing.
+  uint64_t expected = 0;
+  if (absl::StatusOr<v1::ListMatricesResponse> listed = ListMatrices(); listed.ok()) {
+    for (const v1::ResidentMatrix& m : listed->matrices()) {
+      if (m.handle() == handle) expected = m.bytes();
+    }
+  }
   grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
-  v1::PermanentResponse response;
-  grpc::Status status = stub_->Permanent(&context, request, &response);
+  SetDeadline(context, TransferDeadline(expected));
+  std::unique_ptr<grpc::ClientReader<v1::DownloadChunk>> reader =
+      stub_->Download(&context, request);
+  DownloadAssembler assembler;
+  v1::DownloadChunk chunk;
+  absl::Status assembled;
+  while (reader->Read(&chunk)) {
+    assembled = assembler.Add(chunk);
+    if (!assembled.ok()) {
+      context.TryCancel();
+      break;
+    }
+    if (options.progress) options.progress(assembler.bytes_received(), assembler.total_bytes());
+  }
+  grpc::Status status = reader->Finish();
+  if (!assembled.ok()) return assembled;
   if (!status.ok()) return ToAbslStatus(status);
-  return response;
+  return std::move(assembler).Finish();
+}
+
+absl::StatusOr<v1::ListMatricesResponse> Client::ListMatrices() {
+  return Call(&v1::MatrixService::Stub::ListMatrices, v1::ListMatricesRequest());
+}
+
+absl::StatusOr<uint64_t> Client::Release(const std::string& handle) {
+  v1::ReleaseRequest request;
+  request.set_handle(handle);
+  absl::StatusOr<v1::ReleaseResponse> released = Call(&v1::MatrixService::Stub::Release, request);
+  if (!released.ok()) return released.status();
+  return released->bytes_freed();
+}
+
+std::map<std::string, RemoteMatrix> Client::Adopt(
+    const google::protobuf::Map<std::string, v1::ResidentMatrix>& kept) {
+  std::map<std::string, RemoteMatrix> owned;
+  std::set<std::string> handles;
+  const std::map<std::string, v1::ResidentMatrix> by_name(kept.begin(), kept.end());
+  for (const auto& [name, info] : by_name) {
+    // Factorize keeps one handle under two names ("factorization" and "lu"): only one owns it.
+    const bool first = handles.insert(info.handle()).second;
+    owned.emplace(name, RemoteMatrix(first ? this : nullptr, info));
+  }
+  return owned;
 }
 
 absl::StatusOr<bool> Client::Healthy() {

@@ -1,25 +1,71 @@
 // matrixd::Client: a thin, synchronous C++ client for matrixd.v1.MatrixService. One call per RPC,
 // each returning absl::StatusOr with the server's status code and message; a per-call deadline.
+// Resident matrices: Upload (chunked, on several connections at once for large matrices) returns
+// a RemoteMatrix that any operation takes as an operand; results can be kept on the server too.
 #ifndef MATRIXD_CLIENT_CLIENT_H_
 #define MATRIXD_CLIENT_CLIENT_H_
 
+#include <grpcpp/security/credentials.h>
+
 #include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/remote_matrix.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
 
 namespace matrixd {
 
 struct ClientOptions {
-  absl::Duration deadline = absl::Minutes(5);  // per call
-  int max_message_bytes = 1 << 30;             // largest request or response
+  // Per call. Uploads and downloads get this plus the time their bytes take at
+  // kAssumedTransferBytesPerSecond.
+  absl::Duration deadline = absl::Minutes(5);
+  // Largest request or response; a larger inline request fails before it is sent
+  // (RESOURCE_EXHAUSTED, pointing to Upload). Negative: no limit.
+  int max_message_bytes = 1 << 30;
+};
+
+// The slowest rate a transfer's deadline allows for: 25 MB/s, below the slowest inline transfers
+// measured (40-65 MB/s on a loaded 2-core VM), so that only a stalled transfer runs out of time.
+inline constexpr double kAssumedTransferBytesPerSecond = 25e6;
+
+// A matrix in host memory, packed row-major, little-endian: what Upload sends. Not copied; the
+// bytes must stay alive during the call.
+struct HostMatrixView {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  std::span<const std::byte> bytes = {};
+};
+
+// Told the bytes moved so far and the total of a transfer, after each chunk. Called from the
+// transferring threads (one at a time).
+using TransferProgress = std::function<void(uint64_t done, uint64_t total)>;
+
+struct UploadOptions {
+  uint64_t chunk_bytes = uint64_t{4} << 20;  // capped to fit in max_message_bytes
+  // Matrices of at least parallel_min_bytes go as this many parts at once, each on a connection
+  // of its own (one HTTP/2 connection carries about 1.5 GB/s at most). 1: always one stream.
+  int parallel_streams = 4;
+  uint64_t parallel_min_bytes = uint64_t{256} << 20;
+  std::string label = {};  // shown by ListMatrices
+  TransferProgress progress = {};
+};
+
+struct DownloadOptions {
+  // Rows [begin, end) only; nullopt: the whole matrix.
+  std::optional<std::pair<int64_t, int64_t>> rows = std::nullopt;
+  uint64_t chunk_bytes = 0;  // 0: the server's default (4 MiB)
+  TransferProgress progress = {};
 };
 
 class Client {
@@ -27,11 +73,46 @@ class Client {
   // Connects lazily to `target` ("host:port"); the first call fails with UNAVAILABLE if nothing
   // listens there.
   explicit Client(const std::string& target, ClientOptions options = {});
+  // Not copied or moved: the RemoteMatrix objects it hands out point to it.
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
 
   absl::StatusOr<v1::DeterminantResponse> Determinant(const v1::DeterminantRequest& request);
   absl::StatusOr<v1::FactorizeResponse> Factorize(const v1::FactorizeRequest& request);
   absl::StatusOr<v1::MultiplyResponse> Multiply(const v1::MultiplyRequest& request);
   absl::StatusOr<v1::PermanentResponse> Permanent(const v1::PermanentRequest& request);
+  // The same operations on a resident operand: `request` as above with its operand(s) set to the
+  // handle(s) (method, kind, rhs, result_options... are sent as given).
+  absl::StatusOr<v1::DeterminantResponse> Determinant(const RemoteMatrix& a,
+                                                      v1::DeterminantRequest request = {});
+  absl::StatusOr<v1::FactorizeResponse> Factorize(const RemoteMatrix& a,
+                                                  v1::FactorizeRequest request = {});
+  absl::StatusOr<v1::MultiplyResponse> Multiply(const RemoteMatrix& a, const RemoteMatrix& b,
+                                                v1::MultiplyRequest request = {});
+  absl::StatusOr<v1::PermanentResponse> Permanent(const RemoteMatrix& a,
+                                                  v1::PermanentRequest request = {});
+
+  // Resident matrices (matrixd.proto: Upload, CreateMatrix, Download, ListMatrices, Release).
+  // Streams the matrix to the server in chunks with its CRC32C and keeps it there; the
+  // RemoteMatrix must not outlive this client. The server's error (INVALID_ARGUMENT for a bad
+  // shape, RESOURCE_EXHAUSTED when it has no room) is returned; a failed parallel upload releases
+  // what it created.
+  absl::StatusOr<RemoteMatrix> Upload(const HostMatrixView& matrix,
+                                      const UploadOptions& options = {});
+  absl::StatusOr<RemoteMatrix> Upload(const v1::Matrix& matrix, const UploadOptions& options = {});
+  // Streams a resident matrix (or some of its rows) back. DATA_LOSS when the bytes received do not
+  // match the server's CRC32C, or a chunk is out of place; NOT_FOUND for an unknown handle.
+  absl::StatusOr<v1::Matrix> Download(const std::string& handle,
+                                      const DownloadOptions& options = {});
+  absl::StatusOr<v1::ListMatricesResponse> ListMatrices();
+  // Frees the matrix now; returns the bytes freed. NOT_FOUND for an unknown handle.
+  absl::StatusOr<uint64_t> Release(const std::string& handle);
+  // Takes ownership of the matrices a response kept (its `kept`): each is released when its
+  // RemoteMatrix is destroyed, unless detached. Where two names share a handle (Factorize's
+  // "factorization" and "lu"), the first in name order owns it and the other does not.
+  std::map<std::string, RemoteMatrix> Adopt(
+      const google::protobuf::Map<std::string, v1::ResidentMatrix>& kept);
+
   // The grpc.health.v1 status of the whole server: true when SERVING.
   absl::StatusOr<bool> Healthy();
 
@@ -51,7 +132,26 @@ class Client {
   void set_deadline(absl::Duration deadline) { options_.deadline = deadline; }
 
  private:
+  // A unary call with the inline-size check before it.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (v1::MatrixService::Stub::*method)(
+                                    grpc::ClientContext*, const Request&, Response*),
+                                const Request& request);
+  // A channel to the same target on a connection of its own: parallel upload part `part`.
+  std::shared_ptr<grpc::Channel> PartChannel(int part) const;
+  // One Upload stream over `range` of `matrix` on `stub`; `sent` counts its bytes for progress.
+  absl::StatusOr<v1::ResidentMatrix> UploadStream(v1::MatrixService::Stub& stub,
+                                                  const HostMatrixView& matrix,
+                                                  const std::string& handle, uint64_t begin,
+                                                  uint64_t end, const UploadOptions& options,
+                                                  const std::function<void(uint64_t)>& sent);
+  absl::StatusOr<RemoteMatrix> ParallelUpload(const HostMatrixView& matrix,
+                                              const UploadOptions& options);
+  absl::Duration TransferDeadline(uint64_t bytes) const;
+
   ClientOptions options_;
+  std::string target_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::MatrixService::Stub> stub_;
 };

@@ -74,6 +74,23 @@ absl::StatusOr<std::optional<double>> FactorError(const v1::FactorizeRequest& re
   }
 }
 
+// "500 x 500 float64", or "resident HANDLE" for an operand the request names by handle.
+std::string Operand(bool by_handle, const v1::Matrix& matrix, const v1::MatrixRef& ref) {
+  return by_handle ? absl::StrCat("resident ", ref.handle()) : FormatShape(matrix);
+}
+
+// Whether the answer is complex: from the inline operand, or (by handle) from the answer itself.
+bool ComplexDeterminant(const v1::DeterminantRequest& request,
+                        const v1::DeterminantResponse& response) {
+  if (request.has_matrix()) return IsComplex(request.matrix().dtype());
+  return response.phase_im() != 0 || response.mantissa_imag() != 0;
+}
+
+// The inline result matrices are in the response unless they were only kept.
+bool ResultsInline(const v1::ResultOptions& options) {
+  return !options.keep_result() || options.also_inline();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::DeterminantResponse> RunDeterminant(Client& client,
@@ -83,9 +100,10 @@ absl::StatusOr<v1::DeterminantResponse> RunDeterminant(Client& client,
   absl::StatusOr<v1::DeterminantResponse> response = client.Determinant(request);
   const absl::Duration round_trip = absl::Now() - start;
   if (!response.ok()) return response.status();
-  out << "determinant of " << FormatShape(request.matrix())
+  out << "determinant of "
+      << Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref())
       << (request.modulus() > 0 ? absl::StrCat(" mod ", request.modulus()) : "") << "\n"
-      << FormatDeterminant(*response, IsComplex(request.matrix().dtype()), request.modulus())
+      << FormatDeterminant(*response, ComplexDeterminant(request, *response), request.modulus())
       << FormatStats(response->stats(), round_trip);
   return response;
 }
@@ -96,12 +114,22 @@ absl::StatusOr<FactorizeReport> RunFactorize(Client& client, const v1::Factorize
   absl::StatusOr<v1::FactorizeResponse> response = client.Factorize(request);
   const absl::Duration round_trip = absl::Now() - start;
   if (!response.ok()) return response.status();
-  out << "factorization of " << FormatShape(request.matrix())
-      << (request.has_rhs() ? absl::StrCat(", solving for ", FormatShape(request.rhs())) : "")
+  const bool has_rhs = request.has_rhs() || request.has_rhs_ref();
+  out << "factorization of "
+      << Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref())
+      << (has_rhs ? absl::StrCat(", solving for ",
+                                 Operand(request.has_rhs_ref(), request.rhs(), request.rhs_ref()))
+                  : "")
       << "\n"
-      << FormatFactorization(*response);
+      << FormatFactorization(*response) << FormatKept(response->kept());
 
   FactorizeReport report{*std::move(response), std::nullopt, std::nullopt};
+  // The client checks what it has: an inline A, and the factors sent back inline.
+  if (!request.has_matrix() || !ResultsInline(request.result_options())) {
+    out << "  factor error: not checked (operands or results kept on the server)\n"
+        << FormatStats(report.response.stats(), round_trip);
+    return report;
+  }
   absl::StatusOr<ComplexValues> a = ToComplex128Values(request.matrix());
   if (!a.ok()) return a.status();
   absl::StatusOr<std::optional<double>> factor_error = FactorError(request, report.response, *a);
@@ -143,10 +171,11 @@ absl::StatusOr<v1::MultiplyResponse> RunMultiply(Client& client, const v1::Multi
   absl::StatusOr<v1::MultiplyResponse> response = client.Multiply(request);
   const absl::Duration round_trip = absl::Now() - start;
   if (!response.ok()) return response.status();
-  out << "product of " << FormatShape(request.a()) << (request.transpose_a() ? " (transposed)" : "")
-      << " and " << FormatShape(request.b()) << (request.transpose_b() ? " (transposed)" : "")
-      << "\n"
-      << FormatProduct(*response, request.block_size())
+  out << "product of " << Operand(request.has_a_ref(), request.a(), request.a_ref())
+      << (request.transpose_a() ? " (transposed)" : "") << " and "
+      << Operand(request.has_b_ref(), request.b(), request.b_ref())
+      << (request.transpose_b() ? " (transposed)" : "") << "\n"
+      << FormatProduct(*response, request.block_size()) << FormatKept(response->kept())
       << FormatStats(response->stats(), round_trip);
   return response;
 }
@@ -158,8 +187,10 @@ absl::StatusOr<v1::PermanentResponse> RunPermanent(Client& client,
   absl::StatusOr<v1::PermanentResponse> response = client.Permanent(request);
   const absl::Duration round_trip = absl::Now() - start;
   if (!response.ok()) return response.status();
-  out << "permanent of " << FormatShape(request.matrix()) << "\n"
-      << FormatPermanent(*response, IsComplex(request.matrix().dtype()))
+  out << "permanent of "
+      << Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref()) << "\n"
+      << FormatPermanent(*response, request.has_matrix() ? IsComplex(request.matrix().dtype())
+                                                         : response->imag() != 0)
       << FormatStats(response->stats(), round_trip);
   return response;
 }

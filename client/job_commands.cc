@@ -72,10 +72,11 @@ std::string FormatJobResult(const v1::JobUpdate& update) {
       return out + ServerStats(r.stats());
     }
     case v1::JobUpdate::kFactorize:
-      return FormatFactorization(update.factorize()) + ServerStats(update.factorize().stats());
+      return FormatFactorization(update.factorize()) + FormatKept(update.factorize().kept()) +
+             ServerStats(update.factorize().stats());
     case v1::JobUpdate::kMultiply:
       return FormatProduct(update.multiply(), /*block_size=*/0) +
-             ServerStats(update.multiply().stats());
+             FormatKept(update.multiply().kept()) + ServerStats(update.multiply().stats());
     case v1::JobUpdate::kPermanent: {
       const v1::PermanentResponse& r = update.permanent();
       return FormatPermanent(r, /*complex_input=*/r.imag() != 0) + ServerStats(r.stats());

@@ -1,10 +1,15 @@
 // matrixctl: the command-line client of matrixd.
-//   matrixctl [flags] det|factorize|multiply|permanent|health|demo [FILE.npy|FILE.mtx ...]
+//   matrixctl [flags] det|factorize|multiply|permanent|health|demo [FILE.npy|FILE.mtx|@HANDLE ...]
+//   matrixctl [flags] upload FILE | download HANDLE --output F.npy | ls | rm HANDLE ...
 //   matrixctl [flags] submit det|factorize|multiply|permanent [FILE ...] | watch|cancel|job ID
 //   matrixctl [flags] load --op=det|lu|gemm|permanent --n=N --requests=R --concurrency=C
 // Errors print "matrixctl: <CODE>: <message>" and exit 1; usage errors exit 2.
+#include <unistd.h>
+
 #include <cstdint>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +26,14 @@
 #include "client/client.h"
 #include "client/commands.h"
 #include "client/demo.h"
+#include "client/handle_prefix.h"
 #include "client/job_commands.h"
 #include "client/load_runner.h"
 #include "client/matrix_files.h"
 #include "client/matrix_generators.h"
 #include "client/matrix_values.h"
 #include "client/request_methods.h"
+#include "client/resident_commands.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051", "matrixd address, host:port");
 ABSL_FLAG(absl::Duration, deadline, absl::Minutes(5), "deadline of each call, e.g. 30s or 5m");
@@ -53,6 +60,12 @@ ABSL_FLAG(double, job_timeout, 0,
 ABSL_FLAG(std::string, output, "",
           "write the result matrix as .npy: the product; the solution when there is a "
           "right-hand side; else LU's packed lu, Cholesky's L, or QR's Q (and R in FILE_r.npy)");
+ABSL_FLAG(bool, keep, false,
+          "factorize, multiply: keep the result matrices on the server and print their handles "
+          "(also sent back inline with --output)");
+ABSL_FLAG(int, streams, 4,
+          "upload: matrices of 256 MiB or more go in this many parts at once, each on a "
+          "connection of its own");
 ABSL_FLAG(std::string, op, "det", "load: the operation of every request: det|lu|gemm|permanent");
 ABSL_FLAG(int64_t, n, 32, "load: the size of the n x n matrices");
 ABSL_FLAG(int64_t, requests, 10000, "load: requests to send; 0 = as many as fit in --duration");
@@ -66,7 +79,7 @@ namespace matrixd {
 namespace {
 
 constexpr absl::string_view kUsage =
-    "matrixctl [flags] COMMAND [FILE.npy|FILE.mtx ...]\n"
+    "matrixctl [flags] COMMAND [FILE.npy|FILE.mtx|@HANDLE ...]\n"
     "Commands:\n"
     "  det        determinant of one matrix (--method, --modulus)\n"
     "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random)\n"
@@ -78,10 +91,15 @@ constexpr absl::string_view kUsage =
     "  watch ID   follow a job's progress to its result; exits 0 only when it succeeded\n"
     "  cancel ID  stop a queued or running job\n"
     "  job ID     a job's state, and its result once done\n"
+    "  upload FILE       keep a matrix on the server; prints its handle (--streams)\n"
+    "  download HANDLE   fetch a resident matrix into --output F.npy\n"
+    "  ls                the resident matrices\n"
+    "  rm HANDLE ...     release resident matrices\n"
     "  load       many concurrent requests (--op, --n, --requests, --concurrency, --batch,\n"
     "             --duration, --dtype, --method, --seed); prints throughput and latency;\n"
     "             exits 1 when any request failed\n"
-    "Inputs are files, or --random N (--dtype, --seed) or --hilbert N.";
+    "Inputs are files, @HANDLE (a resident matrix; a unique prefix of its handle will do), or\n"
+    "--random N (--dtype, --seed) or --hilbert N. --keep keeps results on the server.";
 
 // Usage errors carry this payload so that main() can tell them from failures (exit 2, not 1).
 constexpr absl::string_view kUsagePayload = "matrixctl/usage";
@@ -103,9 +121,46 @@ absl::StatusOr<v1::DType> GeneratedDType() {
   return dtype;
 }
 
-// The command's `count` input matrices, from files or from --random / --hilbert.
-absl::StatusOr<std::vector<v1::Matrix>> LoadInputs(const std::vector<std::string>& files,
-                                                   size_t count) {
+// An operand: a matrix sent inline, or a resident matrix named by its handle.
+struct Input {
+  v1::Matrix matrix;
+  std::optional<v1::ResidentMatrix> resident;
+
+  int64_t rows() const { return resident ? resident->rows() : matrix.rows(); }
+  v1::DType dtype() const { return resident ? resident->dtype() : matrix.dtype(); }
+
+  static Input Inline(v1::Matrix matrix) { return {std::move(matrix), std::nullopt}; }
+  static Input Resident(v1::ResidentMatrix resident) { return {{}, std::move(resident)}; }
+};
+
+// Puts the input in the request's inline field or, for a resident one, its reference field.
+void SetOperand(Input input, const std::function<v1::Matrix*()>& inline_field,
+                const std::function<v1::MatrixRef*()>& ref_field) {
+  if (input.resident) {
+    ref_field()->set_handle(input.resident->handle());
+  } else {
+    *inline_field() = std::move(input.matrix);
+  }
+}
+
+// A file, or "@HANDLE" resolved on the server.
+absl::StatusOr<Input> ReadInput(Client& client, const std::string& argument) {
+  if (std::optional<std::string> prefix = HandleArgument(argument)) {
+    if (!absl::GetFlag(FLAGS_dtype).empty()) {
+      return UsageError(absl::StrCat("--dtype cannot convert the resident matrix ", argument));
+    }
+    absl::StatusOr<v1::ResidentMatrix> resident = ResolveHandle(client, *prefix);
+    if (!resident.ok()) return resident.status();
+    return Input::Resident(*std::move(resident));
+  }
+  absl::StatusOr<v1::Matrix> matrix = ReadMatrixFile(argument);
+  if (!matrix.ok()) return matrix.status();
+  return Input::Inline(*std::move(matrix));
+}
+
+// The command's `count` inputs, from files or handles, or from --random / --hilbert.
+absl::StatusOr<std::vector<Input>> LoadInputs(Client& client, const std::vector<std::string>& files,
+                                              size_t count) {
   const int64_t random = absl::GetFlag(FLAGS_random);
   const int64_t hilbert = absl::GetFlag(FLAGS_hilbert);
   if (random < 0 || hilbert < 0) return UsageError("--random and --hilbert take a size N > 0");
@@ -114,7 +169,7 @@ absl::StatusOr<std::vector<v1::Matrix>> LoadInputs(const std::vector<std::string
   if (generated && !files.empty()) {
     return UsageError("give input files or --random/--hilbert, not both");
   }
-  std::vector<v1::Matrix> inputs;
+  std::vector<Input> inputs;
   if (!generated) {
     if (files.size() != count) {
       return UsageError(absl::StrCat("this command takes ", count, " input file(s), got ",
@@ -122,8 +177,13 @@ absl::StatusOr<std::vector<v1::Matrix>> LoadInputs(const std::vector<std::string
     }
     const std::string dtype_name = absl::GetFlag(FLAGS_dtype);
     for (const std::string& file : files) {
-      absl::StatusOr<v1::Matrix> matrix = ReadMatrixFile(file);
-      if (!matrix.ok()) return matrix.status();
+      absl::StatusOr<Input> input = ReadInput(client, file);
+      if (!input.ok()) return input.status();
+      if (input->resident) {
+        inputs.push_back(*std::move(input));
+        continue;
+      }
+      absl::StatusOr<v1::Matrix> matrix = std::move(input->matrix);
       if (!dtype_name.empty()) {
         absl::StatusOr<v1::DType> dtype = GeneratedDType();
         if (!dtype.ok()) return dtype.status();
@@ -133,7 +193,7 @@ absl::StatusOr<std::vector<v1::Matrix>> LoadInputs(const std::vector<std::string
                               absl::StrCat(file, ": --dtype: ", matrix.status().message()));
         }
       }
-      inputs.push_back(*std::move(matrix));
+      inputs.push_back(Input::Inline(*std::move(matrix)));
     }
     return inputs;
   }
@@ -146,12 +206,12 @@ absl::StatusOr<std::vector<v1::Matrix>> LoadInputs(const std::vector<std::string
     if (hilbert > 0) {
       absl::StatusOr<v1::Matrix> matrix = HilbertMatrix(hilbert, *dtype);
       if (!matrix.ok()) return UsageError(matrix.status().message());
-      inputs.push_back(*std::move(matrix));
+      inputs.push_back(Input::Inline(*std::move(matrix)));
     } else if (density < 1.0) {
-      inputs.push_back(
-          RandomBlockSparseMatrix(random, random, *dtype, seed + k, block_size, density));
+      inputs.push_back(Input::Inline(
+          RandomBlockSparseMatrix(random, random, *dtype, seed + k, block_size, density)));
     } else {
-      inputs.push_back(RandomMatrix(random, random, *dtype, seed + k));
+      inputs.push_back(Input::Inline(RandomMatrix(random, random, *dtype, seed + k)));
     }
   }
   return inputs;
@@ -169,29 +229,46 @@ absl::Status NoOutputFor(absl::string_view command) {
   return UsageError(absl::StrCat("--output: ", command, " has no result matrix to write"));
 }
 
+absl::Status NoResultFor(absl::string_view command) {
+  if (absl::GetFlag(FLAGS_keep)) {
+    return UsageError(absl::StrCat("--keep: ", command, " has no result matrix to keep"));
+  }
+  return NoOutputFor(command);
+}
+
+// --keep: results stay on the server; they come back inline too when --output wants them.
+v1::ResultOptions ResultOptionsFromFlags() {
+  v1::ResultOptions options;
+  options.set_keep_result(absl::GetFlag(FLAGS_keep));
+  options.set_also_inline(options.keep_result() && !absl::GetFlag(FLAGS_output).empty());
+  return options;
+}
+
 absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
-    const std::vector<std::string>& files) {
+    Client& client, const std::vector<std::string>& files) {
   v1::DeterminantRequest request;
   absl::StatusOr<v1::DeterminantMethod> method =
       ParseDeterminantMethod(absl::GetFlag(FLAGS_method));
   if (!method.ok()) return UsageError(method.status().message());
   request.set_method(*method);
   request.set_modulus(absl::GetFlag(FLAGS_modulus));
-  absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
+  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
-  *request.mutable_matrix() = std::move((*inputs)[0]);
+  SetOperand(
+      std::move((*inputs)[0]), [&] { return request.mutable_matrix(); },
+      [&] { return request.mutable_matrix_ref(); });
   return request;
 }
 
 absl::Status Determinant(Client& client, const std::vector<std::string>& files) {
-  if (absl::Status status = NoOutputFor("det"); !status.ok()) return status;
-  absl::StatusOr<v1::DeterminantRequest> request = DeterminantRequestFromFlags(files);
+  if (absl::Status status = NoResultFor("det"); !status.ok()) return status;
+  absl::StatusOr<v1::DeterminantRequest> request = DeterminantRequestFromFlags(client, files);
   if (!request.ok()) return request.status();
   return RunDeterminant(client, *request, std::cout).status();
 }
 
 absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
-    const std::vector<std::string>& files) {
+    Client& client, const std::vector<std::string>& files) {
   v1::FactorizeRequest request;
   const std::string kind = absl::GetFlag(FLAGS_kind);
   if (kind == "lu") {
@@ -208,15 +285,23 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
   if (!rhs_file.empty() && rhs_random != 0)
     return UsageError("give --rhs or --rhs_random, not both");
   if (rhs_random < 0) return UsageError("--rhs_random takes a column count K > 0");
-  absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
+  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
-  *request.mutable_matrix() = std::move((*inputs)[0]);
-  const v1::Matrix& a = request.matrix();
-  if (!rhs_file.empty()) {
+  const int64_t a_rows = (*inputs)[0].rows();
+  const v1::DType a_dtype = (*inputs)[0].dtype();
+  SetOperand(
+      std::move((*inputs)[0]), [&] { return request.mutable_matrix(); },
+      [&] { return request.mutable_matrix_ref(); });
+  *request.mutable_result_options() = ResultOptionsFromFlags();
+  if (std::optional<std::string> prefix = HandleArgument(rhs_file)) {
+    absl::StatusOr<v1::ResidentMatrix> rhs = ResolveHandle(client, *prefix);
+    if (!rhs.ok()) return rhs.status();
+    request.mutable_rhs_ref()->set_handle(rhs->handle());
+  } else if (!rhs_file.empty()) {
     absl::StatusOr<v1::Matrix> rhs = ReadMatrixFile(rhs_file);
     if (!rhs.ok()) return rhs.status();
     // The server wants the right-hand side in the matrix's dtype; convert here, once.
-    rhs = ConvertMatrix(*rhs, a.dtype());
+    rhs = ConvertMatrix(*rhs, a_dtype);
     if (!rhs.ok()) {
       return absl::Status(rhs.status().code(),
                           absl::StrCat(rhs_file, ": ", rhs.status().message()));
@@ -224,13 +309,13 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
     *request.mutable_rhs() = *std::move(rhs);
   } else if (rhs_random > 0) {
     *request.mutable_rhs() =
-        RandomMatrix(a.rows(), rhs_random, a.dtype(), absl::GetFlag(FLAGS_seed) + 1000);
+        RandomMatrix(a_rows, rhs_random, a_dtype, absl::GetFlag(FLAGS_seed) + 1000);
   }
   return request;
 }
 
 absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
-  absl::StatusOr<v1::FactorizeRequest> built = FactorizeRequestFromFlags(files);
+  absl::StatusOr<v1::FactorizeRequest> built = FactorizeRequestFromFlags(client, files);
   if (!built.ok()) return built.status();
   const v1::FactorizeRequest& request = *built;
   absl::StatusOr<FactorizeReport> report = RunFactorize(client, request, std::cout);
@@ -254,7 +339,7 @@ absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
 }
 
 absl::StatusOr<v1::MultiplyRequest> MultiplyRequestFromFlags(
-    const std::vector<std::string>& files) {
+    Client& client, const std::vector<std::string>& files) {
   v1::MultiplyRequest request;
   request.set_transpose_a(absl::GetFlag(FLAGS_transpose_a));
   request.set_transpose_b(absl::GetFlag(FLAGS_transpose_b));
@@ -267,15 +352,20 @@ absl::StatusOr<v1::MultiplyRequest> MultiplyRequestFromFlags(
     return UsageError("--density needs --random N and --block_size B");
   }
   request.set_block_size(block_size);
-  absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 2);
+  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 2);
   if (!inputs.ok()) return inputs.status();
-  *request.mutable_a() = std::move((*inputs)[0]);
-  *request.mutable_b() = std::move((*inputs)[1]);
+  SetOperand(
+      std::move((*inputs)[0]), [&] { return request.mutable_a(); },
+      [&] { return request.mutable_a_ref(); });
+  SetOperand(
+      std::move((*inputs)[1]), [&] { return request.mutable_b(); },
+      [&] { return request.mutable_b_ref(); });
+  *request.mutable_result_options() = ResultOptionsFromFlags();
   return request;
 }
 
 absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
-  absl::StatusOr<v1::MultiplyRequest> request = MultiplyRequestFromFlags(files);
+  absl::StatusOr<v1::MultiplyRequest> request = MultiplyRequestFromFlags(client, files);
   if (!request.ok()) return request.status();
   absl::StatusOr<v1::MultiplyResponse> response = RunMultiply(client, *request, std::cout);
   if (!response.ok()) return response.status();
@@ -284,20 +374,22 @@ absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
 }
 
 absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
-    const std::vector<std::string>& files) {
+    Client& client, const std::vector<std::string>& files) {
   v1::PermanentRequest request;
   absl::StatusOr<v1::PermanentMethod> method = ParsePermanentMethod(absl::GetFlag(FLAGS_method));
   if (!method.ok()) return UsageError(method.status().message());
   request.set_method(*method);
-  absl::StatusOr<std::vector<v1::Matrix>> inputs = LoadInputs(files, 1);
+  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
-  *request.mutable_matrix() = std::move((*inputs)[0]);
+  SetOperand(
+      std::move((*inputs)[0]), [&] { return request.mutable_matrix(); },
+      [&] { return request.mutable_matrix_ref(); });
   return request;
 }
 
 absl::Status Permanent(Client& client, const std::vector<std::string>& files) {
-  if (absl::Status status = NoOutputFor("permanent"); !status.ok()) return status;
-  absl::StatusOr<v1::PermanentRequest> request = PermanentRequestFromFlags(files);
+  if (absl::Status status = NoResultFor("permanent"); !status.ok()) return status;
+  absl::StatusOr<v1::PermanentRequest> request = PermanentRequestFromFlags(client, files);
   if (!request.ok()) return request.status();
   return RunPermanent(client, *request, std::cout).status();
 }
@@ -315,19 +407,19 @@ absl::Status Submit(Client& client, const std::vector<std::string>& args) {
   if (!(job.timeout_seconds() >= 0)) return UsageError("--job_timeout must be >= 0");
   absl::Status built;
   if (op == "det") {
-    absl::StatusOr<v1::DeterminantRequest> request = DeterminantRequestFromFlags(files);
+    absl::StatusOr<v1::DeterminantRequest> request = DeterminantRequestFromFlags(client, files);
     if (request.ok()) *job.mutable_determinant() = *std::move(request);
     built = request.status();
   } else if (op == "factorize") {
-    absl::StatusOr<v1::FactorizeRequest> request = FactorizeRequestFromFlags(files);
+    absl::StatusOr<v1::FactorizeRequest> request = FactorizeRequestFromFlags(client, files);
     if (request.ok()) *job.mutable_factorize() = *std::move(request);
     built = request.status();
   } else if (op == "multiply") {
-    absl::StatusOr<v1::MultiplyRequest> request = MultiplyRequestFromFlags(files);
+    absl::StatusOr<v1::MultiplyRequest> request = MultiplyRequestFromFlags(client, files);
     if (request.ok()) *job.mutable_multiply() = *std::move(request);
     built = request.status();
   } else if (op == "permanent") {
-    absl::StatusOr<v1::PermanentRequest> request = PermanentRequestFromFlags(files);
+    absl::StatusOr<v1::PermanentRequest> request = PermanentRequestFromFlags(client, files);
     if (request.ok()) *job.mutable_permanent() = *std::move(request);
     built = request.status();
   } else {
@@ -336,6 +428,43 @@ absl::Status Submit(Client& client, const std::vector<std::string>& args) {
   }
   if (!built.ok()) return built;
   return RunSubmit(client, job, std::cout);
+}
+
+TransferDisplay TerminalDisplay() {
+  return {.out = &std::cout, .terminal = isatty(STDOUT_FILENO) == 1};
+}
+
+// upload FILE (or --random N / --hilbert N).
+absl::Status Upload(Client& client, const std::vector<std::string>& files) {
+  if (absl::Status status = NoResultFor("upload"); !status.ok()) return status;
+  if (files.size() == 1 && HandleArgument(files[0])) {
+    return UsageError("upload takes a file; " + files[0] + " is already on the server");
+  }
+  const int streams = absl::GetFlag(FLAGS_streams);
+  if (streams < 1) return UsageError("--streams must be >= 1");
+  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
+  if (!inputs.ok()) return inputs.status();
+  UploadOptions options;
+  options.parallel_streams = streams;
+  if (files.size() == 1) options.label = files[0];
+  return RunUpload(client, (*inputs)[0].matrix, options, TerminalDisplay(), std::cout, std::cerr);
+}
+
+// download HANDLE --output F.npy.
+absl::Status Download(Client& client, const std::vector<std::string>& args) {
+  if (args.size() != 1) return UsageError("download takes one handle");
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output.empty()) return UsageError("download needs --output F.npy");
+  const std::string handle = HandleArgument(args[0]).value_or(args[0]);
+  return RunDownload(client, handle, output, TerminalDisplay(), std::cout);
+}
+
+// rm HANDLE ...
+absl::Status Remove(Client& client, const std::vector<std::string>& args) {
+  if (args.empty()) return UsageError("rm takes one or more handles");
+  std::vector<std::string> handles;
+  for (const std::string& arg : args) handles.push_back(HandleArgument(arg).value_or(arg));
+  return RunRelease(client, handles, std::cout);
 }
 
 // watch|cancel|job ID.
@@ -356,14 +485,14 @@ absl::StatusOr<bool> Health(Client& client, const std::vector<std::string>& file
 
 absl::Status Demo(Client& client, const std::vector<std::string>& files) {
   if (!files.empty()) return UsageError("demo takes no inputs");
-  if (absl::Status status = NoOutputFor("demo"); !status.ok()) return status;
+  if (absl::Status status = NoResultFor("demo"); !status.ok()) return status;
   return RunDemo(client, std::cout, absl::GetFlag(FLAGS_seed));
 }
 
 // load: the whole run; FAILED_PRECONDITION after printing the table when any request failed.
 absl::Status Load(const ClientOptions& client_options, const std::vector<std::string>& args) {
   if (!args.empty()) return UsageError("load takes no inputs; it generates them (--n, --dtype)");
-  if (absl::Status status = NoOutputFor("load"); !status.ok()) return status;
+  if (absl::Status status = NoResultFor("load"); !status.ok()) return status;
   LoadOptions options;
   absl::StatusOr<LoadOp> op = ParseLoadOp(absl::GetFlag(FLAGS_op));
   if (!op.ok()) return UsageError(op.status().message());
@@ -470,6 +599,14 @@ int Main(int argc, char** argv) {
     status = Demo(client, files);
   } else if (command == "submit") {
     status = Submit(client, files);
+  } else if (command == "upload") {
+    status = Upload(client, files);
+  } else if (command == "download") {
+    status = Download(client, files);
+  } else if (command == "ls") {
+    status = files.empty() ? RunList(client, std::cout) : UsageError("ls takes no arguments");
+  } else if (command == "rm") {
+    status = Remove(client, files);
   } else if (command == "load") {
     status = Load(options, files);
   } else if (command == "watch" || command == "cancel" || command == "job") {

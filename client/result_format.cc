@@ -5,6 +5,7 @@
 #include <complex>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -202,7 +203,7 @@ std::string FormatFactorization(const v1::FactorizeResponse& r) {
 }
 
 std::string FormatProduct(const v1::MultiplyResponse& r, int64_t block_size) {
-  std::string out = absl::StrCat("  c: ", FormatMatrixCorner(r.c(), 3, 4));
+  std::string out = r.has_c() ? absl::StrCat("  c: ", FormatMatrixCorner(r.c(), 3, 4)) : "";
   if (block_size > 0) {
     const double fraction = r.block_products_total() > 0
                                 ? static_cast<double>(r.block_products()) /
@@ -225,6 +226,20 @@ std::string FormatPermanent(const v1::PermanentResponse& r, bool complex_input) 
   }
   if (!r.exact().empty()) absl::StrAppend(&out, "  exact  = ", r.exact(), "\n");
   absl::StrAppend(&out, "  method = ", PermanentMethodName(r.method_used()), "\n");
+  return out;
+}
+
+std::string FormatResidentShape(const v1::ResidentMatrix& m) {
+  return absl::StrCat(m.rows(), " x ", m.cols(), " ", DTypeFlagName(m.dtype()), ", ",
+                      FormatBytes(m.bytes()));
+}
+
+std::string FormatKept(const google::protobuf::Map<std::string, v1::ResidentMatrix>& kept) {
+  const std::map<std::string, v1::ResidentMatrix> by_name(kept.begin(), kept.end());
+  std::string out;
+  for (const auto& [name, m] : by_name) {
+    absl::StrAppend(&out, "  kept ", name, ": ", m.handle(), " (", FormatResidentShape(m), ")\n");
+  }
   return out;
 }
 

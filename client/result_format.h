@@ -40,6 +40,13 @@ std::string FormatFactorization(const v1::FactorizeResponse& response);
 std::string FormatProduct(const v1::MultiplyResponse& response, int64_t block_size);
 std::string FormatPermanent(const v1::PermanentResponse& response, bool complex_input);
 
+// A resident matrix's shape and size: "500 x 500 float64, 1.91 MiB".
+std::string FormatResidentShape(const v1::ResidentMatrix& matrix);
+
+// One line per kept result, "  kept c: HANDLE (500 x 500 float64, 1.91 MiB)", in name order;
+// empty for none.
+std::string FormatKept(const google::protobuf::Map<std::string, v1::ResidentMatrix>& kept);
+
 }  // namespace matrixd
 
 #endif  // MATRIXD_CLIENT_RESULT_FORMAT_H_
