@@ -12,7 +12,8 @@
 namespace matrixd::server {
 
 absl::StatusOr<DownloadStream> DownloadStream::Start(ResidentRegistry& registry,
-                                                     const v1::DownloadRequest& request) {
+                                                     const v1::DownloadRequest& request,
+                                                     uint64_t max_message_bytes) {
   if (request.handle().empty()) return absl::InvalidArgumentError("handle is empty");
   if (request.chunk_bytes() > kMaxChunkBytes) {
     return absl::InvalidArgumentError(
@@ -29,7 +30,12 @@ absl::StatusOr<DownloadStream> DownloadStream::Start(ResidentRegistry& registry,
                      ") are not a non-empty ", "range within the matrix's ", info.rows, " rows"));
   }
   const uint64_t row_bytes = static_cast<uint64_t>(info.cols) * ElementSize(info.dtype);
-  const uint64_t chunk = request.chunk_bytes() > 0 ? request.chunk_bytes() : kDefaultChunkBytes;
+  // Room for the message's other fields (shape, offset, CRC: well under 1 KiB).
+  constexpr uint64_t kMessageOverhead = 1024;
+  const uint64_t largest =
+      std::max<uint64_t>(max_message_bytes, 2 * kMessageOverhead) - kMessageOverhead;
+  const uint64_t chunk =
+      std::min(request.chunk_bytes() > 0 ? request.chunk_bytes() : kDefaultChunkBytes, largest);
   return DownloadStream(std::move(lease), row_end - row_begin,
                         static_cast<uint64_t>(row_begin) * row_bytes,
                         static_cast<uint64_t>(row_end) * row_bytes, chunk);

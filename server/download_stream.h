@@ -19,9 +19,11 @@ class DownloadStream {
   static constexpr uint64_t kMaxChunkBytes = uint64_t{64} << 20;
 
   // INVALID_ARGUMENT for an empty handle, a row range outside the matrix or empty, or
-  // chunk_bytes above kMaxChunkBytes; NOT_FOUND for an unknown handle.
+  // chunk_bytes above kMaxChunkBytes; NOT_FOUND for an unknown handle. Chunks are cut smaller
+  // than `max_message_bytes` (the server's largest message) whatever the request asks.
   static absl::StatusOr<DownloadStream> Start(ResidentRegistry& registry,
-                                              const v1::DownloadRequest& request);
+                                              const v1::DownloadRequest& request,
+                                              uint64_t max_message_bytes = kMaxChunkBytes * 2);
 
   // Fills `chunk` with the next piece; false once everything was sent (chunk untouched).
   absl::StatusOr<bool> Next(v1::DownloadChunk* chunk);

@@ -139,7 +139,8 @@ grpc::ServerWriteReactor<v1::DownloadChunk>* MatrixService::Download(
     return new RefusedReactor<grpc::ServerWriteReactor<v1::DownloadChunk>>(
         absl::UnimplementedError(kNoRegistry));
   }
-  absl::StatusOr<DownloadStream> stream = DownloadStream::Start(*resident_, *request);
+  absl::StatusOr<DownloadStream> stream =
+      DownloadStream::Start(*resident_, *request, max_response_bytes_);
   if (!stream.ok()) {
     return new RefusedReactor<grpc::ServerWriteReactor<v1::DownloadChunk>>(stream.status());
   }

@@ -67,5 +67,19 @@ TEST_F(ResponseLimitTest, KeptResultOverTheLimitIsKeptAndItsHandleReturned) {
   EXPECT_EQ(server_->resident().List().size(), 1u);
 }
 
+TEST_F(ResponseLimitTest, DownloadCutsChunksBelowTheServersMessageLimit) {
+  v1::MultiplyRequest request = OuterProduct();
+  request.mutable_result_options()->set_keep_result(true);
+  absl::StatusOr<v1::MultiplyResponse> kept = client_->Multiply(request);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  // The client asks for the default 4 MiB chunks; the server's limit is 1 MiB.
+  absl::StatusOr<v1::Matrix> c = client_->Download(kept->kept().at("c").handle());
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->data().size(), 256u * 512u * sizeof(double));
+  const auto* values = reinterpret_cast<const double*>(c->data().data());
+  EXPECT_EQ(values[0], 6.0);
+  EXPECT_EQ(values[256 * 512 - 1], 6.0);
+}
+
 }  // namespace
 }  // namespace matrixd::server::testing
