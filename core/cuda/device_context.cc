@@ -212,4 +212,13 @@ absl::Status DeviceContext::Synchronize() {
   return absl::OkStatus();
 }
 
+bool DeviceContext::OnThisDevice(const void* data) const {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());  // an unknown pointer is an answer, not an error
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice && attributes.device == device();
+}
+
 }  // namespace matrixd::cuda

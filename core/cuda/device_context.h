@@ -62,6 +62,12 @@ class DeviceContext {
   DeviceContext& operator=(const DeviceContext&) = delete;
 
   int device() const { return device_; }
+
+  // Whether `data` points into this context's device's memory (false for host, managed or
+
+  // another device's memory, and for pointers CUDA does not know).
+
+  bool OnThisDevice(const void* data) const;
   const cudaDeviceProp& properties() const { return properties_; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }

@@ -11,29 +11,12 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
+#include "core/cuda/resident_matrix.h"
 #include "core/cuda/scoped_math_mode.h"
 #include "core/cuda/uint32_gemm.h"
 
 namespace matrixd::cuda {
 namespace {
-
-// The device address of `output` when C (c_bytes of `dtype`) can be written there by `context`:
-// a resident matrix of that size and dtype on this context's device, not spilled. Else null.
-void* InPlaceOutput(ResidentMatrix* output, size_t c_bytes, DType dtype,
-                    const DeviceContext& context) {
-  if (output == nullptr || output->dtype() != dtype || output->byte_size() != c_bytes) {
-    return nullptr;
-  }
-  std::byte* data = output->device_data();
-  if (data == nullptr) return nullptr;
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
-    static_cast<void>(cudaGetLastError());
-    return nullptr;
-  }
-  return attributes.type == cudaMemoryTypeDevice && attributes.device == context.device() ? data
-                                                                                          : nullptr;
-}
 
 // C = op(A) op(B) with A, B, C row-major. A row-major array read column-major is its transpose,
 // so cuBLAS computes C^T = op(B)^T op(A)^T in its column-major terms: gemm with B and A swapped

@@ -132,4 +132,13 @@ absl::StatusOr<std::unique_ptr<ResidentMatrix>> MakeDeviceResidentMatrix(Transfe
   return std::make_unique<DeviceResidentMatrix>(channel, rows, cols, dtype, std::move(buffer));
 }
 
+void* InPlaceOutput(ResidentMatrix* output, size_t bytes, DType dtype,
+                    const DeviceContext& context) {
+  if (output == nullptr || output->dtype() != dtype || output->byte_size() != bytes) {
+    return nullptr;
+  }
+  std::byte* data = output->device_data();
+  return data != nullptr && context.OnThisDevice(data) ? data : nullptr;
+}
+
 }  // namespace matrixd::cuda

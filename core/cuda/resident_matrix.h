@@ -49,6 +49,12 @@ absl::StatusOr<std::unique_ptr<ResidentMatrix>> MakeDeviceResidentMatrix(Transfe
                                                                          int64_t rows, int64_t cols,
                                                                          DType dtype);
 
+// The device address of `output` when a result of `bytes` of `dtype` can be written there by
+// `context` (the operations' resident output, e.g. MultiplyOptions::output): a resident matrix of
+// that size and dtype on this context's device, not spilled. Null otherwise (or for null output).
+void* InPlaceOutput(ResidentMatrix* output, size_t bytes, DType dtype,
+                    const DeviceContext& context);
+
 }  // namespace matrixd::cuda
 
 #endif  // MATRIXD_CORE_CUDA_RESIDENT_MATRIX_H_

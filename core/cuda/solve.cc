@@ -10,6 +10,7 @@
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
+#include "core/cuda/resident_matrix.h"
 #include "core/cuda/solve_kernels.h"
 #include "core/factorization.h"
 
@@ -52,15 +53,6 @@ struct Norm<std::complex<double>> {
   static constexpr auto nrm2 = &cublasDznrm2;
 };
 
-bool OnThisDevice(const void* data, const DeviceContext& context) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
-    static_cast<void>(cudaGetLastError());
-    return false;
-  }
-  return attributes.type == cudaMemoryTypeDevice && attributes.device == context.device();
-}
-
 // An operand in this device's memory: read in place, or copied into a buffer of its own.
 struct DeviceOperand {
   const void* data = nullptr;
@@ -69,7 +61,7 @@ struct DeviceOperand {
 
 absl::StatusOr<DeviceOperand> OnDevice(const MatrixView& view, DeviceContext& context) {
   DeviceOperand operand;
-  if (view.on_device() && OnThisDevice(view.data, context)) {
+  if (view.on_device() && context.OnThisDevice(view.data)) {
     operand.data = view.data;
     return operand;
   }
@@ -78,14 +70,6 @@ absl::StatusOr<DeviceOperand> OnDevice(const MatrixView& view, DeviceContext& co
   operand.copy = std::move(copy);
   operand.data = operand.copy.data();
   return operand;
-}
-
-// Where X goes: the caller's resident matrix when it is on this device with X's size and dtype.
-void* OutputOnThisDevice(ResidentMatrix* output, size_t bytes, DType dtype,
-                         const DeviceContext& context) {
-  if (output == nullptr || output->dtype() != dtype || output->byte_size() != bytes) return nullptr;
-  std::byte* data = output->device_data();
-  return data != nullptr && OnThisDevice(data, context) ? data : nullptr;
 }
 
 cublasOperation_t OpOf(SolveTranspose transpose) {
@@ -135,7 +119,7 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
   MATRIXD_ASSIGN_OR_RETURN(DeviceOperand factor, OnDevice(f.factor, context));
   MATRIXD_ASSIGN_OR_RETURN(DeviceOperand b, OnDevice(rhs, context));
   SolveResult result;
-  void* x = OutputOnThisDevice(options.output, x_bytes, rhs.dtype, context);
+  void* x = InPlaceOutput(options.output, x_bytes, rhs.dtype, context);
   DeviceBuffer x_buffer;
   if (x == nullptr) {
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer buffer, context.Allocate(x_bytes));
