@@ -129,22 +129,21 @@ TEST(JobCost, ComplexProductCountsFourTimes) {
   EXPECT_EQ(EstimatedFlops(Inputs(request)), 4 * 2.0 * 2 * 3 * 4);
 }
 
+// The 10 x 10 all-ones float64 permanent by `method`.
+double TenByTenPermanent(v1::PermanentMethod method) {
+  return EstimatedFlops(Inputs(Permanent(Filled<double>(10, 10, 1.0), method)));
+}
+
 TEST(JobCost, GlynnWalksTwoToTheNMinusOneSteps) {
-  EXPECT_EQ(
-      EstimatedFlops(Inputs(Permanent(Filled<double>(10, 10, 1.0), v1::PERMANENT_METHOD_GLYNN))),
-      2.0 * 10 * 512);
+  EXPECT_EQ(TenByTenPermanent(v1::PERMANENT_METHOD_GLYNN), 2.0 * 10 * 512);
 }
 
 TEST(JobCost, AutoPermanentIsCountedAsGlynn) {
-  EXPECT_EQ(
-      EstimatedFlops(Inputs(Permanent(Filled<double>(10, 10, 1.0), v1::PERMANENT_METHOD_AUTO))),
-      2.0 * 10 * 512);
+  EXPECT_EQ(TenByTenPermanent(v1::PERMANENT_METHOD_AUTO), 2.0 * 10 * 512);
 }
 
 TEST(JobCost, RyserWalksTwoToTheNSteps) {
-  EXPECT_EQ(
-      EstimatedFlops(Inputs(Permanent(Filled<double>(10, 10, 1.0), v1::PERMANENT_METHOD_RYSER))),
-      2.0 * 10 * 1024);
+  EXPECT_EQ(TenByTenPermanent(v1::PERMANENT_METHOD_RYSER), 2.0 * 10 * 1024);
 }
 
 // All ones at n = 10: |per| <= (10 * 1)^10 < 2^34, one prime; entries of 2^50: (10 * 2^50)^10 is
