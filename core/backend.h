@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "core/job_control.h"
 #include "core/matrix.h"
 #include "core/operations.h"
@@ -42,17 +42,27 @@ struct DeviceCopyBandwidth {
   double bytes_per_second = 0.0;
 };
 
-// UNIMPLEMENTED when `query` is a permanent of order above `max_order`, the largest one the
-// backend named `backend` can walk; OK otherwise. For Backend::Supports.
-inline absl::Status CheckPermanentOrder(const OperationQuery& query, int max_order,
-                                        const char* backend) {
-  if (query.operation != Operation::kPermanent || query.rows <= max_order) {
-    return absl::OkStatus();
-  }
-  return absl::UnimplementedError(
-      absl::StrCat("matrix is ", query.rows, "x", query.cols, "; the ", backend,
-                   " backend computes permanents up to n = ", max_order));
-}
+// The OperationQuery of each call below, from the same arguments (rhs may be null).
+OperationQuery DeterminantQuery(const MatrixView& a, const DeterminantOptions& options);
+OperationQuery FactorizeQuery(const MatrixView& a, const FactorizeOptions& options,
+                              const MatrixView* rhs);
+OperationQuery MultiplyQuery(const MatrixView& a, const MatrixView& b,
+                             const MultiplyOptions& options);
+OperationQuery PermanentQuery(const MatrixView& a, const PermanentOptions& options);
+
+// What a backend's kernels and libraries can take, for Backend::Supports.
+struct BackendLimits {
+  const char* backend = "";     // named in the messages: "cpu", "cuda"
+  int max_permanent_order = 0;  // the largest n of its permanent walks
+  // The largest dimension it passes to its libraries (32-bit indices): each operand's rows and
+  // cols, each matrix of a batch, rhs and b included.
+  int64_t max_dimension = 0;
+  int64_t max_batch_count = 0;  // the most matrices of one batched factorization
+};
+
+// UNIMPLEMENTED when `query` exceeds `limits` (the message names the backend, the value and the
+// limit); OK otherwise. Reads only the sizes: the operation's contract is Backend::Supports's.
+absl::Status CheckBackendLimits(const OperationQuery& query, const BackendLimits& limits);
 
 class Backend {
  public:
@@ -63,10 +73,16 @@ class Backend {
   // Human-readable description of the device(s) used.
   virtual std::string device() const = 0;
 
-  // Whether this backend can run `query` at all (whatever the server's own limits): OK, or
-  // UNIMPLEMENTED naming what it lacks (an order above its largest permanent, ...). Asked before a
-  // job is queued, so that such a request is answered at once. The default supports everything.
-  virtual absl::Status Supports(const OperationQuery& /*query*/) const { return absl::OkStatus(); }
+  // Whether this backend can run the call `query` describes (whatever the server's own limits),
+  // asked before a job is queued so that a request it cannot run is answered at once (ggml's
+  // supports_op). OK; INVALID_ARGUMENT when the query breaks the operation's contract on every
+  // backend (a dtype the operation does not take, a modulus outside [2, 2^62), a batch_count that
+  // does not divide the rows, an empty operand), naming the field as core/validation.h does;
+  // UNIMPLEMENTED, naming the backend and its limit, when the call is valid but beyond this
+  // backend (an order above its largest permanent, a dimension beyond its libraries' indices).
+  // The default checks the contract only; a backend adds its limits (CheckBackendLimits). Reads
+  // only the query; thread-safe.
+  virtual absl::Status Supports(const OperationQuery& query) const;
 
   // det(A) over R/C, or over Z/p when options.modulus > 0.
   // REQUIRES: a is square and finite; INT64 when modulus > 0.

@@ -35,16 +35,6 @@ struct ComputeStats {
   std::vector<KernelRecord> kernels = {};  // "= {}": designated initialisers may leave it out
 };
 
-// What a request asks of a backend, without its data: enough for Backend::Supports to answer
-// before the job is queued.
-enum class Operation { kDeterminant, kFactorize, kMultiply, kPermanent };
-struct OperationQuery {
-  Operation operation = Operation::kDeterminant;
-  DType dtype = DType::kFloat64;
-  int64_t rows = 0;  // of the (first) input
-  int64_t cols = 0;
-};
-
 // ---- Determinant ----
 enum class DeterminantMethod { kAuto, kLu, kCondensation };
 
@@ -134,6 +124,28 @@ struct PermanentResult {
   std::string exact;
   PermanentMethod method_used = PermanentMethod::kGlynn;
   ComputeStats stats;
+};
+
+// ---- Capability query (Backend::Supports) ----
+enum class Operation { kDeterminant, kFactorize, kMultiply, kPermanent };
+
+// What a call asks of a backend, without its data: the operation, its operands' dtype and shapes,
+// and the options that choose its kernels. Enough for Backend::Supports to answer before the job
+// is queued; only the options of `operation` are read. core/backend.h makes one from a call's
+// arguments (DeterminantQuery, ...).
+struct OperationQuery {
+  Operation operation = Operation::kDeterminant;
+  DType dtype = DType::kFloat64;  // of the (first) operand; the others share it
+  int64_t rows = 0;               // of the (first) operand; a batch's matrices stacked
+  int64_t cols = 0;
+  // The second operand as stored (before any transpose): Multiply's b, Factorize's rhs. 0 x 0
+  // when there is none.
+  int64_t second_rows = 0;
+  int64_t second_cols = 0;
+  DeterminantOptions determinant = {};
+  FactorizeOptions factorize = {};
+  MultiplyOptions multiply = {};
+  PermanentOptions permanent = {};
 };
 
 // ---- Solve with a kept factorization ----

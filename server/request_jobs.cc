@@ -135,12 +135,6 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
   return absl::OkStatus();
 }
 
-// The backend's capability for this operation on `input`, asked before anything is queued.
-absl::Status AskBackend(const Backend& backend, Operation operation, const MatrixView& input) {
-  return backend.Supports(
-      {.operation = operation, .dtype = input.dtype, .rows = input.rows, .cols = input.cols});
-}
-
 }  // namespace
 
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
@@ -149,8 +143,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   absl::StatusOr<DeterminantInputs> inputs =
       ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
-  if (absl::Status s = AskBackend(backend, Operation::kDeterminant, inputs->matrix.view()); !s.ok())
+  if (absl::Status s = backend.Supports(DeterminantQuery(inputs->matrix.view(), inputs->options));
+      !s.ok()) {
     return s;
+  }
   JobSpec spec;
   spec.op = "determinant";
   spec.estimated_flops = EstimatedFlops(*inputs);
@@ -171,8 +167,11 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   absl::StatusOr<FactorizeInputs> inputs =
       ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
-  if (absl::Status s = AskBackend(backend, Operation::kFactorize, inputs->matrix.view()); !s.ok())
+  if (absl::Status s = backend.Supports(
+          FactorizeQuery(inputs->matrix.view(), inputs->options(), inputs->rhs_view()));
+      !s.ok()) {
     return s;
+  }
   JobSpec spec;
   spec.op = "factorize";
   spec.estimated_flops = EstimatedFlops(*inputs);
@@ -243,8 +242,11 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
   absl::StatusOr<MultiplyInputs> inputs =
       ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
-  if (absl::Status s = AskBackend(backend, Operation::kMultiply, inputs->a.view()); !s.ok())
+  if (absl::Status s =
+          backend.Supports(MultiplyQuery(inputs->a.view(), inputs->b.view(), inputs->options));
+      !s.ok()) {
     return s;
+  }
   JobSpec spec;
   spec.op = "multiply";
   spec.estimated_flops = EstimatedFlops(*inputs);
@@ -281,8 +283,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
   absl::StatusOr<PermanentInputs> inputs =
       ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
   if (!inputs.ok()) return inputs.status();
-  if (absl::Status s = AskBackend(backend, Operation::kPermanent, inputs->matrix.view()); !s.ok())
+  if (absl::Status s = backend.Supports(PermanentQuery(inputs->matrix.view(), inputs->options));
+      !s.ok()) {
     return s;
+  }
   JobSpec spec;
   spec.op = "permanent";
   spec.estimated_flops = EstimatedFlops(*inputs);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "core/cpu/copy_bandwidth.h"
 #include "core/cpu/determinant.h"
 #include "core/cpu/factorize.h"
+#include "core/cpu/lapack_types.h"
 #include "core/cpu/multiply.h"
 #include "core/cpu/permanent.h"
 #include "core/cpu/resident_matrix.h"
@@ -49,8 +52,15 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   std::string device() const override { return absl::StrCat("cpu (", threads_, " threads)"); }
 
+  // LAPACKE and CBLAS take 32-bit dimensions; batches are looped over here, any length.
   absl::Status Supports(const OperationQuery& query) const override {
-    return CheckPermanentOrder(query, cpu::kMaxPermanentOrder, "cpu");
+    if (absl::Status s = Backend::Supports(query); !s.ok()) return s;
+    return CheckBackendLimits(
+        query, {.backend = "cpu",
+                .max_permanent_order = cpu::kMaxPermanentOrder,
+                .max_dimension = std::min<int64_t>(std::numeric_limits<lapack_int>::max(),
+                                                   std::numeric_limits<blasint>::max()),
+                .max_batch_count = std::numeric_limits<int64_t>::max()});
   }
 
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,

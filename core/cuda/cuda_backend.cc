@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +39,14 @@ class CudaBackend final : public Backend {
   std::string_view name() const override { return "cuda"; }
   std::string device() const override { return device_; }
 
+  // cuBLAS and cuSOLVER take int dimensions and batch counts.
   absl::Status Supports(const OperationQuery& query) const override {
-    return CheckPermanentOrder(query, cuda::kMaxPermanentOrder, "cuda");
+    if (absl::Status s = Backend::Supports(query); !s.ok()) return s;
+    constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+    return CheckBackendLimits(query, {.backend = "cuda",
+                                      .max_permanent_order = cuda::kMaxPermanentOrder,
+                                      .max_dimension = kIntMax,
+                                      .max_batch_count = kIntMax});
   }
 
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,

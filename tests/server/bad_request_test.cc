@@ -128,8 +128,8 @@ TEST_F(BadRequestTest, NonSquareCholesky) {
 
 TEST_F(BadRequestTest, NonSymmetricCholeskyNamesThePair) {
   // Positive definite as a lower triangle, but not symmetric: potrf would factor another matrix.
-  ExpectInvalid(client().Factorize(
-                    Factorize(MakeMatrix<double>(2, 2, {4, 1, 2, 3}), v1::FACTORIZATION_KIND_CHOLESKY)),
+  ExpectInvalid(client().Factorize(Factorize(MakeMatrix<double>(2, 2, {4, 1, 2, 3}),
+                                             v1::FACTORIZATION_KIND_CHOLESKY)),
                 "matrix is not symmetric: [0][1] = 1 but [1][0] = 2");
 }
 
@@ -293,8 +293,8 @@ TEST_F(BadRequestTest, NegativeBlockSize) {
 
 TEST_F(BadRequestTest, CholeskyOfIndefiniteMatrixIsFailedPrecondition) {
   // Eigenvalues 3 and -1.
-  ExpectRejected(client().Factorize(
-                     Factorize(MakeMatrix<double>(2, 2, {1, 2, 2, 1}), v1::FACTORIZATION_KIND_CHOLESKY)),
+  ExpectRejected(client().Factorize(Factorize(MakeMatrix<double>(2, 2, {1, 2, 2, 1}),
+                                              v1::FACTORIZATION_KIND_CHOLESKY)),
                  absl::StatusCode::kFailedPrecondition, "");
 }
 

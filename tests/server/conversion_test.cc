@@ -73,7 +73,8 @@ TEST(MatrixFromProto, OverflowingShapeIsRejectedWithoutAllocating) {
 
 TEST(MatrixFromProto, NonPositiveShapesAreRejected) {
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 0}, {-1, -1}}) {
-    absl::StatusOr<InputMatrix> input = FromProto(ProtoOf(rows, cols, v1::DTYPE_FLOAT32, 0), "matrix");
+    absl::StatusOr<InputMatrix> input =
+        FromProto(ProtoOf(rows, cols, v1::DTYPE_FLOAT32, 0), "matrix");
     EXPECT_EQ(input.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(input.status().message()), HasSubstr("matrix has shape"));
   }

@@ -125,8 +125,8 @@ TEST_F(FactorizeBatchServerTest, BatchedCholeskyNamesTheMatrixThatIsNotPositiveD
 }
 
 TEST_F(FactorizeBatchServerTest, BatchCountThatDoesNotDivideTheRowsIsInvalid) {
-  const absl::StatusOr<v1::FactorizeResponse> response =
-      client().Factorize(BatchRequest(RandomStack(kN, 4), kCount * kN, v1::FACTORIZATION_KIND_QR, 3));
+  const absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(
+      BatchRequest(RandomStack(kN, 4), kCount * kN, v1::FACTORIZATION_KIND_QR, 3));
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(response.status().message()),
@@ -135,8 +135,8 @@ TEST_F(FactorizeBatchServerTest, BatchCountThatDoesNotDivideTheRowsIsInvalid) {
 }
 
 TEST_F(FactorizeBatchServerTest, NegativeBatchCountIsInvalid) {
-  const absl::StatusOr<v1::FactorizeResponse> response =
-      client().Factorize(BatchRequest(RandomStack(kN, 5), kCount * kN, v1::FACTORIZATION_KIND_LU, -2));
+  const absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(
+      BatchRequest(RandomStack(kN, 5), kCount * kN, v1::FACTORIZATION_KIND_LU, -2));
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(response.status().message()), HasSubstr("batch_count is -2"));
