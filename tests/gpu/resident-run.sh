@@ -38,6 +38,26 @@ done
 timeout 300 "${bin}/matrixd_transfer_bench" --server=127.0.0.1:${port} \
   ${TABLES:+--tables=${TABLES}} ${SIZES:-} >"${out}/transfer.md" 2>&1
 log "  exit $?"
+# The same path through matrixctl (CLI_N: float64 n of the uploaded matrix; 0 skips).
+cli_n=${CLI_N:-16384}
+if [ "${cli_n}" -gt 0 ]; then
+  ctl() { "${bin}/matrixctl" --server=127.0.0.1:${port} "$@"; }
+  for streams in 1 4; do
+    t0=$(date +%s.%N)
+    handle=$(ctl upload --random "${cli_n}" --streams="${streams}" 2>>"${out}/cli.txt")
+    t1=$(date +%s.%N)
+    log "  matrixctl upload --random ${cli_n} --streams=${streams}: $(echo "$t1 - $t0" | bc) s, handle ${handle:0:8}"
+    ctl det "@${handle:0:8}" >>"${out}/cli.txt" 2>&1; log "  det @handle: exit $?"
+    ctl multiply "@${handle:0:8}" "@${handle:0:8}" --keep >>"${out}/cli.txt" 2>&1
+    log "  multiply --keep: exit $?"
+    t0=$(date +%s.%N)
+    ctl download "${handle}" --output "${out}/../cli-download.npy" >>"${out}/cli.txt" 2>&1
+    log "  download: exit $?, $(echo "$(date +%s.%N) - $t0" | bc) s"
+    rm -f "${out}/../cli-download.npy"
+    ctl ls >>"${out}/cli.txt" 2>&1
+    ctl ls 2>/dev/null | awk '$1 ~ /^[0-9a-f]+$/ && length($1) == 32 {print $1}' | while read -r h; do ctl rm "$h" >/dev/null 2>&1; done
+  done
+fi
 curl -s 127.0.0.1:9470/metrics | grep -E '^matrixd_(transfer|resident|device_memory)' \
   >"${out}/metrics.txt" 2>&1
 kill "${pid}"; wait "${pid}" 2>/dev/null
