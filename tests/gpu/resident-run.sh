@@ -46,13 +46,13 @@ if [ "${cli_n}" -gt 0 ]; then
     t0=$(date +%s.%N)
     handle=$(ctl upload --random "${cli_n}" --streams="${streams}" 2>>"${out}/cli.txt")
     t1=$(date +%s.%N)
-    log "  matrixctl upload --random ${cli_n} --streams=${streams}: $(echo "$t1 - $t0" | bc) s, handle ${handle:0:8}"
+    log "  matrixctl upload --random ${cli_n} --streams=${streams}: $(awk "BEGIN {print $t1 - $t0}") s, handle ${handle:0:8}"
     ctl det "@${handle:0:8}" >>"${out}/cli.txt" 2>&1; log "  det @handle: exit $?"
     ctl multiply "@${handle:0:8}" "@${handle:0:8}" --keep >>"${out}/cli.txt" 2>&1
     log "  multiply --keep: exit $?"
     t0=$(date +%s.%N)
     ctl download "${handle}" --output "${out}/../cli-download.npy" >>"${out}/cli.txt" 2>&1
-    log "  download: exit $?, $(echo "$(date +%s.%N) - $t0" | bc) s"
+    log "  download: exit $?, $(awk "BEGIN {print $(date +%s.%N) - $t0}") s"
     rm -f "${out}/../cli-download.npy"
     ctl ls >>"${out}/cli.txt" 2>&1
     ctl ls 2>/dev/null | awk '$1 ~ /^[0-9a-f]+$/ && length($1) == 32 {print $1}' | while read -r h; do ctl rm "$h" >/dev/null 2>&1; done
