@@ -80,6 +80,8 @@ class JobCallReactor final : public grpc::ServerUnaryReactor {
 
   void Submit(const grpc::CallbackServerContext& context) {
     const absl::Status refused = Guarded(rpc_, [&]() -> absl::Status {
+      // A draining server refuses before validating: the answer is the same for any request.
+      if (absl::Status open = services_.scheduler.accepting(); !open.ok()) return open;
       absl::StatusOr<JobSpec> spec =
           MakeJob(request_, response_, services_.backend, services_.limits, services_.resident);
       if (!spec.ok()) return spec.status();

@@ -60,6 +60,9 @@ ABSL_FLAG(std::string, resident_memory_limit, "50%",
           "bytes all resident matrices may take together (uploaded, or results kept): a share of "
           "the host's physical memory (50%) or a size (16GiB); on a GPU they live in device "
           "memory and spill to host memory under pressure, counting against this either way");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
+          "on SIGTERM/SIGINT: how long queued and running jobs may still finish (new work is "
+          "refused with UNAVAILABLE) before the rest is stopped; a second signal stops at once");
 ABSL_FLAG(absl::Duration, resident_ttl, matrixd::server::ResidentRegistry::Options{}.ttl,
           "a resident matrix unused for this long is released");
 
@@ -139,6 +142,9 @@ absl::StatusOr<matrixd::server::ServerOptions> ServerOptionsFromFlags() {
           ? resident_limit->bytes
           : static_cast<uint64_t>(resident_limit->fraction * static_cast<double>(PhysicalMemory()));
   options.resident.ttl = absl::GetFlag(FLAGS_resident_ttl);
+  if (absl::GetFlag(FLAGS_drain_timeout) < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--drain_timeout must be >= 0");
+  }
   if (options.resident.ttl <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--resident_ttl must be > 0");
   }
@@ -232,9 +238,18 @@ int main(int argc, char** argv) {
   while (read(signal_pipe[0], &signal_number, 1) < 0) {
     // EINTR: the handler itself interrupted the read; try again.
   }
-  Log(absl::StrCat("signal ", static_cast<int>(signal_number), ": shutting down"));
-  (*server)->Shutdown();
+  const absl::Duration drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  Log(absl::StrCat("signal ", static_cast<int>(signal_number), ": draining for up to ",
+                   absl::FormatDuration(drain_timeout), " (a second signal stops at once)"));
+  const matrixd::server::DrainReport drained = (*server)->Drain(drain_timeout);
   (*server)->Wait();
+  Log(absl::StrCat("drained in ", absl::FormatDuration(drained.elapsed), ": ",
+                   drained.jobs_at_start, " jobs at the start, ",
+                   drained.jobs_finished
+                       ? "all finished"
+                       : absl::StrCat(drained.jobs_stopped, " stopped at the timeout"),
+                   "; released ", drained.resident_released, " resident matrices (",
+                   drained.resident_bytes_released, " bytes)"));
   server->reset();
   Log("stopped");
   return 0;

@@ -71,6 +71,7 @@ grpc::ServerUnaryReactor* MatrixService::Submit(grpc::CallbackServerContext* con
                                                 const v1::JobRequest* request,
                                                 v1::JobHandle* response) {
   return AnswerNow(context, "Submit", [&]() -> absl::Status {
+    if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
     absl::StatusOr<JobSpec> spec = MakeJob(*request, backend_, limits_, absl::Now(), resident_);
     if (!spec.ok()) return spec.status();
     absl::StatusOr<std::shared_ptr<Job>> job =

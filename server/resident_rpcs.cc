@@ -130,6 +130,9 @@ grpc::ServerReadReactor<v1::UploadChunk>* MatrixService::Upload(
     return new RefusedReactor<grpc::ServerReadReactor<v1::UploadChunk>>(
         absl::UnimplementedError(kNoRegistry));
   }
+  if (absl::Status open = scheduler_.accepting(); !open.ok()) {
+    return new RefusedReactor<grpc::ServerReadReactor<v1::UploadChunk>>(open);
+  }
   return new UploadReactor(context, *resident_, metrics_, response);
 }
 
@@ -189,6 +192,7 @@ grpc::ServerUnaryReactor* MatrixService::CreateMatrix(grpc::CallbackServerContex
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status status = [&]() -> absl::Status {
     if (resident_ == nullptr) return absl::UnimplementedError(kNoRegistry);
+    if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
     absl::StatusOr<UploadShape> shape =
         CheckUploadShape(request->rows(), request->cols(), request->dtype(), "CreateMatrix");
     if (!shape.ok()) return shape.status();

@@ -84,9 +84,7 @@ Scheduler::~Scheduler() {
   {
     NotifyingLock lock(this);
     stopping_ = true;
-    while (!small_.empty()) DropQueuedLocked(*small_.front().job, ShuttingDown());
-    while (!large_.empty()) DropQueuedLocked(*large_.front().job, ShuttingDown());
-    for (const std::shared_ptr<Job>& job : running_) job->RequestStop(ShuttingDown());
+    StopAllLocked(ShuttingDown());
     work_changed_.SignalAll();
     expiry_changed_.SignalAll();
   }
@@ -110,6 +108,7 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
   const bool large = spec.estimated_flops >= options_.large_job_flops;
   NotifyingLock lock(this);
   if (stopping_) return refuse(ShuttingDown());
+  if (!accepting_.ok()) return refuse(accepting_);
   if (spec.deadline <= now) {
     return refuse(absl::DeadlineExceededError(
         absl::StrCat(op, ": the deadline passed before the job was queued")));
@@ -154,6 +153,37 @@ void Scheduler::Cancel(Job& job, absl::Status reason) {
   } else if (state == JobState::kRunning) {
     job.RequestStop(std::move(reason));
   }
+}
+
+void Scheduler::StopAccepting(absl::Status reason) {
+  absl::MutexLock lock(&mutex_);
+  accepting_ = std::move(reason);
+}
+
+absl::Status Scheduler::accepting() const {
+  absl::MutexLock lock(&mutex_);
+  return accepting_;
+}
+
+bool Scheduler::WaitUntilIdle(absl::Time deadline) const {
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    return QueuedLocked() == 0 && running_.empty();
+  };
+  absl::MutexLock lock(&mutex_);
+  return mutex_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
+
+int Scheduler::StopAll(absl::Status reason) {
+  NotifyingLock lock(this);
+  return StopAllLocked(reason);
+}
+
+int Scheduler::StopAllLocked(const absl::Status& reason) {
+  const int reached = QueuedLocked() + static_cast<int>(running_.size());
+  while (!small_.empty()) DropQueuedLocked(*small_.front().job, reason);
+  while (!large_.empty()) DropQueuedLocked(*large_.front().job, reason);
+  for (const std::shared_ptr<Job>& job : running_) job->RequestStop(reason);
+  return reached;
 }
 
 int Scheduler::queued() const {

@@ -101,6 +101,17 @@ class Scheduler {
   // or on a second call. REQUIRES: !reason.ok().
   void Cancel(Job& job, absl::Status reason);
 
+  // Drain (MatrixServer::Drain). From now on Submit refuses every job with `reason`; queued and
+  // running jobs go on. REQUIRES: !reason.ok().
+  void StopAccepting(absl::Status reason);
+  // OK while Submit takes jobs, else the reason given to StopAccepting.
+  absl::Status accepting() const;
+  // Blocks until no job is queued or running, or until `deadline`; true when none is left.
+  bool WaitUntilIdle(absl::Time deadline) const;
+  // Ends every queued job with `reason` (unrun) and asks every running one to stop with it, as
+  // Cancel does; returns how many jobs that reached. REQUIRES: !reason.ok().
+  int StopAll(absl::Status reason);
+
   int queued() const;
   int running() const;
   const SchedulerOptions& options() const { return options_; }
@@ -132,6 +143,8 @@ class Scheduler {
   void HousekeepingLoop();
   // The next job to run, taken off its lane and marked running; null when none may start now.
   std::shared_ptr<Job> TakeNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // StopAll under the lock.
+  int StopAllLocked(const absl::Status& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Removes a queued job from its lane and ends it with `status`, unrun.
   void DropQueuedLocked(Job& job, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   void FinishLocked(Job& job, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
@@ -159,6 +172,7 @@ class Scheduler {
   std::deque<std::pair<absl::Time, std::string>> expiries_ ABSL_GUARDED_BY(mutex_);
   absl::BitGen id_bits_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Status accepting_ ABSL_GUARDED_BY(mutex_);  // OK, or why Submit refuses (draining)
   // Hooks and listeners of jobs that changed under the lock now held; empty whenever it is free.
   std::vector<absl::AnyInvocable<void()>> deferred_ ABSL_GUARDED_BY(mutex_);
 

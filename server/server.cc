@@ -12,6 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "server/metrics_backend.h"
 #include "server/metrics_interceptor.h"
 
@@ -62,6 +64,11 @@ SchedulerOptions WithDefaultHooks(SchedulerOptions options, SchedulerObserver* o
 }
 
 }  // namespace
+
+absl::Status DrainingError() {
+  return absl::UnavailableError(
+      "matrixd is draining (shutting down) and takes no new work; send it to another replica");
+}
 
 MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions& options)
     : metrics_(std::make_unique<Metrics>(MATRIXD_VERSION, std::string(backend->name()))),
@@ -154,22 +161,41 @@ MemoryAdmission* MatrixServer::memory_admission(int device) {
 }
 
 MatrixServer::~MatrixServer() {
-  Shutdown();
+  Drain(kDestructorDrain);
   Wait();
 }
 
-void MatrixServer::Shutdown(absl::Duration grace) {
+DrainReport MatrixServer::Drain(absl::Duration timeout) {
   {
-    absl::MutexLock lock(&shutdown_mutex_);
-    if (shut_down_ || server_ == nullptr) return;
-    shut_down_ = true;
+    absl::MutexLock lock(&drain_mutex_);
+    if (draining_ || server_ == nullptr) return {};
+    draining_ = true;
   }
-  // Health watchers see NOT_SERVING first, then the server stops taking calls.
+  const absl::Time start = absl::Now();
+  DrainReport report;
+  // Probes and load balancers see NOT_SERVING first; the server keeps listening so that new calls
+  // hear why they are refused and clients can still collect their jobs' results.
   server_->GetHealthCheckService()->SetServingStatus(false);
+  scheduler_->StopAccepting(DrainingError());
+  report.jobs_at_start = scheduler_->queued() + scheduler_->running();
+  report.jobs_finished = scheduler_->WaitUntilIdle(start + timeout);
+  if (!report.jobs_finished) {
+    report.jobs_stopped = scheduler_->StopAll(absl::UnavailableError(absl::StrCat(
+        "matrixd stopped this job: the server is shutting down and its drain timeout of ",
+        absl::FormatDuration(timeout), " (--drain_timeout) passed before the job finished")));
+    scheduler_->WaitUntilIdle(absl::Now() + kStopGrace);
+  }
   server_->GetHealthCheckService()->Shutdown();
-  const std::chrono::system_clock::time_point deadline =
-      std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace);
-  server_->Shutdown(deadline);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + kFinalGrace));
+  report.elapsed = absl::Now() - start;
+  // Every call has ended, so no lease holds a matrix: releasing frees the memory now.
+  for (const ResidentInfo& info : resident_->List()) {
+    absl::StatusOr<uint64_t> freed = resident_->Release(info.handle);
+    if (!freed.ok()) continue;  // expired meanwhile
+    ++report.resident_released;
+    report.resident_bytes_released += *freed;
+  }
+  return report;
 }
 
 void MatrixServer::Wait() {

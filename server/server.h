@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,19 @@ struct ServerOptions {
   std::string metrics_address;
 };
 
+// What MatrixServer::Drain saw.
+struct DrainReport {
+  int jobs_at_start = 0;      // queued and running when the drain began
+  bool jobs_finished = true;  // every job ended before the drain timeout
+  int jobs_stopped = 0;       // jobs still queued or running at the timeout, stopped
+  int resident_released = 0;  // resident matrices released at the end
+  uint64_t resident_bytes_released = 0;
+  absl::Duration elapsed;  // from the start of the drain to the gRPC server's stop
+};
+
+// The status of calls refused because the server drains: UNAVAILABLE, "draining".
+absl::Status DrainingError();
+
 class MatrixServer {
  public:
   // Builds and starts the server, then marks it SERVING (overall and for kMatrixServiceName).
@@ -51,7 +65,7 @@ class MatrixServer {
   static absl::StatusOr<std::unique_ptr<MatrixServer>> Start(std::unique_ptr<Backend> backend,
                                                              const ServerOptions& options);
 
-  // Shuts down and waits.
+  // Drains for at most kDestructorDrain and waits.
   ~MatrixServer();
   MatrixServer(const MatrixServer&) = delete;
   MatrixServer& operator=(const MatrixServer&) = delete;
@@ -70,11 +84,23 @@ class MatrixServer {
   MemoryAdmission* memory_admission(int device = 0);
   ResidentRegistry& resident() { return *resident_; }
 
-  // Marks every service NOT_SERVING, stops accepting calls and cancels those still running after
-  // `grace`. Thread-safe and idempotent; safe to call from a signal-handling thread.
-  void Shutdown(absl::Duration grace = absl::Seconds(2));
+  // Graceful drain, then stop. Marks every service NOT_SERVING at once; from then on calls that
+  // would start work (the computing calls, Submit, Upload, CreateMatrix) get DrainingError(),
+  // while health, Watch, GetJob, Cancel, Download, ListMatrices and Release still answer, so that
+  // clients can collect what they started. Queued and running jobs (calls and Submit jobs alike)
+  // may finish until `timeout`; those left then end UNAVAILABLE naming the timeout. Then the gRPC
+  // server stops (calls still open get kFinalGrace to end) and every resident matrix is released.
+  // Blocks until then. Thread-safe; a second call returns at once with an empty report.
+  DrainReport Drain(absl::Duration timeout);
   // Blocks until the server has shut down.
   void Wait();
+
+  // How long calls still open when the last job has ended (responses being sent, Watch streams
+  // ending, health watchers) get before the gRPC server cancels them.
+  static constexpr absl::Duration kFinalGrace = absl::Seconds(1);
+  // After the drain timeout, how long stopped jobs get to return before the server stops anyway.
+  static constexpr absl::Duration kStopGrace = absl::Seconds(5);
+  static constexpr absl::Duration kDestructorDrain = absl::Seconds(2);
 
  private:
   MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions& options);
@@ -94,8 +120,8 @@ class MatrixServer {
   std::unique_ptr<MetricsHttpServer> metrics_http_;  // stops before metrics_ goes
   int port_ = 0;
   std::string address_;
-  absl::Mutex shutdown_mutex_;
-  bool shut_down_ ABSL_GUARDED_BY(shutdown_mutex_) = false;
+  absl::Mutex drain_mutex_;
+  bool draining_ ABSL_GUARDED_BY(drain_mutex_) = false;
 };
 
 }  // namespace matrixd::server

@@ -204,9 +204,9 @@ TEST_F(CallbackServiceTest, WatchWhoseClientDisconnectsEndsCleanlyAndTheJobRunsO
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_EQ(last->state(), v1::JOB_STATE_CANCELLED);
 
-  // No call is left behind: shutting down does not wait for its grace period.
+  // No call is left behind: shutting down does not wait for its drain timeout.
   const absl::Time start = absl::Now();
-  server_->Shutdown(/*grace=*/absl::Seconds(5));
+  server_->Drain(/*timeout=*/absl::Seconds(5));
   server_->Wait();
   EXPECT_LT(absl::Now() - start, kPromptly);
 }

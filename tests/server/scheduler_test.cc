@@ -236,6 +236,44 @@ TEST(SchedulerTest, CancellingARunningJobStopsItAndFreesTheWorker) {
   EXPECT_EQ(next->state(), JobState::kSucceeded);
 }
 
+TEST(SchedulerTest, StopAcceptingRefusesNewJobsWithTheReasonAndKeepsQueuedOnes) {
+  Gate gate;
+  Scheduler scheduler({.workers = 1});
+  std::shared_ptr<Job> running = MustSubmit(scheduler, Spec(gate.Work()));
+  ASSERT_TRUE(gate.AwaitStarted());
+  std::shared_ptr<Job> queued = MustSubmit(scheduler, Spec(Instant()));
+  EXPECT_TRUE(scheduler.accepting().ok());
+
+  scheduler.StopAccepting(absl::UnavailableError("draining"));
+  EXPECT_EQ(scheduler.accepting(), absl::UnavailableError("draining"));
+  absl::Status told;
+  JobSpec refused_spec = Spec(Instant());
+  refused_spec.on_finished = [&told](const absl::Status& status) { told = status; };
+  EXPECT_EQ(scheduler.Submit(std::move(refused_spec), false).status(),
+            absl::UnavailableError("draining"));
+  EXPECT_EQ(told, absl::UnavailableError("draining"));
+
+  // What was queued and running before goes on to the end.
+  EXPECT_FALSE(scheduler.WaitUntilIdle(absl::Now() + absl::Milliseconds(20)));
+  gate.Release();
+  EXPECT_TRUE(scheduler.WaitUntilIdle(absl::Now() + kPatience));
+  EXPECT_EQ(running->state(), JobState::kSucceeded);
+  EXPECT_EQ(queued->state(), JobState::kSucceeded);
+}
+
+TEST(SchedulerTest, StopAllEndsQueuedAndRunningJobsWithTheReason) {
+  Gate gate;
+  Scheduler scheduler({.workers = 1});
+  std::shared_ptr<Job> running = MustSubmit(scheduler, Spec(gate.Work()));
+  ASSERT_TRUE(gate.AwaitStarted());
+  std::shared_ptr<Job> queued = MustSubmit(scheduler, Spec(Instant()));
+  EXPECT_EQ(scheduler.StopAll(absl::UnavailableError("drain timeout")), 2);
+  EXPECT_TRUE(scheduler.WaitUntilIdle(absl::Now() + kPatience));
+  EXPECT_EQ(running->status(), absl::UnavailableError("drain timeout"));
+  EXPECT_EQ(queued->status(), absl::UnavailableError("drain timeout"));
+  EXPECT_EQ(scheduler.StopAll(absl::UnavailableError("again")), 0);
+}
+
 TEST(SchedulerTest, CancellingAFinishedJobChangesNothing) {
   Scheduler scheduler({.workers = 1});
   std::shared_ptr<Job> job = MustSubmit(scheduler, Spec(Instant()));

@@ -131,7 +131,7 @@ TEST(ServerStartTest, ShutdownTurnsHealthWatchersToNotServing) {
   HealthCheckResponse response;
   ASSERT_TRUE(watch->Read(&response));
   EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
-  std::thread shutdown([&server] { server->Shutdown(absl::Milliseconds(300)); });
+  std::thread shutdown([&server] { server->Drain(absl::Milliseconds(300)); });
   ASSERT_TRUE(watch->Read(&response));
   EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
   shutdown.join();
