@@ -160,6 +160,10 @@ absl::StatusOr<v1::PermanentResponse> Client::Permanent(const v1::PermanentReque
   return Call(&v1::MatrixService::Stub::Permanent, request);
 }
 
+absl::StatusOr<v1::SolveResponse> Client::Solve(const v1::SolveRequest& request) {
+  return Call(&v1::MatrixService::Stub::Solve, request);
+}
+
 absl::StatusOr<v1::DeterminantResponse> Client::Determinant(const RemoteMatrix& a,
                                                             v1::DeterminantRequest request) {
   *request.mutable_matrix_ref() = a.ref();
@@ -183,6 +187,20 @@ absl::StatusOr<v1::PermanentResponse> Client::Permanent(const RemoteMatrix& a,
                                                         v1::PermanentRequest request) {
   *request.mutable_matrix_ref() = a.ref();
   return Permanent(request);
+}
+
+absl::StatusOr<v1::SolveResponse> Client::Solve(const RemoteMatrix& factorization,
+                                                const v1::Matrix& rhs, v1::SolveRequest request) {
+  *request.mutable_factorization() = factorization.ref();
+  *request.mutable_rhs() = rhs;
+  return Solve(request);
+}
+
+absl::StatusOr<v1::SolveResponse> Client::Solve(const RemoteMatrix& factorization,
+                                                const RemoteMatrix& rhs, v1::SolveRequest request) {
+  *request.mutable_factorization() = factorization.ref();
+  *request.mutable_rhs_ref() = rhs.ref();
+  return Solve(request);
 }
 
 absl::StatusOr<v1::ResidentMatrix> Client::UploadStream(v1::MatrixService::Stub& stub,

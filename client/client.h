@@ -81,6 +81,8 @@ class Client {
   absl::StatusOr<v1::FactorizeResponse> Factorize(const v1::FactorizeRequest& request);
   absl::StatusOr<v1::MultiplyResponse> Multiply(const v1::MultiplyRequest& request);
   absl::StatusOr<v1::PermanentResponse> Permanent(const v1::PermanentRequest& request);
+  // op(A) X = B with a factorization that Factorize kept (matrixd.proto: Solve).
+  absl::StatusOr<v1::SolveResponse> Solve(const v1::SolveRequest& request);
   // The same operations on a resident operand: `request` as above with its operand(s) set to the
   // handle(s) (method, kind, rhs, result_options... are sent as given).
   absl::StatusOr<v1::DeterminantResponse> Determinant(const RemoteMatrix& a,
@@ -91,6 +93,12 @@ class Client {
                                                 v1::MultiplyRequest request = {});
   absl::StatusOr<v1::PermanentResponse> Permanent(const RemoteMatrix& a,
                                                   v1::PermanentRequest request = {});
+  // Solve with `factorization` (a Factorize response's kept["factorization"], adopted) for an
+  // inline or a resident right-hand side B.
+  absl::StatusOr<v1::SolveResponse> Solve(const RemoteMatrix& factorization, const v1::Matrix& rhs,
+                                          v1::SolveRequest request = {});
+  absl::StatusOr<v1::SolveResponse> Solve(const RemoteMatrix& factorization,
+                                          const RemoteMatrix& rhs, v1::SolveRequest request = {});
 
   // Resident matrices (matrixd.proto: Upload, CreateMatrix, Download, ListMatrices, Release).
   // Streams the matrix to the server in chunks with its CRC32C and keeps it there; the

@@ -165,6 +165,27 @@ absl::StatusOr<FactorizeReport> RunFactorize(Client& client, const v1::Factorize
   return report;
 }
 
+absl::StatusOr<v1::SolveResponse> RunSolve(Client& client, const v1::SolveRequest& request,
+                                           std::ostream& out) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::SolveResponse> response = client.Solve(request);
+  const absl::Duration round_trip = absl::Now() - start;
+  if (!response.ok()) return response.status();
+  static constexpr absl::string_view kOp[] = {"A", "A^T", "A^H"};
+  const int transpose = std::clamp(static_cast<int>(request.transpose()), 0, 2);
+  out << "solve " << kOp[transpose]
+      << " X = " << Operand(request.has_rhs_ref(), request.rhs(), request.rhs_ref())
+      << " with the factorization " << request.factorization().handle() << " ("
+      << v1::FactorizationKind_Name(response->kind()) << ")\n";
+  if (response->has_solution()) out << "  X: " << FormatShape(response->solution()) << "\n";
+  if (response->has_residual()) {
+    out << absl::StrFormat("  residual ||op(A) X - B|| / (||A|| ||X|| + ||B||) = %.3e\n",
+                           response->residual());
+  }
+  out << FormatKept(response->kept()) << FormatStats(response->stats(), round_trip);
+  return response;
+}
+
 absl::StatusOr<v1::MultiplyResponse> RunMultiply(Client& client, const v1::MultiplyRequest& request,
                                                  std::ostream& out) {
   const absl::Time start = absl::Now();

@@ -30,6 +30,10 @@ struct FactorizeReport {
 absl::StatusOr<FactorizeReport> RunFactorize(Client& client, const v1::FactorizeRequest& request,
                                              std::ostream& out);
 
+// Prints the solution's shape, the server's residual when asked for, and what was kept.
+absl::StatusOr<v1::SolveResponse> RunSolve(Client& client, const v1::SolveRequest& request,
+                                           std::ostream& out);
+
 absl::StatusOr<v1::MultiplyResponse> RunMultiply(Client& client, const v1::MultiplyRequest& request,
                                                  std::ostream& out);
 

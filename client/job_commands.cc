@@ -81,6 +81,14 @@ std::string FormatJobResult(const v1::JobUpdate& update) {
       const v1::PermanentResponse& r = update.permanent();
       return FormatPermanent(r, /*complex_input=*/r.imag() != 0) + ServerStats(r.stats());
     }
+    case v1::JobUpdate::kSolve: {
+      const v1::SolveResponse& r = update.solve();
+      std::string out =
+          absl::StrCat("  solved with a kept ", v1::FactorizationKind_Name(r.kind()), "\n");
+      if (r.has_solution()) absl::StrAppend(&out, "  X: ", FormatShape(r.solution()), "\n");
+      if (r.has_residual()) absl::StrAppend(&out, "  residual ", r.residual(), "\n");
+      return out + FormatKept(r.kept()) + ServerStats(r.stats());
+    }
     case v1::JobUpdate::RESULT_NOT_SET:
       return "";
   }

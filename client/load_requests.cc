@@ -79,6 +79,8 @@ absl::Status SendLoadRequest(Client& client, const v1::JobRequest& request) {
       return client.Multiply(request.multiply()).status();
     case v1::JobRequest::kPermanent:
       return client.Permanent(request.permanent()).status();
+    case v1::JobRequest::kSolve:
+      return client.Solve(request.solve()).status();
     case v1::JobRequest::REQUEST_NOT_SET:
       break;
   }

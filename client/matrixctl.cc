@@ -46,8 +46,16 @@ ABSL_FLAG(uint64_t, seed, 1, "seed of --random and --rhs_random inputs, of the d
 ABSL_FLAG(std::string, method, "auto", "det: auto|lu|condensation; permanent: auto|ryser|glynn");
 ABSL_FLAG(uint64_t, modulus, 0, "det: a prime p < 2^62 for the determinant mod p (int64 input)");
 ABSL_FLAG(std::string, kind, "lu", "factorize: lu|cholesky|qr");
-ABSL_FLAG(std::string, rhs, "", "factorize: a right-hand side file B; also solve A X = B");
-ABSL_FLAG(int64_t, rhs_random, 0, "factorize: a random right-hand side with K columns");
+ABSL_FLAG(
+    std::string, rhs, "",
+    "factorize, solve: a right-hand side B (a file or @HANDLE); factorize also solves A X = B");
+ABSL_FLAG(int64_t, rhs_random, 0, "factorize, solve: a random right-hand side with K columns");
+ABSL_FLAG(bool, keep_input, false,
+          "factorize --keep: keep A with the factorization, so that solve --residual can use it");
+ABSL_FLAG(std::string, transpose, "none",
+          "solve: none|transpose|conjugate, solving A X = B, A^T X = B or A^H X = B (LU only)");
+ABSL_FLAG(bool, residual, false,
+          "solve: report ||op(A) X - B|| / (||A|| ||X|| + ||B||) (needs factorize --keep_input)");
 ABSL_FLAG(bool, transpose_a, false, "multiply: use A^T");
 ABSL_FLAG(bool, transpose_b, false, "multiply: use B^T");
 ABSL_FLAG(int64_t, block_size, 0, "multiply: block-sparse product with B x B blocks");
@@ -82,12 +90,16 @@ constexpr absl::string_view kUsage =
     "matrixctl [flags] COMMAND [FILE.npy|FILE.mtx|@HANDLE ...]\n"
     "Commands:\n"
     "  det        determinant of one matrix (--method, --modulus)\n"
-    "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random)\n"
+    "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random; --keep\n"
+    "             keeps the factorization for solve, --keep_input A too)\n"
+    "  solve @FACTORIZATION  X for a kept factorization and --rhs or --rhs_random\n"
+    "             (--transpose, --residual, --keep, --output)\n"
     "  multiply   product of two matrices (--transpose_a/b, --block_size, --density)\n"
     "  permanent  permanent of one matrix (--method)\n"
     "  health     SERVING or NOT_SERVING; exits 0 only when serving\n"
     "  demo       a checked tour of every operation\n"
-    "  submit OP  queue det|factorize|multiply|permanent as a job; prints its id (--job_timeout)\n"
+    "  submit OP  queue det|factorize|multiply|permanent|solve as a job; prints its id\n"
+    "             (--job_timeout)\n"
     "  watch ID   follow a job's progress to its result; exits 0 only when it succeeded\n"
     "  cancel ID  stop a queued or running job\n"
     "  job ID     a job's state, and its result once done\n"
@@ -267,6 +279,37 @@ absl::Status Determinant(Client& client, const std::vector<std::string>& files) 
   return RunDeterminant(client, *request, std::cout).status();
 }
 
+// --rhs (a file converted to `dtype`, or @HANDLE) or --rhs_random (`rows` x K of `dtype`) into
+// the request's inline or reference field; nothing when neither flag is given.
+absl::Status SetRhsFromFlags(Client& client, int64_t rows, v1::DType dtype,
+                             const std::function<v1::Matrix*()>& inline_field,
+                             const std::function<v1::MatrixRef*()>& ref_field) {
+  const std::string rhs_file = absl::GetFlag(FLAGS_rhs);
+  const int64_t rhs_random = absl::GetFlag(FLAGS_rhs_random);
+  if (!rhs_file.empty() && rhs_random != 0) {
+    return UsageError("give --rhs or --rhs_random, not both");
+  }
+  if (rhs_random < 0) return UsageError("--rhs_random takes a column count K > 0");
+  if (std::optional<std::string> prefix = HandleArgument(rhs_file)) {
+    absl::StatusOr<v1::ResidentMatrix> rhs = ResolveHandle(client, *prefix);
+    if (!rhs.ok()) return rhs.status();
+    ref_field()->set_handle(rhs->handle());
+  } else if (!rhs_file.empty()) {
+    absl::StatusOr<v1::Matrix> rhs = ReadMatrixFile(rhs_file);
+    if (!rhs.ok()) return rhs.status();
+    // The server wants the right-hand side in the matrix's dtype; convert here, once.
+    rhs = ConvertMatrix(*rhs, dtype);
+    if (!rhs.ok()) {
+      return absl::Status(rhs.status().code(),
+                          absl::StrCat(rhs_file, ": ", rhs.status().message()));
+    }
+    *inline_field() = *std::move(rhs);
+  } else if (rhs_random > 0) {
+    *inline_field() = RandomMatrix(rows, rhs_random, dtype, absl::GetFlag(FLAGS_seed) + 1000);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
     Client& client, const std::vector<std::string>& files) {
   v1::FactorizeRequest request;
@@ -280,11 +323,10 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
   } else {
     return UsageError(absl::StrCat("--kind '", kind, "': want lu, cholesky or qr"));
   }
-  const std::string rhs_file = absl::GetFlag(FLAGS_rhs);
-  const int64_t rhs_random = absl::GetFlag(FLAGS_rhs_random);
-  if (!rhs_file.empty() && rhs_random != 0)
-    return UsageError("give --rhs or --rhs_random, not both");
-  if (rhs_random < 0) return UsageError("--rhs_random takes a column count K > 0");
+  if (absl::GetFlag(FLAGS_keep_input) && !absl::GetFlag(FLAGS_keep)) {
+    return UsageError("--keep_input needs --keep");
+  }
+  request.set_keep_input(absl::GetFlag(FLAGS_keep_input));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   const int64_t a_rows = (*inputs)[0].rows();
@@ -293,25 +335,61 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
       std::move((*inputs)[0]), [&] { return request.mutable_matrix(); },
       [&] { return request.mutable_matrix_ref(); });
   *request.mutable_result_options() = ResultOptionsFromFlags();
-  if (std::optional<std::string> prefix = HandleArgument(rhs_file)) {
-    absl::StatusOr<v1::ResidentMatrix> rhs = ResolveHandle(client, *prefix);
-    if (!rhs.ok()) return rhs.status();
-    request.mutable_rhs_ref()->set_handle(rhs->handle());
-  } else if (!rhs_file.empty()) {
-    absl::StatusOr<v1::Matrix> rhs = ReadMatrixFile(rhs_file);
-    if (!rhs.ok()) return rhs.status();
-    // The server wants the right-hand side in the matrix's dtype; convert here, once.
-    rhs = ConvertMatrix(*rhs, a_dtype);
-    if (!rhs.ok()) {
-      return absl::Status(rhs.status().code(),
-                          absl::StrCat(rhs_file, ": ", rhs.status().message()));
-    }
-    *request.mutable_rhs() = *std::move(rhs);
-  } else if (rhs_random > 0) {
-    *request.mutable_rhs() =
-        RandomMatrix(a_rows, rhs_random, a_dtype, absl::GetFlag(FLAGS_seed) + 1000);
+  if (absl::Status status = SetRhsFromFlags(
+          client, a_rows, a_dtype, [&] { return request.mutable_rhs(); },
+          [&] { return request.mutable_rhs_ref(); });
+      !status.ok()) {
+    return status;
   }
   return request;
+}
+
+absl::StatusOr<v1::SolveTranspose> ParseSolveTranspose(absl::string_view name) {
+  if (name == "none") return v1::SOLVE_TRANSPOSE_NONE;
+  if (name == "transpose") return v1::SOLVE_TRANSPOSE_TRANSPOSE;
+  if (name == "conjugate") return v1::SOLVE_TRANSPOSE_CONJUGATE;
+  return UsageError(absl::StrCat("--transpose '", name, "': want none, transpose or conjugate"));
+}
+
+// solve @FACTORIZATION: op(A) X = B with a factorization that factorize --keep made.
+absl::StatusOr<v1::SolveRequest> SolveRequestFromFlags(Client& client,
+                                                       const std::vector<std::string>& args) {
+  std::optional<std::string> prefix = args.size() == 1 ? HandleArgument(args[0]) : std::nullopt;
+  if (!prefix) {
+    return UsageError("solve takes one @HANDLE: the factorization that factorize --keep kept");
+  }
+  absl::StatusOr<v1::ResidentMatrix> factorization = ResolveHandle(client, *prefix);
+  if (!factorization.ok()) return factorization.status();
+  if (absl::GetFlag(FLAGS_rhs).empty() && absl::GetFlag(FLAGS_rhs_random) == 0) {
+    return UsageError("solve needs a right-hand side: --rhs FILE|@HANDLE or --rhs_random K");
+  }
+  v1::SolveRequest request;
+  request.mutable_factorization()->set_handle(factorization->handle());
+  absl::StatusOr<v1::SolveTranspose> transpose =
+      ParseSolveTranspose(absl::GetFlag(FLAGS_transpose));
+  if (!transpose.ok()) return transpose.status();
+  request.set_transpose(*transpose);
+  request.set_residual(absl::GetFlag(FLAGS_residual));
+  *request.mutable_result_options() = ResultOptionsFromFlags();
+  // B has op(A)'s rows: A's rows, or its columns when transposed.
+  const int64_t rows =
+      *transpose == v1::SOLVE_TRANSPOSE_NONE ? factorization->rows() : factorization->cols();
+  if (absl::Status status = SetRhsFromFlags(
+          client, rows, factorization->dtype(), [&] { return request.mutable_rhs(); },
+          [&] { return request.mutable_rhs_ref(); });
+      !status.ok()) {
+    return status;
+  }
+  return request;
+}
+
+absl::Status Solve(Client& client, const std::vector<std::string>& args) {
+  absl::StatusOr<v1::SolveRequest> request = SolveRequestFromFlags(client, args);
+  if (!request.ok()) return request.status();
+  absl::StatusOr<v1::SolveResponse> response = RunSolve(client, *request, std::cout);
+  if (!response.ok()) return response.status();
+  const std::string output = absl::GetFlag(FLAGS_output);
+  return output.empty() ? absl::OkStatus() : WriteOutput(response->solution(), output);
 }
 
 absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
@@ -397,7 +475,7 @@ absl::Status Permanent(Client& client, const std::vector<std::string>& files) {
 // submit OP [inputs]: the request OP would send, queued as a job.
 absl::Status Submit(Client& client, const std::vector<std::string>& args) {
   if (args.empty()) {
-    return UsageError("submit takes an operation: det|factorize|multiply|permanent");
+    return UsageError("submit takes an operation: det|factorize|multiply|permanent|solve");
   }
   if (absl::Status status = NoOutputFor("submit"); !status.ok()) return status;
   const std::string& op = args[0];
@@ -422,9 +500,13 @@ absl::Status Submit(Client& client, const std::vector<std::string>& args) {
     absl::StatusOr<v1::PermanentRequest> request = PermanentRequestFromFlags(client, files);
     if (request.ok()) *job.mutable_permanent() = *std::move(request);
     built = request.status();
+  } else if (op == "solve") {
+    absl::StatusOr<v1::SolveRequest> request = SolveRequestFromFlags(client, files);
+    if (request.ok()) *job.mutable_solve() = *std::move(request);
+    built = request.status();
   } else {
     return UsageError(absl::StrCat("submit: unknown operation '", op,
-                                   "'; want det|factorize|multiply|permanent"));
+                                   "'; want det|factorize|multiply|permanent|solve"));
   }
   if (!built.ok()) return built;
   return RunSubmit(client, job, std::cout);
@@ -591,6 +673,8 @@ int Main(int argc, char** argv) {
     status = Determinant(client, files);
   } else if (command == "factorize") {
     status = Factorize(client, files);
+  } else if (command == "solve") {
+    status = Solve(client, files);
   } else if (command == "multiply") {
     status = Multiply(client, files);
   } else if (command == "permanent") {

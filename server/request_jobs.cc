@@ -326,9 +326,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
     case v1::JobRequest::kPermanent:
       spec = MakeJob(owned->permanent(), result->mutable_permanent(), backend, limits, registry);
       break;
+    case v1::JobRequest::kSolve:
+      spec = MakeJob(owned->solve(), result->mutable_solve(), backend, limits, registry);
+      break;
     case v1::JobRequest::REQUEST_NOT_SET:
       return absl::InvalidArgumentError(
-          "request: none set; want one of determinant, factorize, multiply, permanent");
+          "request: none set; want one of determinant, factorize, multiply, permanent, solve");
   }
   if (!spec.ok()) return spec.status();
   if (timeout > 0.0) spec->deadline = now + absl::Seconds(timeout);

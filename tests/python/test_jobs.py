@@ -84,3 +84,13 @@ def test_unknown_job_is_not_found(client):
 def test_unknown_operation_is_refused(client):
     with pytest.raises(matrixd.InvalidArgument, match="operation is 'inverse'"):
         client.submit("inverse", np.eye(2))
+
+
+def test_submitted_solve_with_a_kept_factorization(client, rng):
+    a = rng.standard_normal((8, 8)) + 8 * np.eye(8)
+    f = client.lu(a, keep=True, keep_input=True)
+    b = rng.standard_normal((8, 3))
+    s = client.submit("solve", f.factorization, b, residual=True).wait(timeout=60)
+    np.testing.assert_allclose(s.x, np.linalg.solve(a, b), rtol=1e-10)
+    assert s.kind == "lu" and s.residual < 1e-12
+    f.factorization.release()

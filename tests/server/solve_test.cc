@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -335,6 +336,50 @@ TEST_F(SolveServerTest, CholeskyTransposeIsRefused) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("LU factorizations only"));
   Release(handle);
+}
+
+TEST_F(SolveServerTest, SubmittedSolveJobGivesTheSynchronousSolution) {
+  const v1::Matrix a = WellConditioned(kN, 19);
+  const v1::Matrix b = MakeMatrix<double>(kN, 2, RandomValues(kN * 2, 20));
+  const std::string handle = Keep(a, v1::FACTORIZATION_KIND_LU).kept().at("factorization").handle();
+  v1::SolveResponse direct;
+  ASSERT_TRUE(Call(Request(handle, b), &direct).ok());
+
+  v1::JobRequest job;
+  *job.mutable_solve() = Request(handle, b);
+  job.mutable_solve()->set_residual(true);
+  absl::StatusOr<std::string> id = client().Submit(job);
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<v1::JobUpdate> done = client().Watch(*id);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->error().message();
+  ASSERT_TRUE(done->has_solve());
+  EXPECT_EQ(Values(done->solve().solution()), Values(direct.solution()));
+  EXPECT_LT(done->solve().residual(), 1e-14);
+  Release(handle);
+}
+
+TEST_F(SolveServerTest, ClientSolvesWithAnAdoptedFactorizationAndAResidentRhs) {
+  const v1::Matrix a = WellConditioned(kN, 21);
+  const v1::Matrix b = MakeMatrix<double>(kN, 1, RandomValues(kN, 22));
+  std::map<std::string, RemoteMatrix> kept =
+      client().Adopt(Keep(a, v1::FACTORIZATION_KIND_LU).kept());
+  ASSERT_TRUE(kept.contains("factorization"));
+  absl::StatusOr<RemoteMatrix> rhs = client().Upload(b);
+  ASSERT_TRUE(rhs.ok()) << rhs.status();
+
+  absl::StatusOr<v1::SolveResponse> by_value = client().Solve(kept.at("factorization"), b);
+  ASSERT_TRUE(by_value.ok()) << by_value.status();
+  absl::StatusOr<v1::SolveResponse> by_handle = client().Solve(kept.at("factorization"), *rhs);
+  ASSERT_TRUE(by_handle.ok()) << by_handle.status();
+  EXPECT_EQ(Values(by_value->solution()), Values(by_handle->solution()));
+  std::vector<double> residual = Values(b);  // b - A x, by the test
+  const std::vector<double> x = Values(by_value->solution());
+  const std::vector<double> a_values = Values(a);
+  for (int64_t i = 0; i < kN; ++i) {
+    for (int64_t j = 0; j < kN; ++j) residual[i] -= a_values[i * kN + j] * x[j];
+  }
+  for (double r : residual) EXPECT_LT(std::abs(r), 1e-12);
 }
 
 }  // namespace

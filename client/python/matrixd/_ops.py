@@ -277,7 +277,7 @@ def solve(factorization: RemoteFactorization, b, transpose="N", residual=False, 
             kind=pb.FactorizationKind.Name(r.kind)[len("FACTORIZATION_KIND_"):].lower(),
             residual=r.residual if r.HasField("residual") else None)
 
-    return Call("Solve", request, parse)
+    return Call("Solve", request, parse, "solve")
 
 
 def solve_inline(a, b, kind="lu", check=True) -> Call:
@@ -347,7 +347,7 @@ _JOB_OPERATIONS = {
     "lu": lambda a, rhs=None, **kw: factorize(a, "lu", rhs, **kw),
     "cholesky": lambda a, rhs=None, **kw: factorize(a, "cholesky", rhs, **kw),
     "qr": lambda a, rhs=None, **kw: factorize(a, "qr", rhs, **kw),
-    "multiply": multiply, "permanent": permanent,
+    "multiply": multiply, "permanent": permanent, "solve": solve,
 }
 
 
