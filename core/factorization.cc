@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 
@@ -13,17 +14,17 @@ namespace matrixd {
 namespace {
 
 template <typename T>
-int64_t FirstZeroDiagonal(const Matrix& m) {
+int64_t FirstZeroDiagonal(const MatrixView& m) {
   const std::span<const T> values = m.As<T>();
-  const int64_t k = std::min(m.rows(), m.cols());
+  const int64_t k = std::min(m.rows, m.cols);
   for (int64_t j = 0; j < k; ++j) {
-    if (values[static_cast<size_t>(j * m.cols() + j)] == T(0)) return j;
+    if (values[static_cast<size_t>(j * m.cols + j)] == T(0)) return j;
   }
   return -1;
 }
 
-int64_t FirstZeroDiagonal(const Matrix& m) {
-  switch (m.dtype()) {
+int64_t FirstZeroDiagonal(const MatrixView& m) {
+  switch (m.dtype) {
     case DType::kFloat32:
       return FirstZeroDiagonal<float>(m);
     case DType::kFloat64:
@@ -41,6 +42,7 @@ std::string ShapeOf(const MatrixView& m) {
   return absl::StrCat(m.rows, "x", m.cols, " ", DTypeName(m.dtype));
 }
 
+// `rows` of each member: the part stacks f.members() of them.
 absl::Status CheckPart(const MatrixView& part, const char* name, int64_t rows, int64_t cols,
                        DType dtype) {
   if (part.rows != rows || part.cols != cols || part.dtype != dtype) {
@@ -61,16 +63,22 @@ absl::Status CheckParts(const FactorizationView& f) {
   }
   const int64_t m = f.rows();
   const int64_t n = f.cols();
+  const int64_t b = f.members();
+  if (factor.rows % b != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the factorization's factor is ",
+                                                   ShapeOf(factor), "; want ", b,
+                                                   " members of equal rows stacked"));
+  }
   switch (f.kind) {
     case FactorizationKind::kLu:
-      MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "LU factors", n, n, factor.dtype));
-      MATRIXD_RETURN_IF_ERROR(CheckPart(f.permutation, "permutation", 1, n, DType::kInt64));
+      MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "LU factors", b * n, n, factor.dtype));
+      MATRIXD_RETURN_IF_ERROR(CheckPart(f.permutation, "permutation", 1, b * n, DType::kInt64));
       break;
     case FactorizationKind::kCholesky:
-      MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "L", n, n, factor.dtype));
+      MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "L", b * n, n, factor.dtype));
       break;
     case FactorizationKind::kQr:
-      MATRIXD_RETURN_IF_ERROR(CheckPart(f.r, "R", std::min(m, n), n, factor.dtype));
+      MATRIXD_RETURN_IF_ERROR(CheckPart(f.r, "R", b * std::min(m, n), n, factor.dtype));
       if (factor.cols != std::min(m, n)) {
         return absl::InvalidArgumentError(
             absl::StrCat("the factorization's Q is ", ShapeOf(factor), "; R is ", ShapeOf(f.r)));
@@ -78,7 +86,7 @@ absl::Status CheckParts(const FactorizationView& f) {
       break;
   }
   if (f.input.rows != 0) {
-    MATRIXD_RETURN_IF_ERROR(CheckPart(f.input, "input", m, n, factor.dtype));
+    MATRIXD_RETURN_IF_ERROR(CheckPart(f.input, "input", b * m, n, factor.dtype));
   }
   return absl::OkStatus();
 }
@@ -97,9 +105,11 @@ const char* FactorizationName(FactorizationKind kind) {
   return "?";
 }
 
-FactorizationView FactorizationOf(const FactorizeResult& result, const MatrixView* input) {
+FactorizationView FactorizationOf(const FactorizeResult& result, const MatrixView* input,
+                                  int64_t batch_count) {
   FactorizationView view;
   view.kind = result.kind;
+  view.batch_count = batch_count;
   switch (result.kind) {
     case FactorizationKind::kLu:
       view.factor = result.lu.view();
@@ -108,6 +118,13 @@ FactorizationView FactorizationOf(const FactorizeResult& result, const MatrixVie
                           .dtype = DType::kInt64,
                           .data = reinterpret_cast<const std::byte*>(result.permutation.data())};
       view.singular_column = result.singular_column.value_or(-1);
+      for (size_t i = 0; i < result.singular_columns.size(); ++i) {
+        if (result.singular_columns[i] >= 0) {
+          view.singular_member = static_cast<int64_t>(i);
+          view.singular_column = result.singular_columns[i];
+          break;
+        }
+      }
       break;
     case FactorizationKind::kCholesky:
       view.factor = result.l.view();
@@ -115,19 +132,99 @@ FactorizationView FactorizationOf(const FactorizeResult& result, const MatrixVie
     case FactorizationKind::kQr:
       view.factor = result.q.view();
       view.r = result.r.view();
-      view.singular_column = FirstZeroDiagonal(result.r);
+      for (int64_t i = 0; i < view.members() && view.singular_column < 0; ++i) {
+        view.singular_column = FirstZeroDiagonal(MemberOf(view, i).r);
+        if (view.singular_column >= 0 && batch_count > 0) view.singular_member = i;
+      }
       break;
   }
   if (input != nullptr) view.input = *input;
   return view;
 }
 
+namespace {
+
+// Adds `member`'s counts to *total, its kernels to the total's kernel of the same name.
+void AddStats(const ComputeStats& member, ComputeStats* total) {
+  total->backend = member.backend;
+  total->device = member.device;
+  total->seconds += member.seconds;
+  total->bytes_moved += member.bytes_moved;
+  total->flops += member.flops;
+  for (const KernelRecord& kernel : member.kernels) {
+    auto same = std::find_if(total->kernels.begin(), total->kernels.end(),
+                             [&](const KernelRecord& k) { return k.kernel == kernel.kernel; });
+    if (same == total->kernels.end()) {
+      total->kernels.push_back(kernel);
+      continue;
+    }
+    same->seconds += kernel.seconds;
+    same->bytes += kernel.bytes;
+    same->flops += kernel.flops;
+  }
+}
+
+}  // namespace
+
+MatrixView StackedMember(const MatrixView& stacked, int64_t i, int64_t rows) {
+  MatrixView member = stacked;
+  member.rows = rows;
+  member.data = stacked.data + static_cast<size_t>(i) * static_cast<size_t>(rows) *
+                                   static_cast<size_t>(stacked.cols) * ElementSize(stacked.dtype);
+  return member;
+}
+
+FactorizationView MemberOf(const FactorizationView& f, int64_t i) {
+  if (f.batch_count == 0) return f;
+  FactorizationView member = f;
+  member.batch_count = 0;
+  member.singular_member = -1;
+  member.singular_column = i == f.singular_member ? f.singular_column : -1;
+  const int64_t m = f.rows();
+  const int64_t n = f.cols();
+  member.factor = StackedMember(f.factor, i, m);
+  if (f.kind == FactorizationKind::kQr) member.r = StackedMember(f.r, i, std::min(m, n));
+  if (f.kind == FactorizationKind::kLu) {
+    member.permutation = f.permutation;
+    member.permutation.cols = n;
+    member.permutation.data = f.permutation.data + static_cast<size_t>(i * n) * sizeof(int64_t);
+  }
+  if (f.input.rows != 0) member.input = StackedMember(f.input, i, m);
+  return member;
+}
+
+absl::StatusOr<SolveResult> SolveEachMember(const FactorizationView& f, const MatrixView& rhs,
+                                            const SolveOptions& options, JobControl* control,
+                                            const SolveOne& solve_one) {
+  const int64_t b = f.members();
+  const int64_t rows_in = rhs.rows / b;
+  const int64_t n = f.cols();
+  SolveResult result;
+  result.x = Matrix(b * n, rhs.cols, rhs.dtype);
+  const size_t x_member_bytes = static_cast<size_t>(n * rhs.cols) * ElementSize(rhs.dtype);
+  SolveOptions member_options = options;
+  member_options.output = nullptr;
+  for (int64_t i = 0; i < b; ++i) {
+    if (IsCancelled(control)) return absl::CancelledError("solve cancelled");
+    MATRIXD_ASSIGN_OR_RETURN(
+        SolveResult member,
+        solve_one(MemberOf(f, i), StackedMember(rhs, i, rows_in), member_options));
+    std::memcpy(result.x.mutable_bytes() + static_cast<size_t>(i) * x_member_bytes,
+                member.x.bytes(), x_member_bytes);
+    if (member.residual.has_value()) {
+      result.residual = std::max(result.residual.value_or(0.0), *member.residual);
+    }
+    AddStats(member.stats, &result.stats);
+  }
+  return result;
+}
+
 absl::Status CheckSolve(const FactorizationView& f, const MatrixView& rhs,
                         const SolveOptions& options, absl::string_view rhs_field) {
-  if (f.kind != FactorizationKind::kQr && f.factor.rows != f.factor.cols) {
+  if (f.kind != FactorizationKind::kQr && f.rows() != f.cols()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the factorization is the ", FactorizationName(f.kind), " of a ",
-                     f.factor.rows, "x", f.factor.cols, " matrix; a solve needs a square one"));
+        absl::StrCat("the factorization is the ", FactorizationName(f.kind), " of a ", f.rows(),
+                     "x", f.cols(), " matrix; a solve needs a square one"));
   }
   MATRIXD_RETURN_IF_ERROR(CheckParts(f));
   const char* name = FactorizationName(f.kind);
@@ -151,17 +248,23 @@ absl::Status CheckSolve(const FactorizationView& f, const MatrixView& rhs,
                                                    DTypeName(f.dtype())));
   }
   const int64_t rows = options.transpose == SolveTranspose::kNone ? f.rows() : f.cols();
-  if (rhs.rows != rows || rhs.cols < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(rhs_field, " is ", rhs.rows, "x", rhs.cols, "; want ", rows, " rows (the ",
-                     name, " of a ", f.rows(), "x", f.cols(), " matrix) and 1 or more columns"));
+  if (rhs.rows != f.members() * rows || rhs.cols < 1) {
+    const std::string of = f.batch_count > 0
+                               ? absl::StrCat(f.batch_count, " stacked blocks of ", rows,
+                                              " (the batch of ", f.batch_count, " ", name, "s of ")
+                               : absl::StrCat(rows, " rows (the ", name, " of a ");
+    return absl::InvalidArgumentError(absl::StrCat(rhs_field, " is ", rhs.rows, "x", rhs.cols,
+                                                   "; want ", of, f.rows(), "x", f.cols(),
+                                                   " matrix) and 1 or more columns"));
   }
   if (f.singular_column >= 0) {
     const int64_t j = f.singular_column;
     const char* factor = f.kind == FactorizationKind::kQr ? "R" : "U";
+    const std::string which =
+        f.singular_member >= 0 ? absl::StrCat(" of batch member ", f.singular_member) : "";
     return absl::FailedPreconditionError(
-        absl::StrCat("the ", name, " factorization is singular: ", factor, "[", j, ",", j,
-                     "] = 0 at column ", j, "; it cannot be solved with"));
+        absl::StrCat("the ", name, " factorization", which, " is singular: ", factor, "[", j, ",",
+                     j, "] = 0 at column ", j, "; it cannot be solved with"));
   }
   return absl::OkStatus();
 }
@@ -172,6 +275,7 @@ double SolveFlops(const FactorizationView& f, int64_t rhs_cols, bool residual) {
   const double k = static_cast<double>(rhs_cols);
   double flops = f.kind == FactorizationKind::kQr ? (2.0 * m * n + n * n) * k : 2.0 * n * n * k;
   if (residual) flops += 2.0 * m * n * k;
+  flops *= static_cast<double>(f.members());
   return IsComplex(f.dtype()) ? 4.0 * flops : flops;
 }
 

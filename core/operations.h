@@ -172,9 +172,17 @@ struct FactorizationView {
   // The first column whose pivot (U[j, j] of LU, R[j, j] of QR) is exactly zero, or -1: a
   // factorization with one cannot be solved with.
   int64_t singular_column = -1;
+  // 0: one matrix. > 0: the factorizations of a batch of that many matrices of one shape (a
+  // Factorize with batch_count), every part holding its members' parts stacked vertically (the
+  // permutation: each member's, 0-based within it, side by side); B and X are stacked likewise.
+  int64_t batch_count = 0;
+  // Of a batch: the first member with a zero pivot (at its singular_column), or -1.
+  int64_t singular_member = -1;
 
-  // A's shape.
-  int64_t rows() const { return factor.rows; }
+  // How many matrices: batch_count, or 1.
+  int64_t members() const { return batch_count > 0 ? batch_count : 1; }
+  // A's shape (of each member of a batch).
+  int64_t rows() const { return factor.rows / members(); }
   int64_t cols() const { return kind == FactorizationKind::kQr ? r.cols : factor.cols; }
   DType dtype() const { return factor.dtype; }
 };

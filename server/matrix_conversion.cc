@@ -164,6 +164,7 @@ void ToProto(const ResidentInfo& info, absl::Time now, v1::ResidentMatrix* proto
   if (info.factorization.has_value()) {
     proto->set_factorization_kind(ToProto(info.factorization->kind));
     proto->set_input_kept(info.factorization->input_kept);
+    proto->set_batch_count(info.factorization->batch_count);
   }
 }
 

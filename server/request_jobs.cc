@@ -106,13 +106,13 @@ absl::StatusOr<std::unique_ptr<PendingResident>> PendingResult(const KeepRequest
   return keep.registry->Create(rows, cols, dtype, name, control.device_index());
 }
 
-// With keep_result, Factorize of one matrix keeps its factorization under one handle, named in
-// kept as "factorization" and as its factor's field; the factor's inline field is cleared unless
-// also_inline. The other result matrices are kept as plain matrices by KeepResults.
+// With keep_result, Factorize (of one matrix or of a batch) keeps its factorization under one
+// handle, named in kept as "factorization" and as its factor's field; the factor's inline field is
+// cleared unless also_inline. The other result matrices are kept as plain matrices by KeepResults.
 absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& result,
-                               const MatrixView* input, const JobControl& control,
-                               v1::FactorizeResponse* response) {
-  const FactorizationView view = FactorizationOf(result, input);
+                               const MatrixView* input, int64_t batch_count,
+                               const JobControl& control, v1::FactorizeResponse* response) {
+  const FactorizationView view = FactorizationOf(result, input, batch_count);
   std::vector<ResidentPart> parts;
   if (view.kind == FactorizationKind::kQr) parts.push_back({"r", view.r});
   if (view.kind == FactorizationKind::kLu) parts.push_back({"permutation", view.permutation});
@@ -120,10 +120,14 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
   const char* field = view.kind == FactorizationKind::kLu         ? "lu"
                       : view.kind == FactorizationKind::kCholesky ? "l"
                                                                   : "q";
-  absl::StatusOr<ResidentInfo> info = keep.registry->KeepFactorization(
-      view.factor, parts,
-      {.kind = view.kind, .singular_column = view.singular_column, .input_kept = input != nullptr},
-      field, control.device_index());
+  absl::StatusOr<ResidentInfo> info =
+      keep.registry->KeepFactorization(view.factor, parts,
+                                       {.kind = view.kind,
+                                        .singular_column = view.singular_column,
+                                        .input_kept = input != nullptr,
+                                        .batch_count = view.batch_count,
+                                        .singular_member = view.singular_member},
+                                       field, control.device_index());
   if (!info.ok()) return info.status();
   const absl::Time now = absl::Now();
   ToProto(*info, now, &(*response->mutable_kept())["factorization"]);
@@ -187,14 +191,13 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
     if (!result.ok()) return result.status();
     ToProto(*result, response);
     if (!keep.registry) return absl::OkStatus();
-    std::vector<ResultMatrix> outputs = {{"r", &result->r}};
-    if (options.batch_count > 0) {
-      outputs.insert(outputs.end(), {{"lu", &result->lu}, {"l", &result->l}, {"q", &result->q}});
-    } else if (absl::Status s = KeepFactorization(
-                   keep, *result, keep_input ? &inputs.matrix.view() : nullptr, control, response);
-               !s.ok()) {
+    if (absl::Status s =
+            KeepFactorization(keep, *result, keep_input ? &inputs.matrix.view() : nullptr,
+                              options.batch_count, control, response);
+        !s.ok()) {
       return s;
     }
+    std::vector<ResultMatrix> outputs = {{"r", &result->r}};
     if (result->solution.has_value()) outputs.push_back({"solution", &*result->solution});
     return KeepResults(keep, outputs, control, response, response->mutable_kept());
   };
@@ -218,7 +221,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
     SolveOptions options = inputs.options;
     const MatrixView rhs = inputs.rhs.view();
     absl::StatusOr<std::unique_ptr<PendingResident>> pending =
-        PendingResult(keep, inputs.factorization.cols(), rhs.cols, rhs.dtype, "solution", control);
+        PendingResult(keep, inputs.factorization.members() * inputs.factorization.cols(), rhs.cols,
+                      rhs.dtype, "solution", control);
     if (!pending.ok()) return pending.status();
     if (*pending != nullptr) options.output = &(*pending)->matrix();
     absl::StatusOr<SolveResult> result =

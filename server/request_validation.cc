@@ -141,11 +141,6 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
     return absl::InvalidArgumentError(
         "keep_input is set without result_options.keep_result; only a kept factorization keeps A");
   }
-  if (request.keep_input() && request.batch_count() > 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("keep_input is set for a batch (batch_count = ", request.batch_count(),
-                     "); only the factorization of one matrix is kept for solves"));
-  }
   FactorizeInputs inputs{.matrix = *std::move(matrix),
                          .kind = *kind,
                          .rhs = std::nullopt,
@@ -206,7 +201,9 @@ absl::StatusOr<SolveInputs> ValidateRequest(const v1::SolveRequest& request, con
                                   .r = part("r"),
                                   .permutation = part("permutation"),
                                   .input = part("input"),
-                                  .singular_column = kept->singular_column};
+                                  .singular_column = kept->singular_column,
+                                  .batch_count = kept->batch_count,
+                                  .singular_member = kept->singular_member};
   SolveInputs inputs{.lease = *std::move(lease),
                      .factorization = factorization,
                      .rhs = *std::move(rhs),

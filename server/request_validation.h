@@ -61,7 +61,7 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
 absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& request,
                                                 const Limits& limits,
                                                 const OperandSources& sources = {});
-// Also: keep_input only with result_options.keep_result and for one matrix (not a batch).
+// Also: keep_input only with result_options.keep_result.
 // SolveRequest: the factorization handle names a kept factorization (INVALID_ARGUMENT for a plain
 // matrix, NOT_FOUND for an unknown handle, FAILED_PRECONDITION without a registry), rhs is given,
 // well-formed and fits it (core/factorization.h's CheckSolve, FAILED_PRECONDITION when singular).

@@ -44,6 +44,8 @@ struct ResidentFactorization {
   FactorizationKind kind = FactorizationKind::kLu;
   int64_t singular_column = -1;
   bool input_kept = false;
+  int64_t batch_count = 0;       // FactorizationView's: the members of a batch, 0 for one matrix
+  int64_t singular_member = -1;  // of a batch: the member of singular_column
 };
 
 // A matrix kept under another's handle (ResidentRegistry::KeepFactorization), by name.

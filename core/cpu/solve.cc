@@ -145,6 +145,13 @@ absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const 
       return absl::InvalidArgumentError("the CPU backend solves with host matrices only");
     }
   }
+  if (factorization.batch_count > 0) {
+    return SolveEachMember(
+        factorization, rhs, options, control,
+        [](const FactorizationView& member, const MatrixView& b, const SolveOptions& o) {
+          return Solve(member, b, o, /*control=*/nullptr);
+        });
+  }
   constexpr int64_t kMaxDim = std::numeric_limits<blasint>::max();
   if (factorization.rows() > kMaxDim || factorization.cols() > kMaxDim || rhs.cols > kMaxDim) {
     return absl::InvalidArgumentError(absl::StrCat("solve of ", factorization.rows(), "x",

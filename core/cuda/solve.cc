@@ -234,6 +234,13 @@ absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const 
                                   JobControl* control) {
   if (IsCancelled(control)) return absl::CancelledError("solve cancelled");
   MATRIXD_RETURN_IF_ERROR(CheckSolve(factorization, rhs, options));
+  if (factorization.batch_count > 0) {
+    return SolveEachMember(
+        factorization, rhs, options, control,
+        [&context](const FactorizationView& member, const MatrixView& b, const SolveOptions& o) {
+          return Solve(member, b, o, context, /*control=*/nullptr);
+        });
+  }
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   if (factorization.rows() > kIntMax || factorization.cols() > kIntMax || rhs.cols > kIntMax ||
       rhs.size() > kIntMax || factorization.input.size() > kIntMax) {

@@ -122,14 +122,16 @@ TEST(ValidateFactorize, KeepInputWithoutKeepResultIsRefused) {
   ExpectInvalid(ValidateRequest(request, kLimits), "keep_input is set without");
 }
 
-TEST(ValidateFactorize, KeepInputForABatchIsRefused) {
+TEST(ValidateFactorize, KeepInputForAKeptBatchIsAccepted) {
   v1::FactorizeRequest request;
   *request.mutable_matrix() = MakeMatrix<double>(4, 2, {2, 0, 0, 2, 3, 0, 0, 3});
   request.set_kind(v1::FACTORIZATION_KIND_LU);
   request.set_batch_count(2);
   request.set_keep_input(true);
   request.mutable_result_options()->set_keep_result(true);
-  ExpectInvalid(ValidateRequest(request, kLimits), "keep_input is set for a batch");
+  absl::StatusOr<FactorizeInputs> inputs = ValidateRequest(request, kLimits);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_EQ(inputs->options().batch_count, 2);
 }
 
 TEST(ValidateFactorize, NonSymmetricCholeskyIsRefused) {

@@ -382,5 +382,94 @@ TEST_F(SolveServerTest, ClientSolvesWithAnAdoptedFactorizationAndAResidentRhs) {
   for (double r : residual) EXPECT_LT(std::abs(r), 1e-12);
 }
 
+// Matrices of a batch stacked: WellConditioned(kSmall, seed + i) for i < count.
+constexpr int64_t kSmall = 6;
+v1::Matrix StackedBatch(int64_t count, uint64_t seed, bool symmetric_positive) {
+  std::vector<double> values;
+  for (int64_t i = 0; i < count; ++i) {
+    std::vector<double> member = Values(WellConditioned(kSmall, seed + static_cast<uint64_t>(i)));
+    if (symmetric_positive) {  // M^T M + n I
+      std::vector<double> spd(member.size(), 0.0);
+      for (int64_t r = 0; r < kSmall; ++r) {
+        for (int64_t c = 0; c < kSmall; ++c) {
+          for (int64_t k = 0; k < kSmall; ++k) {
+            spd[r * kSmall + c] += member[k * kSmall + r] * member[k * kSmall + c];
+          }
+        }
+        spd[r * kSmall + r] += kSmall;
+      }
+      member = spd;
+    }
+    values.insert(values.end(), member.begin(), member.end());
+  }
+  return MakeMatrix<double>(count * kSmall, kSmall, values);
+}
+
+TEST_F(SolveServerTest, KeptBatchesSolveEachMemberAsTheInlineBatchedSolve) {
+  constexpr int64_t kCount = 5;
+  for (const v1::FactorizationKind kind :
+       {v1::FACTORIZATION_KIND_LU, v1::FACTORIZATION_KIND_CHOLESKY, v1::FACTORIZATION_KIND_QR}) {
+    SCOPED_TRACE(v1::FactorizationKind_Name(kind));
+    const v1::Matrix a = StackedBatch(kCount, 30, kind == v1::FACTORIZATION_KIND_CHOLESKY);
+    const v1::Matrix b =
+        MakeMatrix<double>(kCount * kSmall, 2, RandomValues(kCount * kSmall * 2, 31));
+    v1::FactorizeRequest keep;
+    *keep.mutable_matrix() = a;
+    keep.set_kind(kind);
+    keep.set_batch_count(kCount);
+    keep.set_keep_input(true);
+    keep.mutable_result_options()->set_keep_result(true);
+    absl::StatusOr<v1::FactorizeResponse> kept = client().Factorize(keep);
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    ASSERT_TRUE(kept->kept().contains("factorization"));
+    const v1::ResidentMatrix& factorization = kept->kept().at("factorization");
+    EXPECT_EQ(factorization.batch_count(), kCount);
+    EXPECT_TRUE(factorization.input_kept());
+
+    v1::FactorizeRequest inline_request;
+    *inline_request.mutable_matrix() = a;
+    inline_request.set_kind(kind);
+    inline_request.set_batch_count(kCount);
+    *inline_request.mutable_rhs() = b;
+    absl::StatusOr<v1::FactorizeResponse> inline_response = client().Factorize(inline_request);
+    ASSERT_TRUE(inline_response.ok()) << inline_response.status();
+
+    v1::SolveRequest request = Request(factorization.handle(), b);
+    request.set_residual(true);
+    v1::SolveResponse response;
+    const grpc::Status status = Call(request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.solution().rows(), kCount * kSmall);
+    EXPECT_LE(RelativeDistance(Values(response.solution()), Values(inline_response->solution())),
+              1e-13);
+    EXPECT_LT(response.residual(), 1e-14);
+
+    // B must stack one block per member.
+    const grpc::Status short_rhs = Refused(
+        Request(factorization.handle(), MakeMatrix<double>(kSmall, 1, RandomValues(kSmall, 32))));
+    EXPECT_EQ(short_rhs.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(short_rhs.error_message(), HasSubstr("5 stacked blocks of 6"));
+    Release(factorization.handle());
+  }
+}
+
+TEST_F(SolveServerTest, KeptBatchWithASingularMemberNamesIt) {
+  std::vector<double> values = Values(StackedBatch(3, 40, false));
+  for (int64_t c = 0; c < kSmall; ++c) values[(2 * kSmall + 3) * kSmall + c] = 0.0;  // member 2
+  v1::FactorizeRequest keep;
+  *keep.mutable_matrix() = MakeMatrix<double>(3 * kSmall, kSmall, values);
+  keep.set_kind(v1::FACTORIZATION_KIND_LU);
+  keep.set_batch_count(3);
+  keep.mutable_result_options()->set_keep_result(true);
+  absl::StatusOr<v1::FactorizeResponse> kept = client().Factorize(keep);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  const std::string handle = kept->kept().at("factorization").handle();
+  const grpc::Status status =
+      Refused(Request(handle, MakeMatrix<double>(3 * kSmall, 1, RandomValues(3 * kSmall, 41))));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("of batch member 2 is singular"));
+  Release(handle);
+}
+
 }  // namespace
 }  // namespace matrixd::server::testing
