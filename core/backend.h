@@ -64,9 +64,24 @@ struct BackendLimits {
 // limit); OK otherwise. Reads only the sizes: the operation's contract is Backend::Supports's.
 absl::Status CheckBackendLimits(const OperationQuery& query, const BackendLimits& limits);
 
+// Host memory page-locked for a backend's copies while this lives (Backend::PinHostMemory).
+class HostMemoryPin {
+ public:
+  virtual ~HostMemoryPin() = default;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  // Page-locks [data, data + bytes) (client shared memory the server maps for many calls), so
+  // that copies between it and the device run at pinned speed, until the pin is destroyed; the
+  // range must outlive the pin and no copy of it may be running then. Null where there is nothing
+  // to gain (the CPU backend) or when the driver refuses: the range then stays pageable, which is
+  // slower but correct.
+  virtual std::unique_ptr<HostMemoryPin> PinHostMemory(const void* /*data*/, size_t /*bytes*/) {
+    return nullptr;
+  }
 
   // "cpu" or "cuda".
   virtual std::string_view name() const = 0;

@@ -39,6 +39,7 @@ struct JobCallServices {
   ResidentRegistry* resident;  // may be null: no resident matrices
   Metrics* metrics;            // may be null
   int64_t max_response_bytes;  // larger responses are refused (gRPC would fail to send them)
+  SharedMemoryRegistry* shared_memory = nullptr;  // may be null: no shared-memory matrices
 };
 
 // The call's deadline as a job deadline (gRPC says "none" with the largest time point).
@@ -83,7 +84,8 @@ class JobCallReactor final : public grpc::ServerUnaryReactor {
       // A draining server refuses before validating: the answer is the same for any request.
       if (absl::Status open = services_.scheduler.accepting(); !open.ok()) return open;
       absl::StatusOr<JobSpec> spec =
-          MakeJob(request_, response_, services_.backend, services_.limits, services_.resident);
+          MakeJob(request_, response_, services_.backend, services_.limits, services_.resident,
+                  services_.shared_memory);
       if (!spec.ok()) return spec.status();
       if (context.IsCancelled()) return absl::CancelledError("the call was cancelled");
       spec->deadline = DeadlineOf(context);

@@ -110,10 +110,38 @@ absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view
   return input;
 }
 
+absl::StatusOr<SharedMemoryReference> FromProto(const v1::SharedMemoryRef& proto,
+                                                absl::string_view field) {
+  absl::StatusOr<DType> dtype = FromProto(proto.dtype(), absl::StrCat(field, ".dtype"));
+  if (!dtype.ok()) return dtype.status();
+  return SharedMemoryReference{.region = proto.region(),
+                               .offset = proto.offset(),
+                               .rows = proto.rows(),
+                               .cols = proto.cols(),
+                               .dtype = *dtype};
+}
+
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
-                                      absl::string_view field) {
+                                      absl::string_view field,
+                                      SharedMemoryRegistry* shared_memory) {
+  if (proto.source_case() == v1::MatrixRef::kSharedMemory) {
+    const std::string where = absl::StrCat(field, ".shared_memory");
+    if (shared_memory == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, ": this server takes no shared-memory matrices"));
+    }
+    absl::StatusOr<SharedMemoryReference> reference = FromProto(proto.shared_memory(), where);
+    if (!reference.ok()) return reference.status();
+    absl::StatusOr<SharedMemoryMatrix> matrix = shared_memory->Resolve(*reference, where);
+    if (!matrix.ok()) return matrix.status();
+    InputMatrix input;
+    input.view_ = matrix->view;
+    input.shared_memory_ = std::move(matrix->region);
+    return input;
+  }
   if (proto.source_case() != v1::MatrixRef::kHandle || proto.handle().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " names no matrix; set its handle"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " names no matrix; set its handle or shared_memory"));
   }
   if (registry == nullptr) {
     return absl::FailedPreconditionError(

@@ -14,6 +14,7 @@
 #include "matrixd/v1/matrix.pb.h"
 #include "matrixd/v1/matrixd.pb.h"
 #include "server/resident_registry.h"
+#include "server/shared_memory_registry.h"
 
 namespace matrixd::server {
 
@@ -31,6 +32,8 @@ class InputMatrix {
   const MatrixView& view() const { return view_; }
   // The resident matrix behind the operand, if any.
   const ResidentLease* resident() const { return resident_ ? &*resident_ : nullptr; }
+  // Whether the operand is viewed in a client's shared-memory region.
+  bool in_shared_memory() const { return shared_memory_ != nullptr; }
   // Replaces a device view by a host copy of its bytes, for an operation that reads its operands
   // on the host. No-op for a host view. RESOURCE_EXHAUSTED when host memory runs out.
   absl::Status CopyToHost();
@@ -38,12 +41,14 @@ class InputMatrix {
  private:
   friend absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view field);
   friend absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto,
-                                               ResidentRegistry* registry, absl::string_view field);
+                                               ResidentRegistry* registry, absl::string_view field,
+                                               SharedMemoryRegistry* shared_memory);
   InputMatrix() = default;
 
   MatrixView view_;
   Matrix aligned_copy_;  // empty unless the message's bytes were misaligned, or copied to host
   std::optional<ResidentLease> resident_;
+  std::shared_ptr<const MappedRegion> shared_memory_;  // the region a shared-memory view is in
 };
 
 // Checks, before touching the data, that the dtype is a known, specified DType, rows and cols are
@@ -56,8 +61,15 @@ absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view
 // InputMatrix is destroyed. INVALID_ARGUMENT for an empty reference, NOT_FOUND for an unknown
 // handle, FAILED_PRECONDITION when `registry` is null; INVALID_ARGUMENT for a device-resident
 // matrix with non-finite entries (a host one is checked entry by entry by core/validation.h).
+// A shared-memory reference is resolved in `shared_memory` (SharedMemoryRegistry::Resolve's
+// errors; FAILED_PRECONDITION when null) and viewed in place, its region held meanwhile.
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
-                                      absl::string_view field);
+                                      absl::string_view field,
+                                      SharedMemoryRegistry* shared_memory = nullptr);
+
+// A SharedMemoryRef as the registry takes it; INVALID_ARGUMENT naming `field` for a bad dtype.
+absl::StatusOr<SharedMemoryReference> FromProto(const v1::SharedMemoryRef& proto,
+                                                absl::string_view field);
 
 // The proto ResidentMatrix of a registry entry at `now`.
 void ToProto(const ResidentInfo& info, absl::Time now, v1::ResidentMatrix* proto);

@@ -72,7 +72,8 @@ grpc::ServerUnaryReactor* MatrixService::Submit(grpc::CallbackServerContext* con
                                                 v1::JobHandle* response) {
   return AnswerNow(context, "Submit", [&]() -> absl::Status {
     if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
-    absl::StatusOr<JobSpec> spec = MakeJob(*request, backend_, limits_, absl::Now(), resident_);
+    absl::StatusOr<JobSpec> spec =
+        MakeJob(*request, backend_, limits_, absl::Now(), resident_, shared_memory_);
     if (!spec.ok()) return spec.status();
     absl::StatusOr<std::shared_ptr<Job>> job =
         scheduler_.Submit(*std::move(spec), /*remember=*/true);

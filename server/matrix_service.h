@@ -18,6 +18,7 @@
 #include "server/metrics.h"
 #include "server/resident_registry.h"
 #include "server/scheduler.h"
+#include "server/shared_memory_registry.h"
 
 namespace matrixd::server {
 
@@ -76,6 +77,20 @@ class MatrixService final : public v1::MatrixService::CallbackService {
                                          const v1::CreateMatrixRequest* request,
                                          v1::ResidentMatrix* response) override;
 
+  // Client shared-memory regions (server/shared_memory_rpcs.cc; UNIMPLEMENTED without a
+  // registry): operands and result targets in them.
+  grpc::ServerUnaryReactor* RegisterSystemSharedMemory(
+      grpc::CallbackServerContext* context, const v1::RegisterSystemSharedMemoryRequest* request,
+      v1::RegisterSystemSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterSystemSharedMemory(
+      grpc::CallbackServerContext* context, const v1::UnregisterSystemSharedMemoryRequest* request,
+      v1::UnregisterSystemSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* ListSharedMemory(grpc::CallbackServerContext* context,
+                                             const v1::ListSharedMemoryRequest* request,
+                                             v1::ListSharedMemoryResponse* response) override;
+  // `registry` must outlive the service; null (the default) refuses shared memory.
+  void set_shared_memory(SharedMemoryRegistry* registry) { shared_memory_ = registry; }
+
   // How often Watch looks at a running job's progress.
   void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }
   // Largest response a computing call may send (the server's max send message size); a larger
@@ -84,7 +99,8 @@ class MatrixService final : public v1::MatrixService::CallbackService {
 
  private:
   JobCallServices job_call_services() {
-    return {backend_, scheduler_, limits_, resident_, metrics_, max_response_bytes_};
+    return {backend_, scheduler_,          limits_,       resident_,
+            metrics_, max_response_bytes_, shared_memory_};
   }
 
   Backend& backend_;
@@ -92,6 +108,7 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   const Limits limits_;
   ResidentRegistry* const resident_;
   Metrics* const metrics_;
+  SharedMemoryRegistry* shared_memory_ = nullptr;
   absl::Duration watch_interval_ = absl::Milliseconds(100);
   int64_t max_response_bytes_ = int64_t{1} << 30;
 };

@@ -57,6 +57,9 @@ class MeteredBackend final : public Backend {
                                 const PermanentOptions& options) const override {
     return inner_->PermanentDeviceBytes(a, options);
   }
+  std::unique_ptr<HostMemoryPin> PinHostMemory(const void* data, size_t bytes) override {
+    return inner_->PinHostMemory(data, bytes);
+  }
   absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t rows, int64_t cols,
                                                                    DType dtype,
                                                                    int device_index) override {

@@ -15,6 +15,7 @@
 #include "server/job_cost.h"
 #include "server/matrix_conversion.h"
 #include "server/request_validation.h"
+#include "server/shared_memory_outputs.h"
 
 namespace matrixd::server {
 namespace {
@@ -143,9 +144,10 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
 
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
                                 v1::DeterminantResponse* response, Backend& backend,
-                                const Limits& limits, ResidentRegistry* registry) {
-  absl::StatusOr<DeterminantInputs> inputs =
-      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
+                                const Limits& limits, ResidentRegistry* registry,
+                                SharedMemoryRegistry* shared_memory) {
+  absl::StatusOr<DeterminantInputs> inputs = ValidateRequest(
+      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(DeterminantQuery(inputs->matrix.view(), inputs->options));
       !s.ok()) {
@@ -167,9 +169,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
 
 absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
                                 v1::FactorizeResponse* response, Backend& backend,
-                                const Limits& limits, ResidentRegistry* registry) {
-  absl::StatusOr<FactorizeInputs> inputs =
-      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
+                                const Limits& limits, ResidentRegistry* registry,
+                                SharedMemoryRegistry* shared_memory) {
+  absl::StatusOr<FactorizeInputs> inputs = ValidateRequest(
+      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(
           FactorizeQuery(inputs->matrix.view(), inputs->options(), inputs->rhs_view()));
@@ -183,13 +186,17 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   spec.device_bytes =
       backend.FactorizeDeviceBytes(inputs->matrix.view(), options, inputs->rhs_view());
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
+  absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
+      request.result_options(), *response->GetDescriptor(), shared_memory);
+  if (!outputs.ok()) return outputs.status();
   spec.work = [inputs = *std::move(inputs), options, response, &backend,
-               keep = KeepOf(request.result_options(), registry),
+               outputs = *std::move(outputs), keep = KeepOf(request.result_options(), registry),
                keep_input = request.keep_input()](JobControl& control) {
     absl::StatusOr<FactorizeResult> result =
         backend.Factorize(inputs.matrix.view(), options, inputs.rhs_view(), &control);
     if (!result.ok()) return result.status();
     ToProto(*result, response);
+    if (!outputs.empty()) return outputs.Write(*response);
     if (!keep.registry) return absl::OkStatus();
     if (absl::Status s =
             KeepFactorization(keep, *result, keep_input ? &inputs.matrix.view() : nullptr,
@@ -205,10 +212,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
 }
 
 absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveResponse* response,
-                                Backend& backend, const Limits& limits,
-                                ResidentRegistry* registry) {
-  absl::StatusOr<SolveInputs> inputs =
-      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
+                                Backend& backend, const Limits& limits, ResidentRegistry* registry,
+                                SharedMemoryRegistry* shared_memory) {
+  absl::StatusOr<SolveInputs> inputs = ValidateRequest(
+      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "solve";
@@ -216,7 +223,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
   spec.device_bytes =
       backend.SolveDeviceBytes(inputs->factorization, inputs->rhs.view(), inputs->options);
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
-  spec.work = [inputs = *std::move(inputs), response, &backend,
+  absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
+      request.result_options(), *response->GetDescriptor(), shared_memory);
+  if (!outputs.ok()) return outputs.status();
+  spec.work = [inputs = *std::move(inputs), response, &backend, outputs = *std::move(outputs),
                keep = KeepOf(request.result_options(), registry)](JobControl& control) {
     SolveOptions options = inputs.options;
     const MatrixView rhs = inputs.rhs.view();
@@ -229,6 +239,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
         backend.Solve(inputs.factorization, rhs, options, &control);
     if (!result.ok()) return result.status();
     ToProto(*result, inputs.factorization.kind, response);
+    if (!outputs.empty()) return outputs.Write(*response);
     if (*pending != nullptr) {
       return KeepPending(*std::move(pending), result->x, "solution", response,
                          response->mutable_kept());
@@ -241,10 +252,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
 }
 
 absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::MultiplyResponse* response,
-                                Backend& backend, const Limits& limits,
-                                ResidentRegistry* registry) {
-  absl::StatusOr<MultiplyInputs> inputs =
-      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
+                                Backend& backend, const Limits& limits, ResidentRegistry* registry,
+                                SharedMemoryRegistry* shared_memory) {
+  absl::StatusOr<MultiplyInputs> inputs = ValidateRequest(
+      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s =
           backend.Supports(MultiplyQuery(inputs->a.view(), inputs->b.view(), inputs->options));
@@ -257,7 +268,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
   spec.device_bytes =
       backend.MultiplyDeviceBytes(inputs->a.view(), inputs->b.view(), inputs->options);
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
-  spec.work = [inputs = *std::move(inputs), response, &backend,
+  absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
+      request.result_options(), *response->GetDescriptor(), shared_memory);
+  if (!outputs.ok()) return outputs.status();
+  spec.work = [inputs = *std::move(inputs), response, &backend, outputs = *std::move(outputs),
                keep = KeepOf(request.result_options(), registry)](JobControl& control) {
     MultiplyOptions options = inputs.options;
     // Kept and not wanted inline: room for C first, so that a device backend writes it in place.
@@ -272,6 +286,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
         backend.Multiply(inputs.a.view(), inputs.b.view(), options, &control);
     if (!result.ok()) return result.status();
     ToProto(*result, response);
+    if (!outputs.empty()) return outputs.Write(*response);
     if (*pending != nullptr) {
       return KeepPending(*std::move(pending), result->c, "c", response, response->mutable_kept());
     }
@@ -283,9 +298,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
 
 absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
                                 v1::PermanentResponse* response, Backend& backend,
-                                const Limits& limits, ResidentRegistry* registry) {
-  absl::StatusOr<PermanentInputs> inputs =
-      ValidateRequest(request, limits, {.registry = registry, .backend = &backend});
+                                const Limits& limits, ResidentRegistry* registry,
+                                SharedMemoryRegistry* shared_memory) {
+  absl::StatusOr<PermanentInputs> inputs = ValidateRequest(
+      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(PermanentQuery(inputs->matrix.view(), inputs->options));
       !s.ok()) {
@@ -306,7 +322,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
 }
 
 absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
-                                const Limits& limits, absl::Time now, ResidentRegistry* registry) {
+                                const Limits& limits, absl::Time now, ResidentRegistry* registry,
+                                SharedMemoryRegistry* shared_memory) {
   const double timeout = request.timeout_seconds();
   if (!(timeout >= 0.0) || std::isinf(timeout)) {
     return absl::InvalidArgumentError(absl::StrCat("timeout_seconds is ", timeout,
@@ -318,20 +335,24 @@ absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
   absl::StatusOr<JobSpec> spec;
   switch (owned->request_case()) {
     case v1::JobRequest::kDeterminant:
-      spec =
-          MakeJob(owned->determinant(), result->mutable_determinant(), backend, limits, registry);
+      spec = MakeJob(owned->determinant(), result->mutable_determinant(), backend, limits, registry,
+                     shared_memory);
       break;
     case v1::JobRequest::kFactorize:
-      spec = MakeJob(owned->factorize(), result->mutable_factorize(), backend, limits, registry);
+      spec = MakeJob(owned->factorize(), result->mutable_factorize(), backend, limits, registry,
+                     shared_memory);
       break;
     case v1::JobRequest::kMultiply:
-      spec = MakeJob(owned->multiply(), result->mutable_multiply(), backend, limits, registry);
+      spec = MakeJob(owned->multiply(), result->mutable_multiply(), backend, limits, registry,
+                     shared_memory);
       break;
     case v1::JobRequest::kPermanent:
-      spec = MakeJob(owned->permanent(), result->mutable_permanent(), backend, limits, registry);
+      spec = MakeJob(owned->permanent(), result->mutable_permanent(), backend, limits, registry,
+                     shared_memory);
       break;
     case v1::JobRequest::kSolve:
-      spec = MakeJob(owned->solve(), result->mutable_solve(), backend, limits, registry);
+      spec = MakeJob(owned->solve(), result->mutable_solve(), backend, limits, registry,
+                     shared_memory);
       break;
     case v1::JobRequest::REQUEST_NOT_SET:
       return absl::InvalidArgumentError(

@@ -11,6 +11,7 @@
 #include "matrixd/v1/matrixd.pb.h"
 #include "server/job.h"
 #include "server/resident_registry.h"
+#include "server/shared_memory_registry.h"
 
 namespace matrixd::server {
 
@@ -18,28 +19,35 @@ namespace matrixd::server {
 // (and `backend`, and `registry`) alive until the job has finished. `registry` (may be null: no
 // resident matrices) resolves the requests' matrix references and keeps results when
 // result_options.keep_result asks for it (FAILED_PRECONDITION without a registry).
+// `shared_memory` (may be null: none) resolves shared-memory operands and output targets.
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
                                 v1::DeterminantResponse* response, Backend& backend,
-                                const Limits& limits, ResidentRegistry* registry = nullptr);
+                                const Limits& limits, ResidentRegistry* registry = nullptr,
+                                SharedMemoryRegistry* shared_memory = nullptr);
 absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
                                 v1::FactorizeResponse* response, Backend& backend,
-                                const Limits& limits, ResidentRegistry* registry = nullptr);
+                                const Limits& limits, ResidentRegistry* registry = nullptr,
+                                SharedMemoryRegistry* shared_memory = nullptr);
 absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveResponse* response,
                                 Backend& backend, const Limits& limits,
-                                ResidentRegistry* registry = nullptr);
+                                ResidentRegistry* registry = nullptr,
+                                SharedMemoryRegistry* shared_memory = nullptr);
 absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::MultiplyResponse* response,
                                 Backend& backend, const Limits& limits,
-                                ResidentRegistry* registry = nullptr);
+                                ResidentRegistry* registry = nullptr,
+                                SharedMemoryRegistry* shared_memory = nullptr);
 absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
                                 v1::PermanentResponse* response, Backend& backend,
-                                const Limits& limits, ResidentRegistry* registry = nullptr);
+                                const Limits& limits, ResidentRegistry* registry = nullptr,
+                                SharedMemoryRegistry* shared_memory = nullptr);
 
 // Submit: the job owns a copy of the request (freed when the job ends) and leaves the response in
 // spec.result. Its deadline is `now` + timeout_seconds when that is > 0. INVALID_ARGUMENT also for
 // a JobRequest without a request or with a negative or non-finite timeout_seconds.
 absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
                                 const Limits& limits, absl::Time now,
-                                ResidentRegistry* registry = nullptr);
+                                ResidentRegistry* registry = nullptr,
+                                SharedMemoryRegistry* shared_memory = nullptr);
 
 }  // namespace matrixd::server
 

@@ -88,17 +88,18 @@ absl::StatusOr<InputMatrix> Operand(bool by_reference, const v1::Matrix& inline_
                                     const v1::MatrixRef& reference, absl::string_view field,
                                     const OperandSources& sources) {
   if (by_reference) {
-    return server::FromProto(reference, sources.registry, absl::StrCat(field, "_ref"));
+    return server::FromProto(reference, sources.registry, absl::StrCat(field, "_ref"),
+                             sources.shared_memory);
   }
   return server::FromProto(inline_matrix, field);
 }
 
 // max_elements bounds what a request carries inline; a resident operand was bounded by memory and
-// --resident_memory_limit when it was stored.
+// --resident_memory_limit when it was stored, a shared-memory one by its region.
 Limits LimitsFor(const Limits& limits, std::initializer_list<const InputMatrix*> operands) {
   Limits lifted = limits;
   for (const InputMatrix* operand : operands) {
-    if (operand != nullptr && operand->resident() != nullptr) {
+    if (operand != nullptr && (operand->resident() != nullptr || operand->in_shared_memory())) {
       lifted.max_elements = std::numeric_limits<int64_t>::max();
     }
   }

@@ -22,6 +22,7 @@ namespace matrixd::server {
 struct OperandSources {
   ResidentRegistry* registry = nullptr;
   const Backend* backend = nullptr;
+  SharedMemoryRegistry* shared_memory = nullptr;  // null: shared-memory references refused
 };
 
 // Each borrows the request's bytes: the request must outlive it.

@@ -77,10 +77,15 @@ MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions
       job_admission_(MakeJobAdmission(memory_admissions_)),
       resident_(std::make_unique<ResidentRegistry>(*backend_, AdmissionPointers(memory_admissions_),
                                                    options.resident)),
+      shared_memory_(std::make_unique<SharedMemoryRegistry>(
+          [backend = backend_.get()](const void* data, size_t bytes) {
+            return backend->PinHostMemory(data, bytes);
+          })),
       scheduler_observer_(std::make_unique<MetricsSchedulerObserver>(*metrics_)),
       scheduler_(std::make_unique<Scheduler>(
           WithDefaultHooks(options.scheduler, scheduler_observer_.get(), job_admission_.get()))),
       service_(*backend_, *scheduler_, options.limits, resident_.get(), metrics_.get()) {
+  service_.set_shared_memory(shared_memory_.get());
   if (job_admission_ != nullptr) {
     job_admission_->set_reclaimer([resident = resident_.get()](int device, uint64_t bytes) {
       return resident->SpillForRoom(device, bytes);
@@ -188,6 +193,7 @@ DrainReport MatrixServer::Drain(absl::Duration timeout) {
   server_->GetHealthCheckService()->Shutdown();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + kFinalGrace));
   report.elapsed = absl::Now() - start;
+  static_cast<void>(shared_memory_->Unregister(""));
   // Every call has ended, so no lease holds a matrix: releasing frees the memory now.
   for (const ResidentInfo& info : resident_->List()) {
     absl::StatusOr<uint64_t> freed = resident_->Release(info.handle);

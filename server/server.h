@@ -23,6 +23,7 @@
 #include "server/metrics_observer.h"
 #include "server/resident_registry.h"
 #include "server/scheduler.h"
+#include "server/shared_memory_registry.h"
 
 namespace matrixd::server {
 
@@ -111,6 +112,9 @@ class MatrixServer {
   std::unique_ptr<MemoryJobAdmission> job_admission_;
   // Before the scheduler: jobs hold leases on resident matrices until they end.
   std::unique_ptr<ResidentRegistry> resident_;
+  // Client regions, pinned through backend_: unmapped before it goes. Jobs hold the regions they
+  // use, so the registry may go first.
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   std::unique_ptr<MetricsSchedulerObserver> scheduler_observer_;
   // Destroyed after the gRPC server has stopped (every call's job has ended) and before
   // the backend its workers call.

@@ -17,6 +17,7 @@
 #include "core/cuda/device_context.h"
 #include "core/cuda/device_streams.h"
 #include "core/cuda/factorize.h"
+#include "core/cuda/host_registration.h"
 #include "core/cuda/memory_estimate.h"
 #include "core/cuda/multiply.h"
 #include "core/cuda/permanent.h"
@@ -26,6 +27,14 @@
 
 namespace matrixd {
 namespace {
+
+class HostPin final : public HostMemoryPin {
+ public:
+  explicit HostPin(std::unique_ptr<cuda::PortableHostPin> pin) : pin_(std::move(pin)) {}
+
+ private:
+  std::unique_ptr<cuda::PortableHostPin> pin_;
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -101,6 +110,14 @@ class CudaBackend final : public Backend {
   uint64_t PermanentDeviceBytes(const MatrixView& a,
                                 const PermanentOptions& options) const override {
     return cuda::PermanentDeviceBytes(a, options);
+  }
+
+  std::unique_ptr<HostMemoryPin> PinHostMemory(const void* data, size_t bytes) override {
+    // The runtime wants a current device for the call; portable pins serve every device.
+    if (cudaSetDevice(devices_.front()->primary().device()) != cudaSuccess) return nullptr;
+    std::unique_ptr<cuda::PortableHostPin> pin = cuda::PortableHostPin::Make(data, bytes);
+    if (pin == nullptr) return nullptr;
+    return std::make_unique<HostPin>(std::move(pin));
   }
 
   absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t rows, int64_t cols,

@@ -28,4 +28,16 @@ HostRegistration::~HostRegistration() {
   MATRIXD_ASSERT_CUDA_SUCCESS(cudaHostUnregister(data_));
 }
 
+std::unique_ptr<PortableHostPin> PortableHostPin::Make(const void* data, size_t bytes) {
+  if (data == nullptr || bytes == 0) return nullptr;
+  void* range = const_cast<void*>(data);  // registered for copies both ways
+  if (cudaHostRegister(range, bytes, cudaHostRegisterPortable) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());  // see the constructor above
+    return nullptr;
+  }
+  return std::unique_ptr<PortableHostPin>(new PortableHostPin(range));
+}
+
+PortableHostPin::~PortableHostPin() { MATRIXD_ASSERT_CUDA_SUCCESS(cudaHostUnregister(data_)); }
+
 }  // namespace matrixd::cuda

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
 
 namespace matrixd::cuda {
 
@@ -31,6 +32,22 @@ class HostRegistration {
  private:
   void* data_ = nullptr;
   cudaStream_t stream_ = nullptr;
+};
+
+// A long-lived page-lock of a range that many calls copy from and to (a client's shared-memory
+// region): registered portable (for every device), whatever its size, and unregistered on
+// destruction, when the owner guarantees no copy of it is running.
+class PortableHostPin {
+ public:
+  // Null when the driver refuses (the range stays pageable).
+  static std::unique_ptr<PortableHostPin> Make(const void* data, size_t bytes);
+  ~PortableHostPin();
+  PortableHostPin(const PortableHostPin&) = delete;
+  PortableHostPin& operator=(const PortableHostPin&) = delete;
+
+ private:
+  explicit PortableHostPin(void* data) : data_(data) {}
+  void* data_;
 };
 
 }  // namespace matrixd::cuda

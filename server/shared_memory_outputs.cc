@@ -1,0 +1,94 @@
+#include "server/shared_memory_outputs.h"
+
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/matrix_conversion.h"
+
+namespace matrixd::server {
+namespace {
+
+// The response's fields of type Matrix, by name.
+std::vector<std::string> MatrixFields(const google::protobuf::Descriptor& type) {
+  std::vector<std::string> names;
+  for (int i = 0; i < type.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = type.field(i);
+    if (!field->is_repeated() && field->message_type() == v1::Matrix::descriptor()) {
+      names.push_back(std::string(field->name()));
+    }
+  }
+  return names;
+}
+
+std::string Shape(int64_t rows, int64_t cols, DType dtype) {
+  return absl::StrCat(rows, "x", cols, " ", DTypeName(dtype));
+}
+
+}  // namespace
+
+absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
+    const v1::ResultOptions& options, const google::protobuf::Descriptor& response_type,
+    SharedMemoryRegistry* registry) {
+  SharedMemoryOutputs outputs;
+  if (options.shared_memory_outputs().empty()) return outputs;
+  if (registry == nullptr) {
+    return absl::FailedPreconditionError(
+        "result_options.shared_memory_outputs: this server takes no shared-memory matrices");
+  }
+  if (options.keep_result()) {
+    return absl::InvalidArgumentError(
+        "result_options: shared_memory_outputs and keep_result are exclusive; a result goes to "
+        "one place");
+  }
+  const std::vector<std::string> fields = MatrixFields(response_type);
+  // In name order, so that errors and writes do not depend on the map's order.
+  const std::map<std::string, v1::SharedMemoryRef> targets(options.shared_memory_outputs().begin(),
+                                                           options.shared_memory_outputs().end());
+  for (const auto& [name, proto] : targets) {
+    const std::string where = absl::StrCat("result_options.shared_memory_outputs[\"", name, "\"]");
+    if (std::find(fields.begin(), fields.end(), name) == fields.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", response_type.name(), " has no result matrix \"", name, "\"",
+                       fields.empty() ? "" : "; it has ", absl::StrJoin(fields, ", ")));
+    }
+    absl::StatusOr<SharedMemoryReference> reference = FromProto(proto, where);
+    if (!reference.ok()) return reference.status();
+    absl::StatusOr<SharedMemoryMatrix> matrix = registry->Resolve(*reference, where);
+    if (!matrix.ok()) return matrix.status();
+    outputs.targets_.push_back({name, *std::move(matrix)});
+  }
+  return outputs;
+}
+
+absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) const {
+  const google::protobuf::Reflection& reflection = *response.GetReflection();
+  for (const Target& target : targets_) {
+    const google::protobuf::FieldDescriptor* field =
+        response.GetDescriptor()->FindFieldByName(target.field);
+    const MatrixView& to = target.matrix.view;
+    if (!reflection.HasField(response, field)) {
+      return absl::InvalidArgumentError(absl::StrCat("result_options.shared_memory_outputs[\"",
+                                                     target.field, "\"]: this call produced no ",
+                                                     target.field));
+    }
+    const auto& result = static_cast<const v1::Matrix&>(reflection.GetMessage(response, field));
+    absl::StatusOr<DType> dtype = FromProto(result.dtype(), target.field);
+    if (!dtype.ok()) return dtype.status();
+    if (result.rows() != to.rows || result.cols() != to.cols || *dtype != to.dtype ||
+        result.data().size() != to.byte_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("result_options.shared_memory_outputs[\"", target.field, "\"] is ",
+                       Shape(to.rows, to.cols, to.dtype), "; the result is ",
+                       Shape(result.rows(), result.cols(), *dtype)));
+    }
+    std::memcpy(target.matrix.writable, result.data().data(), result.data().size());
+    reflection.ClearField(&response, field);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace matrixd::server

@@ -1,0 +1,45 @@
+// Results written into client shared memory instead of the response
+// (ResultOptions.shared_memory_outputs): the targets are resolved and checked before a job is
+// queued, and the job copies each result matrix into its target and leaves the inline field out.
+#ifndef MATRIXD_SERVER_SHARED_MEMORY_OUTPUTS_H_
+#define MATRIXD_SERVER_SHARED_MEMORY_OUTPUTS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "matrixd/v1/matrixd.pb.h"
+#include "server/shared_memory_registry.h"
+
+namespace matrixd::server {
+
+class SharedMemoryOutputs {
+ public:
+  // The targets of options.shared_memory_outputs for a response of type `response_type`, held
+  // (their regions stay mapped) until this is destroyed. INVALID_ARGUMENT naming the entry for a
+  // name that is not one of the response's matrix fields, or with keep_result; FAILED_PRECONDITION
+  // when `registry` is null; SharedMemoryRegistry::Resolve's errors.
+  static absl::StatusOr<SharedMemoryOutputs> Resolve(
+      const v1::ResultOptions& options, const google::protobuf::Descriptor& response_type,
+      SharedMemoryRegistry* registry);
+
+  bool empty() const { return targets_.empty(); }
+
+  // Copies each target's matrix field of `response` into its target and clears the field.
+  // INVALID_ARGUMENT naming both when a result's shape or dtype is not its target's, or when the
+  // operation produced no such result (e.g. "solution" without a right-hand side).
+  absl::Status Write(google::protobuf::Message& response) const;
+
+ private:
+  struct Target {
+    std::string field;
+    SharedMemoryMatrix matrix;
+  };
+  std::vector<Target> targets_;
+};
+
+}  // namespace matrixd::server
+
+#endif  // MATRIXD_SERVER_SHARED_MEMORY_OUTPUTS_H_

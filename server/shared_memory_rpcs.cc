@@ -1,0 +1,65 @@
+// The shared-memory RPCs of MatrixService (matrixd.proto): register, unregister and list client
+// regions in the SharedMemoryRegistry. Each answers at once; mapping and page-locking a large
+// region happen in the call.
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "server/matrix_service.h"
+#include "server/status_conversion.h"
+
+namespace matrixd::server {
+namespace {
+
+constexpr char kNoRegistry[] =
+    "this server takes no shared-memory regions (it runs without a shared-memory registry)";
+
+void ToProto(const SharedMemoryRegionInfo& info, absl::Time now, v1::SharedMemoryRegion* proto) {
+  proto->set_name(info.name);
+  proto->set_key(info.key);
+  proto->set_offset(info.offset);
+  proto->set_byte_size(info.byte_size);
+  proto->set_pinned(info.pinned);
+  proto->set_age_seconds(absl::ToDoubleSeconds(now - info.registered));
+}
+
+// Finishes the call with `status` on the context's default reactor.
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* MatrixService::RegisterSystemSharedMemory(
+    grpc::CallbackServerContext* context, const v1::RegisterSystemSharedMemoryRequest* request,
+    v1::RegisterSystemSharedMemoryResponse* response) {
+  if (shared_memory_ == nullptr) return Answer(context, absl::UnimplementedError(kNoRegistry));
+  absl::StatusOr<SharedMemoryRegionInfo> info = shared_memory_->Register(
+      request->name(), request->key(), request->offset(), request->byte_size());
+  if (info.ok()) ToProto(*info, absl::Now(), response->mutable_region());
+  return Answer(context, info.status());
+}
+
+grpc::ServerUnaryReactor* MatrixService::UnregisterSystemSharedMemory(
+    grpc::CallbackServerContext* context, const v1::UnregisterSystemSharedMemoryRequest* request,
+    v1::UnregisterSystemSharedMemoryResponse* response) {
+  if (shared_memory_ == nullptr) return Answer(context, absl::UnimplementedError(kNoRegistry));
+  absl::StatusOr<int> dropped = shared_memory_->Unregister(request->name());
+  if (dropped.ok()) response->set_unregistered(*dropped);
+  return Answer(context, dropped.status());
+}
+
+grpc::ServerUnaryReactor* MatrixService::ListSharedMemory(
+    grpc::CallbackServerContext* context, const v1::ListSharedMemoryRequest* /*request*/,
+    v1::ListSharedMemoryResponse* response) {
+  if (shared_memory_ == nullptr) return Answer(context, absl::UnimplementedError(kNoRegistry));
+  const absl::Time now = absl::Now();
+  for (const SharedMemoryRegionInfo& info : shared_memory_->List()) {
+    ToProto(info, now, response->add_regions());
+  }
+  return Answer(context, absl::OkStatus());
+}
+
+}  // namespace matrixd::server
