@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# End to end on the real binaries: `mpirun -n 2 matrixd --distributed` (a 1x2 ScaLAPACK grid) must
+# give the single-process server's results through matrixctl (a product, a determinant, an LU
+# solve, all float64 and large enough to go to the grid); then a rank killed during a product must
+# fail that job with UNAVAILABLE while rank 0 keeps serving.
+#   tests/e2e/distributed_test.sh build/server/matrixd build/client/matrixctl MPIRUN
+set -euo pipefail
+matrixd=$1
+matrixctl=$2
+mpirun=${3:-mpirun}
+python=/usr/bin/python3
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$dir"/*.out "$dir"/*.err; do [[ -f $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }; done
+  exit 1
+}
+
+# Starts a server ($1: name, then its command line); sets port_<name>.
+start() {
+  local name=$1
+  shift
+  "$@" >"$dir/$name.out" 2>"$dir/$name.err" &
+  pids+=($!)
+  for _ in $(seq 200); do
+    local port
+    port=$(sed -n 's/^matrixd listening on [^ ]*:\([0-9]*\) .*/\1/p' "$dir/$name.out")
+    if [[ -n "$port" ]]; then
+      printf -v "port_$name" '%s' "$port"
+      return 0
+    fi
+    sleep 0.1
+  done
+  fail "$name did not start"
+}
+
+common=(--backend=cpu --listen=127.0.0.1:0 --metrics= --cpu_threads=1)
+# --enable-recovery: without it, mpirun ends every rank when one dies (see docs/distributed.md).
+start grid "$mpirun" --oversubscribe --enable-recovery -n 2 "$matrixd" --distributed \
+  --distributed_min_dimension=64 --distributed_block=32 --distributed_timeout=10s "${common[@]}"
+start single "$matrixd" "${common[@]}"
+grep -q "ScaLAPACK grid 1x2" "$dir/grid.out" || fail "the grid server does not say it has a 1x2 grid"
+
+ctl() { "$matrixctl" --server="127.0.0.1:$1" "${@:2}"; }
+
+# 1. Product, n = 301 (not a multiple of the block or of the grid), B^T.
+for s in grid single; do
+  port_var=port_$s
+  ctl "${!port_var}" multiply --random 301 --seed 7 --transpose_b --output "$dir/c_$s.npy" \
+    >"$dir/multiply_$s.out" || fail "multiply on $s"
+done
+grep -q "ScaLAPACK" "$dir/multiply_grid.out" || fail "the product did not run on the grid"
+"$python" - "$dir/c_grid.npy" "$dir/c_single.npy" <<'PY' || fail "products differ"
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+err = np.abs(a - b).max()
+print(f"product: max |C_grid - C_single| = {err:.3g}")
+sys.exit(0 if a.shape == b.shape and err < 1e-10 else 1)
+PY
+
+# 2. Determinant, n = 257: log|det| and sign agree.
+for s in grid single; do
+  port_var=port_$s
+  ctl "${!port_var}" det --random 257 --seed 3 >"$dir/det_$s.out" || fail "det on $s"
+done
+grep -q "ScaLAPACK" "$dir/det_grid.out" || fail "the determinant did not run on the grid"
+read_field() { sed -n "s/^  $2 *= *//p" "$1"; }
+"$python" - "$(read_field "$dir/det_grid.out" 'log|det|')" "$(read_field "$dir/det_single.out" 'log|det|')" \
+  "$(read_field "$dir/det_grid.out" sign)" "$(read_field "$dir/det_single.out" sign)" <<'PY' ||
+import sys
+g, s = float(sys.argv[1]), float(sys.argv[2])
+print(f"det: log|det| grid {g!r} single {s!r}, sign {sys.argv[3]} {sys.argv[4]}")
+sys.exit(0 if abs(g - s) < 1e-9 * abs(s) and sys.argv[3] == sys.argv[4] else 1)
+PY
+  fail "determinants differ"
+
+# 3. LU solve, n = 130 with 3 right-hand sides.
+for s in grid single; do
+  port_var=port_$s
+  ctl "${!port_var}" factorize --kind lu --random 130 --rhs_random 3 --seed 11 \
+    --output "$dir/x_$s.npy" >"$dir/lu_$s.out" || fail "factorize on $s"
+done
+grep -q "ScaLAPACK" "$dir/lu_grid.out" || fail "the LU did not run on the grid"
+"$python" - "$dir/x_grid.npy" "$dir/x_single.npy" <<'PY' || fail "solutions differ"
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+err = np.abs(a - b).max()
+print(f"solve: max |X_grid - X_single| = {err:.3g}")
+sys.exit(0 if a.shape == b.shape and err < 1e-8 else 1)
+PY
+
+# 4. Rank 1 dies during a product: that job fails with UNAVAILABLE, rank 0 keeps serving.
+ctl "$port_grid" multiply --random 2500 --seed 1 >"$dir/lost.out" 2>&1 &
+client=$!
+sleep 1
+worker=$(pgrep -f -- "^$matrixd --distributed" | sort -n | tail -1)
+[[ -n "$worker" ]] || fail "no worker rank found"
+kill -KILL "$worker"
+client_rc=0
+wait "$client" || client_rc=$?
+[[ $client_rc -ne 0 ]] || fail "the product survived the loss of a rank"
+grep -q "UNAVAILABLE" "$dir/lost.out" || fail "the lost job did not fail with UNAVAILABLE"
+ctl "$port_grid" health >"$dir/health.out" 2>&1 || fail "rank 0 stopped serving"
+ctl "$port_grid" det --random 100 --seed 2 >"$dir/after.out" || fail "no determinant after the loss"
+echo "rank lost: $(cat "$dir/lost.out"); rank 0 still serving"
+echo PASS
