@@ -72,6 +72,9 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
                                     const v1::ReleaseRequest* request,
                                     v1::ReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
+                                     const v1::GenerateRequest* request,
+                                     v1::ResidentMatrix* response) override;
   grpc::ServerUnaryReactor* CreateMatrix(grpc::CallbackServerContext* context,
                                          const v1::CreateMatrixRequest* request,
                                          v1::ResidentMatrix* response) override;
