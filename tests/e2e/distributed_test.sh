@@ -100,7 +100,8 @@ PY
 ctl "$port_grid" multiply --random 2500 --seed 1 >"$dir/lost.out" 2>&1 &
 client=$!
 sleep 1
-worker=$(pgrep -f -- "^$matrixd --distributed" | sort -n | tail -1)
+# The ranks are mpirun's children (pids[0] is mpirun); rank 1 started last.
+worker=$(pgrep -P "${pids[0]}" | sort -n | tail -1)
 [[ -n "$worker" ]] || fail "no worker rank found"
 kill -KILL "$worker"
 client_rc=0
