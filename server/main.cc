@@ -70,6 +70,10 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "refused with UNAVAILABLE) before the rest is stopped; a second signal stops at once");
 ABSL_FLAG(absl::Duration, resident_ttl, matrixd::server::ResidentRegistry::Options{}.ttl,
           "a resident matrix unused for this long is released");
+ABSL_FLAG(std::string, state_dir, "",
+          "where long permanents checkpoint their finished Gray-code chunks, so that the same job "
+          "submitted again after a crash resumes instead of starting over; empty = no checkpoints "
+          "(cpu backend)");
 ABSL_FLAG(bool, distributed, false,
           "run under mpirun: rank 0 serves gRPC, the other ranks join its large float64 "
           "Multiply, Determinant and LU jobs over a ScaLAPACK grid (docs/distributed.md)");
@@ -190,11 +194,11 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
             ? "--backend=auto: a CUDA device is present, using the cuda backend"
             : "--backend=auto: no usable CUDA device (or no CUDA build), using the cpu backend");
   }
-  return matrixd::MakeBackend(name,
-                              {.devices = *std::move(devices),
-                               .cpu_threads = cpu_threads,
-                               .device_memory_limit = *memory_limit,
-                               .streams_per_device = absl::GetFlag(FLAGS_streams_per_device)});
+  return matrixd::MakeBackend(name, {.devices = *std::move(devices),
+                                     .cpu_threads = cpu_threads,
+                                     .device_memory_limit = *memory_limit,
+                                     .streams_per_device = absl::GetFlag(FLAGS_streams_per_device),
+                                     .state_dir = absl::GetFlag(FLAGS_state_dir)});
 }
 
 // Jobs run at once: --cpu_workers for the CPU backend, --streams_per_device per device for CUDA.
