@@ -187,15 +187,20 @@ grpc::ServerUnaryReactor* MatrixService::Release(grpc::CallbackServerContext* co
   return reactor;
 }
 
+absl::StatusOr<UploadShape> MatrixService::CheckNewMatrix(int64_t rows, int64_t cols,
+                                                          v1::DType dtype, const char* rpc) {
+  if (resident_ == nullptr) return absl::UnimplementedError(kNoRegistry);
+  if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
+  return CheckUploadShape(rows, cols, dtype, rpc);
+}
+
 grpc::ServerUnaryReactor* MatrixService::CreateMatrix(grpc::CallbackServerContext* context,
                                                       const v1::CreateMatrixRequest* request,
                                                       v1::ResidentMatrix* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status status = [&]() -> absl::Status {
-    if (resident_ == nullptr) return absl::UnimplementedError(kNoRegistry);
-    if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
     absl::StatusOr<UploadShape> shape =
-        CheckUploadShape(request->rows(), request->cols(), request->dtype(), "CreateMatrix");
+        CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "CreateMatrix");
     if (!shape.ok()) return shape.status();
     absl::StatusOr<ResidentInfo> info =
         resident_->CreateFilling(shape->rows, shape->cols, shape->dtype, request->label());
@@ -212,10 +217,8 @@ grpc::ServerUnaryReactor* MatrixService::Generate(grpc::CallbackServerContext* c
                                                   v1::ResidentMatrix* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status status = [&]() -> absl::Status {
-    if (resident_ == nullptr) return absl::UnimplementedError(kNoRegistry);
-    if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
     absl::StatusOr<UploadShape> shape =
-        CheckUploadShape(request->rows(), request->cols(), request->dtype(), "Generate");
+        CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "Generate");
     if (!shape.ok()) return shape.status();
     GeneratorOptions options{.seed = request->seed()};
     switch (request->generator()) {

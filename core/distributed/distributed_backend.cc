@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/backend_wrapper.h"
 #include "core/status_macros.h"
 
 namespace matrixd::distributed {
@@ -67,14 +68,14 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-class DistributedBackend final : public Backend {
+class DistributedBackend final : public BackendWrapper {
  public:
   DistributedBackend(std::unique_ptr<Backend> local, std::unique_ptr<ScalapackGrid> grid,
                      const DistributedBackendOptions& options)
-      : local_(std::move(local)),
+      : BackendWrapper(std::move(local)),
         grid_(std::move(grid)),
         options_(options),
-        device_(absl::StrCat(local_->device(), " + ScaLAPACK grid ", grid_->shape().rows, "x",
+        device_(absl::StrCat(target().device(), " + ScaLAPACK grid ", grid_->shape().rows, "x",
                              grid_->shape().cols, " of MPI ranks")) {}
 
   ~DistributedBackend() override {
@@ -91,11 +92,7 @@ class DistributedBackend final : public Backend {
     }
   }
 
-  std::string_view name() const override { return local_->name(); }
   std::string device() const override { return device_; }
-  absl::Status Supports(const OperationQuery& query) const override {
-    return local_->Supports(query);
-  }
 
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
@@ -103,7 +100,7 @@ class DistributedBackend final : public Backend {
     const bool lu =
         options.method == DeterminantMethod::kAuto || options.method == DeterminantMethod::kLu;
     if (!lu || options.modulus != 0 || !OnGrid(a, nullptr)) {
-      return local_->Determinant(a, options, control);
+      return target().Determinant(a, options, control);
     }
     GridJobHeader header{.command = GridCommand::kLu, .a_rows = a.rows, .a_cols = a.cols};
     const auto start = std::chrono::steady_clock::now();
@@ -119,7 +116,7 @@ class DistributedBackend final : public Backend {
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
     if (options.kind != FactorizationKind::kLu || options.batch_count > 0 || !OnGrid(a, rhs)) {
-      return local_->Factorize(a, options, rhs, control);
+      return target().Factorize(a, options, rhs, control);
     }
     GridJobHeader header{.command = GridCommand::kLu,
                          .want_factors = 1,
@@ -147,15 +144,10 @@ class DistributedBackend final : public Backend {
     return result;
   }
 
-  absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
-                                    const SolveOptions& options, JobControl* control) override {
-    return local_->Solve(factorization, rhs, options, control);
-  }
-
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
                                           JobControl* control) override {
-    if (options.block_size > 0 || !OnGrid(a, &b)) return local_->Multiply(a, b, options, control);
+    if (options.block_size > 0 || !OnGrid(a, &b)) return target().Multiply(a, b, options, control);
     GridJobHeader header{.command = GridCommand::kMultiply,
                          .transpose_a = options.transpose_a ? 1 : 0,
                          .transpose_b = options.transpose_b ? 1 : 0,
@@ -184,41 +176,6 @@ class DistributedBackend final : public Backend {
     return result;
   }
 
-  absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
-                                            JobControl* control) override {
-    return local_->Permanent(a, options, control);
-  }
-
-  uint64_t DeterminantDeviceBytes(const MatrixView& a,
-                                  const DeterminantOptions& options) const override {
-    return local_->DeterminantDeviceBytes(a, options);
-  }
-  uint64_t FactorizeDeviceBytes(const MatrixView& a, const FactorizeOptions& options,
-                                const MatrixView* rhs) const override {
-    return local_->FactorizeDeviceBytes(a, options, rhs);
-  }
-  uint64_t SolveDeviceBytes(const FactorizationView& factorization, const MatrixView& rhs,
-                            const SolveOptions& options) const override {
-    return local_->SolveDeviceBytes(factorization, rhs, options);
-  }
-  uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
-                               const MultiplyOptions& options) const override {
-    return local_->MultiplyDeviceBytes(a, b, options);
-  }
-  uint64_t PermanentDeviceBytes(const MatrixView& a,
-                                const PermanentOptions& options) const override {
-    return local_->PermanentDeviceBytes(a, options);
-  }
-  absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t rows, int64_t cols,
-                                                                   DType dtype,
-                                                                   int device_index) override {
-    return local_->AllocateResident(rows, cols, dtype, device_index);
-  }
-  std::vector<DeviceMemoryUsage> DeviceMemory() const override { return local_->DeviceMemory(); }
-  absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() override {
-    return local_->MeasureCopyBandwidth();
-  }
-
  private:
   static double Square(int64_t n) { return static_cast<double>(n) * static_cast<double>(n); }
   static double Cube(int64_t n) { return Square(n) * static_cast<double>(n); }
@@ -234,7 +191,7 @@ class DistributedBackend final : public Backend {
 
   ComputeStats Stats(const char* kernel, double seconds, double flops, int64_t elements) const {
     const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(double);
-    return {.backend = std::string(local_->name()),
+    return {.backend = std::string(target().name()),
             .device = device_,
             .seconds = seconds,
             .bytes_moved = bytes,
@@ -285,7 +242,6 @@ class DistributedBackend final : public Backend {
     return absl::UnavailableError("the distributed grid was lost; restart mpirun to use it again");
   }
 
-  std::unique_ptr<Backend> local_;
   std::unique_ptr<ScalapackGrid> grid_;
   DistributedBackendOptions options_;
   std::string device_;

@@ -49,15 +49,21 @@ start single "$matrixd" "${common[@]}"
 grep -q "ScaLAPACK grid 1x2" "$dir/grid.out" || fail "the grid server does not say it has a 1x2 grid"
 
 ctl() { "$matrixctl" --server="127.0.0.1:$1" "${@:2}"; }
+# Runs one matrixctl command ($2...) on both servers into $dir/$1_grid.out and $1_single.out (an
+# "OUT" argument becomes $dir/<$1>_<server>.npy) and checks that the grid ran it.
+both() {
+  local name=$1
+  shift
+  for s in grid single; do
+    local port_var=port_$s
+    ctl "${!port_var}" "${@/OUT/$dir/${name}_$s.npy}" >"$dir/${name}_$s.out" || fail "$name on $s"
+  done
+  grep -q "ScaLAPACK" "$dir/${name}_grid.out" || fail "$name did not run on the grid"
+}
 
 # 1. Product, n = 301 (not a multiple of the block or of the grid), B^T.
-for s in grid single; do
-  port_var=port_$s
-  ctl "${!port_var}" multiply --random 301 --seed 7 --transpose_b --output "$dir/c_$s.npy" \
-    >"$dir/multiply_$s.out" || fail "multiply on $s"
-done
-grep -q "ScaLAPACK" "$dir/multiply_grid.out" || fail "the product did not run on the grid"
-"$python" - "$dir/c_grid.npy" "$dir/c_single.npy" <<'PY' || fail "products differ"
+both multiply multiply --random 301 --seed 7 --transpose_b --output OUT
+"$python" - "$dir/multiply_grid.npy" "$dir/multiply_single.npy" <<'PY' || fail "products differ"
 import sys, numpy as np
 a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
 err = np.abs(a - b).max()
@@ -66,11 +72,7 @@ sys.exit(0 if a.shape == b.shape and err < 1e-10 else 1)
 PY
 
 # 2. Determinant, n = 257: log|det| and sign agree.
-for s in grid single; do
-  port_var=port_$s
-  ctl "${!port_var}" det --random 257 --seed 3 >"$dir/det_$s.out" || fail "det on $s"
-done
-grep -q "ScaLAPACK" "$dir/det_grid.out" || fail "the determinant did not run on the grid"
+both det det --random 257 --seed 3
 read_field() { sed -n "s/^  $2 *= *//p" "$1"; }
 "$python" - "$(read_field "$dir/det_grid.out" 'log|det|')" "$(read_field "$dir/det_single.out" 'log|det|')" \
   "$(read_field "$dir/det_grid.out" sign)" "$(read_field "$dir/det_single.out" sign)" <<'PY' ||
@@ -82,13 +84,8 @@ PY
   fail "determinants differ"
 
 # 3. LU solve, n = 130 with 3 right-hand sides.
-for s in grid single; do
-  port_var=port_$s
-  ctl "${!port_var}" factorize --kind lu --random 130 --rhs_random 3 --seed 11 \
-    --output "$dir/x_$s.npy" >"$dir/lu_$s.out" || fail "factorize on $s"
-done
-grep -q "ScaLAPACK" "$dir/lu_grid.out" || fail "the LU did not run on the grid"
-"$python" - "$dir/x_grid.npy" "$dir/x_single.npy" <<'PY' || fail "solutions differ"
+both lu factorize --kind lu --random 130 --rhs_random 3 --seed 11 --output OUT
+"$python" - "$dir/lu_grid.npy" "$dir/lu_single.npy" <<'PY' || fail "solutions differ"
 import sys, numpy as np
 a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
 err = np.abs(a - b).max()
