@@ -29,9 +29,10 @@ start() {
   shift
   "$@" >"$dir/$name.out" 2>"$dir/$name.err" &
   pids+=($!)
-  for _ in $(seq 200); do
+  for _ in $(seq 600); do
     local port
-    port=$(sed -n 's/^matrixd listening on [^ ]*:\([0-9]*\) .*/\1/p' "$dir/$name.out")
+    # The file appears only once the background process has opened it.
+    port=$(sed -n 's/^matrixd listening on [^ ]*:\([0-9]*\) .*/\1/p' "$dir/$name.out" 2>/dev/null || true)
     if [[ -n "$port" ]]; then
       printf -v "port_$name" '%s' "$port"
       return 0
