@@ -354,6 +354,10 @@ absl::StatusOr<v1::ListMatricesResponse> Client::ListMatrices() {
   return Call(&v1::MatrixService::Stub::ListMatrices, v1::ListMatricesRequest());
 }
 
+absl::StatusOr<v1::ResidentMatrix> Client::Generate(const v1::GenerateRequest& request) {
+  return Call(&v1::MatrixService::Stub::Generate, request);
+}
+
 absl::StatusOr<uint64_t> Client::Release(const std::string& handle) {
   v1::ReleaseRequest request;
   request.set_handle(handle);

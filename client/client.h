@@ -113,6 +113,9 @@ class Client {
   absl::StatusOr<v1::Matrix> Download(const std::string& handle,
                                       const DownloadOptions& options = {});
   absl::StatusOr<v1::ListMatricesResponse> ListMatrices();
+  // A matrix made on the server (random, identity, Hilbert; matrixd.proto's Generate), left there
+  // unowned: release it with Release. The server's error as is.
+  absl::StatusOr<v1::ResidentMatrix> Generate(const v1::GenerateRequest& request);
   // Frees the matrix now; returns the bytes freed. NOT_FOUND for an unknown handle.
   absl::StatusOr<uint64_t> Release(const std::string& handle);
   // Takes ownership of the matrices a response kept (its `kept`): each is released when its

@@ -6,9 +6,11 @@
 // Errors print "matrixctl: <CODE>: <message>" and exit 1; usage errors exit 2.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/client.h"
@@ -105,6 +108,8 @@ constexpr absl::string_view kUsage =
     "  job ID     a job's state, and its result once done\n"
     "  upload FILE       keep a matrix on the server; prints its handle (--streams)\n"
     "  download HANDLE   fetch a resident matrix into --output F.npy\n"
+    "  generate KIND N   make a resident N x N random|identity|hilbert matrix on the server,\n"
+    "                    no upload (--dtype, --seed); prints its handle\n"
     "  ls                the resident matrices\n"
     "  rm HANDLE ...     release resident matrices\n"
     "  load       many concurrent requests (--op, --n, --requests, --concurrency, --batch,\n"
@@ -532,6 +537,42 @@ absl::Status Upload(Client& client, const std::vector<std::string>& files) {
   return RunUpload(client, (*inputs)[0].matrix, options, TerminalDisplay(), std::cout, std::cerr);
 }
 
+// generate random|identity|hilbert N.
+absl::Status Generate(Client& client, const std::vector<std::string>& args) {
+  if (absl::Status status = NoResultFor("generate"); !status.ok()) return status;
+  if (args.size() != 2) return UsageError("generate takes KIND N (random|identity|hilbert)");
+  static const auto* const kGenerators =
+      new std::map<std::string, v1::Generator>{{"random", v1::GENERATOR_RANDOM},
+                                               {"identity", v1::GENERATOR_IDENTITY},
+                                               {"hilbert", v1::GENERATOR_HILBERT}};
+  const auto generator = kGenerators->find(args[0]);
+  if (generator == kGenerators->end()) {
+    return UsageError(
+        absl::StrCat("generate: unknown kind '", args[0], "'; want random|identity|hilbert"));
+  }
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(args[1], &n) || n < 1) {
+    return UsageError(absl::StrCat("generate: N must be a positive integer, not '", args[1], "'"));
+  }
+  absl::StatusOr<v1::DType> dtype = GeneratedDType();
+  if (!dtype.ok()) return dtype.status();
+  v1::GenerateRequest request;
+  request.set_rows(n);
+  request.set_cols(n);
+  request.set_dtype(*dtype);
+  request.set_generator(generator->second);
+  request.set_seed(absl::GetFlag(FLAGS_seed));
+  request.set_label(absl::StrCat(args[0], " ", n));
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<v1::ResidentMatrix> made = client.Generate(request);
+  if (!made.ok()) return made.status();
+  std::cout << made->handle() << std::endl;
+  std::cerr << "generated " << args[0] << " " << n << " x " << n << " on the server in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+            << " s (" << made->device() << ")" << std::endl;
+  return absl::OkStatus();
+}
+
 // download HANDLE --output F.npy.
 absl::Status Download(Client& client, const std::vector<std::string>& args) {
   if (args.size() != 1) return UsageError("download takes one handle");
@@ -685,6 +726,8 @@ int Main(int argc, char** argv) {
     status = Submit(client, files);
   } else if (command == "upload") {
     status = Upload(client, files);
+  } else if (command == "generate") {
+    status = Generate(client, files);
   } else if (command == "download") {
     status = Download(client, files);
   } else if (command == "ls") {

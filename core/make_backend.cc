@@ -20,7 +20,7 @@ bool CudaDeviceAvailable() {
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
                                                      const BackendConfig& config) {
   if (name == "cpu" || (name == "auto" && !CudaDeviceAvailable())) {
-    return MakeCpuBackend({.threads = config.cpu_threads});
+    return MakeCpuBackend({.threads = config.cpu_threads, .state_dir = config.state_dir});
   }
   if (name == "cuda" || name == "auto") {
 #ifdef MATRIXD_HAVE_CUDA

@@ -3,6 +3,7 @@
 #define MATRIXD_CORE_MAKE_BACKEND_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,6 +17,7 @@ struct BackendConfig {
   int cpu_threads = 0;                    // 0 = all hardware threads
   DeviceMemoryLimit device_memory_limit;  // per CUDA device; default 90% of its memory
   int streams_per_device = 1;             // CUDA operations at once per device, one stream each
+  std::string state_dir = {};             // checkpoints of long permanents; empty = none
 };
 
 // True when this build has the CUDA backend and at least one CUDA device is usable.

@@ -21,6 +21,10 @@ class ScaledNumber {
   static ScaledNumber Zero() { return ScaledNumber(0.0, 0); }
   // REQUIRES: value is finite.
   static ScaledNumber Of(std::complex<double> value) { return ScaledNumber(value, 0); }
+  // mantissa * 2^exponent2, e.g. from the parts another process sent. REQUIRES: mantissa finite.
+  static ScaledNumber FromParts(std::complex<double> mantissa, int64_t exponent2) {
+    return ScaledNumber(mantissa, exponent2);
+  }
 
   ScaledNumber& operator*=(std::complex<double> factor);
   ScaledNumber& operator*=(const ScaledNumber& other);

@@ -11,6 +11,7 @@ packages=(
   libabsl-dev prometheus-cpp-dev libcpp-httplib-dev
   libopenblas-dev liblapacke-dev libgmp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin libscalapack-openmpi-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libntl-dev prometheus python3-numpy python3-grpcio python3-grpc-tools
@@ -31,3 +32,24 @@ if ((${#missing[@]} > 0)); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "install-deps: all ${#packages[@]} packages present"
+
+# NVIDIA's distributed libraries (cuBLASMp, cuSOLVERMp and NVSHMEM beneath them) ship only as pip
+# wheels. They go into a prefix of their own, where CMake looks (MATRIXD_PYDEPS_PREFIX); without
+# them matrixd builds and its cuBLASMp/cuSOLVERMp methods answer UNIMPLEMENTED. Optional: a
+# machine without a package index (or without pip) skips the step and says so.
+pydeps_prefix="${MATRIXD_PYDEPS_PREFIX:-/opt/matrixd/pydeps}"
+pydeps=(nvidia-cublasmp-cu13 nvidia-cusolvermp-cu13 nvidia-nvshmem-cu13)
+if [[ "${MATRIXD_SKIP_PYDEPS:-0}" == 1 ]]; then
+  echo "install-deps: MATRIXD_SKIP_PYDEPS=1, not fetching ${pydeps[*]}"
+elif [[ -d "$pydeps_prefix/nvidia" ]]; then
+  echo "install-deps: ${pydeps[*]} present in $pydeps_prefix"
+elif /usr/bin/python3 -m pip --version >/dev/null 2>&1 && [[ $(id -u) -eq 0 || -w "$(dirname "$pydeps_prefix")" ]]; then
+  mkdir -p "$pydeps_prefix"
+  if ! timeout 600 /usr/bin/python3 -m pip install --quiet --disable-pip-version-check \
+      --no-deps --target "$pydeps_prefix" "${pydeps[@]}"; then
+    echo "install-deps: could not fetch ${pydeps[*]} (no package index?); building without" \
+         "cuBLASMp/cuSOLVERMp (those methods answer UNIMPLEMENTED)" >&2
+  fi
+else
+  echo "install-deps: no pip for /usr/bin/python3; building without cuBLASMp/cuSOLVERMp" >&2
+fi

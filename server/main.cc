@@ -26,6 +26,11 @@
 #include "server/memory_limit.h"
 #include "server/metrics_http.h"
 #include "server/server.h"
+#ifdef MATRIXD_HAVE_DISTRIBUTED
+#include "core/distributed/distributed_backend.h"
+#include "core/distributed/mpi_session.h"
+#include "core/distributed/scalapack_grid.h"
+#endif
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "host:port to listen on; port 0 picks a free port");
 ABSL_FLAG(std::string, backend, "auto",
@@ -65,6 +70,19 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "refused with UNAVAILABLE) before the rest is stopped; a second signal stops at once");
 ABSL_FLAG(absl::Duration, resident_ttl, matrixd::server::ResidentRegistry::Options{}.ttl,
           "a resident matrix unused for this long is released");
+ABSL_FLAG(std::string, state_dir, "",
+          "where long permanents checkpoint their finished Gray-code chunks, so that the same job "
+          "submitted again after a crash resumes instead of starting over; empty = no checkpoints "
+          "(cpu backend)");
+ABSL_FLAG(bool, distributed, false,
+          "run under mpirun: rank 0 serves gRPC, the other ranks join its large float64 "
+          "Multiply, Determinant and LU jobs over a ScaLAPACK grid (docs/distributed.md)");
+ABSL_FLAG(int64_t, distributed_min_dimension, 1024,
+          "--distributed: the smallest largest-dimension of a job that goes to the grid");
+ABSL_FLAG(int, distributed_block, 64, "--distributed: the block size of the block-cyclic layout");
+ABSL_FLAG(absl::Duration, distributed_timeout, absl::Minutes(30),
+          "--distributed: a grid job not finished by then fails with UNAVAILABLE and the grid is "
+          "given up (later jobs run on rank 0 alone)");
 
 namespace {
 
@@ -176,11 +194,11 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
             ? "--backend=auto: a CUDA device is present, using the cuda backend"
             : "--backend=auto: no usable CUDA device (or no CUDA build), using the cpu backend");
   }
-  return matrixd::MakeBackend(name,
-                              {.devices = *std::move(devices),
-                               .cpu_threads = cpu_threads,
-                               .device_memory_limit = *memory_limit,
-                               .streams_per_device = absl::GetFlag(FLAGS_streams_per_device)});
+  return matrixd::MakeBackend(name, {.devices = *std::move(devices),
+                                     .cpu_threads = cpu_threads,
+                                     .device_memory_limit = *memory_limit,
+                                     .streams_per_device = absl::GetFlag(FLAGS_streams_per_device),
+                                     .state_dir = absl::GetFlag(FLAGS_state_dir)});
 }
 
 // Jobs run at once: --cpu_workers for the CPU backend, --streams_per_device per device for CUDA.
@@ -206,6 +224,52 @@ int main(int argc, char** argv) {
     Log(absl::StrCat("cannot create the backend: ", backend.status().message()));
     return kExitBadConfig;
   }
+#ifdef MATRIXD_HAVE_DISTRIBUTED
+  // Declared before the server, so that MPI outlives it.
+  std::unique_ptr<matrixd::distributed::MpiSession> mpi;
+  if (absl::GetFlag(FLAGS_distributed)) {
+    absl::StatusOr<std::unique_ptr<matrixd::distributed::MpiSession>> session =
+        matrixd::distributed::MpiSession::Init(&argc, &argv);
+    if (!session.ok()) {
+      Log(session.status().message());
+      return kExitBadConfig;
+    }
+    mpi = *std::move(session);
+    const int block = absl::GetFlag(FLAGS_distributed_block);
+    if (block < 1) {
+      Log("--distributed_block must be >= 1");
+      return kExitBadConfig;
+    }
+    absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> grid =
+        matrixd::distributed::ScalapackGrid::Create(block);
+    if (!grid.ok()) {
+      Log(absl::StrCat("cannot form the grid: ", grid.status().message()));
+      return kExitBadConfig;
+    }
+    if (mpi->rank() != 0) {
+      // Workers: no gRPC, no metrics; they join the root's grid jobs until it shuts down.
+      const absl::Status served = (*grid)->ServeWorker();
+      if (!served.ok()) {
+        Log(absl::StrCat("rank ", mpi->rank(), ": ", served.message()));
+        mpi->lost()->store(true);
+        return kExitCannotListen;
+      }
+      return 0;
+    }
+    Log(absl::StrCat("distributed: ", mpi->size(), " MPI ranks as a ", (*grid)->shape().rows, "x",
+                     (*grid)->shape().cols, " ScaLAPACK grid"));
+    *backend = matrixd::distributed::MakeDistributedBackend(
+        *std::move(backend), *std::move(grid),
+        {.min_dimension = absl::GetFlag(FLAGS_distributed_min_dimension),
+         .timeout = absl::GetFlag(FLAGS_distributed_timeout),
+         .lost = mpi->lost()});
+  }
+#else
+  if (absl::GetFlag(FLAGS_distributed)) {
+    Log("--distributed: this build has no distributed mode (MPI and ScaLAPACK were not found)");
+    return kExitBadConfig;
+  }
+#endif
 
   options->scheduler.workers = WorkersFromFlags(**backend);
   Log(absl::StrCat(options->scheduler.workers, " workers, up to ", options->scheduler.queue_depth,

@@ -19,6 +19,7 @@
 #include "server/resident_registry.h"
 #include "server/scheduler.h"
 #include "server/shared_memory_registry.h"
+#include "server/upload_assembler.h"
 
 namespace matrixd::server {
 
@@ -73,6 +74,9 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
                                     const v1::ReleaseRequest* request,
                                     v1::ReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* Generate(grpc::CallbackServerContext* context,
+                                     const v1::GenerateRequest* request,
+                                     v1::ResidentMatrix* response) override;
   grpc::ServerUnaryReactor* CreateMatrix(grpc::CallbackServerContext* context,
                                          const v1::CreateMatrixRequest* request,
                                          v1::ResidentMatrix* response) override;
@@ -98,6 +102,10 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   void set_max_response_bytes(int64_t bytes) { max_response_bytes_ = bytes; }
 
  private:
+  // The checks of a call that makes a resident matrix (CreateMatrix, Generate): a registry, a
+  // server not draining, a valid shape (errors naming `rpc`).
+  absl::StatusOr<UploadShape> CheckNewMatrix(int64_t rows, int64_t cols, v1::DType dtype,
+                                             const char* rpc);
   JobCallServices job_call_services() {
     return {backend_, scheduler_,          limits_,       resident_,
             metrics_, max_response_bytes_, shared_memory_};

@@ -15,14 +15,14 @@ absl::StatusOr<Result> Recorded(Metrics& metrics, absl::string_view op, DType dt
 absl::StatusOr<DeterminantResult> MeteredBackend::Determinant(const MatrixView& a,
                                                               const DeterminantOptions& options,
                                                               JobControl* control) {
-  return Recorded(metrics_, kOpDeterminant, a.dtype, inner_->Determinant(a, options, control));
+  return Recorded(metrics_, kOpDeterminant, a.dtype, target().Determinant(a, options, control));
 }
 
 absl::StatusOr<FactorizeResult> MeteredBackend::Factorize(const MatrixView& a,
                                                           const FactorizeOptions& options,
                                                           const MatrixView* rhs,
                                                           JobControl* control) {
-  return Recorded(metrics_, kOpFactorize, a.dtype, inner_->Factorize(a, options, rhs, control));
+  return Recorded(metrics_, kOpFactorize, a.dtype, target().Factorize(a, options, rhs, control));
 }
 
 absl::StatusOr<SolveResult> MeteredBackend::Solve(const FactorizationView& factorization,
@@ -30,19 +30,19 @@ absl::StatusOr<SolveResult> MeteredBackend::Solve(const FactorizationView& facto
                                                   const SolveOptions& options,
                                                   JobControl* control) {
   return Recorded(metrics_, kOpSolve, rhs.dtype,
-                  inner_->Solve(factorization, rhs, options, control));
+                  target().Solve(factorization, rhs, options, control));
 }
 
 absl::StatusOr<MultiplyResult> MeteredBackend::Multiply(const MatrixView& a, const MatrixView& b,
                                                         const MultiplyOptions& options,
                                                         JobControl* control) {
-  return Recorded(metrics_, kOpMultiply, a.dtype, inner_->Multiply(a, b, options, control));
+  return Recorded(metrics_, kOpMultiply, a.dtype, target().Multiply(a, b, options, control));
 }
 
 absl::StatusOr<PermanentResult> MeteredBackend::Permanent(const MatrixView& a,
                                                           const PermanentOptions& options,
                                                           JobControl* control) {
-  return Recorded(metrics_, kOpPermanent, a.dtype, inner_->Permanent(a, options, control));
+  return Recorded(metrics_, kOpPermanent, a.dtype, target().Permanent(a, options, control));
 }
 
 }  // namespace matrixd::server

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "core/matrix_generator.h"
 #include "server/download_stream.h"
 #include "server/matrix_conversion.h"
 #include "server/matrix_service.h"
@@ -186,18 +187,60 @@ grpc::ServerUnaryReactor* MatrixService::Release(grpc::CallbackServerContext* co
   return reactor;
 }
 
+absl::StatusOr<UploadShape> MatrixService::CheckNewMatrix(int64_t rows, int64_t cols,
+                                                          v1::DType dtype, const char* rpc) {
+  if (resident_ == nullptr) return absl::UnimplementedError(kNoRegistry);
+  if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
+  return CheckUploadShape(rows, cols, dtype, rpc);
+}
+
 grpc::ServerUnaryReactor* MatrixService::CreateMatrix(grpc::CallbackServerContext* context,
                                                       const v1::CreateMatrixRequest* request,
                                                       v1::ResidentMatrix* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status status = [&]() -> absl::Status {
-    if (resident_ == nullptr) return absl::UnimplementedError(kNoRegistry);
-    if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
     absl::StatusOr<UploadShape> shape =
-        CheckUploadShape(request->rows(), request->cols(), request->dtype(), "CreateMatrix");
+        CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "CreateMatrix");
     if (!shape.ok()) return shape.status();
     absl::StatusOr<ResidentInfo> info =
         resident_->CreateFilling(shape->rows, shape->cols, shape->dtype, request->label());
+    if (!info.ok()) return info.status();
+    ToProto(*info, absl::Now(), response);
+    return absl::OkStatus();
+  }();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* MatrixService::Generate(grpc::CallbackServerContext* context,
+                                                  const v1::GenerateRequest* request,
+                                                  v1::ResidentMatrix* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status status = [&]() -> absl::Status {
+    absl::StatusOr<UploadShape> shape =
+        CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "Generate");
+    if (!shape.ok()) return shape.status();
+    GeneratorOptions options{.seed = request->seed()};
+    switch (request->generator()) {
+      case v1::GENERATOR_RANDOM:
+        options.kind = GeneratorKind::kRandom;
+        break;
+      case v1::GENERATOR_IDENTITY:
+        options.kind = GeneratorKind::kIdentity;
+        break;
+      case v1::GENERATOR_HILBERT:
+        options.kind = GeneratorKind::kHilbert;
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("generator ", request->generator(),
+                                                       " is not RANDOM, IDENTITY or HILBERT"));
+    }
+    if (absl::Status valid = CheckGenerator(options, shape->dtype); !valid.ok()) return valid;
+    absl::StatusOr<std::unique_ptr<PendingResident>> pending =
+        resident_->Create(shape->rows, shape->cols, shape->dtype, request->label());
+    if (!pending.ok()) return pending.status();
+    if (absl::Status made = GenerateInto((*pending)->matrix(), options); !made.ok()) return made;
+    absl::StatusOr<ResidentInfo> info = resident_->Commit(*std::move(pending), /*finite=*/true);
     if (!info.ok()) return info.status();
     ToProto(*info, absl::Now(), response);
     return absl::OkStatus();

@@ -47,7 +47,8 @@ const char* KernelNameOf(const PermanentResult& result) {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) : threads_(threads) {}
+  CpuBackend(int threads, std::string state_dir)
+      : threads_(threads), state_dir_(std::move(state_dir)) {}
 
   std::string_view name() const override { return "cpu"; }
   std::string device() const override { return absl::StrCat("cpu (", threads_, " threads)"); }
@@ -83,7 +84,7 @@ class CpuBackend final : public Backend {
   }
   absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                             JobControl* control) override {
-    return Timed([&] { return cpu::Permanent(a, options, threads_, control); });
+    return Timed([&] { return cpu::Permanent(a, options, threads_, control, state_dir_); });
   }
 
   absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t rows, int64_t cols,
@@ -120,6 +121,7 @@ class CpuBackend final : public Backend {
   }
 
   int threads_;
+  std::string state_dir_;
 };
 
 }  // namespace
@@ -127,7 +129,7 @@ class CpuBackend final : public Backend {
 std::unique_ptr<Backend> MakeCpuBackend(const CpuBackendOptions& options) {
   int threads = options.threads;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::make_unique<CpuBackend>(threads);
+  return std::make_unique<CpuBackend>(threads, options.state_dir);
 }
 
 }  // namespace matrixd

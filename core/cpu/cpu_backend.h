@@ -4,6 +4,7 @@
 #define MATRIXD_CORE_CPU_CPU_BACKEND_H_
 
 #include <memory>
+#include <string>
 
 #include "core/backend.h"
 
@@ -13,6 +14,9 @@ struct CpuBackendOptions {
   // Worker threads for our own parallel kernels (permanent, batches of small factorizations);
   // 0 = all hardware threads.
   int threads = 0;
+  // Where long permanents checkpoint their finished chunks so that a restarted job resumes
+  // (core/walk_checkpoint.h); empty: no checkpoints.
+  std::string state_dir = {};
 };
 
 std::unique_ptr<Backend> MakeCpuBackend(const CpuBackendOptions& options = {});

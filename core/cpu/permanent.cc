@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,6 +21,7 @@
 #include "core/cpu/permanent_preparation.h"
 #include "core/modular_arithmetic.h"
 #include "core/status_macros.h"
+#include "core/walk_checkpoint.h"
 
 // The floating-point walks use std::fma for double-double products. The baseline x86-64 build has
 // no FMA instruction (std::fma is then a library call), so each walk is also compiled for
@@ -423,10 +425,48 @@ bool RunItems(int64_t items, int threads, JobControl* control, const RunItem& ru
 
 absl::Status Cancelled() { return absl::CancelledError("permanent cancelled"); }
 
+// Runs walk_item(item) into partial[item] for every item as RunItems does; with a state_dir, the
+// items a checkpoint there recorded are loaded instead of walked, and each item walked is recorded
+// as it finishes. A cancelled or failed walk keeps its checkpoint (a restart resumes it); a
+// complete one removes it. `walk` names the walk's parameters for its key.
+template <typename Sum, typename WalkItem>
+absl::Status RunResumable(const MatrixView& a, std::span<const int64_t> walk,
+                          const std::string& state_dir, int threads, JobControl* control,
+                          std::vector<Sum>& partial, const WalkItem& walk_item) {
+  static_assert(std::is_trivially_copyable_v<Sum>);
+  const int64_t items = static_cast<int64_t>(partial.size());
+  std::unique_ptr<WalkCheckpoint> checkpoint;
+  if (!state_dir.empty()) {
+    MATRIXD_ASSIGN_OR_RETURN(checkpoint,
+                             WalkCheckpoint::Open(state_dir, WalkKey(a, walk), items, sizeof(Sum)));
+  }
+  std::mutex error_mutex;
+  absl::Status error;
+  const bool complete = RunItems(items, threads, control, [&](int64_t item) {
+    Sum& sum = partial[static_cast<size_t>(item)];
+    const auto bytes = std::as_writable_bytes(std::span<Sum, 1>(&sum, 1));
+    if (checkpoint != nullptr && checkpoint->done(item)) {
+      checkpoint->Load(item, bytes);
+      return;
+    }
+    sum = walk_item(item);
+    if (checkpoint == nullptr) return;
+    if (absl::Status recorded = checkpoint->Record(item, bytes); !recorded.ok()) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      error.Update(recorded);
+    }
+  });
+  if (!complete) return Cancelled();
+  MATRIXD_RETURN_IF_ERROR(error);
+  if (checkpoint != nullptr) checkpoint->Remove();
+  return absl::OkStatus();
+}
+
 // The real (T = double) or complex permanent, from the plan builder and chunk walk for T.
 template <typename T, typename Sum>
 absl::StatusOr<std::complex<double>> FloatPermanent(
     const MatrixView& a, int n, PermanentMethod method, int threads, JobControl* control,
+    const std::string& state_dir,
     WalkPlan<T> (*make_plan)(const std::vector<T>&, int, PermanentMethod),
     Sum (*walk)(const WalkPlan<T>&, uint64_t, uint64_t)) {
   MATRIXD_ASSIGN_OR_RETURN(const ScaledRows<T> rows, ScalePermanentRows<T>(a));
@@ -434,10 +474,10 @@ absl::StatusOr<std::complex<double>> FloatPermanent(
   const WalkPlan<T> plan = make_plan(rows.entries, n, method);
   const ChunkPlan chunks = PlanChunks(plan.bits, n);
   std::vector<Sum> partial(static_cast<size_t>(chunks.count));
-  if (!RunItems(chunks.count, threads, control,
-                [&](int64_t c) { partial[c] = walk(plan, chunks.begin(c), chunks.end(c)); })) {
-    return Cancelled();
-  }
+  const int64_t walk_key[] = {0, static_cast<int64_t>(method), chunks.log2_size};
+  MATRIXD_RETURN_IF_ERROR(
+      RunResumable(a, walk_key, state_dir, threads, control, partial,
+                   [&](int64_t c) { return walk(plan, chunks.begin(c), chunks.end(c)); }));
   // Combined in chunk order, so the result does not depend on the number of threads.
   Sum total;
   for (const Sum& s : partial) total.Add(s);
@@ -450,7 +490,8 @@ struct ExactPermanent {
 };
 
 absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, PermanentMethod method,
-                                                int threads, JobControl* control) {
+                                                int threads, JobControl* control,
+                                                const std::string& state_dir) {
   const std::span<const int64_t> m = a.As<int64_t>();
   const std::vector<uint64_t> primes = PermanentPrimes(m, n);
   if (primes.empty()) return ExactPermanent{"0", 0};
@@ -461,12 +502,13 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
   const ModularChunkFn walk = SelectModularChunk();
   const int64_t items = chunks.count * static_cast<int64_t>(primes.size());
   std::vector<uint64_t> partial(static_cast<size_t>(items));
-  if (!RunItems(items, threads, control, [&](int64_t item) {
+  const int64_t walk_key[] = {1, static_cast<int64_t>(method), chunks.log2_size,
+                              static_cast<int64_t>(primes.size())};
+  MATRIXD_RETURN_IF_ERROR(
+      RunResumable(a, walk_key, state_dir, threads, control, partial, [&](int64_t item) {
         const int64_t c = item % chunks.count;
-        partial[item] = walk(plans[item / chunks.count], chunks.begin(c), chunks.end(c));
-      })) {
-    return Cancelled();
-  }
+        return walk(plans[item / chunks.count], chunks.begin(c), chunks.end(c));
+      }));
   std::vector<uint64_t> residues(primes.size());
   for (size_t q = 0; q < primes.size(); ++q) {
     const uint64_t p = primes[q];
@@ -482,7 +524,8 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
 }  // namespace
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
-                                          int threads, JobControl* control) {
+                                          int threads, JobControl* control,
+                                          const std::string& state_dir) {
   MATRIXD_RETURN_IF_ERROR(CheckPermanentInput(a, kMaxOrder, "the permanent"));
   if (IsCancelled(control)) return Cancelled();
   const int n = static_cast<int>(a.rows);
@@ -491,17 +534,17 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
   PermanentResult result = NewPermanentResult(a, options);
 
   if (a.dtype == DType::kInt64) {
-    MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact,
-                             IntegerPermanent(a, n, result.method_used, threads, control));
+    MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact, IntegerPermanent(a, n, result.method_used,
+                                                                    threads, control, state_dir));
     // The exact value is the truth; `value` is its nearest double.
     SetExactPermanent(std::move(exact.decimal), exact.primes, &result);
   } else {
     MATRIXD_ASSIGN_OR_RETURN(std::complex<double> value,
                              IsComplex(a.dtype)
                                  ? FloatPermanent(a, n, result.method_used, threads, control,
-                                                  &MakeComplexPlan, SelectComplexChunk())
+                                                  state_dir, &MakeComplexPlan, SelectComplexChunk())
                                  : FloatPermanent(a, n, result.method_used, threads, control,
-                                                  &MakeRealPlan, SelectRealChunk()));
+                                                  state_dir, &MakeRealPlan, SelectRealChunk()));
     result.value = value;
   }
   ReportProgress(control, 1.0);

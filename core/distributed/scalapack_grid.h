@@ -1,0 +1,100 @@
+// The ranks of one `mpirun` as a ScaLAPACK process grid, and the jobs they run together. Rank 0
+// (the root) holds the operands and the results; it broadcasts a GridJobHeader, scatters the
+// operands block-cyclically, every rank computes its part with ScaLAPACK, and the root gathers
+// the result. The other ranks sit in ServeWorker. Every method here is collective: all ranks call
+// it in the same order, and on the root from one thread at a time. MPI errors come back as
+// UNAVAILABLE (the communicator returns errors instead of aborting); a rank that dies can also
+// leave the others blocked, which the caller must bound with a timeout (see
+// distributed_backend.h).
+#ifndef MATRIXD_CORE_DISTRIBUTED_SCALAPACK_GRID_H_
+#define MATRIXD_CORE_DISTRIBUTED_SCALAPACK_GRID_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/distributed/block_cyclic.h"
+#include "core/matrix.h"
+#include "core/scaled_number.h"
+
+namespace matrixd::distributed {
+
+enum class GridCommand : int32_t { kShutdown = 0, kMultiply = 1, kLu = 2 };
+
+// What the root broadcasts before a job: enough for every rank to build its descriptors.
+struct GridJobHeader {
+  GridCommand command = GridCommand::kShutdown;
+  int32_t transpose_a = 0;   // kMultiply
+  int32_t transpose_b = 0;   // kMultiply
+  int32_t want_factors = 0;  // kLu: gather L\U and the permutation to the root
+  int64_t a_rows = 0;
+  int64_t a_cols = 0;
+  int64_t b_rows = 0;  // kMultiply: B; kLu: the right-hand side (0 x 0 for none)
+  int64_t b_cols = 0;
+};
+
+// An LU of a square float64 matrix over the grid, on the root.
+struct GridLu {
+  ScaledNumber determinant = ScaledNumber::Zero();
+  std::optional<int64_t> singular_column;  // first exactly zero pivot, 0-based
+  Matrix lu;                               // packed L\U (want_factors)
+  std::vector<int64_t> permutation;        // A[permutation[i], :] = (L U)[i, :] (want_factors)
+  std::optional<Matrix> solution;          // X with A X = B (a right-hand side was given)
+};
+
+class ScalapackGrid {
+ public:
+  // Collective over MPI_COMM_WORLD (MPI already initialised): a grid of every rank,
+  // ChooseGridShape(size), blocks of `block` x `block`. REQUIRES: block >= 1.
+  static absl::StatusOr<std::unique_ptr<ScalapackGrid>> Create(int64_t block);
+  ~ScalapackGrid();
+  ScalapackGrid(const ScalapackGrid&) = delete;
+  ScalapackGrid& operator=(const ScalapackGrid&) = delete;
+
+  int rank() const { return rank_; }
+  bool is_root() const { return rank_ == 0; }
+  GridShape shape() const { return shape_; }
+  int64_t block() const { return block_; }
+
+  // The root sends *header; the other ranks receive into it.
+  absl::Status BroadcastHeader(GridJobHeader* header);
+
+  // C = op(A) op(B), float64. The root passes A and B (host, row-major) and gets C; the other
+  // ranks pass null and get an empty matrix.
+  absl::StatusOr<Matrix> Multiply(const GridJobHeader& header, const MatrixView* a,
+                                  const MatrixView* b);
+
+  // LU with partial pivoting of a square float64 A (pdgetrf), det(A) from the distributed
+  // diagonal and pivots (reduced as mantissa and exponent, so it cannot overflow), and X with
+  // A X = B (pdgetrs) when header.b_cols > 0 and A is not singular. Root as Multiply.
+  absl::StatusOr<GridLu> Lu(const GridJobHeader& header, const MatrixView* a,
+                            const MatrixView* rhs);
+
+  // A rank other than the root: runs the jobs the root broadcasts until kShutdown (OK) or an MPI
+  // error (UNAVAILABLE).
+  absl::Status ServeWorker();
+
+ private:
+  ScalapackGrid(int rank, GridShape shape, int64_t block, int context)
+      : rank_(rank), shape_(shape), block_(block), context_(context) {}
+
+  BlockCyclicLayout Layout(int64_t rows, int64_t cols) const;
+  absl::StatusOr<std::vector<int>> Descriptor(const BlockCyclicLayout& layout) const;
+  // Scatters the root's `global` (row-major float64) into every rank's local part.
+  absl::StatusOr<std::vector<double>> Scatter(const BlockCyclicLayout& layout,
+                                              const MatrixView* global);
+  // Gathers every rank's local part into a row-major matrix on the root (empty elsewhere).
+  absl::StatusOr<Matrix> Gather(const BlockCyclicLayout& layout, const std::vector<double>& local);
+
+  int rank_;
+  GridShape shape_;
+  int64_t block_;
+  int context_;
+};
+
+}  // namespace matrixd::distributed
+
+#endif  // MATRIXD_CORE_DISTRIBUTED_SCALAPACK_GRID_H_

@@ -1,0 +1,36 @@
+// C = A B in float64 over several GPUs of one process by Cannon's algorithm (the seed's multi-GPU
+// product): the GPUs hold a q x q grid of square blocks (padded with zeros to q * nb), A's block
+// rows skewed left and B's block columns skewed up once, then q rounds of a local cuBLAS GEMM per
+// block while NCCL sends each A block one step left and each B block one step up into a second
+// buffer, so that the transfers overlap the products. q is the smallest with q^2 a multiple of
+// the GPU count (1 GPU: 1, 2: 2, 4: 2, 8: 4); block (i, j) lives on GPU (i q + j) mod R, and a
+// shift between blocks of one GPU is a device copy.
+#ifndef MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
+#define MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/matrix.h"
+
+namespace matrixd::multi_gpu {
+
+// The side of Cannon's block grid for `gpus` GPUs (see above). REQUIRES: gpus >= 1.
+int CannonGridSide(int gpus);
+
+struct CannonTimes {
+  double scatter_seconds = 0.0;  // host to the GPUs, with the initial skew
+  double rounds_seconds = 0.0;   // the q rounds of GEMM + shifts (the figure to compare)
+  double gather_seconds = 0.0;   // back to the host
+};
+
+// C = A B, A m x k and B k x n float64 host matrices (row-major), on `devices` (CUDA ordinals,
+// one NCCL rank each). `times`, when not null, gets the phases' wall times. Errors of CUDA,
+// cuBLAS and NCCL as UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other dtypes,
+// shapes that do not agree, or no device.
+absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixView& a,
+                                  const MatrixView& b, CannonTimes* times = nullptr);
+
+}  // namespace matrixd::multi_gpu
+
+#endif  // MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
