@@ -39,10 +39,8 @@ class BigInt {
   mpz_t value_;
 };
 
-// det of the n x n row-major `entries`, into det.
-inline void BareissDeterminant(const std::vector<int64_t>& entries, int n, BigInt& det) {
-  std::vector<std::unique_ptr<BigInt>> m;
-  for (int64_t v : entries) m.push_back(std::make_unique<BigInt>(v));
+// det of the n x n row-major `m` (overwritten), into det.
+inline void BareissDeterminant(std::vector<std::unique_ptr<BigInt>>& m, int n, BigInt& det) {
   const auto at = [&](int i, int j) { return m[i * n + j]->get(); };
   BigInt previous(1), t1, t2;
   bool negate = false;
@@ -69,6 +67,13 @@ inline void BareissDeterminant(const std::vector<int64_t>& entries, int n, BigIn
   }
   mpz_set(det.get(), at(n - 1, n - 1));
   if (negate) mpz_neg(det.get(), det.get());
+}
+
+// det of the n x n row-major `entries`, into det.
+inline void BareissDeterminant(const std::vector<int64_t>& entries, int n, BigInt& det) {
+  std::vector<std::unique_ptr<BigInt>> m;
+  for (int64_t v : entries) m.push_back(std::make_unique<BigInt>(v));
+  BareissDeterminant(m, n, det);
 }
 
 // det mod p in [0, p).
