@@ -170,6 +170,13 @@ std::string FormatDeterminant(const v1::DeterminantResponse& r, bool complex_inp
     }
     absl::StrAppend(&out, "  log|det| = ", absl::StrFormat("%.15g", r.log_abs()), "\n");
     if (!r.exact().empty()) absl::StrAppend(&out, "  exact    = ", r.exact(), "\n");
+    if (r.has_accuracy()) {
+      const v1::Accuracy& a = r.accuracy();
+      absl::StrAppend(&out, "  rcond    = ", absl::StrFormat("%.3g", a.rcond()),
+                      "  (relative error <= ", absl::StrFormat("%.3g", a.relative_error_bound()),
+                      ", ", absl::StrFormat("%.1f", a.meaningful_digits()), " digits",
+                      a.ill_conditioned() ? ", ILL-CONDITIONED" : "", ")\n");
+    }
   }
   absl::StrAppend(&out, "  method   = ", DeterminantMethodName(r.method_used()), "\n");
   return out;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/accuracy.h"
 #include "core/matrix.h"
 #include "core/resident_matrix.h"
 #include "core/scaled_number.h"
@@ -52,6 +53,9 @@ struct DeterminantResult {
   // Exact integer determinant in decimal (INT64 input, modulus 0); empty if not computed.
   std::string exact;
   DeterminantMethod method_used = DeterminantMethod::kLu;
+  // The condition estimate and error bound of `value` (LU over R/C); empty for the other methods
+  // and modulus > 0. With an exact integer determinant the bound is the rounding of `exact`.
+  std::optional<Accuracy> accuracy;
   ComputeStats stats;
 };
 

@@ -247,9 +247,21 @@ v1::PermanentMethod ToProto(PermanentMethod method) {
   return v1::PERMANENT_METHOD_AUTO;
 }
 
+namespace {
+
+void ToProto(const Accuracy& accuracy, v1::Accuracy* message) {
+  message->set_rcond(accuracy.rcond);
+  message->set_relative_error_bound(accuracy.relative_error_bound);
+  message->set_meaningful_digits(accuracy.meaningful_digits);
+  message->set_ill_conditioned(accuracy.ill_conditioned);
+}
+
+}  // namespace
+
 void ToProto(const DeterminantResult& result, DType input, uint64_t modulus,
              v1::DeterminantResponse* response) {
   response->set_method_used(ToProto(result.method_used));
+  if (result.accuracy.has_value()) ToProto(*result.accuracy, response->mutable_accuracy());
   ToProto(result.stats, response->mutable_stats());
   if (modulus > 0) {
     response->set_residue(result.residue);

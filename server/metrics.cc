@@ -85,6 +85,11 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
                 .Name("matrixd_jobs_total")
                 .Help("Jobs that ended, by operation and final status code.")
                 .Register(*registry_)),
+      accuracy_answers_(prometheus::BuildCounter()
+                            .Name("matrixd_accuracy_answers_total")
+                            .Help("Answers that carried an error bound, by operation and "
+                                  "whether they were flagged ill-conditioned.")
+                            .Register(*registry_)),
       rpc_duration_(prometheus::BuildHistogram()
                         .Name("matrixd_rpc_duration_seconds")
                         .Help("Time from an RPC's arrival to its status, by method and code.")
@@ -147,6 +152,9 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
           absl::StatusCode::kInternal, absl::StatusCode::kUnavailable}) {
       jobs_.Add({{"op", op}, {"status", CodeName(code)}});
     }
+    for (const char* flag : {"true", "false"}) {
+      accuracy_answers_.Add({{"op", op}, {"ill_conditioned", flag}});
+    }
   }
 }
 
@@ -158,6 +166,12 @@ void Metrics::RecordQueueWait(absl::Duration wait) {
 
 void Metrics::RecordJob(absl::string_view op, absl::StatusCode code) {
   jobs_.Add({{"op", std::string(op)}, {"status", CodeName(code)}}).Increment();
+}
+
+void Metrics::RecordAccuracy(absl::string_view op, bool ill_conditioned) {
+  accuracy_answers_
+      .Add({{"op", std::string(op)}, {"ill_conditioned", ill_conditioned ? "true" : "false"}})
+      .Increment();
 }
 
 void Metrics::RecordKernels(absl::string_view op, DType dtype, const ComputeStats& stats) {

@@ -67,11 +67,19 @@ class Metrics {
   // stats.device. Records with seconds <= 0 count bytes and flops but set no bandwidth.
   void RecordKernels(absl::string_view op, DType dtype, const ComputeStats& stats);
 
-  // Both of the above from one result: the job's code, and its kernels when it succeeded.
+  // One answer that carried an accuracy estimate (core/accuracy.h), by whether it was flagged
+  // ill-conditioned (matrixd_accuracy_answers_total{op, ill_conditioned="true"|"false"}).
+  void RecordAccuracy(absl::string_view op, bool ill_conditioned);
+
+  // The above from one result: the job's code, and its kernels and accuracy when it succeeded.
   template <typename Result>
   void RecordOutcome(absl::string_view op, DType dtype, const absl::StatusOr<Result>& result) {
     RecordJob(op, result.status().code());
-    if (result.ok()) RecordKernels(op, dtype, result->stats);
+    if (!result.ok()) return;
+    RecordKernels(op, dtype, result->stats);
+    if constexpr (requires { result->accuracy.has_value(); }) {
+      if (result->accuracy.has_value()) RecordAccuracy(op, result->accuracy->ill_conditioned);
+    }
   }
 
   // ---- The gRPC layer ----
@@ -121,6 +129,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& queue_depth_family_;
   prometheus::Family<prometheus::Histogram>& queue_wait_family_;
   prometheus::Family<prometheus::Counter>& jobs_;
+  prometheus::Family<prometheus::Counter>& accuracy_answers_;
   prometheus::Family<prometheus::Histogram>& rpc_duration_;
   prometheus::Family<prometheus::Gauge>& device_memory_;
   prometheus::Family<prometheus::Counter>& transfer_bytes_;

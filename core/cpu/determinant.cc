@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/accuracy.h"
 #include "core/cpu/condensation.h"
 #include "core/cpu/exact_determinant.h"
 #include "core/cpu/lu_determinant.h"
@@ -83,18 +85,32 @@ void MultiplyByPowerOfTwo(ScaledNumber& x, int64_t exponent2) {
   }
 }
 
+// The determinant and, for LU, its accuracy. The condition is that of the row-scaled matrix D A
+// that LU factorizes: det(D A) = det(D) det(A) with D exact powers of two, so its relative error
+// is det(A)'s.
+struct FloatingValue {
+  ScaledNumber det;
+  std::optional<Accuracy> accuracy;
+};
+
 template <typename T>
-absl::StatusOr<ScaledNumber> FloatingDeterminant(RowScaled<T> scaled, int64_t n,
-                                                 DeterminantMethod method,
-                                                 const ProgressRange& progress,
-                                                 ComputeStats* stats) {
+absl::StatusOr<FloatingValue> FloatingDeterminant(RowScaled<T> scaled, int64_t n,
+                                                  DeterminantMethod method,
+                                                  const ProgressRange& progress,
+                                                  ComputeStats* stats) {
   const int64_t exponent2 = scaled.exponent2;
-  absl::StatusOr<ScaledNumber> det =
-      method == DeterminantMethod::kCondensation
-          ? CondensationDeterminant(std::span<const T>(scaled.values), n, progress, stats)
-          : LuDeterminant(std::move(scaled.values), n, progress, stats);
-  if (det.ok()) MultiplyByPowerOfTwo(*det, exponent2);
-  return det;
+  FloatingValue value;
+  if (method == DeterminantMethod::kCondensation) {
+    MATRIXD_ASSIGN_OR_RETURN(
+        value.det, CondensationDeterminant(std::span<const T>(scaled.values), n, progress, stats));
+  } else {
+    MATRIXD_ASSIGN_OR_RETURN(LuDeterminantResult lu,
+                             LuDeterminant(std::move(scaled.values), n, progress, stats));
+    value.det = lu.det;
+    value.accuracy = DeterminantAccuracy(lu.rcond, n);
+  }
+  MultiplyByPowerOfTwo(value.det, exponent2);
+  return value;
 }
 
 absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
@@ -163,7 +179,7 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       exact_affordable && primes > 0 ? 1.0 / (1.0 + kPrimeWeight * primes) : 1.0;
   const ProgressRange value_progress = progress.Part(0.0, value_share);
 
-  absl::StatusOr<ScaledNumber> value;
+  absl::StatusOr<FloatingValue> value;
   switch (a.dtype) {
     case DType::kFloat32:
       value = FloatingDeterminant(ScaleRows<double, float>(a, &result.stats), n, result.method_used,
@@ -192,7 +208,9 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
           "matrix.dtype is ", std::string(DTypeName(a.dtype)),
           "; want float32, float64, complex64, complex128 or int64 for a determinant"));
   }
-  MATRIXD_ASSIGN_OR_RETURN(result.value, std::move(value));
+  MATRIXD_ASSIGN_OR_RETURN(FloatingValue floating, std::move(value));
+  result.value = floating.det;
+  result.accuracy = floating.accuracy;
 
   if (a.dtype == DType::kInt64) {
     if (primes == 0) {
@@ -205,8 +223,13 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                   progress.Part(value_share, 1.0), &result.stats));
       result.exact = std::move(exact.decimal);
       // The exact integer, rounded, is never worse than the floating-point value and is zero
-      // exactly when A is singular.
+      // exactly when A is singular; its only error is that rounding.
       result.value = exact.rounded;
+      if (result.accuracy.has_value()) {
+        result.accuracy->relative_error_bound = kDoubleRoundoff;
+        result.accuracy->meaningful_digits = -std::log10(kDoubleRoundoff);
+        result.accuracy->ill_conditioned = false;
+      }
     }
   }
   progress.Report(1.0);

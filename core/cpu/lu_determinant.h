@@ -15,14 +15,23 @@
 
 namespace matrixd::cpu {
 
+// det(A) and the reciprocal infinity-norm condition estimate of A (LAPACK ?gecon on the factors;
+// 0 when A is exactly singular).
+struct LuDeterminantResult {
+  ScaledNumber det;
+  double rcond = 0.0;
+};
+
 // det(A), A n x n row-major in `a`, which is used as the work space. Adds its work to stats->flops
 // and stats->bytes_moved. Returns CANCELLED when `progress` is cancelled between block columns,
 // OUT_OF_RANGE when element growth carried a pivot past the double range.
 // REQUIRES: a.size() == n * n, 1 <= n < 2^31, finite entries.
-absl::StatusOr<ScaledNumber> LuDeterminant(std::vector<double> a, int64_t n,
-                                           const ProgressRange& progress, ComputeStats* stats);
-absl::StatusOr<ScaledNumber> LuDeterminant(std::vector<std::complex<double>> a, int64_t n,
-                                           const ProgressRange& progress, ComputeStats* stats);
+absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<double> a, int64_t n,
+                                                  const ProgressRange& progress,
+                                                  ComputeStats* stats);
+absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<std::complex<double>> a, int64_t n,
+                                                  const ProgressRange& progress,
+                                                  ComputeStats* stats);
 
 }  // namespace matrixd::cpu
 

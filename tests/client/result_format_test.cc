@@ -56,6 +56,20 @@ TEST(FormatDeterminant, RealShowsSignMantissaAndExponent) {
   EXPECT_THAT(text, HasSubstr("sign     = +1"));
   EXPECT_THAT(text, HasSubstr("log|det| = -178.63"));
   EXPECT_THAT(text, HasSubstr("method   = condensation"));
+  EXPECT_THAT(text, Not(HasSubstr("rcond")));
+}
+
+TEST(FormatDeterminant, AccuracyShowsRcondBoundAndFlag) {
+  v1::DeterminantResponse r;
+  r.set_sign(1);
+  r.set_mantissa(1.5);
+  r.mutable_accuracy()->set_rcond(2.5e-12);
+  r.mutable_accuracy()->set_relative_error_bound(1.1e-3);
+  r.mutable_accuracy()->set_meaningful_digits(2.96);
+  r.mutable_accuracy()->set_ill_conditioned(true);
+  const std::string text = FormatDeterminant(r, false, 0);
+  EXPECT_THAT(text, HasSubstr("rcond    = 2.5e-12  (relative error <= 0.0011, 3.0 digits, "
+                              "ILL-CONDITIONED)"));
 }
 
 TEST(FormatDeterminant, ModularShowsOnlyTheResidue) {

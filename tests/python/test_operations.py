@@ -198,3 +198,15 @@ def test_python_and_matrixctl_products_agree_bit_for_bit(client, server, rng, tm
                     str(tmp_path / "b.npy"), f"--output={tmp_path / 'c.npy'}"],
                    check=True, capture_output=True)
     assert client.multiply(a, b).c.tobytes() == np.load(tmp_path / "c.npy").tobytes()
+
+
+def test_det_accuracy_flags_an_ill_conditioned_matrix(client):
+    good = client.det(np.eye(5) + 0.1)
+    assert good.accuracy is not None and not good.accuracy.ill_conditioned
+    assert good.accuracy.meaningful_digits > 12
+    n = 11  # the Hilbert matrix of order 11 has condition ~5e14
+    hilbert = np.array([[1.0 / (i + j + 1) for j in range(n)] for i in range(n)])
+    bad = client.det(hilbert)
+    assert bad.accuracy.ill_conditioned and bad.accuracy.rcond < 1e-10
+    assert bad.accuracy.meaningful_digits < 8
+    assert client.det(hilbert, method="condensation").accuracy is None

@@ -87,6 +87,12 @@ TEST_F(ComputationTest, DeterminantOfThreeByThreeIsMinusThree) {
   EXPECT_TRUE(response->exact().empty());
   EXPECT_NE(response->method_used(), v1::DETERMINANT_METHOD_AUTO);
   ExpectCpuStats(response->stats());
+  // A well-conditioned 3 x 3: rcond well above zero, most digits meaningful.
+  ASSERT_TRUE(response->has_accuracy());
+  EXPECT_GT(response->accuracy().rcond(), 1e-3);
+  EXPECT_LT(response->accuracy().relative_error_bound(), 1e-12);
+  EXPECT_GT(response->accuracy().meaningful_digits(), 12.0);
+  EXPECT_FALSE(response->accuracy().ill_conditioned());
 }
 
 TEST_F(ComputationTest, DeterminantByCondensationMatchesLu) {

@@ -134,6 +134,22 @@ TEST(DeterminantToProto, HugeRealValueKeepsDecimalFormAndSaturatesValue) {
   EXPECT_EQ(response.stats().seconds(), 0.5);
   EXPECT_EQ(response.stats().bytes_moved(), 7u);
   EXPECT_EQ(response.stats().flops(), 9.0);
+  EXPECT_FALSE(response.has_accuracy());
+}
+
+TEST(DeterminantToProto, AccuracyIsCopied) {
+  DeterminantResult result;
+  result.accuracy = Accuracy{.rcond = 1e-10,
+                             .relative_error_bound = 2e-5,
+                             .meaningful_digits = 4.7,
+                             .ill_conditioned = true};
+  v1::DeterminantResponse response;
+  ToProto(result, DType::kFloat64, 0, &response);
+  ASSERT_TRUE(response.has_accuracy());
+  EXPECT_EQ(response.accuracy().rcond(), 1e-10);
+  EXPECT_EQ(response.accuracy().relative_error_bound(), 2e-5);
+  EXPECT_EQ(response.accuracy().meaningful_digits(), 4.7);
+  EXPECT_TRUE(response.accuracy().ill_conditioned());
 }
 
 TEST(DeterminantToProto, TinyComplexValueUnderflowsValueButNotMantissa) {

@@ -71,6 +71,7 @@ TEST(Metrics, EveryFamilyIsNamedAndTypedByPrometheusConventions) {
       {"matrixd_queue_depth", "gauge"},
       {"matrixd_queue_wait_seconds", "histogram"},
       {"matrixd_jobs_total", "counter"},
+      {"matrixd_accuracy_answers_total", "counter"},
       {"matrixd_rpc_duration_seconds", "histogram"},
       {"matrixd_device_memory_bytes", "gauge"},
       {"matrixd_transfer_bytes_total", "counter"},
@@ -137,6 +138,31 @@ TEST(Metrics, TransfersCountBytesAndStreamedSeconds) {
   EXPECT_EQ(SampleValue(text, "matrixd_transfer_seconds_total",
                         {{"direction", "out"}, {"path", "inline"}}),
             0.0);
+}
+
+TEST(Metrics, AnswersWithAnAccuracyAreCountedByFlag) {
+  Metrics metrics("0", "cpu");
+  DeterminantResult ill;
+  ill.accuracy = Accuracy{.ill_conditioned = true};
+  DeterminantResult well;
+  well.accuracy = Accuracy{.ill_conditioned = false};
+  metrics.RecordOutcome(kOpDeterminant, DType::kFloat64, absl::StatusOr<DeterminantResult>(ill));
+  metrics.RecordOutcome(kOpDeterminant, DType::kFloat64, absl::StatusOr<DeterminantResult>(ill));
+  metrics.RecordOutcome(kOpDeterminant, DType::kFloat64, absl::StatusOr<DeterminantResult>(well));
+  // No accuracy (a modular determinant), and a result type without the field: not counted.
+  metrics.RecordOutcome(kOpDeterminant, DType::kInt64,
+                        absl::StatusOr<DeterminantResult>(DeterminantResult{}));
+  metrics.RecordOutcome(kOpMultiply, DType::kFloat64,
+                        absl::StatusOr<MultiplyResult>(MultiplyResult{}));
+  const std::string text = metrics.Serialize();
+  const auto count = [&text](const char* op, const char* flag) {
+    return SampleValue(text, "matrixd_accuracy_answers_total",
+                       {{"op", op}, {"ill_conditioned", flag}});
+  };
+  EXPECT_EQ(count("determinant", "true"), 2.0);
+  EXPECT_EQ(count("determinant", "false"), 1.0);
+  EXPECT_EQ(count("multiply", "true"), 0.0);
+  EXPECT_EQ(count("multiply", "false"), 0.0);
 }
 
 TEST(Metrics, JobsAreCountedByOpAndCanonicalStatusName) {

@@ -192,9 +192,17 @@ def determinant(a, method="auto", modulus: int = 0, check: bool = True) -> Call:
             value=value, singular=r.singular,
             method=pb.DeterminantMethod.Name(r.method_used)[len("DETERMINANT_METHOD_"):].lower(),
             stats=stats(r.stats), exact=_int_or_none(r.exact),
-            residue=r.residue if modulus > 0 else None)
+            residue=r.residue if modulus > 0 else None,
+            accuracy=_accuracy(r) if r.HasField("accuracy") else None)
 
     return Call("Determinant", request, parse, "determinant")
+
+
+def _accuracy(r) -> results.Accuracy:
+    a = r.accuracy
+    return results.Accuracy(rcond=a.rcond, relative_error_bound=a.relative_error_bound,
+                            meaningful_digits=a.meaningful_digits,
+                            ill_conditioned=a.ill_conditioned)
 
 
 def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True) -> Call:

@@ -28,7 +28,8 @@ class Determinant:
     Real input: sign is -1.0, 0.0 or 1.0 and value, mantissa are floats. Complex input: sign is the
     unit phase det/|det| and value, mantissa are complex. log_abs is ln|det| (-inf when singular).
     `exact` is the exact integer determinant (INT64 input, modulus 0, when the server affords it),
-    `residue` det mod p (modulus p > 0); otherwise None.
+    `residue` det mod p (modulus p > 0); otherwise None. `accuracy` (LU over R/C on backends that
+    estimate it, else None) bounds the relative error of `value` (docs/accuracy.md).
     """
     sign: Union[float, complex]
     log_abs: float
@@ -40,6 +41,17 @@ class Determinant:
     stats: Stats
     exact: Optional[int] = None
     residue: Optional[int] = None
+    accuracy: Optional["Accuracy"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Accuracy:
+    """How far a floating-point result can be trusted: reciprocal condition estimate, estimated
+    bound on the relative error, the digits that bound leaves, and whether under half remain."""
+    rcond: float
+    relative_error_bound: float
+    meaningful_digits: float
+    ill_conditioned: bool
 
 
 @dataclasses.dataclass(frozen=True)
