@@ -15,7 +15,8 @@ packages=(
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libntl-dev prometheus python3-numpy python3-grpcio python3-grpc-tools
-             python3-pytest python3-setuptools python3-crc32c python3-venv)
+             python3-pytest python3-setuptools python3-crc32c python3-venv
+             clang libfuzzer-14-dev)
 fi
 
 missing=()
