@@ -114,3 +114,23 @@ def test_outputs_with_keep_and_closed_regions_are_refused(client, rng):
     region.close()
     with pytest.raises(matrixd.InvalidArgument, match="was closed"):
         client.det(view)
+
+
+def test_aio_client_takes_shared_matrices(client, server, rng):
+    import asyncio
+    import matrixd.aio
+
+    a = random_matrix(rng, (16, 16), np.float64)
+    with client.shared_memory(1 << 14) as region:
+        view, c = region.put(a), region.empty((16, 16))
+
+        async def run():
+            async with matrixd.aio.Client(server, timeout=60) as aio:
+                with pytest.raises(matrixd.InvalidArgument, match="blocking matrixd.Client"):
+                    matrixd.SharedMemoryRegion(aio, 4096)
+                listed = [i.name for i in await aio.list_shared_memory()]
+                await aio.multiply(view, view, outputs={"c": c})
+                return listed
+
+        assert region.name in asyncio.run(run())
+        assert c.array.tobytes() == client.multiply(a, a).c.tobytes()

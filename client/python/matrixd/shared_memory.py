@@ -80,6 +80,10 @@ class SharedMemoryRegion:
                  register: bool = True):
         if size <= 0:
             raise errors.InvalidArgument(f"size is {size}; a shared-memory region needs > 0 bytes")
+        if not hasattr(client, "register_shared_memory"):
+            raise errors.InvalidArgument(
+                "make shared-memory regions with a blocking matrixd.Client (an aio client can "
+                "use their SharedMatrix views)")
         self.client = client
         self.name = name or f"py-{os.getpid()}-{next(_counter)}"
         self.key = key or "/matrixd_" + re.sub(r"[^A-Za-z0-9_-]", "_", self.name)
