@@ -237,6 +237,7 @@ TEST_F(SharedMemoryRegionTest, FactorizationAndSolvesThroughSharedMemoryEqualInl
 
   // A kept factorization solved for a right-hand side in shared memory, X written there.
   v1::FactorizeRequest keep;
+  keep.set_kind(v1::FACTORIZATION_KIND_LU);
   keep.mutable_result_options()->set_keep_result(true);
   absl::StatusOr<v1::FactorizeResponse> kept = client().Factorize(*a_view, keep);
   ASSERT_TRUE(kept.ok()) << kept.status();
