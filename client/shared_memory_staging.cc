@@ -87,7 +87,8 @@ absl::StatusOr<SharedMemoryRegion> StageInSharedMemory(Client& client,
     }
   }
   log << "shared memory: " << (copied.empty() ? "no inline input" : "copied " + copied) << " ("
-      << FormatBytes(bytes) << ") into " << region->key() << ", registered as " << region->name()
+      << FormatBytes(bytes) << ") into /dev/shm" << region->key() << ", registered as "
+      << region->name()
       << (results.empty() ? "" : absl::StrCat("; ", results.size(), " result(s) come back there"))
       << "\n";
   return region;

@@ -53,14 +53,23 @@ timeout 240 "${bin}/matrixd_bench" --tables=dense --det_sizes="${sizes}" --gemm_
 log "  matrixd_bench exit $?"
 
 log "torch.linalg.slogdet(torch.from_numpy(a).cuda()), float64, median of 3 after a warm-up"
-timeout 120 python3 - "${sizes}" >>"${report}" 2>&1 <<'PY'
+# The first interpreter that has numpy and torch (python3 on PATH may be a bare one).
+python=
+for candidate in python3 /usr/bin/python3 /usr/local/bin/python3; do
+  if command -v "${candidate}" >/dev/null && "${candidate}" -c "import numpy, torch" 2>/dev/null; then
+    python=${candidate}
+    break
+  fi
+done
+if [ -z "${python}" ]; then
+  echo "torch not available here (no python3 with numpy and torch)" >>"${report}"
+else
+timeout 120 "${python}" - "${sizes}" >>"${report}" 2>&1 <<'PY'
 import statistics, sys, time
-try:
-    import numpy as np
-    import torch
-    assert torch.cuda.is_available()
-except Exception as e:  # no torch (or no GPU) on this machine: say so, measure nothing
-    print(f"torch not available here: {e!r}")
+import numpy as np
+import torch
+if not torch.cuda.is_available():
+    print("torch sees no CUDA device")
     sys.exit(0)
 print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
 for n in map(int, sys.argv[1].split(",")):
@@ -75,4 +84,5 @@ for n in map(int, sys.argv[1].split(",")):
             times.append(time.perf_counter() - t)
     print(f"n = {n}: {statistics.median(times):.4f} s (runs {', '.join(f'{x:.4f}' for x in times)})")
 PY
+fi
 log "done"
