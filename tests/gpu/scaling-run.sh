@@ -53,8 +53,13 @@ step() {
   fi
   ((limit > left)) && limit=${left}
   log "${name} (limit ${limit}s)"
+  local before=0
+  [[ -f ${logfile} ]] && before=$(wc -l <"${logfile}")
+  echo "## ${name}" >>"${out}/stderr.txt"
   timeout "${limit}" "$@" >>"${logfile}" 2>>"${out}/stderr.txt"
   local code=$?
+  local last="(no output)"
+  [[ -f ${logfile} ]] && (($(wc -l <"${logfile}") > before)) && last=$(tail -1 "${logfile}")
   local meaning=""
   case ${code} in
     0) meaning="ok" ;;
@@ -62,7 +67,7 @@ step() {
     124) meaning="TIMED OUT" ;;
     *) meaning="FAILED (see stderr.txt)" ;;
   esac
-  log "  exit ${code} (${meaning}): $(tail -1 "${logfile}" 2>/dev/null)"
+  log "  exit ${code} (${meaning}): ${last}"
   return "${code}"
 }
 
@@ -117,6 +122,14 @@ run_mp() {
   done
 
   local n op
+  # The one-GPU library baselines the issues compare with (cuBLAS DGEMM, cuSOLVER getrf), on the
+  # whole matrices; the 65536 product does not fit one H100 (the bench exits 2 and says so).
+  for n in ${sizes}; do
+    step "dgemm1 n=${n}" 90 "${out}/scaling.txt" \
+      "${bin}/matrixd_mp_bench" --op=dgemm1 --n="${n}" --gpus=1 --repeats="${repeats}"
+    step "getrf1 n=${n}" 120 "${out}/scaling.txt" \
+      "${bin}/matrixd_mp_bench" --op=getrf1 --n="${n}" --gpus=1 --repeats="${repeats}"
+  done
   for op in gemm lu; do
     for n in ${sizes}; do
       for r in ${gpus_list}; do
@@ -160,15 +173,17 @@ for op in ${ops}; do
 done
 
 # Speed-up and efficiency of each (method, n, R) against the smallest R of the same method and n,
-# on the best (least) time of its runs. Cannon's lines give "gpus=R n=N ... rounds=S s"; the mp
-# bench's give key=value fields with seconds=S.
-log "efficiency (best time per method, n, R; against the smallest R that ran)"
+# and of the distributed libraries against the one-GPU library (cuBLAS for cuBLASMp, cuSOLVER
+# getrf for cuSOLVERMp), on the best (least) time of the runs. Cannon's lines give "gpus=R n=N
+# ... rounds=S s"; the mp bench's give key=value fields with seconds=S.
+log "efficiency (best time per method, n, R; against the smallest R that ran, and the 1-GPU library)"
+touch "${out}/scaling.txt"
 awk '
   function field(key,   i, kv) {
     for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == key) return kv[2] }
     return ""
   }
-  /^(cannon|cublasmp|cusolvermp_lu) / {
+  /^(cannon|cublasmp|cusolvermp_lu|cublas|cusolver_getrf) / {
     method = $1; n = field("n"); r = field("gpus")
     s = (method == "cannon") ? field("rounds") : field("seconds")
     if (n == "" || r == "" || s == "") next
@@ -178,11 +193,21 @@ awk '
     if (!((key, r) in seen)) { seen[key, r] = 1; order[++k] = key SUBSEP r }
   }
   END {
+    library["cublasmp"] = "cublas"; library["cusolvermp_lu"] = "cusolver_getrf"
+    library["cannon"] = "cublas"
     for (i = 1; i <= k; i++) {
       split(order[i], p, SUBSEP); method = p[1]; n = p[2]; r = p[3]; key = method SUBSEP n
+      if (method == "cublas" || method == "cusolver_getrf") continue
       b = base_r[key]; t = best[key, r]; tb = best[key, b]
-      printf "%s n=%s gpus=%s best=%.4fs speed-up %.2f vs %d GPU(s), efficiency %.0f%%\n",
-        method, n, r, t, tb / t, b, 100 * tb * b / (t * r)
+      line = sprintf("%s n=%s gpus=%s best=%.4fs speed-up %.2f vs %d GPU(s), efficiency %.0f%%",
+                     method, n, r, t, tb / t, b, 100 * tb * b / (t * r))
+      lib = library[method] SUBSEP n
+      if ((lib, 1) in best) {
+        line = line sprintf("; vs 1-GPU %s %.4fs: speed-up %.2f, efficiency %.0f%%",
+                            library[method], best[lib, 1], best[lib, 1] / t,
+                            100 * best[lib, 1] / (t * r))
+      }
+      print line
     }
   }' "${out}/scaling.txt" | tee -a "${out}/summary.txt"
 log "done in $((SECONDS - started))s"

@@ -12,10 +12,14 @@
 //   matrixd_mp_bench --check --op=gemm|lu --n=1000 --gpus=R
 //     the distributed result against the same matrices on one GPU (cuBLAS DGEMM; cuSOLVER getrf
 //     for the determinant), and for LU also a matrix of known determinant; "check ... PASS|FAIL"
+//   matrixd_mp_bench --op=dgemm1|getrf1 --n=32768 --gpus=1
+//     the one-GPU baselines on the whole matrices: cublasGemmEx (FP64) printing "cublas n=N gpus=1
+//     repeat=I seconds=S tflops=T", cusolverDnXgetrf printing "cusolver_getrf n=N gpus=1 ..."
 //   matrixd_mp_bench --probe
 //     the NCCL, cuBLASMp and cuBLAS versions that were loaded (no GPU needed); exits 1 when NCCL
 //     is older than 2.29.2 or cuBLAS than 13.1, what cuBLASMp 0.10 needs.
 //
+// NCCL_NVLS_ENABLE=0 and NVSHMEM_DISABLE_NVLS=1 are set unless already in the environment.
 // Exit status: 0 success, 1 failure (or FAIL), 2 when the matrices do not fit the GPUs.
 #include <cublas_v2.h>
 #include <cublasmp.h>
@@ -26,9 +30,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,7 +53,9 @@
 #include "core/status_macros.h"
 #include "tests/multi_gpu/forked_ranks.h"
 
-ABSL_FLAG(std::string, op, "gemm", "gemm (cuBLASMp) or lu (cuSOLVERMp getrf + determinant)");
+ABSL_FLAG(std::string, op, "gemm",
+          "gemm (cuBLASMp), lu (cuSOLVERMp getrf + determinant), or the one-GPU baselines "
+          "dgemm1 (cublasGemmEx) and getrf1 (cusolverDnXgetrf)");
 ABSL_FLAG(int64_t, n, 4096, "matrix order");
 ABSL_FLAG(int, gpus, 1, "ranks, one per GPU (ordinals 0 .. gpus-1)");
 ABSL_FLAG(int, repeats, 3, "timed runs after one untimed warm-up run");
@@ -79,6 +87,13 @@ struct Options {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double LuFlops(int64_t n) {
+  return 2.0 / 3.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+}
+double GemmFlops(int64_t n) {
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
 }
 
 std::string Describe(const Options& o) {
@@ -113,8 +128,7 @@ absl::Status BenchGemm(NcclRank& rank, const Options& o) {
                                                     o.seed, gemm->a(), stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(
       gemm->b_part(), cuda::GeneratedMatrix::kUniform, o.seed + 1, gemm->b(), stream));
-  const double flops = 2.0 * static_cast<double>(o.n) * static_cast<double>(o.n) *
-                       static_cast<double>(o.n);
+  const double flops = GemmFlops(o.n);
   for (int repeat = 0; repeat <= o.repeats; ++repeat) {
     MATRIXD_RETURN_IF_ERROR(rank.Barrier());
     const double start = Now();
@@ -181,47 +195,118 @@ absl::Status CheckGemm(NcclRank& rank, const Options& o) {
   return pass ? absl::OkStatus() : absl::InternalError("cuBLASMp product differs from cuBLAS");
 }
 
-// The determinant of the whole matrix on this GPU by cuSOLVER (1-based int pivots).
-absl::StatusOr<DistributedDeterminant> SingleGpuDeterminant(const Options& o,
-                                                            cuda::GeneratedMatrix matrix,
-                                                            cudaStream_t stream) {
-  const int n = static_cast<int>(o.n);
+struct CusolverDnParams {
+  cusolverDnParams_t params = nullptr;
+  ~CusolverDnParams() {
+    if (params != nullptr) cusolverDnDestroyParams(params);
+  }
+};
+
+// The whole matrix on this GPU factored by cuSOLVER (cusolverDnXgetrf, 1-based pivots) `runs`
+// times, each from a freshly generated matrix; on_run(run, seconds of the factorisation,
+// determinant) after each.
+absl::Status SingleGpuLu(const Options& o, cuda::GeneratedMatrix matrix, cudaStream_t stream,
+                         int runs,
+                         const std::function<void(int, double, const DistributedDeterminant&)>&
+                             on_run) {
   MATRIXD_ASSIGN_OR_RETURN(auto a, DeviceArray<double>::Allocate(static_cast<size_t>(o.n * o.n)));
-  MATRIXD_ASSIGN_OR_RETURN(auto pivots, DeviceArray<int>::Allocate(static_cast<size_t>(n)));
+  MATRIXD_ASSIGN_OR_RETURN(auto pivots, DeviceArray<int64_t>::Allocate(static_cast<size_t>(o.n)));
   MATRIXD_ASSIGN_OR_RETURN(auto info, DeviceArray<int>::Allocate(1));
   MATRIXD_ASSIGN_OR_RETURN(auto summary, DeviceArray<double>::Allocate(3));
   const cuda::BlockCyclicPart whole = Whole(o.n, o.n);
-  MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(whole, matrix, o.seed, a.get(), stream));
   CusolverDnHandle cusolver;
+  CusolverDnParams params;
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnCreate(&cusolver.handle));
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnSetStream(cusolver.handle, stream));
-  int work_elements = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnCreateParams(&params.params));
+  size_t device_bytes = 0;
+  size_t host_bytes = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnXgetrf_bufferSize(cusolver.handle, params.params, o.n,
+                                                           o.n, CUDA_R_64F, a.get(), o.n,
+                                                           CUDA_R_64F, &device_bytes, &host_bytes));
+  MATRIXD_ASSIGN_OR_RETURN(auto device_work, DeviceArray<unsigned char>::Allocate(device_bytes));
+  std::vector<unsigned char> host_work(host_bytes);
+  std::vector<int64_t> host_pivots(static_cast<size_t>(o.n));
+  for (int run = 0; run < runs; ++run) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(whole, matrix, o.seed, a.get(), stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    const double start = Now();
+    MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnXgetrf(
+        cusolver.handle, params.params, o.n, o.n, CUDA_R_64F, a.get(), o.n, pivots.get(),
+        CUDA_R_64F, device_work.get(), device_work.bytes(), host_work.data(), host_work.size(),
+        info.get()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    const double seconds = Now() - start;
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary.get(), 0, 3 * sizeof(double), stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchDiagonalSummary(whole, a.get(), summary.get(), stream));
+    double diagonal[3];
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_pivots.data(), pivots.get(),
+                                                 host_pivots.size() * sizeof(int64_t),
+                                                 cudaMemcpyDeviceToHost, stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(diagonal, summary.get(), sizeof(diagonal),
+                                                 cudaMemcpyDeviceToHost, stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    const PivotCounts counts = CountPivots(host_pivots, o.n, o.n, o.n, 1, 0);
+    MATRIXD_ASSIGN_OR_RETURN(DistributedDeterminant det,
+                             CombineDeterminant(diagonal[0], diagonal[1], diagonal[2], counts));
+    on_run(run, seconds, det);
+  }
+  return absl::OkStatus();
+}
+
+// The single-GPU baselines: cusolverDnXgetrf and cublasDgemm on the whole matrices.
+absl::Status BenchSingleGpuLu(NcclRank& rank, const Options& o) {
+  return SingleGpuLu(o, cuda::GeneratedMatrix::kUniform, rank.stream(), o.repeats + 1,
+                     [&](int run, double seconds, const DistributedDeterminant& det) {
+                       if (run == 0) return;  // warm-up
+                       std::printf(
+                           "cusolver_getrf n=%lld gpus=1 repeat=%d seconds=%.4f tflops=%.2f "
+                           "sign=%d log_abs_det=%.10g\n",
+                           static_cast<long long>(o.n), run, seconds,
+                           LuFlops(o.n) / seconds * 1e-12, det.sign, det.log_abs);
+                       std::fflush(stdout);
+                     });
+}
+
+absl::Status BenchSingleGpuGemm(NcclRank& rank, const Options& o) {
+  cudaStream_t stream = rank.stream();
+  const size_t elements = static_cast<size_t>(o.n * o.n);
+  MATRIXD_ASSIGN_OR_RETURN(auto a, DeviceArray<double>::Allocate(elements));
+  MATRIXD_ASSIGN_OR_RETURN(auto b, DeviceArray<double>::Allocate(elements));
+  MATRIXD_ASSIGN_OR_RETURN(auto c, DeviceArray<double>::Allocate(elements));
+  const cuda::BlockCyclicPart whole = Whole(o.n, o.n);
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      cusolverDnDgetrf_bufferSize(cusolver.handle, n, n, a.get(), n, &work_elements));
-  MATRIXD_ASSIGN_OR_RETURN(auto work,
-                           DeviceArray<double>::Allocate(static_cast<size_t>(work_elements)));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnDgetrf(cusolver.handle, n, n, a.get(), n, work.get(),
-                                                pivots.get(), info.get()));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary.get(), 0, 3 * sizeof(double), stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchDiagonalSummary(whole, a.get(), summary.get(), stream));
-  std::vector<int> host_pivots(static_cast<size_t>(n));
-  double diagonal[3];
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_pivots.data(), pivots.get(),
-                                               host_pivots.size() * sizeof(int),
-                                               cudaMemcpyDeviceToHost, stream));
+      cuda::LaunchGenerate(whole, cuda::GeneratedMatrix::kUniform, o.seed, a.get(), stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(diagonal, summary.get(), sizeof(diagonal), cudaMemcpyDeviceToHost, stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  const std::vector<int64_t> wide(host_pivots.begin(), host_pivots.end());
-  const PivotCounts counts = CountPivots(wide, o.n, o.n, o.n, 1, 0);
-  return CombineDeterminant(diagonal[0], diagonal[1], diagonal[2], counts);
+      cuda::LaunchGenerate(whole, cuda::GeneratedMatrix::kUniform, o.seed + 1, b.get(), stream));
+  CublasHandle cublas;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cublasCreate(&cublas.handle));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(cublas.handle, stream));
+  const double one = 1.0;
+  const double zero = 0.0;
+  const int n = static_cast<int>(o.n);
+  for (int repeat = 0; repeat <= o.repeats; ++repeat) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    const double start = Now();
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasGemmEx(
+        cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(), CUDA_R_64F, n, b.get(),
+        CUDA_R_64F, n, &zero, c.get(), CUDA_R_64F, n, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    const double seconds = Now() - start;
+    if (repeat > 0) {
+      std::printf("cublas n=%lld gpus=1 repeat=%d seconds=%.4f tflops=%.2f\n",
+                  static_cast<long long>(o.n), repeat, seconds, GemmFlops(o.n) / seconds * 1e-12);
+      std::fflush(stdout);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BenchLu(NcclRank& rank, const Options& o) {
   MATRIXD_ASSIGN_OR_RETURN(auto lu, CusolverMpLu::Create(rank, o.grid, o.n, o.block));
   cudaStream_t stream = rank.stream();
-  const double flops = 2.0 / 3.0 * static_cast<double>(o.n) * static_cast<double>(o.n) *
-                       static_cast<double>(o.n);
+  const double flops = LuFlops(o.n);
   for (int repeat = 0; repeat <= o.repeats; ++repeat) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(lu->part(), cuda::GeneratedMatrix::kUniform,
                                                       o.seed, lu->matrix(), stream));
@@ -259,7 +344,9 @@ absl::Status CheckLu(NcclRank& rank, const Options& o) {
     DistributedDeterminant expected;
     const bool random = matrix == cuda::GeneratedMatrix::kUniform;
     if (random) {
-      MATRIXD_ASSIGN_OR_RETURN(expected, SingleGpuDeterminant(o, matrix, stream));
+      MATRIXD_RETURN_IF_ERROR(SingleGpuLu(
+          o, matrix, stream, 1,
+          [&expected](int, double, const DistributedDeterminant& det) { expected = det; }));
     } else {
       expected = {.sign = (o.n / 2) % 2 == 0 ? 1 : -1,
                   .log_abs = std::log(static_cast<double>(o.n + 1))};
@@ -286,6 +373,8 @@ int RunRank(int rank, const std::string& token, const Options& o) {
   std::memcpy(&id, token.data(), sizeof(id));
   absl::Status status = [&]() -> absl::Status {
     MATRIXD_ASSIGN_OR_RETURN(auto nccl, NcclRank::Join(id, o.gpus, rank, /*device=*/rank));
+    if (o.op == "dgemm1") return BenchSingleGpuGemm(*nccl, o);
+    if (o.op == "getrf1") return BenchSingleGpuLu(*nccl, o);
     if (o.op == "gemm") return o.check ? CheckGemm(*nccl, o) : BenchGemm(*nccl, o);
     return o.check ? CheckLu(*nccl, o) : BenchLu(*nccl, o);
   }();
@@ -329,8 +418,12 @@ int main(int argc, char** argv) {
   o.block = absl::GetFlag(FLAGS_block);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.check = absl::GetFlag(FLAGS_check);
-  if (o.op != "gemm" && o.op != "lu") {
-    std::fprintf(stderr, "--op must be gemm or lu, not %s\n", o.op.c_str());
+  if (o.op != "gemm" && o.op != "lu" && o.op != "dgemm1" && o.op != "getrf1") {
+    std::fprintf(stderr, "--op must be gemm, lu, dgemm1 or getrf1, not %s\n", o.op.c_str());
+    return 1;
+  }
+  if ((o.op == "dgemm1" || o.op == "getrf1") && (o.gpus != 1 || o.check)) {
+    std::fprintf(stderr, "--op=%s is the one-GPU baseline: --gpus=1, no --check\n", o.op.c_str());
     return 1;
   }
   if (o.n < 1 || o.gpus < 1 || o.repeats < 0) {
@@ -348,6 +441,10 @@ int main(int argc, char** argv) {
   } else {
     o.grid = matrixd::distributed::ChooseGridShape(o.gpus);
   }
+  // NVLink multicast (NVLS) off unless the caller chose otherwise: on shared hosts a program using
+  // it can take the GPUs out of service (the lent machines require it off).
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", /*overwrite=*/0);
   // No CUDA call before the fork: each child takes its own GPU.
   return matrixd::testing::RunForkedRanks(
       o.gpus,
