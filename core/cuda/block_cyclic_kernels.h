@@ -31,9 +31,9 @@ struct BlockCyclicPart {
 
 // What LaunchGenerate writes at global (i, j).
 enum class GeneratedMatrix {
-  kUniform,           // uniform in [-1, 1), a pure function of (seed, i, j)
-  kReversedLaplacian, // the tridiagonal (-1, 2, -1) matrix with its rows in reverse order: every
-                      // elimination step must pivot; det = (-1)^floor(n/2) (n + 1)
+  kUniform,            // uniform in [-1, 1), a pure function of (seed, i, j)
+  kReversedLaplacian,  // the tridiagonal (-1, 2, -1) matrix with its rows in reverse order: every
+                       // elimination step must pivot; det = (-1)^floor(n/2) (n + 1)
 };
 
 // Writes the part's elements of `matrix`. The same (matrix, seed) gives the same global matrix on

@@ -16,17 +16,18 @@ absl::Status CublasMpStatus(cublasMpStatus_t code, const char* call) {
   if (code == CUBLASMP_STATUS_ALLOCATION_FAILED) return absl::ResourceExhaustedError(message);
   return absl::InternalError(message);
 }
-#define MATRIXD_CUBLASMP_RETURN_IF_ERROR(expr) MATRIXD_RETURN_IF_ERROR(CublasMpStatus((expr), #expr))
+#define MATRIXD_CUBLASMP_RETURN_IF_ERROR(expr) \
+  MATRIXD_RETURN_IF_ERROR(CublasMpStatus((expr), #expr))
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CublasMpGemm>> CublasMpGemm::Create(NcclRank& rank,
                                                                    distributed::GridShape grid,
-                                                                   int64_t m, int64_t n,
-                                                                   int64_t k, int64_t block) {
+                                                                   int64_t m, int64_t n, int64_t k,
+                                                                   int64_t block) {
   if (grid.rows < 1 || grid.cols < 1 || grid.size() != rank.ranks()) {
-    return absl::InvalidArgumentError(absl::StrCat("CublasMpGemm: grid ", grid.rows, "x",
-                                                   grid.cols, " for ", rank.ranks(), " ranks"));
+    return absl::InvalidArgumentError(absl::StrCat("CublasMpGemm: grid ", grid.rows, "x", grid.cols,
+                                                   " for ", rank.ranks(), " ranks"));
   }
   if (m < 1 || n < 1 || k < 1 || block < 1) {
     return absl::InvalidArgumentError(absl::StrCat("CublasMpGemm: m=", m, " n=", n, " k=", k,
@@ -60,10 +61,10 @@ absl::StatusOr<std::unique_ptr<CublasMpGemm>> CublasMpGemm::Create(NcclRank& ran
   const double beta = 0.0;
   size_t device_bytes = 0;
   size_t host_bytes = 0;
-  MATRIXD_CUBLASMP_RETURN_IF_ERROR(cublasMpGemm_bufferSize(
-      self->handle_, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, self->a(), 1, 1, self->a_desc_,
-      self->b(), 1, 1, self->b_desc_, &beta, self->c(), 1, 1, self->c_desc_, CUBLAS_COMPUTE_64F,
-      &device_bytes, &host_bytes));
+  MATRIXD_CUBLASMP_RETURN_IF_ERROR(
+      cublasMpGemm_bufferSize(self->handle_, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, self->a(),
+                              1, 1, self->a_desc_, self->b(), 1, 1, self->b_desc_, &beta, self->c(),
+                              1, 1, self->c_desc_, CUBLAS_COMPUTE_64F, &device_bytes, &host_bytes));
   MATRIXD_ASSIGN_OR_RETURN(self->device_work_, DeviceArray<unsigned char>::Allocate(device_bytes));
   self->host_work_.resize(host_bytes);
   return self;
@@ -82,10 +83,10 @@ CublasMpGemm::~CublasMpGemm() {
 absl::Status CublasMpGemm::Multiply() {
   const double alpha = 1.0;
   const double beta = 0.0;
-  MATRIXD_CUBLASMP_RETURN_IF_ERROR(cublasMpGemm(
-      handle_, CUBLAS_OP_N, CUBLAS_OP_N, m_, n_, k_, &alpha, a(), 1, 1, a_desc_, b(), 1, 1,
-      b_desc_, &beta, c(), 1, 1, c_desc_, CUBLAS_COMPUTE_64F, device_work_.get(),
-      device_work_.bytes(), host_work_.data(), host_work_.size()));
+  MATRIXD_CUBLASMP_RETURN_IF_ERROR(
+      cublasMpGemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, m_, n_, k_, &alpha, a(), 1, 1, a_desc_, b(),
+                   1, 1, b_desc_, &beta, c(), 1, 1, c_desc_, CUBLAS_COMPUTE_64F, device_work_.get(),
+                   device_work_.bytes(), host_work_.data(), host_work_.size()));
   return absl::OkStatus();
 }
 

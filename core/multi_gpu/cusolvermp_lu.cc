@@ -16,8 +16,8 @@ absl::StatusOr<std::unique_ptr<CusolverMpLu>> CusolverMpLu::Create(NcclRank& ran
                                                                    distributed::GridShape grid,
                                                                    int64_t n, int64_t block) {
   if (grid.rows < 1 || grid.cols < 1 || grid.size() != rank.ranks()) {
-    return absl::InvalidArgumentError(absl::StrCat("CusolverMpLu: grid ", grid.rows, "x",
-                                                   grid.cols, " for ", rank.ranks(), " ranks"));
+    return absl::InvalidArgumentError(absl::StrCat("CusolverMpLu: grid ", grid.rows, "x", grid.cols,
+                                                   " for ", rank.ranks(), " ranks"));
   }
   if (n < 1 || block < 1) {
     return absl::InvalidArgumentError(
@@ -40,14 +40,13 @@ absl::StatusOr<std::unique_ptr<CusolverMpLu>> CusolverMpLu::Create(NcclRank& ran
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverMpCreateDeviceGrid(self->handle_, &self->grid_, rank.comm(),
                                                           grid.rows, grid.cols,
                                                           CUSOLVERMP_GRID_MAPPING_ROW_MAJOR));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverMpCreateMatrixDesc(&self->a_desc_, self->grid_, CUDA_R_64F,
-                                                          n, n, block, block, 0, 0,
-                                                          self->part_.ld));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverMpCreateMatrixDesc(
+      &self->a_desc_, self->grid_, CUDA_R_64F, n, n, block, block, 0, 0, self->part_.ld));
   size_t device_bytes = 0;
   size_t host_bytes = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverMpGetrf_bufferSize(
-      self->handle_, n, n, self->a_.get(), 1, 1, self->a_desc_, self->pivots_.get(), CUDA_R_64F,
-      &device_bytes, &host_bytes));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverMpGetrf_bufferSize(self->handle_, n, n, self->a_.get(), 1, 1,
+                                                          self->a_desc_, self->pivots_.get(),
+                                                          CUDA_R_64F, &device_bytes, &host_bytes));
   MATRIXD_ASSIGN_OR_RETURN(self->device_work_, DeviceArray<unsigned char>::Allocate(device_bytes));
   self->host_work_.resize(host_bytes);
   return self;
@@ -74,8 +73,8 @@ absl::StatusOr<DistributedDeterminant> CusolverMpLu::Determinant() {
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cuda::LaunchDiagonalSummary(part_, a_.get(), summary_.get(), stream));
   std::array<double, 3> diagonal{};
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(diagonal.data(), summary_.get(),
-                                               sizeof(diagonal), cudaMemcpyDeviceToHost, stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(diagonal.data(), summary_.get(), sizeof(diagonal),
+                                               cudaMemcpyDeviceToHost, stream));
   // The pivot vector lives with row 1 of A, on process row 0; the other rows add nothing.
   PivotCounts counts;
   std::vector<int64_t> pivots;
@@ -87,8 +86,8 @@ absl::StatusOr<DistributedDeterminant> CusolverMpLu::Determinant() {
   }
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   if (part_.grid_row == 0) {
-    counts = CountPivots(pivots, part_.local_cols, n_, part_.block, part_.grid_cols,
-                         part_.grid_col);
+    counts =
+        CountPivots(pivots, part_.local_cols, n_, part_.block, part_.grid_cols, part_.grid_col);
   }
   std::array<double, 3 + PivotCounts::kFields> local{};
   std::copy(diagonal.begin(), diagonal.end(), local.begin());

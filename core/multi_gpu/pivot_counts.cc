@@ -44,10 +44,10 @@ absl::StatusOr<DistributedDeterminant> CombineDeterminant(double log_sum, double
   const bool base1 = pivots.last_is_base1 == 1 && pivots.invalid_base1 == 0;
   const bool base0 = pivots.last_is_base0 == 1 && pivots.invalid_base0 == 0;
   if (!base1 && !base0) {
-    return absl::InternalError(absl::StrCat(
-        "getrf pivots fit neither index base: last pivot votes ", pivots.last_is_base1, " (base 1) ",
-        pivots.last_is_base0, " (base 0); out of range ", pivots.invalid_base1, " (base 1) ",
-        pivots.invalid_base0, " (base 0)"));
+    return absl::InternalError(
+        absl::StrCat("getrf pivots fit neither index base: last pivot votes ", pivots.last_is_base1,
+                     " (base 1) ", pivots.last_is_base0, " (base 0); out of range ",
+                     pivots.invalid_base1, " (base 1) ", pivots.invalid_base0, " (base 0)"));
   }
   if (zeros > 0) {
     return DistributedDeterminant{.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()};

@@ -17,7 +17,7 @@ TEST(ForkedRanks, EveryRankGetsRankZerosToken) {
       [](int rank, const std::string& token) {
         if (rank == 0) return token == "token-" + std::to_string(getpid()) ? 0 : 10;
         return token.rfind("token-", 0) == 0 && token != "token-" + std::to_string(getpid()) ? 0
-                                                                                              : 11;
+                                                                                             : 11;
       });
   EXPECT_EQ(code, 0);
 }

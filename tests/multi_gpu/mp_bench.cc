@@ -30,9 +30,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -116,7 +116,9 @@ struct CusolverDnHandle {
 };
 
 cuda::BlockCyclicPart Whole(int64_t rows, int64_t cols) {
-  return PartOf({.rows = rows, .cols = cols, .block = std::max<int64_t>(rows, cols),
+  return PartOf({.rows = rows,
+                 .cols = cols,
+                 .block = std::max<int64_t>(rows, cols),
                  .grid = {.rows = 1, .cols = 1}},
                 0);
 }
@@ -126,8 +128,8 @@ absl::Status BenchGemm(NcclRank& rank, const Options& o) {
   cudaStream_t stream = rank.stream();
   MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(gemm->a_part(), cuda::GeneratedMatrix::kUniform,
                                                     o.seed, gemm->a(), stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(
-      gemm->b_part(), cuda::GeneratedMatrix::kUniform, o.seed + 1, gemm->b(), stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(gemm->b_part(), cuda::GeneratedMatrix::kUniform,
+                                                    o.seed + 1, gemm->b(), stream));
   const double flops = GemmFlops(o.n);
   for (int repeat = 0; repeat <= o.repeats; ++repeat) {
     MATRIXD_RETURN_IF_ERROR(rank.Barrier());
@@ -149,11 +151,11 @@ absl::Status CheckGemm(NcclRank& rank, const Options& o) {
   cudaStream_t stream = rank.stream();
   MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(gemm->a_part(), cuda::GeneratedMatrix::kUniform,
                                                     o.seed, gemm->a(), stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(
-      gemm->b_part(), cuda::GeneratedMatrix::kUniform, o.seed + 1, gemm->b(), stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(gemm->b_part(), cuda::GeneratedMatrix::kUniform,
+                                                    o.seed + 1, gemm->b(), stream));
   // Poison C so that an element the product never wrote shows.
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
-      gemm->c(), 0xff, PartElements(gemm->c_part()) * sizeof(double), stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(gemm->c(), 0xff, PartElements(gemm->c_part()) * sizeof(double), stream));
   MATRIXD_RETURN_IF_ERROR(gemm->Multiply());
 
   // Every rank computes the whole product on its own GPU and compares the part it holds.
@@ -182,15 +184,14 @@ absl::Status CheckGemm(NcclRank& rank, const Options& o) {
       cudaMemcpyAsync(local, result.get(), sizeof(local), cudaMemcpyDeviceToHost, stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   const double bad = std::isfinite(local[0]) ? 0.0 : 1.0;
-  MATRIXD_ASSIGN_OR_RETURN(std::vector<double> total,
-                           rank.AllReduce({std::isfinite(local[0]) ? local[0] : 0.0, local[1], bad},
-                                          ncclMax));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::vector<double> total,
+      rank.AllReduce({std::isfinite(local[0]) ? local[0] : 0.0, local[1], bad}, ncclMax));
   const double relative = total[0] / total[1];
   const bool pass = total[2] == 0.0 && relative <= kGemmTolerance;
   if (rank.rank() == 0) {
-    std::printf("check cublasmp %s max_rel_diff=%.3e non_finite_ranks=%s %s\n",
-                Describe(o).c_str(), relative, total[2] > 0 ? "yes" : "no",
-                pass ? "PASS" : "FAIL");
+    std::printf("check cublasmp %s max_rel_diff=%.3e non_finite_ranks=%s %s\n", Describe(o).c_str(),
+                relative, total[2] > 0 ? "yes" : "no", pass ? "PASS" : "FAIL");
   }
   return pass ? absl::OkStatus() : absl::InternalError("cuBLASMp product differs from cuBLAS");
 }
@@ -205,10 +206,9 @@ struct CusolverDnParams {
 // The whole matrix on this GPU factored by cuSOLVER (cusolverDnXgetrf, 1-based pivots) `runs`
 // times, each from a freshly generated matrix; on_run(run, seconds of the factorisation,
 // determinant) after each.
-absl::Status SingleGpuLu(const Options& o, cuda::GeneratedMatrix matrix, cudaStream_t stream,
-                         int runs,
-                         const std::function<void(int, double, const DistributedDeterminant&)>&
-                             on_run) {
+absl::Status SingleGpuLu(
+    const Options& o, cuda::GeneratedMatrix matrix, cudaStream_t stream, int runs,
+    const std::function<void(int, double, const DistributedDeterminant&)>& on_run) {
   MATRIXD_ASSIGN_OR_RETURN(auto a, DeviceArray<double>::Allocate(static_cast<size_t>(o.n * o.n)));
   MATRIXD_ASSIGN_OR_RETURN(auto pivots, DeviceArray<int64_t>::Allocate(static_cast<size_t>(o.n)));
   MATRIXD_ASSIGN_OR_RETURN(auto info, DeviceArray<int>::Allocate(1));
@@ -221,9 +221,9 @@ absl::Status SingleGpuLu(const Options& o, cuda::GeneratedMatrix matrix, cudaStr
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnCreateParams(&params.params));
   size_t device_bytes = 0;
   size_t host_bytes = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnXgetrf_bufferSize(cusolver.handle, params.params, o.n,
-                                                           o.n, CUDA_R_64F, a.get(), o.n,
-                                                           CUDA_R_64F, &device_bytes, &host_bytes));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnXgetrf_bufferSize(cusolver.handle, params.params, o.n, o.n,
+                                                           CUDA_R_64F, a.get(), o.n, CUDA_R_64F,
+                                                           &device_bytes, &host_bytes));
   MATRIXD_ASSIGN_OR_RETURN(auto device_work, DeviceArray<unsigned char>::Allocate(device_bytes));
   std::vector<unsigned char> host_work(host_bytes);
   std::vector<int64_t> host_pivots(static_cast<size_t>(o.n));
@@ -231,10 +231,10 @@ absl::Status SingleGpuLu(const Options& o, cuda::GeneratedMatrix matrix, cudaStr
     MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(whole, matrix, o.seed, a.get(), stream));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     const double start = Now();
-    MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnXgetrf(
-        cusolver.handle, params.params, o.n, o.n, CUDA_R_64F, a.get(), o.n, pivots.get(),
-        CUDA_R_64F, device_work.get(), device_work.bytes(), host_work.data(), host_work.size(),
-        info.get()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cusolverDnXgetrf(cusolver.handle, params.params, o.n, o.n, CUDA_R_64F, a.get(), o.n,
+                         pivots.get(), CUDA_R_64F, device_work.get(), device_work.bytes(),
+                         host_work.data(), host_work.size(), info.get()));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     const double seconds = Now() - start;
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary.get(), 0, 3 * sizeof(double), stream));
@@ -244,8 +244,8 @@ absl::Status SingleGpuLu(const Options& o, cuda::GeneratedMatrix matrix, cudaStr
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_pivots.data(), pivots.get(),
                                                  host_pivots.size() * sizeof(int64_t),
                                                  cudaMemcpyDeviceToHost, stream));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(diagonal, summary.get(), sizeof(diagonal),
-                                                 cudaMemcpyDeviceToHost, stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(diagonal, summary.get(), sizeof(diagonal), cudaMemcpyDeviceToHost, stream));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     const PivotCounts counts = CountPivots(host_pivots, o.n, o.n, o.n, 1, 0);
     MATRIXD_ASSIGN_OR_RETURN(DistributedDeterminant det,

@@ -26,8 +26,8 @@ PivotCounts SumOverColumns(const std::vector<int64_t>& global, int64_t block, in
   const auto n = static_cast<int64_t>(global.size());
   for (int c = 0; c < grid_cols; ++c) {
     const std::vector<int64_t> part = PartOfPivots(global, block, grid_cols, c);
-    const auto fields = CountPivots(part, static_cast<int64_t>(part.size()), n, block, grid_cols, c)
-                            .ToArray();
+    const auto fields =
+        CountPivots(part, static_cast<int64_t>(part.size()), n, block, grid_cols, c).ToArray();
     for (int f = 0; f < PivotCounts::kFields; ++f) sums[f] += fields[f];
   }
   return PivotCounts::FromArray(sums);
