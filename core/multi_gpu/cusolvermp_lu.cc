@@ -27,10 +27,9 @@ absl::StatusOr<std::unique_ptr<CusolverMpLu>> CusolverMpLu::Create(NcclRank& ran
   self->n_ = n;
   self->part_ = PartOf({.rows = n, .cols = n, .block = block, .grid = grid}, rank.rank());
   MATRIXD_ASSIGN_OR_RETURN(self->a_, DeviceArray<double>::Allocate(PartElements(self->part_)));
-  // The pivots follow A's columns (like row 1 of A); room for its rows too, should a version lay
-  // them out like ScaLAPACK's (over the process rows).
-  const auto pivot_count =
-      static_cast<size_t>(std::max<int64_t>({self->part_.local_cols, self->part_.local_rows, 1}));
+  // Room for either layout of the pivot vector (pivot_counts.h), with ScaLAPACK's extra block.
+  const auto pivot_count = static_cast<size_t>(
+      std::max<int64_t>(self->part_.local_cols, self->part_.local_rows) + block);
   MATRIXD_ASSIGN_OR_RETURN(self->pivots_, DeviceArray<int64_t>::Allocate(pivot_count));
   MATRIXD_ASSIGN_OR_RETURN(self->info_, DeviceArray<int>::Allocate(1));
   MATRIXD_ASSIGN_OR_RETURN(self->summary_, DeviceArray<double>::Allocate(3));
@@ -61,6 +60,9 @@ CusolverMpLu::~CusolverMpLu() {
 
 absl::Status CusolverMpLu::Factor() {
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info_.get(), 0, sizeof(int), rank_.stream()));
+  // -1 everywhere: entries getrf does not write fail every reading's checks in Determinant.
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(pivots_.get(), 0xff, pivots_.bytes(), rank_.stream()));
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverMpGetrf(
       handle_, n_, n_, a_.get(), 1, 1, a_desc_, pivots_.get(), CUDA_R_64F, device_work_.get(),
       device_work_.bytes(), host_work_.data(), host_work_.size(), info_.get()));
@@ -75,26 +77,38 @@ absl::StatusOr<DistributedDeterminant> CusolverMpLu::Determinant() {
   std::array<double, 3> diagonal{};
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(diagonal.data(), summary_.get(), sizeof(diagonal),
                                                cudaMemcpyDeviceToHost, stream));
-  // The pivot vector lives with row 1 of A, on process row 0; the other rows add nothing.
-  PivotCounts counts;
+  // Two readings of the pivot vector (see pivot_counts.h): like row 1 of A, held by process row 0
+  // over the process columns; like column 1 of A (ScaLAPACK), held by process column 0 over the
+  // process rows. Ranks holding neither add nothing.
+  const bool holds_row = part_.grid_row == 0;
+  const bool holds_column = part_.grid_col == 0;
   std::vector<int64_t> pivots;
-  if (part_.grid_row == 0) {
-    pivots.resize(static_cast<size_t>(part_.local_cols));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(pivots.data(), pivots_.get(),
-                                                 pivots.size() * sizeof(int64_t),
+  if (holds_row || holds_column) {
+    pivots.resize(pivots_.count());
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(pivots.data(), pivots_.get(), pivots_.bytes(),
                                                  cudaMemcpyDeviceToHost, stream));
   }
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  if (part_.grid_row == 0) {
-    counts =
+  PivotCounts as_row;
+  PivotCounts as_column;
+  if (holds_row) {
+    as_row =
         CountPivots(pivots, part_.local_cols, n_, part_.block, part_.grid_cols, part_.grid_col);
   }
-  std::array<double, 3 + PivotCounts::kFields> local{};
+  if (holds_column) {
+    as_column =
+        CountPivots(pivots, part_.local_rows, n_, part_.block, part_.grid_rows, part_.grid_row);
+  }
+  std::array<double, 3 + 2 * PivotCounts::kFields> local{};
   std::copy(diagonal.begin(), diagonal.end(), local.begin());
-  const auto pivot_fields = counts.ToArray();
-  std::copy(pivot_fields.begin(), pivot_fields.end(), local.begin() + 3);
+  const auto row_fields = as_row.ToArray();
+  const auto column_fields = as_column.ToArray();
+  std::copy(row_fields.begin(), row_fields.end(), local.begin() + 3);
+  std::copy(column_fields.begin(), column_fields.end(), local.begin() + 3 + PivotCounts::kFields);
   MATRIXD_ASSIGN_OR_RETURN(std::vector<double> total, rank_.AllReduce(local, ncclSum));
-  return CombineDeterminant(total[0], total[1], total[2], PivotCounts::FromArray(&total[3]));
+  const PivotCounts readings[2] = {PivotCounts::FromArray(&total[3]),
+                                   PivotCounts::FromArray(&total[3 + PivotCounts::kFields])};
+  return CombineDeterminant(total[0], total[1], total[2], readings);
 }
 
 }  // namespace matrixd::multi_gpu

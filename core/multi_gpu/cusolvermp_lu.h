@@ -2,8 +2,8 @@
 // communicator, one process per GPU, by NVIDIA's cuSOLVERMp (cusolverMpGetrf on a 2-D
 // block-cyclic grid), and its determinant read off the distributed factor: each rank sums
 // log|U(k,k)| and counts negative pivots over the diagonal entries it holds, the row swaps are
-// counted from the pivot vector, and one NCCL all-reduce combines them, so that no rank ever
-// gathers the matrix and |det| cannot overflow.
+// counted from the pivot vector (pivot_counts.h), and one NCCL all-reduce combines them, so that
+// no rank ever gathers the matrix and |det| cannot overflow.
 #ifndef MATRIXD_CORE_MULTI_GPU_CUSOLVERMP_LU_H_
 #define MATRIXD_CORE_MULTI_GPU_CUSOLVERMP_LU_H_
 
@@ -45,7 +45,8 @@ class CusolverMpLu {
   absl::Status Factor();
 
   // The determinant of the matrix the last Factor factored, the same on every rank. Waits for
-  // the factorisation. Collective. INTERNAL when the pivot vector is not what getrf promises.
+  // the factorisation. Collective. INTERNAL when no reading of the pivot vector passes the
+  // checks of pivot_counts.h.
   absl::StatusOr<DistributedDeterminant> Determinant();
 
  private:

@@ -3,6 +3,13 @@
 // the row swaps in the part of the pivot vector it holds. Summed over the ranks, they give
 // det = (-1)^(swaps + negatives) exp(log-sum). Pure arithmetic (no CUDA, no NCCL), so it is tested
 // without a GPU.
+//
+// How cuSOLVERMp lays out its pivot vector is not spelled out: NVIDIA's sample allocates it like
+// row 1 of A (over the process columns, `LOCc(N)` entries) and says it "overlaps A[IA, JA:JA+N] as
+// in Netlib's ScaLAPACK", whose vector is laid out like column 1 of A (over the process rows,
+// replicated over the process columns); nor is its index base. So every plausible reading is
+// counted and checked: under the true one, step j's pivot lies in [j, n) (0-based) for every j and
+// the last step's is the last row, which a misread vector fails for nearly any matrix (tested).
 #ifndef MATRIXD_CORE_MULTI_GPU_PIVOT_COUNTS_H_
 #define MATRIXD_CORE_MULTI_GPU_PIVOT_COUNTS_H_
 
@@ -11,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace matrixd::multi_gpu {
 
@@ -20,35 +28,33 @@ struct DistributedDeterminant {
   double log_abs = 0.0;
 };
 
-// What one rank's part of a getrf pivot vector says. cuSOLVERMp lays the vector out like row 1 of
-// A: over the process columns, block-cyclically, `pivots[l]` being the pivot row of global column
-// ((l / block) * grid_cols + grid_col) * block + l % block. As the library does not document the
-// index base, counts are kept for both: the last column's pivot can only be the last row (n with
-// base 1, n - 1 with base 0), which tells them apart once summed over the ranks. Doubles, so that
-// they travel in one all-reduce with the diagonal's sums.
+// One reading of the pivot entries some ranks hold, in both index bases. Doubles, so that they
+// travel in one all-reduce with the diagonal's sums.
 struct PivotCounts {
-  double swaps_base1 = 0;    // columns j with pivot != j + 1
-  double swaps_base0 = 0;    // columns j with pivot != j
+  double swaps_base1 = 0;    // steps j with pivot != j + 1
+  double swaps_base0 = 0;    // steps j with pivot != j
   double invalid_base1 = 0;  // pivots outside [j + 1, n]
   double invalid_base0 = 0;  // pivots outside [j, n - 1]
-  double last_is_base1 = 0;  // the last column's pivot is n
-  double last_is_base0 = 0;  // the last column's pivot is n - 1
+  double last_is_base1 = 0;  // the last step's pivot is n
+  double last_is_base0 = 0;  // the last step's pivot is n - 1
 
   static constexpr int kFields = 6;
   std::array<double, kFields> ToArray() const;
   static PivotCounts FromArray(const double* values);
 };
 
-// Counts for the first `local_columns` entries of `pivots`, the part of process column `grid_col`
-// of `grid_cols` of the pivot vector of an n-column factor with blocks of `block`.
-PivotCounts CountPivots(const std::vector<int64_t>& pivots, int64_t local_columns, int64_t n,
-                        int64_t block, int grid_cols, int grid_col);
+// Counts the first `local_count` entries of `pivots` read as the part of process `coord` of
+// `procs` of a block-cyclic vector of n steps with blocks of `block`: entry l is the pivot of
+// step ((l / block) * procs + coord) * block + l % block. Entries past step n - 1 are ignored.
+PivotCounts CountPivots(const std::vector<int64_t>& pivots, int64_t local_count, int64_t n,
+                        int64_t block, int procs, int coord);
 
-// The determinant from the summed diagonal numbers (log-sum, negatives, zeros) and the pivot counts
-// summed over the ranks of one process row. INTERNAL when the counts do not single out one index
-// base or a pivot is out of range.
+// The determinant from the summed diagonal numbers (log-sum, negatives, zeros) and the summed
+// counts of each reading of the pivot vector. Uses the readings (and bases) that pass the checks
+// above; INTERNAL when none does, or when two that do disagree on the sign.
 absl::StatusOr<DistributedDeterminant> CombineDeterminant(double log_sum, double negatives,
-                                                          double zeros, const PivotCounts& pivots);
+                                                          double zeros,
+                                                          absl::Span<const PivotCounts> readings);
 
 }  // namespace matrixd::multi_gpu
 

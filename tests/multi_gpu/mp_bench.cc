@@ -247,7 +247,7 @@ absl::Status SingleGpuLu(
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(diagonal, summary.get(), sizeof(diagonal), cudaMemcpyDeviceToHost, stream));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-    const PivotCounts counts = CountPivots(host_pivots, o.n, o.n, o.n, 1, 0);
+    const PivotCounts counts[1] = {CountPivots(host_pivots, o.n, o.n, o.n, 1, 0)};
     MATRIXD_ASSIGN_OR_RETURN(DistributedDeterminant det,
                              CombineDeterminant(diagonal[0], diagonal[1], diagonal[2], counts));
     on_run(run, seconds, det);
