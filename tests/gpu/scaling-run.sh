@@ -16,7 +16,8 @@
 # then, through the device tool with carry [".gpu"], on nvidia-h100-x4 (or -x2, -x8):
 #   tests/gpu/scaling-run.sh
 # Knobs: OPS="mp cannon" (either), GPUS="1 2 4", SIZES="32768 65536", REPEATS=2 (timed runs
-# after one warm-up), GEMM_BLOCK / LU_BLOCK (block-cyclic block; 0 = the bench's default),
+# after one warm-up), GEMM_BLOCK / LU_BLOCK (block-cyclic block; 0 = the bench's default 1024 /
+# 512), GRID_ROWS (process grid rows; 0 = the most nearly square grid, rows <= cols),
 # BUDGET_S=470 (the whole script; a step that would pass it is skipped and says so).
 #
 # NCCL: cuBLASMp 0.10 needs NCCL >= 2.29.2, too large to carry. The script asks the bench which
@@ -140,7 +141,7 @@ run_mp() {
         # fits one GPU.
         step "${op} n=${n} gpus=${r}" 150 "${out}/scaling.txt" \
           "${bin}/matrixd_mp_bench" --op="${op}" --n="${n}" --gpus="${r}" \
-          --repeats="${repeats}" --block="${block}"
+          --repeats="${repeats}" --block="${block}" --grid_rows="${GRID_ROWS:-0}"
       done
     done
   done
