@@ -69,6 +69,9 @@ ABSL_FLAG(int64_t, block_size, 0, "multiply: block-sparse product with B x B blo
 ABSL_FLAG(double, density, 1.0,
           "multiply with --random and --block_size: the fraction of non-zero blocks");
 ABSL_FLAG(bool, allow_tf32, false, "multiply: float32 on a GPU may use TF32 tensor cores");
+ABSL_FLAG(int, devices, 0,
+          "multiply: one float64 product over this many GPUs of the server (Cannon over NCCL)");
+ABSL_FLAG(std::string, multiply_method, "auto", "multiply with --devices: auto | cannon | cublasmp");
 ABSL_FLAG(double, job_timeout, 0,
           "submit: the job fails with DEADLINE_EXCEEDED unless done this many seconds after "
           "submission; 0 = no limit");
@@ -105,7 +108,8 @@ constexpr absl::string_view kUsage =
     "             keeps the factorization for solve, --keep_input A too)\n"
     "  solve @FACTORIZATION  X for a kept factorization and --rhs or --rhs_random\n"
     "             (--transpose, --residual, --keep, --output)\n"
-    "  multiply   product of two matrices (--transpose_a/b, --block_size, --density)\n"
+    "  multiply   product of two matrices (--transpose_a/b, --block_size, --density,\n"
+    "             --devices N --multiply_method cannon: one product over N GPUs)\n"
     "  permanent  permanent of one matrix (--method)\n"
     "  health     SERVING or NOT_SERVING; exits 0 only when serving\n"
     "  demo       a checked tour of every operation\n"
@@ -533,6 +537,17 @@ absl::StatusOr<v1::MultiplyRequest> MultiplyRequestFromFlags(
     return UsageError("--density needs --random N and --block_size B");
   }
   request.set_block_size(block_size);
+  const int devices = absl::GetFlag(FLAGS_devices);
+  if (devices < 0) return UsageError("--devices must be >= 0");
+  request.set_devices(devices);
+  const std::string method = absl::GetFlag(FLAGS_multiply_method);
+  if (method == "cannon") {
+    request.set_method(v1::MULTIPLY_METHOD_CANNON);
+  } else if (method == "cublasmp") {
+    request.set_method(v1::MULTIPLY_METHOD_CUBLASMP);
+  } else if (method != "auto") {
+    return UsageError("--multiply_method must be auto, cannon or cublasmp");
+  }
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 2);
   if (!inputs.ok()) return inputs.status();
   SetOperand(

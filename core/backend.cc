@@ -89,6 +89,10 @@ absl::Status CheckOptions(const OperationQuery& query) {
     return absl::InvalidArgumentError(
         absl::StrCat("block_size is ", query.multiply.block_size, "; want 0 (dense) or > 0"));
   }
+  if (query.operation == Operation::kMultiply && query.multiply.devices < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices is ", query.multiply.devices, "; want >= 1"));
+  }
   return absl::OkStatus();
 }
 
@@ -170,7 +174,16 @@ absl::Status CheckBackendLimits(const OperationQuery& query, const BackendLimits
 absl::Status Backend::Supports(const OperationQuery& query) const {
   if (absl::Status s = CheckDType(query); !s.ok()) return s;
   if (absl::Status s = CheckShapes(query); !s.ok()) return s;
-  return CheckOptions(query);
+  if (absl::Status s = CheckOptions(query); !s.ok()) return s;
+  // A backend that spreads one product over several GPUs (core/multi_gpu) answers these itself.
+  if (query.operation == Operation::kMultiply && IsMultiDeviceProduct(query.multiply)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "devices = ", query.multiply.devices,
+        " (or a multi-GPU method): one product over several GPUs needs the CUDA backend built "
+        "with NCCL; this is the ",
+        std::string(name()), " backend"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace matrixd

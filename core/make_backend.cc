@@ -1,10 +1,16 @@
 #include "core/make_backend.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/cpu/cpu_backend.h"
 #ifdef MATRIXD_HAVE_CUDA
 #include "core/cuda/cuda_backend.h"
+#endif
+#ifdef MATRIXD_HAVE_MULTI_GPU
+#include "core/multi_gpu/multi_gpu_backend.h"
 #endif
 
 namespace matrixd {
@@ -24,7 +30,16 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
   }
   if (name == "cuda" || name == "auto") {
 #ifdef MATRIXD_HAVE_CUDA
-    return MakeCudaBackend(config.devices, config.device_memory_limit, config.streams_per_device);
+    absl::StatusOr<std::unique_ptr<Backend>> cuda =
+        MakeCudaBackend(config.devices, config.device_memory_limit, config.streams_per_device);
+#ifdef MATRIXD_HAVE_MULTI_GPU
+    if (cuda.ok()) {
+      std::vector<int> devices = config.devices;
+      for (int d = 0; devices.empty() && d < CudaDeviceCount(); ++d) devices.push_back(d);
+      cuda = multi_gpu::WithMultiGpuProducts(*std::move(cuda), std::move(devices));
+    }
+#endif
+    return cuda;
 #else
     return absl::UnavailableError("backend \"cuda\": this build has no CUDA backend");
 #endif

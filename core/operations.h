@@ -94,6 +94,13 @@ struct FactorizeResult {
 };
 
 // ---- Multiply ----
+// How one product is spread over several GPUs (MultiplyOptions::devices > 1).
+enum class MultiplyMethod {
+  kAuto,      // one device; Cannon when devices > 1
+  kCannon,    // Cannon's algorithm over NCCL in this process (core/multi_gpu/cannon_gemm.h)
+  kCublasMp,  // NVIDIA cuBLASMp: needs one process per GPU, which the server does not start yet
+};
+
 struct MultiplyOptions {
   bool transpose_a = false;  // plain transpose, also for complex
   bool transpose_b = false;
@@ -106,7 +113,15 @@ struct MultiplyOptions {
   // and then leaves MultiplyResult::c empty; otherwise it returns C as usual and the caller
   // stores it.
   ResidentMatrix* output = nullptr;
+  // > 1: one product over this many GPUs of the backend (float64, dense, no transposes).
+  int devices = 1;
+  MultiplyMethod method = MultiplyMethod::kAuto;
 };
+
+// True when `options` asks for one product over several GPUs.
+inline bool IsMultiDeviceProduct(const MultiplyOptions& options) {
+  return options.devices > 1 || options.method != MultiplyMethod::kAuto;
+}
 
 struct MultiplyResult {
   Matrix c;

@@ -1,5 +1,6 @@
 #include "server/request_validation.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <limits>
 #include <utility>
@@ -64,6 +65,23 @@ absl::StatusOr<SolveTranspose> FromProto(v1::SolveTranspose transpose) {
       absl::StrCat("transpose is ", static_cast<int>(transpose),
                    ", not a known SolveTranspose; want SOLVE_TRANSPOSE_NONE, "
                    "SOLVE_TRANSPOSE_TRANSPOSE or SOLVE_TRANSPOSE_CONJUGATE"));
+}
+
+absl::StatusOr<MultiplyMethod> FromProto(v1::MultiplyMethod method) {
+  switch (method) {
+    case v1::MULTIPLY_METHOD_AUTO:
+      return MultiplyMethod::kAuto;
+    case v1::MULTIPLY_METHOD_CANNON:
+      return MultiplyMethod::kCannon;
+    case v1::MULTIPLY_METHOD_CUBLASMP:
+      return MultiplyMethod::kCublasMp;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("method is ", static_cast<int>(method),
+                   ", not a known MultiplyMethod; want MULTIPLY_METHOD_AUTO, "
+                   "MULTIPLY_METHOD_CANNON or MULTIPLY_METHOD_CUBLASMP"));
 }
 
 absl::StatusOr<PermanentMethod> FromProto(v1::PermanentMethod method) {
@@ -223,6 +241,12 @@ absl::StatusOr<SolveInputs> ValidateRequest(const v1::SolveRequest& request, con
 absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& request,
                                                const Limits& limits,
                                                const OperandSources& sources) {
+  absl::StatusOr<MultiplyMethod> method = FromProto(request.method());
+  if (!method.ok()) return method.status();
+  if (request.devices() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices is ", request.devices(), "; want 0 or 1 (one device) or more"));
+  }
   absl::StatusOr<InputMatrix> a =
       Operand(request.has_a_ref(), request.a(), request.a_ref(), "a", sources);
   if (!a.ok()) return a.status();
@@ -234,7 +258,9 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
                         .options = {.transpose_a = request.transpose_a(),
                                     .transpose_b = request.transpose_b(),
                                     .block_size = request.block_size(),
-                                    .allow_tf32 = request.allow_tf32()}};
+                                    .allow_tf32 = request.allow_tf32(),
+                                    .devices = std::max(request.devices(), 1),
+                                    .method = *method}};
   if (sources.backend == nullptr ||
       !sources.backend->MultiplyReadsOnDevice(inputs.a.view(), inputs.b.view(), inputs.options)) {
     if (absl::Status s = inputs.a.CopyToHost(); !s.ok()) return s;

@@ -147,6 +147,35 @@ TEST_F(BadRequestTest, MismatchedMultiplyShapes) {
   ExpectInvalid(client().Multiply(request), "op(a) is 2x3 and op(b) is 2x3");
 }
 
+TEST_F(BadRequestTest, MultiGpuProductOnTheCpuBackendIsUnimplementedAndNamesDevices) {
+  v1::MultiplyRequest request;
+  *request.mutable_a() = Identity3();
+  *request.mutable_b() = Identity3();
+  request.set_devices(2);
+  ExpectRejected(client().Multiply(request), absl::StatusCode::kUnimplemented,
+                 "devices = 2 (or a multi-GPU method): one product over several GPUs needs the "
+                 "CUDA backend built with NCCL; this is the cpu backend");
+  request.set_devices(0);
+  request.set_method(v1::MULTIPLY_METHOD_CUBLASMP);
+  ExpectRejected(client().Multiply(request), absl::StatusCode::kUnimplemented, "cpu backend");
+}
+
+TEST_F(BadRequestTest, NegativeDevicesAndUnknownMultiplyMethod) {
+  v1::MultiplyRequest request;
+  *request.mutable_a() = Identity3();
+  *request.mutable_b() = Identity3();
+  request.set_devices(-1);
+  ExpectInvalid(client().Multiply(request), "devices is -1");
+  request.set_devices(1);
+  request.set_method(static_cast<v1::MultiplyMethod>(7));
+  ExpectInvalid(client().Multiply(request), "method is 7, not a known MultiplyMethod");
+  // devices = 1 with the default method is the ordinary product.
+  request.set_method(v1::MULTIPLY_METHOD_AUTO);
+  absl::StatusOr<v1::MultiplyResponse> product = client().Multiply(request);
+  ASSERT_TRUE(product.ok()) << product.status();
+  EXPECT_EQ(product->c().rows(), 3);
+}
+
 TEST_F(BadRequestTest, MismatchedMultiplyDTypes) {
   v1::MultiplyRequest request;
   *request.mutable_a() = MakeMatrix<double>(1, 1, {1});

@@ -1,0 +1,117 @@
+#include "core/multi_gpu/multi_gpu_backend.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/backend_wrapper.h"
+#include "core/job_control.h"
+#include "core/multi_gpu/cannon_gemm.h"
+
+namespace matrixd::multi_gpu {
+namespace {
+
+class MultiGpuBackend : public BackendWrapper {
+ public:
+  MultiGpuBackend(std::unique_ptr<Backend> cuda, std::vector<int> devices)
+      : BackendWrapper(std::move(cuda)), devices_(std::move(devices)) {}
+
+  absl::Status Supports(const OperationQuery& query) const override {
+    if (query.operation != Operation::kMultiply || !IsMultiDeviceProduct(query.multiply)) {
+      return target().Supports(query);
+    }
+    // The single-device checks (dtype, shapes, limits) first, then what Cannon takes.
+    OperationQuery single = query;
+    single.multiply.devices = 1;
+    single.multiply.method = MultiplyMethod::kAuto;
+    if (absl::Status s = target().Supports(single); !s.ok()) return s;
+    return CheckMultiDevice(query.dtype, query.multiply);
+  }
+
+  absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
+                                          const MultiplyOptions& options,
+                                          JobControl* control) override {
+    if (!IsMultiDeviceProduct(options)) return target().Multiply(a, b, options, control);
+    if (absl::Status s = CheckMultiDevice(a.dtype, options); !s.ok()) return s;
+    if (IsCancelled(control)) return absl::CancelledError("multiply cancelled");
+    const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
+    CannonTimes times;
+    absl::StatusOr<Matrix> c = CannonGemm(used, a, b, &times);
+    if (!c.ok()) {
+      return absl::Status(c.status().code(), absl::StrCat("Cannon's product on ", options.devices,
+                                                          " GPUs: ", c.status().message()));
+    }
+    MultiplyResult result;
+    result.c = *std::move(c);
+    const double flops = 2.0 * static_cast<double>(a.rows) * static_cast<double>(a.cols) *
+                         static_cast<double>(b.cols);
+    const uint64_t bytes = a.byte_size() + b.byte_size() + result.c.byte_size();
+    result.stats.flops = flops;
+    result.stats.bytes_moved = bytes;
+    result.stats.kernels.push_back({"cannon_scatter", times.scatter_seconds,
+                                    a.byte_size() + b.byte_size(), 0.0});
+    result.stats.kernels.push_back({"cannon_rounds", times.rounds_seconds, 0, flops});
+    result.stats.kernels.push_back({"cannon_gather", times.gather_seconds,
+                                    result.c.byte_size(), 0.0});
+    ReportProgress(control, 1.0);
+    return result;
+  }
+
+  uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
+                               const MultiplyOptions& options) const override {
+    if (!IsMultiDeviceProduct(options)) return target().MultiplyDeviceBytes(a, b, options);
+    return CannonDeviceBytesPerGpu(a.rows, a.cols, b.cols, std::max(options.devices, 1));
+  }
+
+  // Cannon reads its operands from host memory.
+  bool MultiplyReadsOnDevice(const MatrixView& a, const MatrixView& b,
+                             const MultiplyOptions& options) const override {
+    return !IsMultiDeviceProduct(options) && target().MultiplyReadsOnDevice(a, b, options);
+  }
+
+ private:
+  absl::Status CheckMultiDevice(DType dtype, const MultiplyOptions& options) const {
+    if (options.method == MultiplyMethod::kCublasMp) {
+      return absl::UnimplementedError(
+          "method = CUBLASMP: cuBLASMp runs one process per GPU, which this server does not "
+          "start yet; use method = CANNON here (matrixd_mp_bench measures cuBLASMp, "
+          "docs/distributed.md)");
+    }
+    const int available = static_cast<int>(devices_.size());
+    if (options.devices > available) {
+      return absl::InvalidArgumentError(absl::StrCat("devices is ", options.devices,
+                                                     "; this server has ", available, " GPU",
+                                                     available == 1 ? "" : "s"));
+    }
+    if (dtype != DType::kFloat64) {
+      return absl::UnimplementedError(absl::StrCat("a.dtype is ", std::string(DTypeName(dtype)),
+                                                   "; a product over several GPUs takes float64"));
+    }
+    if (options.transpose_a || options.transpose_b || options.block_size > 0) {
+      return absl::UnimplementedError(
+          "transpose_a, transpose_b and block_size are not taken by a product over several "
+          "GPUs; send op(A) and op(B) dense");
+    }
+    return absl::OkStatus();
+  }
+
+  std::vector<int> devices_;
+};
+
+}  // namespace
+
+uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus) {
+  const int q = CannonGridSide(gpus);
+  const uint64_t nb = static_cast<uint64_t>((std::max({m, k, n}) + q - 1) / q);
+  const uint64_t positions_per_gpu = static_cast<uint64_t>(q * q / gpus);
+  return positions_per_gpu * 5 * nb * nb * sizeof(double);
+}
+
+std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,
+                                              std::vector<int> devices) {
+  return std::make_unique<MultiGpuBackend>(std::move(cuda), std::move(devices));
+}
+
+}  // namespace matrixd::multi_gpu

@@ -1,0 +1,30 @@
+// A CUDA backend that can also spread one product over several of its GPUs: Multiply with
+// MultiplyOptions::devices > 1 (or method kCannon) runs Cannon's algorithm over NCCL
+// (core/multi_gpu/cannon_gemm.h) on the first `devices` GPUs of the backend; everything else goes
+// to the wrapped backend unchanged. cuBLASMp (method kCublasMp) needs one process per GPU, which
+// the server does not start yet: it answers UNIMPLEMENTED and says where it is measured instead.
+//
+// The product's memory is admitted on the device the job was placed on only; the other GPUs it
+// uses are not reserved (docs/distributed.md): give such products a server of their own.
+#ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
+#define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace matrixd::multi_gpu {
+
+// Wraps `cuda` (REQUIRES: not null), whose GPUs are the CUDA ordinals `devices` (in order).
+std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,
+                                              std::vector<int> devices);
+
+// The device memory Cannon's product of an m x k and a k x n float64 matrix needs on each of
+// `gpus` GPUs (its blocks: two buffers each of A and B, and C, per grid position).
+uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus);
+
+}  // namespace matrixd::multi_gpu
+
+#endif  // MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
