@@ -247,6 +247,30 @@ v1::PermanentMethod ToProto(PermanentMethod method) {
   return v1::PERMANENT_METHOD_AUTO;
 }
 
+v1::PermanentPrecision ToProto(PermanentPrecision precision) {
+  switch (precision) {
+    case PermanentPrecision::kExtended:
+      return v1::PERMANENT_PRECISION_EXTENDED;
+    case PermanentPrecision::kFast:
+      return v1::PERMANENT_PRECISION_FAST;
+    case PermanentPrecision::kExact:
+      return v1::PERMANENT_PRECISION_EXACT;
+  }
+  return v1::PERMANENT_PRECISION_DEFAULT;
+}
+
+v1::PermanentWalk ToProto(PermanentWalk walk) {
+  switch (walk) {
+    case PermanentWalk::kAuto:
+      return v1::PERMANENT_WALK_AUTO;
+    case PermanentWalk::kDense:
+      return v1::PERMANENT_WALK_DENSE;
+    case PermanentWalk::kSparse:
+      return v1::PERMANENT_WALK_SPARSE;
+  }
+  return v1::PERMANENT_WALK_AUTO;
+}
+
 namespace {
 
 void ToProto(const Accuracy& accuracy, v1::Accuracy* message) {
@@ -261,6 +285,8 @@ void ToProto(const Accuracy& accuracy, v1::Accuracy* message) {
 void ToProto(const DeterminantResult& result, DType input, uint64_t modulus,
              v1::DeterminantResponse* response) {
   response->set_method_used(ToProto(result.method_used));
+  response->set_precision_used(ToProto(result.precision_used));
+  response->set_walk_used(ToProto(result.walk_used));
   if (result.accuracy.has_value()) ToProto(*result.accuracy, response->mutable_accuracy());
   ToProto(result.stats, response->mutable_stats());
   if (modulus > 0) {
