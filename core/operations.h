@@ -125,7 +125,8 @@ enum class PermanentMethod { kAuto, kRyser, kGlynn };
 //              value on the matrices of the accuracy table.
 //   kFast:     row sums and products in plain double, the row sums restarted from compensated
 //              sums every 2^12 terms so that they drift by at most 2^12 roundings; the sum of the
-//              terms compensated. About 2x the speed of kExtended, ~1e-12 relative.
+//              terms compensated. About 2x the speed of kExtended, ~1e-12 relative on positive
+//              matrices. Glynn only: Ryser's terms cancel too much, and Ryser runs kExtended.
 //   kExact:    reported only: INT64 matrices are walked modulo primes, exactly.
 // Complex walks have one precision (plain double row sums restarted every 2^10 terms, a
 // compensated sum) and report kFast.

@@ -17,8 +17,8 @@
 #include "core/cpu/compensated_sum.h"
 #include "core/cpu/gray_code.h"
 #include "core/cpu/montgomery.h"
-#include "core/cpu/permanent_arithmetic.h"
 #include "core/cpu/multimodular.h"
+#include "core/cpu/permanent_arithmetic.h"
 #include "core/cpu/permanent_preparation.h"
 #include "core/modular_arithmetic.h"
 #include "core/status_macros.h"
@@ -197,9 +197,8 @@ template <walk::RealArithmetic A, bool kSparse>
   for (int i = n; i < padded_n; ++i) r[i].Set(1.0, 0.0);
   // kFast restarts its plain row sums every 2^kFastSegmentLog2 terms; the others run a chunk
   // through (their row sums do not drift).
-  const uint64_t segment_length = A == walk::RealArithmetic::kFast
-                                      ? uint64_t{1} << walk::kFastSegmentLog2
-                                      : end - begin;
+  const uint64_t segment_length =
+      A == walk::RealArithmetic::kFast ? uint64_t{1} << walk::kFastSegmentLog2 : end - begin;
   CompensatedSum sum;
   for (uint64_t segment = begin; segment < end; segment += segment_length) {
     const uint64_t segment_end = std::min(end, segment + segment_length);
@@ -531,7 +530,8 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
   MATRIXD_ASSIGN_OR_RETURN(ScaledRows<double> rows, ScalePermanentRows<double>(a));
   if (rows.zero_row) return std::complex<double>(0.0);
   if (sparse) OrderColumnsForSparseWalk(rows.entries, n, method);
-  const RealWalkArithmetic choice = ChooseRealWalkArithmetic(rows.entries, n, options.precision);
+  const RealWalkArithmetic choice =
+      ChooseRealWalkArithmetic(rows.entries, n, options.precision, method);
   const walk::RealArithmetic arithmetic =
       choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
       : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
@@ -620,9 +620,8 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
   } else {
     MATRIXD_ASSIGN_OR_RETURN(
         std::complex<double> value,
-        IsComplex(a.dtype)
-            ? ComplexPermanent(a, n, result.method_used, threads, control, state_dir)
-            : RealPermanent(a, n, options, threads, control, state_dir, &result));
+        IsComplex(a.dtype) ? ComplexPermanent(a, n, result.method_used, threads, control, state_dir)
+                           : RealPermanent(a, n, options, threads, control, state_dir, &result));
     result.value = value;
   }
   ReportProgress(control, 1.0);

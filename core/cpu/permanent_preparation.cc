@@ -134,9 +134,7 @@ PermanentResult NewPermanentResult(const MatrixView& a, const PermanentOptions& 
   } else if (IsComplex(a.dtype)) {
     result.precision_used = PermanentPrecision::kFast;
   } else {
-    result.precision_used = options.precision == PermanentPrecision::kFast
-                                ? PermanentPrecision::kFast
-                                : PermanentPrecision::kExtended;
+    result.precision_used = RealPermanentPrecision(options.precision, result.method_used);
   }
   result.walk_used = PermanentWalk::kDense;
   const int bits = PermanentWalkBits(n, result.method_used);
@@ -295,12 +293,16 @@ void OrderColumnsForSparseWalk(std::vector<double>& a, int n, PermanentMethod me
   }
 }
 
+PermanentPrecision RealPermanentPrecision(PermanentPrecision asked, PermanentMethod method) {
+  return asked == PermanentPrecision::kFast && method == PermanentMethod::kGlynn
+             ? PermanentPrecision::kFast
+             : PermanentPrecision::kExtended;
+}
+
 RealWalkArithmetic ChooseRealWalkArithmetic(std::span<const double> a, int n,
-                                            PermanentPrecision precision) {
+                                            PermanentPrecision precision, PermanentMethod method) {
   RealWalkArithmetic arithmetic;
-  arithmetic.precision =
-      precision == PermanentPrecision::kFast ? PermanentPrecision::kFast
-                                             : PermanentPrecision::kExtended;
+  arithmetic.precision = RealPermanentPrecision(precision, method);
   arithmetic.exact_row_sums = PermanentRowSumsAreExact(a, n);
   return arithmetic;
 }

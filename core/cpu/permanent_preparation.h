@@ -39,7 +39,7 @@ int PermanentWalkBits(int n, PermanentMethod method);
 absl::Status CheckPermanentInput(const MatrixView& a, int max_order, absl::string_view name);
 
 // A result with method_used (Ryser when asked for, else Glynn), precision_used (kExact for INT64,
-// kFast for complex, else the one asked for), walk_used kDense, stats.bytes_moved and
+// kFast for complex, else RealPermanentPrecision), walk_used kDense, stats.bytes_moved and
 // stats.flops of one walk. REQUIRES: a passed CheckPermanentInput.
 PermanentResult NewPermanentResult(const MatrixView& a, const PermanentOptions& options);
 
@@ -87,13 +87,18 @@ PermanentWalk ChoosePermanentWalk(const MatrixView& a, const PermanentOptions& o
 // to the lowest bits; Glynn's column 0, which never flips, is the densest. Ties keep their order.
 void OrderColumnsForSparseWalk(std::vector<double>& a, int n, PermanentMethod method);
 
-// The precision a real walk of a (as ScalePermanentRows left it) runs at for `precision`.
+// The precision a real walk runs at when `asked` for: FAST only for Glynn, whose terms cancel
+// little; Ryser's cancel by up to 10 orders of magnitude (7 for a random positive n = 16 matrix),
+// so a plain double product would leave ~1e-9 of its result, and Ryser runs EXTENDED.
+PermanentPrecision RealPermanentPrecision(PermanentPrecision asked, PermanentMethod method);
+
+// The arithmetic of a real walk of a (as ScalePermanentRows left it).
 struct RealWalkArithmetic {
-  PermanentPrecision precision = PermanentPrecision::kExtended;
-  bool exact_row_sums = false;  // PermanentRowSumsAreExact
+  PermanentPrecision precision = PermanentPrecision::kExtended;  // RealPermanentPrecision
+  bool exact_row_sums = false;                                   // PermanentRowSumsAreExact
 };
 RealWalkArithmetic ChooseRealWalkArithmetic(std::span<const double> a, int n,
-                                            PermanentPrecision precision);
+                                            PermanentPrecision precision, PermanentMethod method);
 
 // Writes the walk of the row-major n x n matrix a: step b's n entries to
 // steps[b * stride, b * stride + n), the base to base[0, n); nothing else. The real base is in

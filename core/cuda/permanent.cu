@@ -11,12 +11,13 @@
 // and one multiply per row), 3.2e10 at n = 30 and 4.4e13 at n = 40. An H100 SXM issues
 // 132 SMs x 64 FP64 lanes x ~1.75 GHz = 1.5e13 FP64 instructions/s (its 34 TFLOPS count an FMA
 // as two), so the floor is ~2 ms at n = 30 and ~3 s at n = 40, doubling with each n. Real walks
-// spend 11 instructions per row and term instead of 2 (x5.5): row sums in double-double (TwoSum,
-// 7) and products in double-double (4 per factor), because Ryser's terms cancel by up to 10
-// orders of magnitude and a plain double walk loses that many digits. Complex walks spend 6 per
-// row and term (2 adds, a complex multiply) with plain double row sums restarted every 1024
-// terms. INT64 walks are integer-bound (a Montgomery product is four 64-bit multiplications) and
-// run once per prime. Measured on an H100 80GB HBM3 (device time of the walk): real Glynn
+// spend per row and term (core/cpu/permanent_arithmetic.h): EXTENDED 4 instructions when every
+// row sum is exact in double (1 add, a double-double product of 1 multiply + 2 FMAs), 11 when it
+// is not (row sums in double-double by TwoSum, 7; products 4); FAST 2, the floor. Complex walks
+// spend 6 per row and term (2 adds, a complex multiply) with plain double row sums restarted every
+// 1024 terms. INT64 walks are integer-bound (a Montgomery product is four 64-bit multiplications)
+// and run once per prime. Measured on an H100 80GB HBM3 before the precisions (device time of the
+// walk, 11 instructions per row and term): real Glynn
 // n = 30 16 ms, n = 32 65 ms, n = 34 0.28 s, 7.1-7.6x the floor; Ryser twice that; complex
 // Glynn n = 32 43 ms (4.7x the real floor); INT64 Glynn n = 28 with entries below 1000, 7
 // primes, 60 ms.
@@ -199,8 +200,7 @@ absl::Status RunRealWalk(DeviceContext& context, const WalkLayout& layout, int p
                          JobControl* control) {
   const RealWalkData<A, kSparse> data{steps.as<double>(), masks.as<uint64_t>(),
                                       partials.as<DoubleDouble>()};
-  return RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0,
-                 control);
+  return RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control);
 }
 
 template <walk::RealArithmetic A>
@@ -208,8 +208,8 @@ absl::Status RunRealWalk(bool sparse, DeviceContext& context, const WalkLayout& 
                          int padded_order, const DeviceBuffer& steps, const DeviceBuffer& masks,
                          const DeviceBuffer& partials, const DeviceBuffer& total,
                          JobControl* control) {
-  return sparse ? RunRealWalk<A, true>(context, layout, padded_order, steps, masks, partials,
-                                       total, control)
+  return sparse ? RunRealWalk<A, true>(context, layout, padded_order, steps, masks, partials, total,
+                                       control)
                 : RunRealWalk<A, false>(context, layout, padded_order, steps, masks, partials,
                                         total, control);
 }
@@ -291,7 +291,7 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
   if (rows.zero_row) return std::complex<double>(0.0);
   if (sparse) cpu::OrderColumnsForSparseWalk(rows.entries, n, method);
   const cpu::RealWalkArithmetic choice =
-      cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision);
+      cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision, method);
   const walk::RealArithmetic arithmetic =
       choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
       : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
@@ -423,8 +423,8 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
     result.value = value;
   }
   if (walk_seconds > 0.0) {
-    result.stats.kernels.push_back(KernelRecord{WalkName(result, a.dtype), walk_seconds,
-                                                a.byte_size(), result.stats.flops});
+    result.stats.kernels.push_back(
+        KernelRecord{WalkName(result, a.dtype), walk_seconds, a.byte_size(), result.stats.flops});
   }
   ReportProgress(control, 1.0);
   return result;

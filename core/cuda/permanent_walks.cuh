@@ -189,7 +189,9 @@ struct ModularCombine {
 };
 
 template <walk::RealArithmetic A, bool kSparse>
-inline RealCombine CombineOf(const RealWalkData<A, kSparse>&) { return {}; }
+inline RealCombine CombineOf(const RealWalkData<A, kSparse>&) {
+  return {};
+}
 inline ComplexCombine CombineOf(const ComplexWalkData&) { return {}; }
 inline ModularCombine CombineOf(const ModularWalkData& data) { return {data.p}; }
 
@@ -262,9 +264,8 @@ __device__ __forceinline__ bool StepAdds(uint64_t begin, uint32_t t, int bit) {
 // live besides r; the base is read through a volatile pointer, since the compiler would otherwise
 // keep its 2N values in registers across FAST's restarts.
 template <int N, walk::RealArithmetic A>
-__device__ __forceinline__ void StartRealRowSums(const double* steps,
-                                                 const volatile double* base, int bits,
-                                                 int aligned_log2, uint64_t k,
+__device__ __forceinline__ void StartRealRowSums(const double* steps, const volatile double* base,
+                                                 int bits, int aligned_log2, uint64_t k,
                                                  walk::RowSum<A> (&r)[N]) {
   const uint64_t gray = GrayCodeOf(k);
   const int first_bit = FirstStartBit(aligned_log2);
@@ -299,9 +300,10 @@ __global__ void __launch_bounds__(kWalkThreads)
     const uint32_t length = 1u << slice.chunk_log2;
     // FAST restarts its plain row sums every 2^kFastSegmentLog2 terms, as the CPU does; the
     // others walk the chunk through (their row sums do not drift).
-    const int segment_log2 = A == walk::RealArithmetic::kFast && slice.chunk_log2 > walk::kFastSegmentLog2
-                                 ? walk::kFastSegmentLog2
-                                 : slice.chunk_log2;
+    const int segment_log2 =
+        A == walk::RealArithmetic::kFast && slice.chunk_log2 > walk::kFastSegmentLog2
+            ? walk::kFastSegmentLog2
+            : slice.chunk_log2;
     const uint32_t segment = 1u << segment_log2;
     walk::RowSum<A> r[N];
     for (uint32_t first = 0; first < length; first += segment) {

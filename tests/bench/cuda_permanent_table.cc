@@ -8,8 +8,8 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
-#include <span>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,8 +20,8 @@
 #include "tests/bench/bench_inputs.h"
 #include "tests/bench/bench_tables.h"
 #include "tests/bench/bench_timing.h"
-#include "tests/bench/permanent_inputs.h"
 #include "tests/bench/cuda_device_timing.h"
+#include "tests/bench/permanent_inputs.h"
 
 namespace matrixd::bench {
 namespace {
@@ -82,8 +82,8 @@ void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& fla
   // One row of the table: a matrix kind and the options it runs with.
   struct Case {
     const char* matrix;
-    bool grid;     // entries k / 2^20, else uniform in [-1, 1)
-    bool sparse;   // perm_density of the entries non-zero
+    bool grid;    // entries k / 2^20, else uniform in [-1, 1)
+    bool sparse;  // perm_density of the entries non-zero
     PermanentPrecision precision;
     PermanentWalk walk;
   };
@@ -92,16 +92,21 @@ void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& fla
   constexpr PermanentWalk kDense = PermanentWalk::kDense;
   constexpr PermanentWalk kSparse = PermanentWalk::kSparse;
   const Case cases[] = {
-      {"grid", true, false, kExtended, kDense},     {"grid", true, false, kFast, kDense},
-      {"real", false, false, kExtended, kDense},    {"real", false, false, kFast, kDense},
-      {"grid-sparse", true, true, kExtended, kDense}, {"grid-sparse", true, true, kExtended, kSparse},
-      {"grid-sparse", true, true, kFast, kDense},   {"grid-sparse", true, true, kFast, kSparse},
-      {"real-sparse", false, true, kExtended, kDense}, {"real-sparse", false, true, kExtended, kSparse},
+      {"grid", true, false, kExtended, kDense},
+      {"grid", true, false, kFast, kDense},
+      {"real", false, false, kExtended, kDense},
+      {"real", false, false, kFast, kDense},
+      {"grid-sparse", true, true, kExtended, kDense},
+      {"grid-sparse", true, true, kExtended, kSparse},
+      {"grid-sparse", true, true, kFast, kDense},
+      {"grid-sparse", true, true, kFast, kSparse},
+      {"real-sparse", false, true, kExtended, kDense},
+      {"real-sparse", false, true, kExtended, kSparse},
   };
   std::printf("  sparse matrices: %s of the entries non-zero\n",
               Significant(flags.perm_density).c_str());
-  std::printf("%-4s %-12s %-9s %-7s %-9s %-9s %-12s %-12s %s\n", "n", "matrix", "precision",
-              "walk", "ours(s)", "walk(s)", "ours/floorA", "ours/floorB", "value");
+  std::printf("%-4s %-12s %-9s %-7s %-9s %-9s %-12s %-12s %s\n", "n", "matrix", "precision", "walk",
+              "ours(s)", "walk(s)", "ours/floorA", "ours/floorB", "value");
   for (const int n : {flags.perm_n - 4, flags.perm_n - 2, flags.perm_n}) {
     if (n < 1) continue;
     const GridMatrix grid = RandomGridMatrix(n, false, 1.0, 900 + n);
@@ -120,8 +125,8 @@ void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& fla
     const double floor_a = work / dgemm_rate;
     const double floor_b = work / issue_rate;
     for (const Case& c : cases) {
-      const Matrix& a = c.grid ? (c.sparse ? grid_sparse.values : grid.values)
-                               : (c.sparse ? real_sparse : real);
+      const Matrix& a =
+          c.grid ? (c.sparse ? grid_sparse.values : grid.values) : (c.sparse ? real_sparse : real);
       PermanentOptions options;
       options.method = PermanentMethod::kGlynn;
       options.precision = c.precision;
@@ -133,10 +138,10 @@ void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& fla
         return result;
       });
       std::printf("%-4d %-12s %-9s %-7s %-9s %-9s %-12s %-12s %.17g\n", n, c.matrix,
-                  c.precision == kFast ? "fast" : "extended", c.walk == kSparse ? "sparse" : "dense",
-                  Seconds(ours.seconds).c_str(), Seconds(ours.device).c_str(),
-                  Ratio(ours.seconds, floor_a).c_str(), Ratio(ours.seconds, floor_b).c_str(),
-                  value);
+                  c.precision == kFast ? "fast" : "extended",
+                  c.walk == kSparse ? "sparse" : "dense", Seconds(ours.seconds).c_str(),
+                  Seconds(ours.device).c_str(), Ratio(ours.seconds, floor_a).c_str(),
+                  Ratio(ours.seconds, floor_b).c_str(), value);
       if (!ours.error.empty()) std::printf("  ours failed: %s\n", ours.error.c_str());
     }
     std::printf("%-4d floor A %s s, floor B %s s\n", n, Significant(floor_a).c_str(),

@@ -20,9 +20,9 @@
 //     cpu:          [--cpu_n=2048] [--cpu_batch=10000] [--batch_sizes]
 //
 // NAME is one of bandwidth, dense, factorize, batched, condensation, sparse, permanent, accuracy,
-// modular, small, cpu; all run by default, the GPU ones only where there is a device. --quick shrinks every
-// size; explicit sizes after or before it win. --no_cpu leaves
-// out the CPU backend (its tables and its column of the modular table).
+// modular, small, cpu; all run by default, the GPU ones only where there is a device. --quick
+// shrinks every size; explicit sizes after or before it win. --no_cpu leaves out the CPU backend
+// (its tables and its column of the modular table).
 //
 // Times are medians over --repeats runs after one warm-up run (CPU references that take seconds:
 // one run). "ours" is ComputeStats::seconds (device events around the whole operation, transfers
@@ -118,7 +118,8 @@ int Main(int argc, char** argv) {
   if (cpu != nullptr && flags.Runs("cpu")) BenchCpu(*cpu, flags);
   // The CPU walks share the GPU's arithmetic but take 2^n n / cores time: their accuracy table runs
   // only when the GPU tables do not (--no_gpu), at sizes given for it.
-  if (cpu != nullptr && !flags.gpu && flags.Runs("accuracy")) BenchPermanentAccuracy(*cpu, "CPU", flags);
+  if (cpu != nullptr && !flags.gpu && flags.Runs("accuracy"))
+    BenchPermanentAccuracy(*cpu, "CPU", flags);
   return 0;
 }
 

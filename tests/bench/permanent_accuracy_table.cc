@@ -47,15 +47,14 @@ std::string Scientific(double x) {
 }  // namespace
 
 void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Flags& flags) {
-  PrintHeader(
-      absl::StrCat("Permanent accuracy, float64 Glynn on the ", label,
-                   ": relative error against the exact permanent"),
-      "n    sign      precision  samples  median     worst      mean(s)",
-      {"matrices: entries k / 2^20, k uniform in [1, 2^20) (mixed: each negative with "
-       "probability 1/2); the exact value from the INT64 walk of k, times 2^(-20 n)",
-       "target (issue 13): extended within 1e-14; fast no worse than SUperman's kahan mode "
-       "(6.4e-13 at n = 32, 2.9e-12 at n = 36 on positive matrices)",
-       absl::StrCat("samples per order and sign: ", flags.accuracy_samples)});
+  PrintHeader(absl::StrCat("Permanent accuracy, float64 Glynn on the ", label,
+                           ": relative error against the exact permanent"),
+              "n    sign      precision  samples  median     worst      mean(s)",
+              {"matrices: entries k / 2^20, k uniform in [1, 2^20) (mixed: each negative with "
+               "probability 1/2); the exact value from the INT64 walk of k, times 2^(-20 n)",
+               "target (issue 13): extended within 1e-14; fast no worse than SUperman's kahan mode "
+               "(6.4e-13 at n = 32, 2.9e-12 at n = 36 on positive matrices)",
+               absl::StrCat("samples per order and sign: ", flags.accuracy_samples)});
   const PermanentPrecision precisions[] = {PermanentPrecision::kExtended,
                                            PermanentPrecision::kFast};
   for (const int n : flags.accuracy_sizes) {
@@ -63,9 +62,9 @@ void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Fl
       Errors errors[2];
       double exact_seconds = 0.0;
       for (int sample = 0; sample < flags.accuracy_samples; ++sample) {
-        const GridMatrix m =
-            RandomGridMatrix(n, mixed, 1.0, 70000 + 1000 * static_cast<uint64_t>(n) +
-                                                100 * (mixed ? 1 : 0) + sample);
+        const GridMatrix m = RandomGridMatrix(
+            n, mixed, 1.0,
+            70000 + 1000 * static_cast<uint64_t>(n) + 100 * (mixed ? 1 : 0) + sample);
         const absl::StatusOr<PermanentResult> exact =
             backend.Permanent(m.integers.view(), PermanentOptions{}, nullptr);
         if (!exact.ok()) {
@@ -81,15 +80,16 @@ void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Fl
           options.method = PermanentMethod::kGlynn;
           options.precision = precisions[p];
           options.walk = PermanentWalk::kDense;
-          const absl::StatusOr<PermanentResult> got = backend.Permanent(m.values.view(), options, nullptr);
+          const absl::StatusOr<PermanentResult> got =
+              backend.Permanent(m.values.view(), options, nullptr);
           if (!got.ok()) {
             if (errors[p].error.empty()) errors[p].error = std::string(got.status().ToString());
             continue;
           }
           errors[p].seconds += got->stats.seconds;
           const long double error = std::fabs(static_cast<long double>(got->value.real()) - want);
-          errors[p].relative.push_back(
-              want != 0.0L ? static_cast<double>(error / std::fabs(want)) : static_cast<double>(error));
+          errors[p].relative.push_back(want != 0.0L ? static_cast<double>(error / std::fabs(want))
+                                                    : static_cast<double>(error));
         }
       }
       for (int p = 0; p < 2; ++p) {
