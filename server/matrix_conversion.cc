@@ -285,8 +285,6 @@ void ToProto(const Accuracy& accuracy, v1::Accuracy* message) {
 void ToProto(const DeterminantResult& result, DType input, uint64_t modulus,
              v1::DeterminantResponse* response) {
   response->set_method_used(ToProto(result.method_used));
-  response->set_precision_used(ToProto(result.precision_used));
-  response->set_walk_used(ToProto(result.walk_used));
   if (result.accuracy.has_value()) ToProto(*result.accuracy, response->mutable_accuracy());
   ToProto(result.stats, response->mutable_stats());
   if (modulus > 0) {
@@ -354,6 +352,8 @@ void ToProto(const PermanentResult& result, v1::PermanentResponse* response) {
   response->set_imag(result.value.imag());
   response->set_exact(result.exact);
   response->set_method_used(ToProto(result.method_used));
+  response->set_precision_used(ToProto(result.precision_used));
+  response->set_walk_used(ToProto(result.walk_used));
   ToProto(result.stats, response->mutable_stats());
 }
 

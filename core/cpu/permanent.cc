@@ -202,7 +202,7 @@ template <walk::RealArithmetic A, bool kSparse>
   CompensatedSum sum;
   for (uint64_t segment = begin; segment < end; segment += segment_length) {
     const uint64_t segment_end = std::min(end, segment + segment_length);
-    StartRealRowSums(dense, segment, r);
+    StartRealRowSums<A>(dense, segment, r);
     for (uint64_t k = segment;;) {
       const walk::DoubleDouble product = walk::RowProduct<A>(r, padded_n);
       if ((k & 1) != 0) {

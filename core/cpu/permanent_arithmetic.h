@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define MATRIXD_WALK_INLINE __host__ __device__ __forceinline__
@@ -119,25 +120,30 @@ MATRIXD_WALK_INLINE void AddToRowSum(double& hi, double& lo, double x) {
   lo = Add(lo, e);
 }
 
-// One row sum of a real walk. Arithmetic kDoubleDoubleRows uses lo; the others keep it 0.
-template <RealArithmetic A>
-struct RowSum {
+// One row sum of a real walk: hi + lo in double-double (kDoubleDoubleRows), or a plain double
+// (the others; lo is then the constant 0, so that an array of row sums is an array of doubles,
+// which the CPU's vectorizer loads without shuffles).
+struct DoubleDoubleRowSum {
   double hi;
   double lo;
 
   MATRIXD_WALK_INLINE void Set(double base_hi, double base_lo) {
     hi = base_hi;
-    lo = A == RealArithmetic::kDoubleDoubleRows ? base_lo : 0.0;
+    lo = base_lo;
   }
   // Adds x (a step, sign already applied).
-  MATRIXD_WALK_INLINE void Update(double x) {
-    if constexpr (A == RealArithmetic::kDoubleDoubleRows) {
-      AddToRowSum(hi, lo, x);
-    } else {
-      hi = Add(hi, x);
-    }
-  }
+  MATRIXD_WALK_INLINE void Update(double x) { AddToRowSum(hi, lo, x); }
 };
+struct PlainRowSum {
+  double hi;
+  static constexpr double lo = 0.0;
+
+  MATRIXD_WALK_INLINE void Set(double base_hi, double /*base_lo*/) { hi = base_hi; }
+  MATRIXD_WALK_INLINE void Update(double x) { hi = Add(hi, x); }
+};
+template <RealArithmetic A>
+using RowSum =
+    std::conditional_t<A == RealArithmetic::kDoubleDoubleRows, DoubleDoubleRowSum, PlainRowSum>;
 
 // The running product of one chain of factors; Value gives it as hi + lo (lo = 0 for kFast).
 template <RealArithmetic A>
