@@ -51,6 +51,10 @@ ABSL_FLAG(std::string, dtype, "",
           "inputs (default float64); for file inputs, convert them to it");
 ABSL_FLAG(uint64_t, seed, 1, "seed of --random and --rhs_random inputs, of the demo and of load");
 ABSL_FLAG(std::string, method, "auto", "det: auto|lu|condensation; permanent: auto|ryser|glynn");
+ABSL_FLAG(std::string, precision, "extended",
+          "permanent: extended (double-double products, ~1e-14) | fast (plain double, ~1e-12)");
+ABSL_FLAG(std::string, walk, "auto",
+          "permanent: auto (sparse at <= 50% non-zeros) | dense | sparse");
 ABSL_FLAG(uint64_t, modulus, 0, "det: a prime p < 2^62 for the determinant mod p (int64 input)");
 ABSL_FLAG(std::string, kind, "lu", "factorize: lu|cholesky|qr");
 ABSL_FLAG(
@@ -110,7 +114,7 @@ constexpr absl::string_view kUsage =
     "             (--transpose, --residual, --keep, --output)\n"
     "  multiply   product of two matrices (--transpose_a/b, --block_size, --density,\n"
     "             --devices N --multiply_method cannon: one product over N GPUs)\n"
-    "  permanent  permanent of one matrix (--method)\n"
+    "  permanent  permanent of one matrix (--method, --precision, --walk)\n"
     "  health     SERVING or NOT_SERVING; exits 0 only when serving\n"
     "  demo       a checked tour of every operation\n"
     "  submit OP  queue det|factorize|multiply|permanent|solve as a job; prints its id\n"
@@ -590,6 +594,13 @@ absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
   absl::StatusOr<v1::PermanentMethod> method = ParsePermanentMethod(absl::GetFlag(FLAGS_method));
   if (!method.ok()) return UsageError(method.status().message());
   request.set_method(*method);
+  absl::StatusOr<v1::PermanentPrecision> precision =
+      ParsePermanentPrecision(absl::GetFlag(FLAGS_precision));
+  if (!precision.ok()) return UsageError(precision.status().message());
+  request.set_precision(*precision);
+  absl::StatusOr<v1::PermanentWalk> walk = ParsePermanentWalk(absl::GetFlag(FLAGS_walk));
+  if (!walk.ok()) return UsageError(walk.status().message());
+  request.set_walk(*walk);
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   SetOperand(

@@ -21,4 +21,19 @@ absl::StatusOr<v1::PermanentMethod> ParsePermanentMethod(absl::string_view name)
       absl::StrCat("--method '", name, "': permanent takes auto, ryser or glynn"));
 }
 
+absl::StatusOr<v1::PermanentPrecision> ParsePermanentPrecision(absl::string_view name) {
+  if (name == "extended") return v1::PERMANENT_PRECISION_EXTENDED;
+  if (name == "fast") return v1::PERMANENT_PRECISION_FAST;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--precision '", name, "': permanent takes extended or fast"));
+}
+
+absl::StatusOr<v1::PermanentWalk> ParsePermanentWalk(absl::string_view name) {
+  if (name == "auto") return v1::PERMANENT_WALK_AUTO;
+  if (name == "dense") return v1::PERMANENT_WALK_DENSE;
+  if (name == "sparse") return v1::PERMANENT_WALK_SPARSE;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--walk '", name, "': permanent takes auto, dense or sparse"));
+}
+
 }  // namespace matrixd

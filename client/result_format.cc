@@ -56,6 +56,17 @@ absl::string_view PermanentMethodName(v1::PermanentMethod method) {
   }
 }
 
+absl::string_view PermanentPrecisionName(v1::PermanentPrecision precision) {
+  switch (precision) {
+    case v1::PERMANENT_PRECISION_FAST:
+      return "fast";
+    case v1::PERMANENT_PRECISION_EXACT:
+      return "exact";
+    default:
+      return "extended";
+  }
+}
+
 absl::string_view FactorizationKindName(v1::FactorizationKind kind) {
   switch (kind) {
     case v1::FACTORIZATION_KIND_LU:
@@ -233,6 +244,9 @@ std::string FormatPermanent(const v1::PermanentResponse& r, bool complex_input) 
   }
   if (!r.exact().empty()) absl::StrAppend(&out, "  exact  = ", r.exact(), "\n");
   absl::StrAppend(&out, "  method = ", PermanentMethodName(r.method_used()), "\n");
+  absl::StrAppend(&out, "  precision = ", PermanentPrecisionName(r.precision_used()),
+                  ", walk = ", r.walk_used() == v1::PERMANENT_WALK_SPARSE ? "sparse" : "dense",
+                  "\n");
   return out;
 }
 

@@ -133,8 +133,31 @@ struct MultiplyResult {
 // ---- Permanent ----
 enum class PermanentMethod { kAuto, kRyser, kGlynn };
 
+// How a real walk carries its arithmetic (docs/benchmarks.md, "Permanent precision").
+//   kExtended: the terms' products in double-double and the sum compensated; the row sums in
+//              plain double when every row sum of the walk is exact in double (entries on a common
+//              grid, such as k / 2^20), in double-double otherwise. Within ~1e-14 of the exact
+//              value on the matrices of the accuracy table.
+//   kFast:     row sums and products in plain double, the row sums restarted from compensated
+//              sums every 2^12 terms so that they drift by at most 2^12 roundings; the sum of the
+//              terms compensated. 2 FP64 operations per row and term (kExtended: 4 or 11);
+//              ~1e-14 to ~1e-12 relative on positive matrices. Glynn only: Ryser's terms cancel
+//              too much, and Ryser runs kExtended.
+//   kExact:    reported only: INT64 matrices are walked modulo primes, exactly.
+// Complex walks have one precision (plain double row sums restarted every 2^10 terms, a
+// compensated sum) and report kFast.
+enum class PermanentPrecision { kExtended, kFast, kExact };
+
+// Which Gray-code walk runs. kSparse updates only the non-zero entries of the column that a step
+// flips (compressed columns, sparsest columns on the fastest-changing bits); kAuto picks it when
+// at most kSparsePermanentDensity of the entries are non-zero.
+enum class PermanentWalk { kAuto, kDense, kSparse };
+inline constexpr double kSparsePermanentDensity = 0.5;
+
 struct PermanentOptions {
   PermanentMethod method = PermanentMethod::kAuto;
+  PermanentPrecision precision = PermanentPrecision::kExtended;  // kExact is not a request
+  PermanentWalk walk = PermanentWalk::kAuto;
 };
 
 struct PermanentResult {
@@ -142,6 +165,8 @@ struct PermanentResult {
   // Exact permanent in decimal (INT64 input); empty otherwise.
   std::string exact;
   PermanentMethod method_used = PermanentMethod::kGlynn;
+  PermanentPrecision precision_used = PermanentPrecision::kExtended;
+  PermanentWalk walk_used = PermanentWalk::kDense;  // never kAuto
   ComputeStats stats;
 };
 

@@ -247,6 +247,30 @@ v1::PermanentMethod ToProto(PermanentMethod method) {
   return v1::PERMANENT_METHOD_AUTO;
 }
 
+v1::PermanentPrecision ToProto(PermanentPrecision precision) {
+  switch (precision) {
+    case PermanentPrecision::kExtended:
+      return v1::PERMANENT_PRECISION_EXTENDED;
+    case PermanentPrecision::kFast:
+      return v1::PERMANENT_PRECISION_FAST;
+    case PermanentPrecision::kExact:
+      return v1::PERMANENT_PRECISION_EXACT;
+  }
+  return v1::PERMANENT_PRECISION_DEFAULT;
+}
+
+v1::PermanentWalk ToProto(PermanentWalk walk) {
+  switch (walk) {
+    case PermanentWalk::kAuto:
+      return v1::PERMANENT_WALK_AUTO;
+    case PermanentWalk::kDense:
+      return v1::PERMANENT_WALK_DENSE;
+    case PermanentWalk::kSparse:
+      return v1::PERMANENT_WALK_SPARSE;
+  }
+  return v1::PERMANENT_WALK_AUTO;
+}
+
 namespace {
 
 void ToProto(const Accuracy& accuracy, v1::Accuracy* message) {
@@ -328,6 +352,8 @@ void ToProto(const PermanentResult& result, v1::PermanentResponse* response) {
   response->set_imag(result.value.imag());
   response->set_exact(result.exact);
   response->set_method_used(ToProto(result.method_used));
+  response->set_precision_used(ToProto(result.precision_used));
+  response->set_walk_used(ToProto(result.walk_used));
   ToProto(result.stats, response->mutable_stats());
 }
 

@@ -87,6 +87,8 @@ void ToProto(const ComputeStats& stats, v1::ComputeStats* proto);
 v1::DeterminantMethod ToProto(DeterminantMethod method);
 v1::FactorizationKind ToProto(FactorizationKind kind);
 v1::PermanentMethod ToProto(PermanentMethod method);
+v1::PermanentPrecision ToProto(PermanentPrecision precision);
+v1::PermanentWalk ToProto(PermanentWalk walk);
 
 // `input` is the matrix's dtype (real input gets sign +-1/0; complex input sign 1/0 with the
 // direction in phase_re/phase_im). With modulus > 0 only residue, singular, method_used and stats

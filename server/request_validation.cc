@@ -101,6 +101,44 @@ absl::StatusOr<PermanentMethod> FromProto(v1::PermanentMethod method) {
                    "PERMANENT_METHOD_RYSER or PERMANENT_METHOD_GLYNN"));
 }
 
+absl::StatusOr<PermanentPrecision> FromProto(v1::PermanentPrecision precision) {
+  switch (precision) {
+    case v1::PERMANENT_PRECISION_DEFAULT:
+    case v1::PERMANENT_PRECISION_EXTENDED:
+      return PermanentPrecision::kExtended;
+    case v1::PERMANENT_PRECISION_FAST:
+      return PermanentPrecision::kFast;
+    case v1::PERMANENT_PRECISION_EXACT:
+      return absl::InvalidArgumentError(
+          "precision is PERMANENT_PRECISION_EXACT, which is only reported (INT64 input is always "
+          "exact); want PERMANENT_PRECISION_DEFAULT, PERMANENT_PRECISION_EXTENDED or "
+          "PERMANENT_PRECISION_FAST");
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("precision is ", static_cast<int>(precision),
+                   ", not a known PermanentPrecision; want PERMANENT_PRECISION_DEFAULT, "
+                   "PERMANENT_PRECISION_EXTENDED or PERMANENT_PRECISION_FAST"));
+}
+
+absl::StatusOr<PermanentWalk> FromProto(v1::PermanentWalk walk) {
+  switch (walk) {
+    case v1::PERMANENT_WALK_AUTO:
+      return PermanentWalk::kAuto;
+    case v1::PERMANENT_WALK_DENSE:
+      return PermanentWalk::kDense;
+    case v1::PERMANENT_WALK_SPARSE:
+      return PermanentWalk::kSparse;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("walk is ", static_cast<int>(walk),
+                   ", not a known PermanentWalk; want PERMANENT_WALK_AUTO, PERMANENT_WALK_DENSE "
+                   "or PERMANENT_WALK_SPARSE"));
+}
+
 // An operand given inline (`field`) or by reference (`field`_ref).
 absl::StatusOr<InputMatrix> Operand(bool by_reference, const v1::Matrix& inline_matrix,
                                     const v1::MatrixRef& reference, absl::string_view field,
@@ -279,12 +317,17 @@ absl::StatusOr<PermanentInputs> ValidateRequest(const v1::PermanentRequest& requ
                                                 const OperandSources& sources) {
   absl::StatusOr<PermanentMethod> method = FromProto(request.method());
   if (!method.ok()) return method.status();
+  absl::StatusOr<PermanentPrecision> precision = FromProto(request.precision());
+  if (!precision.ok()) return precision.status();
+  absl::StatusOr<PermanentWalk> walk = FromProto(request.walk());
+  if (!walk.ok()) return walk.status();
   absl::StatusOr<InputMatrix> matrix =
       Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
   if (!matrix.ok()) return matrix.status();
   // The permanents read their operand on the host.
   if (absl::Status s = matrix->CopyToHost(); !s.ok()) return s;
-  PermanentInputs inputs{.matrix = *std::move(matrix), .options = {.method = *method}};
+  PermanentInputs inputs{.matrix = *std::move(matrix),
+                         .options = {.method = *method, .precision = *precision, .walk = *walk}};
   if (absl::Status s = ValidatePermanent(inputs.matrix.view(), inputs.options,
                                          LimitsFor(limits, {&inputs.matrix}));
       !s.ok()) {

@@ -18,6 +18,7 @@
 #include "core/cpu/gray_code.h"
 #include "core/cpu/montgomery.h"
 #include "core/cpu/multimodular.h"
+#include "core/cpu/permanent_arithmetic.h"
 #include "core/cpu/permanent_preparation.h"
 #include "core/modular_arithmetic.h"
 #include "core/status_macros.h"
@@ -73,13 +74,7 @@ WalkPlan<T> NewWalkPlan(int n, PermanentMethod method) {
   return plan;
 }
 
-// Builds the walk of a real or complex matrix (row-major n x n).
-WalkPlan<double> MakeRealPlan(const std::vector<double>& a, int n, PermanentMethod method) {
-  WalkPlan<double> plan = NewWalkPlan<double>(n, method);
-  plan.base_lo.assign(n, 0.0);
-  FillPermanentWalk(a, n, method, n, plan.steps, plan.base, plan.base_lo);
-  return plan;
-}
+// Builds the walk of a complex matrix (row-major n x n).
 WalkPlan<std::complex<double>> MakeComplexPlan(const std::vector<std::complex<double>>& a, int n,
                                                PermanentMethod method) {
   WalkPlan<std::complex<double>> plan = NewWalkPlan<std::complex<double>>(n, method);
@@ -113,27 +108,14 @@ inline void StepRowSums(const WalkPlan<T>& plan, uint64_t k, T* r) {
 
 // Products of the n row sums run as independent chains, multiplied together at the end: one chain
 // would wait out the multiply latency at every factor. The row sums are padded with ones to a
-// multiple of the chain count so that the chains stay in registers. Measured best: two chains
-// for the real double-double product (then bound by throughput), four for the complex one.
-constexpr int kRealChains = 2;
+// multiple of the chain count so that the chains stay in registers. Four chains everywhere (the
+// real walks' products are walk::RowProduct's, shared with the CUDA kernels).
+constexpr int kRealChains = 4;
 constexpr int kComplexChains = 4;
 constexpr int kModularChains = 4;
 constexpr int kPaddedMaxOrder = 64;
 constexpr int PaddedOrder(int n, int chains) { return (n + chains - 1) / chains * chains; }
 static_assert(PaddedOrder(kMaxOrder, 4) <= kPaddedMaxOrder);
-
-struct DoubleDouble {
-  double hi;
-  double lo;
-};
-
-// (a.hi + a.lo)(x_hi + x_lo) to ~2^-104 relative: a.hi x_hi exactly by fma (TwoProduct), plus
-// the cross terms; a.lo x_lo is below that precision. Needs no renormalisation over a chain of n
-// factors: |lo| grows by at most ~2^-53 |hi| per factor.
-[[gnu::always_inline]] inline DoubleDouble MultiplyDd(DoubleDouble a, double x_hi, double x_lo) {
-  const double hi = a.hi * x_hi;
-  return {hi, std::fma(a.lo, x_hi, std::fma(a.hi, x_lo, std::fma(a.hi, x_hi, -hi)))};
-}
 
 // A running complex product, written out rather than std::complex's operator*, which checks for
 // NaN and Inf on every call.
@@ -148,67 +130,104 @@ struct ComplexProduct {
   }
 };
 
-// Sum of the terms k in [begin, end) of a real walk, in double-double throughout: the row sums
-// (hi + lo, updated by TwoSum), each product prod_i r_i (an exact TwoProduct per factor via fma)
-// and the sum of the terms. Ryser's terms cancel by ~7 orders of magnitude for a random positive
-// n = 16 matrix and ~10 for the all-ones n = 20 one, so a rounding of 2^-53 in a row sum or a
-// product would show in the 7th to 10th digit of the result.
-[[gnu::always_inline]] inline CompensatedSum WalkRealChunk(const WalkPlan<double>& plan,
-                                                           uint64_t begin, uint64_t end) {
-  const int n = plan.n;
-  const int padded_n = PaddedOrder(n, kRealChains);
-  double r_hi[kPaddedMaxOrder];
-  double r_lo[kPaddedMaxOrder];
-  for (int i = 0; i < n; ++i) {
-    r_hi[i] = plan.base[i];
-    r_lo[i] = plan.base_lo[i];
-  }
-  for (int i = n; i < padded_n; ++i) {
-    r_hi[i] = 1.0;
-    r_lo[i] = 0.0;
-  }
-  for (uint64_t rest = GrayCode(begin); rest != 0; rest &= rest - 1) {
-    const double* s = plan.step(std::countr_zero(rest));
+// A real walk: WalkPlan's dense steps, and for the sparse walk the same steps compressed (the
+// non-zero entries of each step with their rows), and the arithmetic it runs at.
+struct RealPlan {
+  WalkPlan<double> walk;
+  std::vector<size_t> step_start;  // bits + 1: step b's entries at [step_start[b], step_start[b+1])
+  std::vector<int> step_rows;
+  std::vector<double> step_values;
+};
+
+RealPlan MakeRealPlan(const std::vector<double>& a, int n, PermanentMethod method) {
+  RealPlan plan;
+  plan.walk = NewWalkPlan<double>(n, method);
+  plan.walk.base_lo.assign(n, 0.0);
+  FillPermanentWalk(a, n, method, n, plan.walk.steps, plan.walk.base, plan.walk.base_lo);
+  plan.step_start.push_back(0);
+  for (int b = 0; b < plan.walk.bits; ++b) {
+    const double* s = plan.walk.step(b);
     for (int i = 0; i < n; ++i) {
-      double e;
-      TwoSum(r_hi[i], s[i], r_hi[i], e);
-      r_lo[i] += e;
+      if (s[i] == 0.0) continue;  // adding 0 changes no row sum
+      plan.step_rows.push_back(i);
+      plan.step_values.push_back(s[i]);
+    }
+    plan.step_start.push_back(plan.step_rows.size());
+  }
+  return plan;
+}
+
+// The row sums of GrayCode(k) from the base, in double-double (exact for the rows that
+// PermanentRowSumsAreExact covers), rounded to double unless the arithmetic keeps the lo parts.
+template <walk::RealArithmetic A>
+inline void StartRealRowSums(const WalkPlan<double>& plan, uint64_t k, walk::RowSum<A>* r) {
+  const int n = plan.n;
+  double hi[kPaddedMaxOrder];
+  double lo[kPaddedMaxOrder];
+  for (int i = 0; i < n; ++i) {
+    hi[i] = plan.base[i];
+    lo[i] = plan.base_lo[i];
+  }
+  for (uint64_t rest = GrayCode(k); rest != 0; rest &= rest - 1) {
+    const double* s = plan.step(std::countr_zero(rest));
+    for (int i = 0; i < n; ++i) walk::AddToRowSum(hi[i], lo[i], s[i]);
+  }
+  for (int i = 0; i < n; ++i) {
+    if constexpr (A == walk::RealArithmetic::kDoubleDoubleRows) {
+      r[i].Set(hi[i], lo[i]);
+    } else {
+      r[i].Set(hi[i] + lo[i], 0.0);
     }
   }
+}
+
+// Sum of the terms k in [begin, end) of a real walk (core/cpu/permanent_arithmetic.h gives the
+// row-sum update and product of arithmetic A), the terms summed in double-double. Ryser's terms
+// cancel by ~7 orders of magnitude for a random positive n = 16 matrix and ~10 for the all-ones
+// n = 20 one, so a rounding of 2^-53 in a row sum or a product shows in the 7th to 10th digit of
+// its result: kFast is for Glynn, whose terms cancel far less. kSparse updates only the non-zero
+// entries of each step.
+template <walk::RealArithmetic A, bool kSparse>
+[[gnu::always_inline]] inline CompensatedSum WalkRealChunk(const RealPlan& plan, uint64_t begin,
+                                                           uint64_t end) {
+  const WalkPlan<double>& dense = plan.walk;
+  const int n = dense.n;
+  const int padded_n = PaddedOrder(n, kRealChains);
+  walk::RowSum<A> r[kPaddedMaxOrder];
+  for (int i = n; i < padded_n; ++i) r[i].Set(1.0, 0.0);
+  // kFast restarts its plain row sums every 2^kFastSegmentLog2 terms; the others run a chunk
+  // through (their row sums do not drift).
+  const uint64_t segment_length =
+      A == walk::RealArithmetic::kFast ? uint64_t{1} << walk::kFastSegmentLog2 : end - begin;
   CompensatedSum sum;
-  for (uint64_t k = begin;;) {
-    DoubleDouble chain[kRealChains];
-    for (DoubleDouble& c : chain) c = {1.0, 0.0};
-    for (int i = 0; i < padded_n; i += kRealChains) {
-      for (int c = 0; c < kRealChains; ++c) {
-        chain[c] = MultiplyDd(chain[c], r_hi[i + c], r_lo[i + c]);
+  for (uint64_t segment = begin; segment < end; segment += segment_length) {
+    const uint64_t segment_end = std::min(end, segment + segment_length);
+    StartRealRowSums<A>(dense, segment, r);
+    for (uint64_t k = segment;;) {
+      const walk::DoubleDouble product = walk::RowProduct<A>(r, padded_n);
+      if ((k & 1) != 0) {
+        sum.Add(-product.hi, -product.lo);
+      } else {
+        sum.Add(product.hi, product.lo);
       }
-    }
-    static_assert(kRealChains == 2);
-    const DoubleDouble product = MultiplyDd(chain[0], chain[1].hi, chain[1].lo);
-    const double hi = product.hi;
-    const double lo = product.lo;
-    if ((k & 1) != 0) {
-      sum.Add(-hi, -lo);
-    } else {
-      sum.Add(hi, lo);
-    }
-    if (++k == end) break;
-    const int bit = GrayCodeFlipBit(k);
-    const double* s = plan.step(bit);
-    // The lo parts collect the exact rounding errors, so unlike a plain double they do not
-    // drift over a long walk.
-    if (((GrayCode(k) >> bit) & 1) != 0) {
-      for (int j = 0; j < n; ++j) {
-        double e;
-        TwoSum(r_hi[j], s[j], r_hi[j], e);
-        r_lo[j] += e;
-      }
-    } else {
-      for (int j = 0; j < n; ++j) {
-        double e;
-        TwoSum(r_hi[j], -s[j], r_hi[j], e);
-        r_lo[j] += e;
+      if (++k == segment_end) break;
+      const int bit = GrayCodeFlipBit(k);
+      const bool adds = ((GrayCode(k) >> bit) & 1) != 0;
+      if constexpr (kSparse) {
+        const size_t first = plan.step_start[bit];
+        const size_t last = plan.step_start[bit + 1];
+        if (adds) {
+          for (size_t q = first; q < last; ++q) r[plan.step_rows[q]].Update(plan.step_values[q]);
+        } else {
+          for (size_t q = first; q < last; ++q) r[plan.step_rows[q]].Update(-plan.step_values[q]);
+        }
+      } else {
+        const double* s = dense.step(bit);
+        if (adds) {
+          for (int j = 0; j < n; ++j) r[j].Update(s[j]);
+        } else {
+          for (int j = 0; j < n; ++j) r[j].Update(-s[j]);
+        }
       }
     }
   }
@@ -253,17 +272,19 @@ struct ComplexProduct {
   return sum;
 }
 
-CompensatedSum RealChunkPortable(const WalkPlan<double>& plan, uint64_t begin, uint64_t end) {
-  return WalkRealChunk(plan, begin, end);
+template <walk::RealArithmetic A, bool kSparse>
+CompensatedSum RealChunkPortable(const RealPlan& plan, uint64_t begin, uint64_t end) {
+  return WalkRealChunk<A, kSparse>(plan, begin, end);
 }
 ComplexCompensatedSum ComplexChunkPortable(const WalkPlan<std::complex<double>>& plan,
                                            uint64_t begin, uint64_t end) {
   return WalkComplexChunk(plan, begin, end);
 }
 #ifdef MATRIXD_PERMANENT_FMA_CLONES
-MATRIXD_TARGET_AVX2_FMA CompensatedSum RealChunkAvx2Fma(const WalkPlan<double>& plan,
-                                                        uint64_t begin, uint64_t end) {
-  return WalkRealChunk(plan, begin, end);
+template <walk::RealArithmetic A, bool kSparse>
+MATRIXD_TARGET_AVX2_FMA CompensatedSum RealChunkAvx2Fma(const RealPlan& plan, uint64_t begin,
+                                                        uint64_t end) {
+  return WalkRealChunk<A, kSparse>(plan, begin, end);
 }
 MATRIXD_TARGET_AVX2_FMA ComplexCompensatedSum
 ComplexChunkAvx2Fma(const WalkPlan<std::complex<double>>& plan, uint64_t begin, uint64_t end) {
@@ -279,15 +300,31 @@ bool HasAvx2Fma() {
 #endif
 }
 
-using RealChunkFn = CompensatedSum (*)(const WalkPlan<double>&, uint64_t, uint64_t);
+using RealChunkFn = CompensatedSum (*)(const RealPlan&, uint64_t, uint64_t);
 using ComplexChunkFn = ComplexCompensatedSum (*)(const WalkPlan<std::complex<double>>&, uint64_t,
                                                  uint64_t);
 
+template <walk::RealArithmetic A, bool kSparse>
 RealChunkFn SelectRealChunk() {
 #ifdef MATRIXD_PERMANENT_FMA_CLONES
-  if (HasAvx2Fma()) return RealChunkAvx2Fma;
+  if (HasAvx2Fma()) return RealChunkAvx2Fma<A, kSparse>;
 #endif
-  return RealChunkPortable;
+  return RealChunkPortable<A, kSparse>;
+}
+template <walk::RealArithmetic A>
+RealChunkFn SelectRealChunk(bool sparse) {
+  return sparse ? SelectRealChunk<A, true>() : SelectRealChunk<A, false>();
+}
+RealChunkFn SelectRealChunk(walk::RealArithmetic arithmetic, bool sparse) {
+  switch (arithmetic) {
+    case walk::RealArithmetic::kDoubleDoubleRows:
+      return SelectRealChunk<walk::RealArithmetic::kDoubleDoubleRows>(sparse);
+    case walk::RealArithmetic::kExactRows:
+      return SelectRealChunk<walk::RealArithmetic::kExactRows>(sparse);
+    case walk::RealArithmetic::kFast:
+      break;
+  }
+  return SelectRealChunk<walk::RealArithmetic::kFast>(sparse);
 }
 ComplexChunkFn SelectComplexChunk() {
 #ifdef MATRIXD_PERMANENT_FMA_CLONES
@@ -462,25 +499,67 @@ absl::Status RunResumable(const MatrixView& a, std::span<const int64_t> walk,
   return absl::OkStatus();
 }
 
-// The real (T = double) or complex permanent, from the plan builder and chunk walk for T.
-template <typename T, typename Sum>
-absl::StatusOr<std::complex<double>> FloatPermanent(
-    const MatrixView& a, int n, PermanentMethod method, int threads, JobControl* control,
-    const std::string& state_dir,
-    WalkPlan<T> (*make_plan)(const std::vector<T>&, int, PermanentMethod),
-    Sum (*walk)(const WalkPlan<T>&, uint64_t, uint64_t)) {
-  MATRIXD_ASSIGN_OR_RETURN(const ScaledRows<T> rows, ScalePermanentRows<T>(a));
-  if (rows.zero_row) return std::complex<double>(0.0);
-  const WalkPlan<T> plan = make_plan(rows.entries, n, method);
-  const ChunkPlan chunks = PlanChunks(plan.bits, n);
+// The walk's terms summed over its chunks on `threads` threads, resumably (RunResumable), then
+// combined in chunk order so that the result does not depend on the number of threads.
+template <typename Sum, typename Plan>
+absl::StatusOr<Sum> SumChunks(const MatrixView& a, const Plan& plan, int bits, int n,
+                              std::span<const int64_t> walk_key, int threads, JobControl* control,
+                              const std::string& state_dir,
+                              Sum (*walk)(const Plan&, uint64_t, uint64_t)) {
+  const ChunkPlan chunks = PlanChunks(bits, n);
   std::vector<Sum> partial(static_cast<size_t>(chunks.count));
-  const int64_t walk_key[] = {0, static_cast<int64_t>(method), chunks.log2_size};
+  std::vector<int64_t> key(walk_key.begin(), walk_key.end());
+  key.push_back(chunks.log2_size);
   MATRIXD_RETURN_IF_ERROR(
-      RunResumable(a, walk_key, state_dir, threads, control, partial,
+      RunResumable(a, key, state_dir, threads, control, partial,
                    [&](int64_t c) { return walk(plan, chunks.begin(c), chunks.end(c)); }));
-  // Combined in chunk order, so the result does not depend on the number of threads.
   Sum total;
   for (const Sum& s : partial) total.Add(s);
+  return total;
+}
+
+// The real permanent; sets result->walk_used.
+absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
+                                                   const PermanentOptions& options, int threads,
+                                                   JobControl* control,
+                                                   const std::string& state_dir,
+                                                   PermanentResult* result) {
+  const PermanentMethod method = result->method_used;
+  result->walk_used = ChoosePermanentWalk(a, options, /*sparse_supported=*/true);
+  const bool sparse = result->walk_used == PermanentWalk::kSparse;
+  MATRIXD_ASSIGN_OR_RETURN(ScaledRows<double> rows, ScalePermanentRows<double>(a));
+  if (rows.zero_row) return std::complex<double>(0.0);
+  if (sparse) OrderColumnsForSparseWalk(rows.entries, n, method);
+  const RealWalkArithmetic choice =
+      ChooseRealWalkArithmetic(rows.entries, n, options.precision, method);
+  const walk::RealArithmetic arithmetic =
+      choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
+      : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
+                                                    : walk::RealArithmetic::kDoubleDoubleRows;
+  const RealPlan plan = MakeRealPlan(rows.entries, n, method);
+  // The walk's parameters that change its partial sums (a checkpoint of another walk is not
+  // resumed from).
+  const int64_t walk_key[] = {0, static_cast<int64_t>(method), static_cast<int64_t>(arithmetic),
+                              sparse ? 1 : 0};
+  MATRIXD_ASSIGN_OR_RETURN(const CompensatedSum total,
+                           SumChunks(a, plan, plan.walk.bits, n, walk_key, threads, control,
+                                     state_dir, SelectRealChunk(arithmetic, sparse)));
+  return FloatPermanentValue(total.value(), n, method, rows.exponent);
+}
+
+// The complex permanent (one precision, the dense walk).
+absl::StatusOr<std::complex<double>> ComplexPermanent(const MatrixView& a, int n,
+                                                      PermanentMethod method, int threads,
+                                                      JobControl* control,
+                                                      const std::string& state_dir) {
+  MATRIXD_ASSIGN_OR_RETURN(const ScaledRows<std::complex<double>> rows,
+                           ScalePermanentRows<std::complex<double>>(a));
+  if (rows.zero_row) return std::complex<double>(0.0);
+  const WalkPlan<std::complex<double>> plan = MakeComplexPlan(rows.entries, n, method);
+  const int64_t walk_key[] = {0, static_cast<int64_t>(method)};
+  MATRIXD_ASSIGN_OR_RETURN(const ComplexCompensatedSum total,
+                           SumChunks(a, plan, plan.bits, n, walk_key, threads, control, state_dir,
+                                     SelectComplexChunk()));
   return FloatPermanentValue(total.value(), n, method, rows.exponent);
 }
 
@@ -539,12 +618,10 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
     // The exact value is the truth; `value` is its nearest double.
     SetExactPermanent(std::move(exact.decimal), exact.primes, &result);
   } else {
-    MATRIXD_ASSIGN_OR_RETURN(std::complex<double> value,
-                             IsComplex(a.dtype)
-                                 ? FloatPermanent(a, n, result.method_used, threads, control,
-                                                  state_dir, &MakeComplexPlan, SelectComplexChunk())
-                                 : FloatPermanent(a, n, result.method_used, threads, control,
-                                                  state_dir, &MakeRealPlan, SelectRealChunk()));
+    MATRIXD_ASSIGN_OR_RETURN(
+        std::complex<double> value,
+        IsComplex(a.dtype) ? ComplexPermanent(a, n, result.method_used, threads, control, state_dir)
+                           : RealPermanent(a, n, options, threads, control, state_dir, &result));
     result.value = value;
   }
   ReportProgress(control, 1.0);

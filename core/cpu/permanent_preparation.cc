@@ -1,8 +1,11 @@
 #include "core/cpu/permanent_preparation.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <numeric>
 #include <type_traits>
 #include <utility>
 
@@ -126,6 +129,14 @@ PermanentResult NewPermanentResult(const MatrixView& a, const PermanentOptions& 
   PermanentResult result;
   result.method_used =
       options.method == PermanentMethod::kRyser ? PermanentMethod::kRyser : PermanentMethod::kGlynn;
+  if (a.dtype == DType::kInt64) {
+    result.precision_used = PermanentPrecision::kExact;
+  } else if (IsComplex(a.dtype)) {
+    result.precision_used = PermanentPrecision::kFast;
+  } else {
+    result.precision_used = RealPermanentPrecision(options.precision, result.method_used);
+  }
+  result.walk_used = PermanentWalk::kDense;
   const int bits = PermanentWalkBits(n, result.method_used);
   result.stats.bytes_moved = a.byte_size();
   result.stats.flops = std::ldexp(1.0, bits) * 2.0 * n * (IsComplex(a.dtype) ? 4.0 : 1.0);
@@ -158,6 +169,15 @@ absl::StatusOr<ScaledRows<T>> ScalePermanentRows(const MatrixView& a) {
     // Entry by entry: 2^-e itself overflows for a row of subnormals (e < -1023).
     for (int j = 0; j < n; ++j) row[j] = ScaleByPowerOfTwo(row[j], -e);
     rows.exponent += e;
+  }
+  // A zero column makes every term of Ryser's walk cancel only in exact arithmetic: answer 0.
+  for (int j = 0; j < n; ++j) {
+    bool zero = true;
+    for (int i = 0; i < n && zero; ++i) zero = rows.entries[static_cast<size_t>(i) * n + j] == T{};
+    if (zero) {
+      rows.zero_row = true;
+      return rows;
+    }
   }
   return rows;
 }
@@ -194,6 +214,97 @@ void FillPermanentWalk(std::span<const std::complex<double>> a, int n, Permanent
     }
     base[i] = sum;
   }
+}
+
+bool PermanentRowSumsAreExact(std::span<const double> a, int n) {
+  for (int i = 0; i < n; ++i) {
+    const double* row = a.data() + static_cast<size_t>(i) * n;
+    // q_i = 2^min_exponent: the lowest set bit of any entry's significand.
+    int min_exponent = std::numeric_limits<int>::max();
+    for (int j = 0; j < n; ++j) {
+      if (row[j] == 0.0) continue;
+      int e = 0;
+      const double m = std::frexp(std::fabs(row[j]), &e);  // |x| = m 2^e, m in [0.5, 1)
+      const auto significand = static_cast<uint64_t>(std::ldexp(m, 53));  // exact: 53 bits
+      min_exponent = std::min(min_exponent, e - 53 + std::countr_zero(significand));
+    }
+    if (min_exponent == std::numeric_limits<int>::max()) continue;  // a zero row
+    uint64_t units = 0;  // sum_j |a_ij| / q_i, each term an integer < 2^53, n < 64 of them
+    for (int j = 0; j < n; ++j) {
+      units += static_cast<uint64_t>(std::ldexp(std::fabs(row[j]), -min_exponent));
+    }
+    if (units > (uint64_t{1} << 53)) return false;
+  }
+  return true;
+}
+
+double PermanentDensity(const MatrixView& a) {
+  if (a.size() == 0) return 0.0;
+  int64_t nonzero = 0;
+  const int64_t count = a.size();
+  switch (a.dtype) {
+    case DType::kFloat32:
+      for (float x : a.As<float>()) nonzero += x != 0.0f ? 1 : 0;
+      break;
+    case DType::kFloat64:
+      for (double x : a.As<double>()) nonzero += x != 0.0 ? 1 : 0;
+      break;
+    case DType::kComplex64:
+      for (std::complex<float> x : a.As<std::complex<float>>()) nonzero += x != 0.0f ? 1 : 0;
+      break;
+    case DType::kComplex128:
+      for (std::complex<double> x : a.As<std::complex<double>>()) nonzero += x != 0.0 ? 1 : 0;
+      break;
+    case DType::kInt64:
+      for (int64_t x : a.As<int64_t>()) nonzero += x != 0 ? 1 : 0;
+      break;
+    default:
+      return 1.0;
+  }
+  return static_cast<double>(nonzero) / static_cast<double>(count);
+}
+
+PermanentWalk ChoosePermanentWalk(const MatrixView& a, const PermanentOptions& options,
+                                  bool sparse_supported) {
+  if (!sparse_supported || options.walk == PermanentWalk::kDense) return PermanentWalk::kDense;
+  if (options.walk == PermanentWalk::kSparse) return PermanentWalk::kSparse;
+  return PermanentDensity(a) <= kSparsePermanentDensity ? PermanentWalk::kSparse
+                                                        : PermanentWalk::kDense;
+}
+
+void OrderColumnsForSparseWalk(std::vector<double>& a, int n, PermanentMethod method) {
+  std::vector<int> nonzeros(n, 0);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) nonzeros[j] += a[static_cast<size_t>(i) * n + j] != 0.0 ? 1 : 0;
+  }
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int x, int y) { return nonzeros[x] < nonzeros[y]; });
+  if (method == PermanentMethod::kGlynn && n > 1) {
+    // The densest column (the last) becomes column 0; the others keep their ascending order.
+    std::rotate(order.begin(), order.end() - 1, order.end());
+  }
+  std::vector<double> row(n);
+  for (int i = 0; i < n; ++i) {
+    double* entries = a.data() + static_cast<size_t>(i) * n;
+    for (int j = 0; j < n; ++j) row[j] = entries[order[j]];
+    std::copy(row.begin(), row.end(), entries);
+  }
+}
+
+PermanentPrecision RealPermanentPrecision(PermanentPrecision asked, PermanentMethod method) {
+  return asked == PermanentPrecision::kFast && method == PermanentMethod::kGlynn
+             ? PermanentPrecision::kFast
+             : PermanentPrecision::kExtended;
+}
+
+RealWalkArithmetic ChooseRealWalkArithmetic(std::span<const double> a, int n,
+                                            PermanentPrecision precision, PermanentMethod method) {
+  RealWalkArithmetic arithmetic;
+  arithmetic.precision = RealPermanentPrecision(precision, method);
+  arithmetic.exact_row_sums = PermanentRowSumsAreExact(a, n);
+  return arithmetic;
 }
 
 std::complex<double> FloatPermanentValue(double walk_sum, int n, PermanentMethod method,

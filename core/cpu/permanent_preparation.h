@@ -38,7 +38,8 @@ int PermanentWalkBits(int n, PermanentMethod method);
 // point or INT64 dtype. `name` names the operation in the message ("the permanent").
 absl::Status CheckPermanentInput(const MatrixView& a, int max_order, absl::string_view name);
 
-// A result with method_used (Ryser when asked for, else Glynn), stats.bytes_moved and
+// A result with method_used (Ryser when asked for, else Glynn), precision_used (kExact for INT64,
+// kFast for complex, else RealPermanentPrecision), walk_used kDense, stats.bytes_moved and
 // stats.flops of one walk. REQUIRES: a passed CheckPermanentInput.
 PermanentResult NewPermanentResult(const MatrixView& a, const PermanentOptions& options);
 
@@ -56,7 +57,8 @@ template <typename T>
 struct ScaledRows {
   std::vector<T> entries;  // row-major n x n
   int exponent = 0;        // per(input) = 2^exponent * per(entries)
-  bool zero_row = false;  // a row is zero, so the permanent is 0 (entries and exponent are partial)
+  // A row or a column is zero, so the permanent is 0 (entries and exponent may be partial).
+  bool zero_row = false;
 };
 
 // InvalidArgument when an entry is NaN or infinite (in a row before any zero row).
@@ -64,6 +66,39 @@ struct ScaledRows {
 // T = std::complex<double>. Defined for T = double and std::complex<double>.
 template <typename T>
 absl::StatusOr<ScaledRows<T>> ScalePermanentRows(const MatrixView& a);
+
+// Whether every row sum that a walk of the row-major n x n matrix a (as ScalePermanentRows left
+// it) can reach, and every partial sum on the way, is exact in double: true when each row's
+// entries are integer multiples of one power of two q_i with sum_j |a_ij| <= 2^53 q_i (entries
+// k / 2^20, integer-valued floats). Then plain double row sums equal the double-double ones.
+bool PermanentRowSumsAreExact(std::span<const double> a, int n);
+
+// The fraction of a's entries that are non-zero. REQUIRES: a host view.
+double PermanentDensity(const MatrixView& a);
+
+// The walk that options.walk asks for: kDense or kSparse, kAuto resolved by the density
+// (kSparsePermanentDensity). `sparse_supported` is false where the backend has no sparse walk
+// for a's dtype: the answer is then kDense.
+PermanentWalk ChoosePermanentWalk(const MatrixView& a, const PermanentOptions& options,
+                                  bool sparse_supported);
+
+// Permutes the columns of the row-major n x n matrix a (which leaves the permanent unchanged) for
+// the sparse walk: bit b of the Gray code flips every 2^(b+1) terms, so the sparsest columns go
+// to the lowest bits; Glynn's column 0, which never flips, is the densest. Ties keep their order.
+void OrderColumnsForSparseWalk(std::vector<double>& a, int n, PermanentMethod method);
+
+// The precision a real walk runs at when `asked` for: FAST only for Glynn, whose terms cancel
+// little; Ryser's cancel by up to 10 orders of magnitude (7 for a random positive n = 16 matrix),
+// so a plain double product would leave ~1e-9 of its result, and Ryser runs EXTENDED.
+PermanentPrecision RealPermanentPrecision(PermanentPrecision asked, PermanentMethod method);
+
+// The arithmetic of a real walk of a (as ScalePermanentRows left it).
+struct RealWalkArithmetic {
+  PermanentPrecision precision = PermanentPrecision::kExtended;  // RealPermanentPrecision
+  bool exact_row_sums = false;                                   // PermanentRowSumsAreExact
+};
+RealWalkArithmetic ChooseRealWalkArithmetic(std::span<const double> a, int n,
+                                            PermanentPrecision precision, PermanentMethod method);
 
 // Writes the walk of the row-major n x n matrix a: step b's n entries to
 // steps[b * stride, b * stride + n), the base to base[0, n); nothing else. The real base is in

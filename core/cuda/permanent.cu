@@ -11,12 +11,13 @@
 // and one multiply per row), 3.2e10 at n = 30 and 4.4e13 at n = 40. An H100 SXM issues
 // 132 SMs x 64 FP64 lanes x ~1.75 GHz = 1.5e13 FP64 instructions/s (its 34 TFLOPS count an FMA
 // as two), so the floor is ~2 ms at n = 30 and ~3 s at n = 40, doubling with each n. Real walks
-// spend 11 instructions per row and term instead of 2 (x5.5): row sums in double-double (TwoSum,
-// 7) and products in double-double (4 per factor), because Ryser's terms cancel by up to 10
-// orders of magnitude and a plain double walk loses that many digits. Complex walks spend 6 per
-// row and term (2 adds, a complex multiply) with plain double row sums restarted every 1024
-// terms. INT64 walks are integer-bound (a Montgomery product is four 64-bit multiplications) and
-// run once per prime. Measured on an H100 80GB HBM3 (device time of the walk): real Glynn
+// spend per row and term (core/cpu/permanent_arithmetic.h): EXTENDED 4 instructions when every
+// row sum is exact in double (1 add, a double-double product of 1 multiply + 2 FMAs), 11 when it
+// is not (row sums in double-double by TwoSum, 7; products 4); FAST 2, the floor. Complex walks
+// spend 6 per row and term (2 adds, a complex multiply) with plain double row sums restarted every
+// 1024 terms. INT64 walks are integer-bound (a Montgomery product is four 64-bit multiplications)
+// and run once per prime. Measured on an H100 80GB HBM3 before the precisions (device time of the
+// walk, 11 instructions per row and term): real Glynn
 // n = 30 16 ms, n = 32 65 ms, n = 34 0.28 s, 7.1-7.6x the floor; Ryser twice that; complex
 // Glynn n = 32 43 ms (4.7x the real floor); INT64 Glynn n = 28 with entries below 1000, 7
 // primes, 60 ms.
@@ -34,6 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/cpu/multimodular.h"
 #include "core/cpu/permanent_preparation.h"
 #include "core/cuda/blocking_event.h"
@@ -162,26 +164,86 @@ struct WalkOutcome {
   double walk_seconds = 0.0;  // device time between events around the walk's kernels
 };
 
-// The sum of the terms of the walk of a (row-normalised) real matrix.
-absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentMethod method,
-                                 DeviceContext& context, JobControl* control) {
-  const int padded_order = PaddedOrder(n);
+// The real walk's steps with its base after them (core/cuda/permanent_walks.cuh's RealWalkData
+// layout) and the non-zero mask of each step.
+struct RealWalkInputs {
+  std::vector<double> steps_and_base;  // bits x padded_order, then base hi and lo
+  std::vector<uint64_t> masks;         // bits
+};
+
+RealWalkInputs MakeRealWalkInputs(const std::vector<double>& a, int n, int padded_order,
+                                  PermanentMethod method) {
+  const int bits = cpu::PermanentWalkBits(n, method);
   FloatPlan<double> plan = NewFloatPlan<double>(n, padded_order, method);
   cpu::FillPermanentWalk(a, n, method, padded_order, plan.steps, plan.base, plan.base_lo);
+  RealWalkInputs inputs;
+  inputs.steps_and_base = std::move(plan.steps);
+  inputs.steps_and_base.insert(inputs.steps_and_base.end(), plan.base.begin(), plan.base.end());
+  inputs.steps_and_base.insert(inputs.steps_and_base.end(), plan.base_lo.begin(),
+                               plan.base_lo.end());
+  inputs.masks.assign(std::max(bits, 1), 0);
+  for (int b = 0; b < bits; ++b) {
+    for (int i = 0; i < n; ++i) {
+      if (inputs.steps_and_base[static_cast<size_t>(b) * padded_order + i] != 0.0) {
+        inputs.masks[b] |= uint64_t{1} << i;
+      }
+    }
+  }
+  return inputs;
+}
+
+// Runs the real walk of arithmetic A (sparse or dense) on uploaded inputs.
+template <walk::RealArithmetic A, bool kSparse>
+absl::Status RunRealWalk(DeviceContext& context, const WalkLayout& layout, int padded_order,
+                         const DeviceBuffer& steps, const DeviceBuffer& masks,
+                         const DeviceBuffer& partials, const DeviceBuffer& total,
+                         JobControl* control) {
+  const RealWalkData<A, kSparse> data{steps.as<double>(), masks.as<uint64_t>(),
+                                      partials.as<DoubleDouble>()};
+  return RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control);
+}
+
+template <walk::RealArithmetic A>
+absl::Status RunRealWalk(bool sparse, DeviceContext& context, const WalkLayout& layout,
+                         int padded_order, const DeviceBuffer& steps, const DeviceBuffer& masks,
+                         const DeviceBuffer& partials, const DeviceBuffer& total,
+                         JobControl* control) {
+  return sparse ? RunRealWalk<A, true>(context, layout, padded_order, steps, masks, partials, total,
+                                       control)
+                : RunRealWalk<A, false>(context, layout, padded_order, steps, masks, partials,
+                                        total, control);
+}
+
+// The sum of the terms of the walk of a (row-normalised, for the sparse walk column-ordered) real
+// matrix, at `arithmetic`.
+absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentMethod method,
+                                 walk::RealArithmetic arithmetic, bool sparse,
+                                 DeviceContext& context, JobControl* control) {
+  const int padded_order = PaddedOrder(n);
+  const RealWalkInputs inputs = MakeRealWalkInputs(a, n, padded_order, method);
   const WalkLayout layout = PlanWalk(cpu::PermanentWalkBits(n, method), padded_order, 1.0);
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer steps, UploadVector(context, plan.steps));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer base_hi, UploadVector(context, plan.base));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer base_lo, UploadVector(context, plan.base_lo));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer steps, UploadVector(context, inputs.steps_and_base));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer masks, UploadVector(context, inputs.masks));
   MATRIXD_ASSIGN_OR_RETURN(
       DeviceBuffer partials,
       context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(DoubleDouble)));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer total, context.Allocate(sizeof(DoubleDouble)));
-  const RealWalkData data{steps.as<double>(), base_hi.as<double>(), base_lo.as<double>(),
-                          partials.as<DoubleDouble>()};
   MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
   MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
-  MATRIXD_RETURN_IF_ERROR(
-      RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control));
+  switch (arithmetic) {
+    case walk::RealArithmetic::kDoubleDoubleRows:
+      MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kDoubleDoubleRows>(
+          sparse, context, layout, padded_order, steps, masks, partials, total, control));
+      break;
+    case walk::RealArithmetic::kExactRows:
+      MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kExactRows>(
+          sparse, context, layout, padded_order, steps, masks, partials, total, control));
+      break;
+    case walk::RealArithmetic::kFast:
+      MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kFast>(
+          sparse, context, layout, padded_order, steps, masks, partials, total, control));
+      break;
+  }
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
   DoubleDouble sum{0.0, 0.0};
   MATRIXD_RETURN_IF_ERROR(context.Download(total, &sum, sizeof(sum)));
@@ -217,13 +279,36 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int
   return WalkOutcome{{sum.re.hi + sum.re.lo, sum.im.hi + sum.im.lo}, seconds};
 }
 
-// The real or complex permanent: sign * 2^exponent * (sum of the walk's terms), T = double or
-// std::complex<double>.
-template <typename T>
-absl::StatusOr<std::complex<double>> FloatPermanent(const MatrixView& a, int n,
-                                                    PermanentMethod method, DeviceContext& context,
-                                                    JobControl* control, double* walk_seconds) {
-  MATRIXD_ASSIGN_OR_RETURN(const cpu::ScaledRows<T> rows, cpu::ScalePermanentRows<T>(a));
+// The real permanent: sign * 2^exponent * (sum of the walk's terms). Sets result->walk_used.
+absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
+                                                   const PermanentOptions& options,
+                                                   DeviceContext& context, JobControl* control,
+                                                   PermanentResult* result, double* walk_seconds) {
+  const PermanentMethod method = result->method_used;
+  result->walk_used = cpu::ChoosePermanentWalk(a, options, /*sparse_supported=*/true);
+  const bool sparse = result->walk_used == PermanentWalk::kSparse;
+  MATRIXD_ASSIGN_OR_RETURN(cpu::ScaledRows<double> rows, cpu::ScalePermanentRows<double>(a));
+  if (rows.zero_row) return std::complex<double>(0.0);
+  if (sparse) cpu::OrderColumnsForSparseWalk(rows.entries, n, method);
+  const cpu::RealWalkArithmetic choice =
+      cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision, method);
+  const walk::RealArithmetic arithmetic =
+      choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
+      : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
+                                                    : walk::RealArithmetic::kDoubleDoubleRows;
+  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome,
+                           Walk(rows.entries, n, method, arithmetic, sparse, context, control));
+  *walk_seconds = outcome.walk_seconds;
+  return cpu::FloatPermanentValue(outcome.sum, n, method, rows.exponent);
+}
+
+// The complex permanent (one precision, the dense walk).
+absl::StatusOr<std::complex<double>> ComplexPermanent(const MatrixView& a, int n,
+                                                      PermanentMethod method,
+                                                      DeviceContext& context, JobControl* control,
+                                                      double* walk_seconds) {
+  MATRIXD_ASSIGN_OR_RETURN(const cpu::ScaledRows<std::complex<double>> rows,
+                           cpu::ScalePermanentRows<std::complex<double>>(a));
   if (rows.zero_row) return std::complex<double>(0.0);
   MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome, Walk(rows.entries, n, method, context, control));
   *walk_seconds = outcome.walk_seconds;
@@ -300,13 +385,15 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
   return ExactPermanent{cpu::ReconstructSigned(residues, primes), prime_count, walk_seconds};
 }
 
-const char* WalkName(PermanentMethod method, DType dtype) {
-  const bool ryser = method == PermanentMethod::kRyser;
-  if (dtype == DType::kInt64)
-    return ryser ? "permanent_ryser_modular_walk" : "permanent_glynn_modular_walk";
-  if (IsComplex(dtype))
-    return ryser ? "permanent_ryser_complex_walk" : "permanent_glynn_complex_walk";
-  return ryser ? "permanent_ryser_real_walk" : "permanent_glynn_real_walk";
+// The walk's kernel name for stats.kernels: method, kind, and for real walks the precision and
+// the sparse walk (permanent_glynn_real_fast_sparse_walk).
+std::string WalkName(const PermanentResult& result, DType dtype) {
+  const char* method = result.method_used == PermanentMethod::kRyser ? "ryser" : "glynn";
+  if (dtype == DType::kInt64) return absl::StrCat("permanent_", method, "_modular_walk");
+  if (IsComplex(dtype)) return absl::StrCat("permanent_", method, "_complex_walk");
+  return absl::StrCat("permanent_", method, "_real",
+                      result.precision_used == PermanentPrecision::kFast ? "_fast" : "",
+                      result.walk_used == PermanentWalk::kSparse ? "_sparse" : "", "_walk");
 }
 
 }  // namespace
@@ -331,14 +418,13 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
     MATRIXD_ASSIGN_OR_RETURN(
         std::complex<double> value,
         IsComplex(a.dtype)
-            ? FloatPermanent<std::complex<double>>(a, n, result.method_used, context, control,
-                                                   &walk_seconds)
-            : FloatPermanent<double>(a, n, result.method_used, context, control, &walk_seconds));
+            ? ComplexPermanent(a, n, result.method_used, context, control, &walk_seconds)
+            : RealPermanent(a, n, options, context, control, &result, &walk_seconds));
     result.value = value;
   }
   if (walk_seconds > 0.0) {
-    result.stats.kernels.push_back(KernelRecord{WalkName(result.method_used, a.dtype), walk_seconds,
-                                                a.byte_size(), result.stats.flops});
+    result.stats.kernels.push_back(
+        KernelRecord{WalkName(result, a.dtype), walk_seconds, a.byte_size(), result.stats.flops});
   }
   ReportProgress(control, 1.0);
   return result;

@@ -10,6 +10,11 @@
 // column at one shared-memory address (a broadcast, no bank conflict) and never diverges; only
 // the direction (add or subtract the column) differs between threads.
 //
+// Real walks take their arithmetic from core/cpu/permanent_arithmetic.h, as the CPU walks do
+// (the same row-sum updates, products in the same four chains, the same FAST restarts), so the two
+// backends round alike. The sparse real walk guards each row's update by the step's non-zero mask,
+// which is the same for every thread of a warp (all flip the same bit), so it never diverges.
+//
 // Each thread sums its terms in double-double (modular: mod p), the block reduces them in a fixed
 // order, and ReducePartialsKernel combines the blocks' partial sums in a fixed order, so a result
 // does not depend on timing. Included by permanent.cu only.
@@ -21,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+
+#include "core/cpu/permanent_arithmetic.h"
 
 namespace matrixd::cuda {
 
@@ -35,10 +42,7 @@ inline constexpr int kReduceThreads = 1024;
 // of the work. Real walks carry their row sums in double-double instead and need no restart.
 inline constexpr int kComplexSegmentLog2 = 10;
 
-struct DoubleDouble {
-  double hi;
-  double lo;
-};
+using walk::DoubleDouble;
 
 struct ComplexDoubleDouble {
   DoubleDouble re;
@@ -54,14 +58,17 @@ struct WalkSlice {
 };
 
 // The device data of one walk: `steps` holds bits columns of `order` entries each (row-major,
-// step b at [b * order, (b + 1) * order)), `base` the row sums at k = 0, both padded to the
-// kernel's order (base 1, steps 0); `partials` one partial sum per block of the walk.
+// step b at [b * order, (b + 1) * order)), followed by the row sums at k = 0 in double-double
+// (order entries of hi parts, then order of lo parts), padded to the kernel's order (base 1,
+// steps 0); `masks` (sparse walks) the rows where each step is non-zero, bit i for row i;
+// `partials` one partial sum per block of the walk.
+template <walk::RealArithmetic A, bool kSparse>
 struct RealWalkData {
   using Step = double;
   using Partial = DoubleDouble;
+  static constexpr int kExtraSteps = 2;  // rows of the shared copy after the steps: the base
   const double* steps;
-  const double* base_hi;
-  const double* base_lo;
+  const uint64_t* masks;
   DoubleDouble* partials;
 };
 
@@ -69,6 +76,7 @@ struct RealWalkData {
 struct ComplexWalkData {
   using Step = double2;
   using Partial = ComplexDoubleDouble;
+  static constexpr int kExtraSteps = 1;
   const double2* steps;
   ComplexDoubleDouble* partials;
 };
@@ -78,6 +86,7 @@ struct ComplexWalkData {
 struct ModularWalkData {
   using Step = uint64_t;
   using Partial = uint64_t;
+  static constexpr int kExtraSteps = 0;
   const uint64_t* steps;
   const uint64_t* base;
   uint64_t p;
@@ -85,46 +94,11 @@ struct ModularWalkData {
   uint64_t* partials;
 };
 
-// ---- Arithmetic. The error-free transformations use the _rn intrinsics, which the compiler
-// never contracts into FMAs nor reorders. ----
+// ---- Arithmetic: core/cpu/permanent_arithmetic.h for the reals, Montgomery for INT64. ----
 
-__device__ __forceinline__ void TwoSum(double a, double b, double& s, double& e) {
-  s = __dadd_rn(a, b);
-  const double b_virtual = __dsub_rn(s, a);
-  e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, b_virtual)), __dsub_rn(b, b_virtual));
-}
-
-// sum + (hi + lo), renormalised (CompensatedSum::Add of core/cpu/compensated_sum.h).
-__device__ __forceinline__ DoubleDouble AddDd(DoubleDouble sum, double hi, double lo) {
-  double s, e;
-  TwoSum(sum.hi, hi, s, e);
-  e = __dadd_rn(e, __dadd_rn(sum.lo, lo));
-  DoubleDouble out;
-  out.hi = __dadd_rn(s, e);
-  out.lo = __dsub_rn(e, __dsub_rn(out.hi, s));
-  return out;
-}
-
-// (a.hi + a.lo)(x_hi + x_lo) to ~2^-104 relative: a.hi x_hi exactly by FMA plus the cross terms.
-__device__ __forceinline__ DoubleDouble MulDd(DoubleDouble a, double x_hi, double x_lo) {
-  const double hi = __dmul_rn(a.hi, x_hi);
-  return {hi, __fma_rn(a.lo, x_hi, __fma_rn(a.hi, x_lo, __fma_rn(a.hi, x_hi, -hi)))};
-}
-
-// x with its sign bit flipped where mask is 1 << 63: an integer instruction, which leaves the
-// FP64 pipe (the walk's bottleneck) to the sums and products.
-__device__ __forceinline__ double FlipSign(double x, uint64_t mask) {
-  return __longlong_as_double(__double_as_longlong(x) ^ static_cast<long long>(mask));
-}
-inline constexpr uint64_t kSignBit = uint64_t{1} << 63;
-
-// r + x with r kept as hi + lo: the lo parts collect the exact rounding errors, so the row sums
-// do not drift over a walk of 2^40 steps.
-__device__ __forceinline__ void AddToRowSum(double& hi, double& lo, double x) {
-  double e;
-  TwoSum(hi, x, hi, e);
-  lo = __dadd_rn(lo, e);
-}
+using walk::AddDd;
+using walk::FlipSign;
+using walk::kSignBit;
 
 __device__ __forceinline__ uint64_t AddModP(uint64_t a, uint64_t b, uint64_t p) {
   const uint64_t s = a + b;  // < 2^63 for a, b < p < 2^62
@@ -145,24 +119,9 @@ __device__ __forceinline__ uint64_t MontgomeryMultiplyLazy(uint64_t a, uint64_t 
   return t_hi + __umul64hi(m, p) + (t_lo != 0 ? 1 : 0);
 }
 
-// ---- The products of the row sums, in four independent chains so that consecutive
-// multiplications do not wait on each other's latency. ----
-
-template <int N>
-__device__ __forceinline__ DoubleDouble RealProduct(const double (&hi)[N], const double (&lo)[N]) {
-  static_assert(N % 4 == 0 && N >= 4);
-  DoubleDouble chain[4];
-#pragma unroll
-  for (int c = 0; c < 4; ++c) chain[c] = {hi[c], lo[c]};
-#pragma unroll
-  for (int i = 4; i < N; i += 4) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) chain[c] = MulDd(chain[c], hi[i + c], lo[i + c]);
-  }
-  const DoubleDouble left = MulDd(chain[0], chain[1].hi, chain[1].lo);
-  const DoubleDouble right = MulDd(chain[2], chain[3].hi, chain[3].lo);
-  return MulDd(left, right.hi, right.lo);
-}
+// ---- The complex and modular products of the row sums, in four independent chains so that
+// consecutive multiplications do not wait on each other's latency (the real ones:
+// walk::RowProduct). ----
 
 __device__ __forceinline__ void ComplexMultiply(double& re, double& im, double x, double y) {
   const double new_re = re * x - im * y;
@@ -229,7 +188,10 @@ struct ModularCombine {
   __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return AddModP(a, b, p); }
 };
 
-inline RealCombine CombineOf(const RealWalkData&) { return {}; }
+template <walk::RealArithmetic A, bool kSparse>
+inline RealCombine CombineOf(const RealWalkData<A, kSparse>&) {
+  return {};
+}
 inline ComplexCombine CombineOf(const ComplexWalkData&) { return {}; }
 inline ModularCombine CombineOf(const ModularWalkData& data) { return {data.p}; }
 
@@ -296,42 +258,77 @@ __device__ __forceinline__ bool StepAdds(uint64_t begin, uint32_t t, int bit) {
   return ((GrayCodeOf(begin + t) >> bit) & 1) != 0;
 }
 
-template <int N>
-__global__ void __launch_bounds__(kWalkThreads) WalkKernel(WalkSlice slice, RealWalkData data) {
-  const double* steps = StageSteps(data.steps, slice.bits * N);
+// The row sums of GrayCode(k) from the base, in double-double, for a k that is a multiple of
+// 2^aligned_log2; rounded to double unless arithmetic A keeps the lo parts (then exact for the
+// rows PermanentRowSumsAreExact covers). Row by row, so that only one row's double-double sum is
+// live besides r; the base is read through a volatile pointer, since the compiler would otherwise
+// keep its 2N values in registers across FAST's restarts.
+template <int N, walk::RealArithmetic A>
+__device__ __forceinline__ void StartRealRowSums(const double* steps, const volatile double* base,
+                                                 int bits, int aligned_log2, uint64_t k,
+                                                 walk::RowSum<A> (&r)[N]) {
+  const uint64_t gray = GrayCodeOf(k);
+  const int first_bit = FirstStartBit(aligned_log2);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    double hi = base[i];
+    double lo = base[N + i];
+    // The columns of the set bits of GrayCode(k), selected rather than branched on: the bits
+    // differ between threads, and adding 0 is exact.
+    for (int b = first_bit; b < bits; ++b) {
+      const bool set = ((gray >> b) & 1) != 0;
+      walk::AddToRowSum(hi, lo, set ? steps[b * N + i] : 0.0);
+    }
+    if constexpr (A == walk::RealArithmetic::kDoubleDoubleRows) {
+      r[i].Set(hi, lo);
+    } else {
+      r[i].Set(walk::Add(hi, lo), 0.0);
+    }
+  }
+}
+
+template <int N, walk::RealArithmetic A, bool kSparse>
+__global__ void __launch_bounds__(kWalkThreads)
+    WalkKernel(WalkSlice slice, RealWalkData<A, kSparse> data) {
+  const double* steps = StageSteps(data.steps, (slice.bits + 2) * N);
+  const volatile double* base = steps + slice.bits * N;
   const int64_t block = slice.first_block + blockIdx.x;
   const uint64_t thread = static_cast<uint64_t>(block) * kWalkThreads + threadIdx.x;
   DoubleDouble sum{0.0, 0.0};
   if (thread < slice.threads) {
     const uint64_t begin = thread << slice.chunk_log2;
-    double r_hi[N];
-    double r_lo[N];
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      r_hi[i] = data.base_hi[i];
-      r_lo[i] = data.base_lo[i];
-    }
-    // The columns of the set bits of GrayCode(begin), selected rather than branched on: the bits
-    // differ between threads, and adding 0 is exact.
-    const uint64_t gray = GrayCodeOf(begin);
-    for (int b = FirstStartBit(slice.chunk_log2); b < slice.bits; ++b) {
-      const double* s = steps + b * N;
-      const bool set = ((gray >> b) & 1) != 0;
-#pragma unroll
-      for (int i = 0; i < N; ++i) AddToRowSum(r_hi[i], r_lo[i], set ? s[i] : 0.0);
-    }
     const uint32_t length = 1u << slice.chunk_log2;
-    for (uint32_t t = 0;;) {
-      const DoubleDouble term = RealProduct<N>(r_hi, r_lo);
-      // (-1)^k.
-      const uint64_t term_sign = ((begin + t) & 1) != 0 ? kSignBit : 0;
-      sum = AddDd(sum, FlipSign(term.hi, term_sign), FlipSign(term.lo, term_sign));
-      if (++t == length) break;
-      const int bit = __ffs(static_cast<int>(t)) - 1;
-      const uint64_t step_sign = StepAdds(begin, t, bit) ? 0 : kSignBit;
-      const double* s = steps + bit * N;
+    // FAST restarts its plain row sums every 2^kFastSegmentLog2 terms, as the CPU does; the
+    // others walk the chunk through (their row sums do not drift).
+    const int segment_log2 =
+        A == walk::RealArithmetic::kFast && slice.chunk_log2 > walk::kFastSegmentLog2
+            ? walk::kFastSegmentLog2
+            : slice.chunk_log2;
+    const uint32_t segment = 1u << segment_log2;
+    walk::RowSum<A> r[N];
+    for (uint32_t first = 0; first < length; first += segment) {
+      StartRealRowSums<N, A>(steps, base, slice.bits, segment_log2, begin + first, r);
+      const uint32_t end = first + segment;
+      for (uint32_t t = first;;) {
+        const DoubleDouble term = walk::RowProduct<N, A>(r);
+        // (-1)^k.
+        const uint64_t term_sign = ((begin + t) & 1) != 0 ? kSignBit : 0;
+        sum = AddDd(sum, FlipSign(term.hi, term_sign), FlipSign(term.lo, term_sign));
+        if (++t == end) break;
+        const int bit = __ffs(static_cast<int>(t)) - 1;
+        const uint64_t step_sign = StepAdds(begin, t, bit) ? 0 : kSignBit;
+        const double* s = steps + bit * N;
+        if constexpr (kSparse) {
+          const uint64_t mask = data.masks[bit];
 #pragma unroll
-      for (int i = 0; i < N; ++i) AddToRowSum(r_hi[i], r_lo[i], FlipSign(s[i], step_sign));
+          for (int i = 0; i < N; ++i) {
+            if (((mask >> i) & 1) != 0) r[i].Update(FlipSign(s[i], step_sign));
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < N; ++i) r[i].Update(FlipSign(s[i], step_sign));
+        }
+      }
     }
   }
   sum = BlockReduce<kWalkThreads>(sum, RealCombine{});
@@ -460,8 +457,7 @@ cudaError_t DispatchPaddedOrder(int padded_order, F&& f) {
 
 template <typename Data>
 size_t WalkSharedBytes(int bits, int padded_order) {
-  const int rows = std::is_same_v<Data, ComplexWalkData> ? bits + 1 : bits;
-  return static_cast<size_t>(rows) * padded_order * sizeof(typename Data::Step);
+  return static_cast<size_t>(bits + Data::kExtraSteps) * padded_order * sizeof(typename Data::Step);
 }
 
 // Blocks [slice.first_block, slice.first_block + blocks) of the walk.

@@ -14,9 +14,9 @@
 
 namespace matrixd::bench {
 
-const std::vector<std::string_view> kTableNames = {"bandwidth",    "dense",  "factorize", "batched",
-                                                   "condensation", "sparse", "permanent", "modular",
-                                                   "small",        "cpu"};
+const std::vector<std::string_view> kTableNames = {
+    "bandwidth", "dense",    "factorize", "batched", "condensation", "sparse",
+    "permanent", "accuracy", "modular",   "small",   "cpu"};
 
 bool Flags::Runs(std::string_view name) const {
   return tables.empty() || std::find(tables.begin(), tables.end(), name) != tables.end();
@@ -75,6 +75,8 @@ void Quick(Flags& flags) {
   flags.cpu_modular_n = 512;
   flags.sparse_n = 2048;
   flags.perm_n = 28;
+  flags.accuracy_sizes = {16, 20};
+  flags.accuracy_samples = 2;
   flags.cpu_n = 512;
   flags.cpu_batch = 2000;
   flags.small_count = 512;
@@ -162,6 +164,13 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
            flags.sparse_density <= 1;
     } else if (name == "--perm_n") {
       ok = ParseNumber(value, flags.perm_n) && flags.perm_n >= 1;
+    } else if (name == "--perm_density") {
+      ok = ParseDouble(value, flags.perm_density) && flags.perm_density > 0 &&
+           flags.perm_density <= 1;
+    } else if (name == "--accuracy_sizes") {
+      ok = ParseList(value, flags.accuracy_sizes);
+    } else if (name == "--accuracy_samples") {
+      ok = ParseNumber(value, flags.accuracy_samples) && flags.accuracy_samples >= 1;
     } else if (name == "--cpu_n") {
       ok = ParseNumber(value, flags.cpu_n);
     } else if (name == "--cpu_batch") {

@@ -36,8 +36,14 @@ struct Flags {
   int sparse_n = 16384;
   std::vector<int> sparse_blocks = {128, 256};
   double sparse_density = 0.1;
-  // permanent: real Glynn at perm_n - 4, perm_n - 2 and perm_n.
+  // permanent: real Glynn at perm_n - 4, perm_n - 2 and perm_n, both precisions, dense and
+  // perm_density-dense matrices, dense and sparse walks.
   int perm_n = 36;
+  double perm_density = 0.3;
+  // accuracy: median and worst relative error of both precisions against the exact permanent
+  // (the INT64 walk), accuracy_samples matrices with entries k / 2^20 of each order and sign.
+  std::vector<int> accuracy_sizes = {20, 24, 28, 32};
+  int accuracy_samples = 5;
   // small: small_count determinants of each order in small_sizes, one request each from each
   // number of callers in small_threads, against one batched LU of them all.
   std::vector<int> small_sizes = {8, 32};
@@ -56,7 +62,7 @@ struct Flags {
 };
 
 // The tables, in the order they print: bandwidth, dense, factorize, batched, condensation, sparse,
-// permanent, modular, small, cpu.
+// permanent, accuracy, modular, small, cpu.
 extern const std::vector<std::string_view> kTableNames;
 
 // Parses argv into `flags`. Prints what is wrong to stderr and returns false on an unknown flag, a

@@ -32,6 +32,11 @@ void BenchSmallRequests(const std::string& label,
                         const std::function<std::unique_ptr<Backend>(int callers)>& make,
                         const Flags& flags);
 
+// The relative error of both precisions of `backend`'s (called `label`) real permanents against
+// exact integer permanents: median and worst over flags.accuracy_samples matrices per order in
+// flags.accuracy_sizes and sign.
+void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Flags& flags);
+
 // The CPU backend's tables: determinant and GEMM, factorizations, batched LU.
 void BenchCpu(Backend& cpu, const Flags& flags);
 
@@ -51,7 +56,7 @@ void BenchBatchedLu(Backend& gpu, cuda::DeviceContext& context, const Flags& fla
 void BenchCondensation(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
 // Block-sparse products next to dense cuBLAS dgemm on the same matrices.
 void BenchBlockSparse(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
-// Real Glynn permanents next to the FP64 floor.
+// Real Glynn permanents next to the FP64 floor: both precisions, dense and sparse walks.
 void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
 #endif
 

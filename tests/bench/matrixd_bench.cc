@@ -11,15 +11,18 @@
 //     batched:      [--batch=100000] [--batch_sizes=32,64]
 //     condensation: [--step_n=8192] [--condensation_sizes=1024,4096,8192]
 //     sparse:       [--sparse_n=16384] [--sparse_blocks=128,256] [--sparse_density=0.1]
-//     permanent:    [--perm_n=36] (rows perm_n-4, perm_n-2, perm_n; the DGEMM rate at --gemm_n)
+//     permanent:    [--perm_n=36] [--perm_density=0.3] (rows perm_n-4, perm_n-2, perm_n; the DGEMM
+//                   rate at --gemm_n)
+//     accuracy:     [--accuracy_sizes=20,24,28,32] [--accuracy_samples=5] (on the GPU; with
+//                   --no_gpu on the CPU backend)
 //     modular:      [--ntl_n=4096] [--cpu_modular_n=1024] [--primes=2147483629,65521] [--no_ntl]
 //     small:        [--small_sizes=8,32] [--small_count=8192] [--small_threads=1,4,16]
 //     cpu:          [--cpu_n=2048] [--cpu_batch=10000] [--batch_sizes]
 //
-// NAME is one of bandwidth, dense, factorize, batched, condensation, sparse, permanent, modular,
-// small, cpu; all run by default, the GPU ones only where there is a device. --quick shrinks every
-// size; explicit sizes after or before it win. --no_cpu leaves
-// out the CPU backend (its tables and its column of the modular table).
+// NAME is one of bandwidth, dense, factorize, batched, condensation, sparse, permanent, accuracy,
+// modular, small, cpu; all run by default, the GPU ones only where there is a device. --quick
+// shrinks every size; explicit sizes after or before it win. --no_cpu leaves out the CPU backend
+// (its tables and its column of the modular table).
 //
 // Times are medians over --repeats runs after one warm-up run (CPU references that take seconds:
 // one run). "ours" is ComputeStats::seconds (device events around the whole operation, transfers
@@ -75,6 +78,7 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("condensation")) BenchCondensation(gpu, device, flags);
   if (flags.Runs("sparse")) BenchBlockSparse(gpu, device, flags);
   if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
+  if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
   return *std::move(backend);
 }
 #endif
@@ -112,6 +116,10 @@ int Main(int argc, char** argv) {
     }
   }
   if (cpu != nullptr && flags.Runs("cpu")) BenchCpu(*cpu, flags);
+  // The CPU walks share the GPU's arithmetic but take 2^n n / cores time: their accuracy table runs
+  // only when the GPU tables do not (--no_gpu), at sizes given for it.
+  if (cpu != nullptr && !flags.gpu && flags.Runs("accuracy"))
+    BenchPermanentAccuracy(*cpu, "CPU", flags);
   return 0;
 }
 

@@ -7,6 +7,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+import matrixd
+
 from conftest import random_matrix
 
 FLOATING = [np.float32, np.float64, np.complex64, np.complex128]
@@ -125,6 +127,20 @@ def test_permanent_matches_brute_force(client, rng, dtype):
         assert per.value == pytest.approx(want, rel=RTOL.get(dtype, 1e-12), abs=1e-5)
     if dtype == np.int64:
         assert per.exact == int(brute_permanent(a.astype(object)))
+
+
+def test_permanent_precision_and_walk_are_sent_and_reported(client, rng):
+    k = rng.integers(0, 10, size=(8, 8)) * (rng.random((8, 8)) < 0.3) + 5 * np.eye(8, dtype=np.int64)
+    exact = client.permanent(k.astype(np.int64))
+    assert exact.precision == "exact"
+    for precision in ("extended", "fast"):
+        for walk in ("dense", "sparse"):
+            per = client.permanent(k.astype(np.float64), precision=precision, walk=walk)
+            assert per.precision == precision
+            assert per.walk == walk
+            assert per.value == pytest.approx(exact.exact, rel=1e-13)
+    with pytest.raises(matrixd.InvalidArgument):
+        client.permanent(k.astype(np.float64), precision="quad")
 
 
 @pytest.mark.parametrize("dtype", FLOATING)

@@ -444,6 +444,34 @@ TEST_F(ComputationTest, PermanentOfAllOnesIsFactorialByBothMethods) {
   }
 }
 
+TEST_F(ComputationTest, PermanentReportsThePrecisionAndWalkThatRan) {
+  constexpr int kN = 8;
+  std::vector<double> values(kN * kN, 0.0);
+  for (int i = 0; i < kN; ++i) {
+    values[i * kN + i] = 2.0;
+    values[i * kN + (i + 1) % kN] = 1.0;  // per = 2^8 + 1
+  }
+  v1::PermanentRequest request;
+  *request.mutable_matrix() = MakeMatrix<double>(kN, kN, values);
+  request.set_precision(v1::PERMANENT_PRECISION_FAST);
+  absl::StatusOr<v1::PermanentResponse> response = client().Permanent(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->value(), 257.0);
+  EXPECT_EQ(response->precision_used(), v1::PERMANENT_PRECISION_FAST);
+  EXPECT_EQ(response->walk_used(), v1::PERMANENT_WALK_SPARSE);  // 25 % non-zero: AUTO
+  request.set_precision(v1::PERMANENT_PRECISION_DEFAULT);
+  request.set_walk(v1::PERMANENT_WALK_DENSE);
+  response = client().Permanent(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->value(), 257.0);
+  EXPECT_EQ(response->precision_used(), v1::PERMANENT_PRECISION_EXTENDED);
+  EXPECT_EQ(response->walk_used(), v1::PERMANENT_WALK_DENSE);
+  *request.mutable_matrix() = MakeMatrix<int64_t>(2, 2, {1, 2, 3, 4});
+  response = client().Permanent(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->precision_used(), v1::PERMANENT_PRECISION_EXACT);
+}
+
 TEST_F(ComputationTest, Int64PermanentIsExactBeyond64Bits) {
   // Products of 1e18 entries need more than 64 bits, and cancel exactly.
   constexpr int64_t kE18 = 1000000000000000000;

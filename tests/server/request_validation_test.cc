@@ -231,5 +231,37 @@ TEST(ValidatePermanent, UnknownMethodIsRefusedByName) {
   ExpectInvalid(ValidateRequest(request, kLimits), "method is 7");
 }
 
+TEST(ValidatePermanent, MapsThePrecisionAndTheWalk) {
+  v1::PermanentRequest request;
+  *request.mutable_matrix() = Identity(3);
+  absl::StatusOr<PermanentInputs> defaults = ValidateRequest(request, kLimits);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->options.precision, PermanentPrecision::kExtended);
+  EXPECT_EQ(defaults->options.walk, PermanentWalk::kAuto);
+  request.set_precision(v1::PERMANENT_PRECISION_FAST);
+  request.set_walk(v1::PERMANENT_WALK_SPARSE);
+  absl::StatusOr<PermanentInputs> inputs = ValidateRequest(request, kLimits);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_EQ(inputs->options.precision, PermanentPrecision::kFast);
+  EXPECT_EQ(inputs->options.walk, PermanentWalk::kSparse);
+}
+
+TEST(ValidatePermanent, ExactPrecisionIsOnlyReported) {
+  v1::PermanentRequest request;
+  *request.mutable_matrix() = Identity(2);
+  request.set_precision(v1::PERMANENT_PRECISION_EXACT);
+  ExpectInvalid(ValidateRequest(request, kLimits), "precision is PERMANENT_PRECISION_EXACT");
+}
+
+TEST(ValidatePermanent, UnknownPrecisionAndWalkAreRefusedByName) {
+  v1::PermanentRequest request;
+  *request.mutable_matrix() = Identity(2);
+  request.set_precision(static_cast<v1::PermanentPrecision>(9));
+  ExpectInvalid(ValidateRequest(request, kLimits), "precision is 9");
+  request.set_precision(v1::PERMANENT_PRECISION_DEFAULT);
+  request.set_walk(static_cast<v1::PermanentWalk>(8));
+  ExpectInvalid(ValidateRequest(request, kLimits), "walk is 8");
+}
+
 }  // namespace
 }  // namespace matrixd::server

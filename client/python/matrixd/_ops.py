@@ -21,6 +21,10 @@ DET_METHODS = {"auto": pb.DETERMINANT_METHOD_AUTO, "lu": pb.DETERMINANT_METHOD_L
                "condensation": pb.DETERMINANT_METHOD_CONDENSATION}
 PERMANENT_METHODS = {"auto": pb.PERMANENT_METHOD_AUTO, "ryser": pb.PERMANENT_METHOD_RYSER,
                      "glynn": pb.PERMANENT_METHOD_GLYNN}
+PERMANENT_PRECISIONS = {"extended": pb.PERMANENT_PRECISION_EXTENDED,
+                       "fast": pb.PERMANENT_PRECISION_FAST}
+PERMANENT_WALKS = {"auto": pb.PERMANENT_WALK_AUTO, "dense": pb.PERMANENT_WALK_DENSE,
+                   "sparse": pb.PERMANENT_WALK_SPARSE}
 KINDS = {"lu": pb.FACTORIZATION_KIND_LU, "cholesky": pb.FACTORIZATION_KIND_CHOLESKY,
          "qr": pb.FACTORIZATION_KIND_QR}
 TRANSPOSES = {"N": pb.SOLVE_TRANSPOSE_NONE, "T": pb.SOLVE_TRANSPOSE_TRANSPOSE,
@@ -371,13 +375,16 @@ def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf3
     return Call("Multiply", request, parse, "multiply")
 
 
-def permanent(a, method="auto", check=True) -> Call:
+def permanent(a, method="auto", check=True, precision="extended", walk="auto") -> Call:
     op = Operand(a, "matrix")
     if check:
         op.require_square()
         op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_INT64,),
                          "float32, float64, complex64, complex128 or int64")
-    request = pb.PermanentRequest(method=_choice(PERMANENT_METHODS, method, "method"))
+    request = pb.PermanentRequest(
+        method=_choice(PERMANENT_METHODS, method, "method"),
+        precision=_choice(PERMANENT_PRECISIONS, precision, "precision"),
+        walk=_choice(PERMANENT_WALKS, walk, "walk"))
     op.put(request, "matrix")
     complex_input = op.is_complex
 
@@ -385,7 +392,10 @@ def permanent(a, method="auto", check=True) -> Call:
         return results.Permanent(
             value=complex(r.value, r.imag) if complex_input else r.value,
             method=pb.PermanentMethod.Name(r.method_used)[len("PERMANENT_METHOD_"):].lower(),
-            stats=stats(r.stats), exact=_int_or_none(r.exact))
+            stats=stats(r.stats), exact=_int_or_none(r.exact),
+            precision=pb.PermanentPrecision.Name(
+                r.precision_used)[len("PERMANENT_PRECISION_"):].lower(),
+            walk=pb.PermanentWalk.Name(r.walk_used)[len("PERMANENT_WALK_"):].lower())
 
     return Call("Permanent", request, parse, "permanent")
 

@@ -79,8 +79,9 @@ class Client(_base.ClientBase):
         return await self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size,
                                               allow_tf32, keep, self.check, outputs), timeout)
 
-    async def permanent(self, a, method="auto", timeout=None) -> results.Permanent:
-        return await self._send(_ops.permanent(a, method, self.check), timeout)
+    async def permanent(self, a, method="auto", timeout=None, precision="extended",
+                        walk="auto") -> results.Permanent:
+        return await self._send(_ops.permanent(a, method, self.check, precision, walk), timeout)
 
     async def submit(self, operation: str, *args, job_timeout=None, timeout=None,
                      **kwargs) -> "Job":

@@ -94,10 +94,13 @@ class Client(_base.ClientBase):
         return self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size, allow_tf32,
                                         keep, self.check, outputs), timeout)
 
-    def permanent(self, a, method: str = "auto", timeout: Optional[float] = None
-                  ) -> results.Permanent:
-        """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value."""
-        return self._send(_ops.permanent(a, method, self.check), timeout)
+    def permanent(self, a, method: str = "auto", timeout: Optional[float] = None,
+                  precision: str = "extended", walk: str = "auto") -> results.Permanent:
+        """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value.
+        precision "extended" (double-double products, ~1e-14) or "fast" (plain double, ~1e-12);
+        walk "auto" (sparse at <= 50% non-zeros), "dense" or "sparse". The result says which
+        precision and walk ran."""
+        return self._send(_ops.permanent(a, method, self.check, precision, walk), timeout)
 
     # ---- jobs ----
 

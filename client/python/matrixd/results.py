@@ -99,11 +99,15 @@ class Product:
 
 @dataclasses.dataclass(frozen=True)
 class Permanent:
-    """per(A): `value` (float, or complex for complex input) and `exact` (int) for INT64 input."""
+    """per(A): `value` (float, or complex for complex input) and `exact` (int) for INT64 input;
+    `precision` the walk's arithmetic ("extended", "fast", "exact" for INT64 input) and `walk`
+    "dense" or "sparse"."""
     value: Union[float, complex]
     method: str
     stats: Stats
     exact: Optional[int] = None
+    precision: str = "extended"
+    walk: str = "dense"
 
 
 @dataclasses.dataclass(frozen=True)

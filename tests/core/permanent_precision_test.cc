@@ -1,0 +1,231 @@
+// The permanent's precisions (EXTENDED, FAST) and walks (dense, sparse) on every backend, against
+// exact integer permanents from the INT64 path: dense, 30 %-dense, mixed-sign, n = 1, zero rows,
+// and the k / 2^20 matrices of the accuracy table.
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/cpu/permanent_preparation.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+#include "gtest/gtest.h"
+#include "tests/core/backend_fixture.h"
+
+namespace matrixd {
+namespace {
+
+constexpr PermanentMethod kMethods[] = {PermanentMethod::kRyser, PermanentMethod::kGlynn};
+constexpr PermanentPrecision kPrecisions[] = {PermanentPrecision::kExtended,
+                                              PermanentPrecision::kFast};
+constexpr PermanentWalk kWalks[] = {PermanentWalk::kDense, PermanentWalk::kSparse};
+
+std::string Describe(PermanentMethod method, PermanentPrecision precision, PermanentWalk walk) {
+  return std::string(method == PermanentMethod::kRyser ? "ryser" : "glynn") +
+         (precision == PermanentPrecision::kFast ? " fast" : " extended") +
+         (walk == PermanentWalk::kSparse ? " sparse" : " dense");
+}
+
+// An n x n integer matrix with entries in [low, high], each non-zero with probability `density`.
+std::vector<int64_t> RandomIntegers(int n, uint64_t seed, int64_t low, int64_t high,
+                                    double density = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> entry(low, high);
+  std::bernoulli_distribution keep(density);
+  std::vector<int64_t> a(static_cast<size_t>(n) * n);
+  for (int64_t& x : a) x = keep(rng) ? entry(rng) : 0;
+  return a;
+}
+
+class PermanentPrecisionTest : public testing::BackendTest {
+ protected:
+  absl::StatusOr<PermanentResult> Compute(const Matrix& m, PermanentMethod method,
+                                          PermanentPrecision precision, PermanentWalk walk) {
+    PermanentOptions options;
+    options.method = method;
+    options.precision = precision;
+    options.walk = walk;
+    return backend().Permanent(m.view(), options, nullptr);
+  }
+
+  // per(k) exactly (the INT64 path), as a long double.
+  long double Exact(int n, const std::vector<int64_t>& k) {
+    const Matrix m = Matrix::FromValues<int64_t>(n, n, k);
+    absl::StatusOr<PermanentResult> result =
+        backend().Permanent(m.view(), PermanentOptions{}, nullptr);
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) return NAN;
+    EXPECT_EQ(result->precision_used, PermanentPrecision::kExact);
+    return std::strtold(result->exact.c_str(), nullptr);
+  }
+
+  // Checks that the float64 permanent of k * 2^-scale_bits is within `tolerance` (relative; or
+  // absolute when the exact value is 0) of the exact one, for every method, precision and walk.
+  void ExpectMatchesExact(int n, const std::vector<int64_t>& k, int scale_bits,
+                          double extended_tolerance, double fast_tolerance) {
+    const long double exact = std::ldexp(Exact(n, k), -scale_bits * n);
+    std::vector<double> a(k.size());
+    for (size_t q = 0; q < k.size(); ++q) a[q] = std::ldexp(static_cast<double>(k[q]), -scale_bits);
+    const Matrix m = Matrix::FromValues<double>(n, n, a);
+    for (PermanentMethod method : kMethods) {
+      for (PermanentPrecision precision : kPrecisions) {
+        for (PermanentWalk walk : kWalks) {
+          const std::string what = Describe(method, precision, walk);
+          absl::StatusOr<PermanentResult> result = Compute(m, method, precision, walk);
+          ASSERT_TRUE(result.ok()) << what << ": " << result.status();
+          // FAST is Glynn's only: Ryser runs EXTENDED and says so.
+          const PermanentPrecision ran =
+              method == PermanentMethod::kRyser ? PermanentPrecision::kExtended : precision;
+          EXPECT_EQ(result->precision_used, ran) << what;
+          EXPECT_EQ(result->walk_used, walk) << what;
+          const double tolerance =
+              ran == PermanentPrecision::kFast ? fast_tolerance : extended_tolerance;
+          const long double error = std::fabs(result->value.real() - exact);
+          if (exact == 0.0L) {
+            EXPECT_EQ(result->value.real(), 0.0) << what;
+          } else {
+            EXPECT_LE(static_cast<double>(error / std::fabs(exact)), tolerance)
+                << what << ": got " << result->value.real() << ", exact "
+                << static_cast<double>(exact);
+          }
+        }
+      }
+    }
+  }
+};
+
+TEST_P(PermanentPrecisionTest, DenseIntegerMatrixMatchesExact) {
+  ExpectMatchesExact(14, RandomIntegers(14, 1300, 0, 9), 0, 1e-15, 1e-13);
+}
+
+TEST_P(PermanentPrecisionTest, ThirtyPercentDenseMatrixMatchesExact) {
+  ExpectMatchesExact(16, RandomIntegers(16, 1301, 1, 9, 0.3), 0, 1e-15, 1e-13);
+}
+
+TEST_P(PermanentPrecisionTest, MixedSignMatrixMatchesExact) {
+  // Mixed signs cancel: FAST loses more of the result than on positive matrices.
+  ExpectMatchesExact(14, RandomIntegers(14, 1302, -9, 9), 0, 1e-13, 1e-9);
+}
+
+TEST_P(PermanentPrecisionTest, SparseMixedSignMatrixMatchesExact) {
+  ExpectMatchesExact(15, RandomIntegers(15, 1303, -9, 9, 0.3), 0, 1e-13, 1e-9);
+}
+
+TEST_P(PermanentPrecisionTest, OneByOneIsTheEntry) {
+  ExpectMatchesExact(1, {-7}, 0, 0.0, 0.0);
+  ExpectMatchesExact(1, {3}, 2, 0.0, 0.0);
+}
+
+TEST_P(PermanentPrecisionTest, ZeroRowAndZeroColumnGiveZero) {
+  const int n = 12;
+  std::vector<int64_t> zero_row = RandomIntegers(n, 1304, -5, 9, 0.4);
+  for (int j = 0; j < n; ++j) zero_row[5 * n + j] = 0;
+  ExpectMatchesExact(n, zero_row, 0, 0.0, 0.0);
+  std::vector<int64_t> zero_column = RandomIntegers(n, 1305, 1, 9, 0.4);
+  for (int i = 0; i < n; ++i) zero_column[i * n + 3] = 0;
+  ExpectMatchesExact(n, zero_column, 0, 0.0, 0.0);
+}
+
+// The accuracy table's matrices (entries k / 2^20, k uniform below 2^20): EXTENDED within 1e-14
+// of the exact value, positive and mixed-sign.
+TEST_P(PermanentPrecisionTest, GridMatricesAreWithinOneEMinusFourteen) {
+  const int n = 18;
+  ExpectMatchesExact(n, RandomIntegers(n, 1306, 0, (1 << 20) - 1), 20, 1e-14, 1e-11);
+  ExpectMatchesExact(n, RandomIntegers(n, 1307, -(1 << 20) + 1, (1 << 20) - 1), 20, 1e-14, 1e-6);
+}
+
+// Entries off any common grid: the row sums round, so EXTENDED carries them in double-double and
+// FAST restarts them; the walks (several restarts at n = 18) still agree with each other.
+TEST_P(PermanentPrecisionTest, OffGridMatrixAgreesAcrossPrecisionsAndWalks) {
+  const int n = 18;
+  std::mt19937_64 rng(1308);
+  std::uniform_real_distribution<double> dist(0.0, 1.0);
+  std::bernoulli_distribution keep(0.3);
+  std::vector<double> a(static_cast<size_t>(n) * n);
+  for (double& x : a) x = keep(rng) ? dist(rng) : 0.0;
+  for (int i = 0; i < n; ++i) a[i * n + i] = 1.0 + dist(rng);  // no zero permanent
+  const Matrix m = Matrix::FromValues<double>(n, n, a);
+  ASSERT_FALSE(cpu::PermanentRowSumsAreExact(a, n));
+  absl::StatusOr<PermanentResult> reference =
+      Compute(m, PermanentMethod::kGlynn, PermanentPrecision::kExtended, PermanentWalk::kDense);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const double want = reference->value.real();
+  for (PermanentMethod method : kMethods) {
+    for (PermanentPrecision precision : kPrecisions) {
+      for (PermanentWalk walk : kWalks) {
+        absl::StatusOr<PermanentResult> result = Compute(m, method, precision, walk);
+        ASSERT_TRUE(result.ok()) << result.status();
+        const double tolerance =
+            result->precision_used == PermanentPrecision::kFast ? 1e-10 : 1e-13;
+        EXPECT_NEAR(result->value.real(), want, tolerance * std::fabs(want))
+            << Describe(method, precision, walk);
+      }
+    }
+  }
+}
+
+TEST_P(PermanentPrecisionTest, AutoWalkFollowsTheDensity) {
+  const int n = 10;
+  const std::vector<int64_t> sparse = RandomIntegers(n, 1309, 1, 9, 0.3);
+  const std::vector<int64_t> dense = RandomIntegers(n, 1310, 1, 9, 1.0);
+  for (const auto& [k, want] :
+       {std::pair{sparse, PermanentWalk::kSparse}, std::pair{dense, PermanentWalk::kDense}}) {
+    const std::vector<double> a(k.begin(), k.end());
+    const Matrix m = Matrix::FromValues<double>(n, n, a);
+    absl::StatusOr<PermanentResult> result =
+        Compute(m, PermanentMethod::kAuto, PermanentPrecision::kExtended, PermanentWalk::kAuto);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->walk_used, want);
+  }
+}
+
+TEST_P(PermanentPrecisionTest, ComplexReportsFastAndInt64ReportsExact) {
+  const int n = 6;
+  const std::vector<int64_t> k = RandomIntegers(n, 1311, -3, 3, 0.3);
+  std::vector<std::complex<double>> c(k.size());
+  for (size_t q = 0; q < k.size(); ++q) c[q] = {static_cast<double>(k[q]), 1.0};
+  const Matrix complex = Matrix::FromValues<std::complex<double>>(n, n, c);
+  const Matrix integer = Matrix::FromValues<int64_t>(n, n, k);
+  absl::StatusOr<PermanentResult> a =
+      Compute(complex, PermanentMethod::kAuto, PermanentPrecision::kExtended, PermanentWalk::kAuto);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->precision_used, PermanentPrecision::kFast);
+  EXPECT_EQ(a->walk_used, PermanentWalk::kDense);
+  absl::StatusOr<PermanentResult> b =
+      Compute(integer, PermanentMethod::kAuto, PermanentPrecision::kFast, PermanentWalk::kSparse);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->precision_used, PermanentPrecision::kExact);
+  EXPECT_EQ(b->walk_used, PermanentWalk::kDense);
+}
+
+MATRIXD_INSTANTIATE_BACKEND_SUITE(PermanentPrecisionTest);
+
+TEST(PermanentRowSumsAreExact, GridEntriesAreExactAndSpreadOnesAreNot) {
+  const int n = 3;
+  EXPECT_TRUE(cpu::PermanentRowSumsAreExact(
+      std::vector<double>{1.5, 0.25, 0.0, 1.0, -1.0, 0.5, 1.75, 1.0, 1.0 / 1024}, n));
+  // 1 and 2^-60 in a row: their sum needs 61 bits.
+  EXPECT_FALSE(cpu::PermanentRowSumsAreExact(
+      std::vector<double>{1.0, std::ldexp(1.0, -60), 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}, n));
+  EXPECT_FALSE(
+      cpu::PermanentRowSumsAreExact(std::vector<double>{0.1, 0.2, 0.3, 1, 1, 1, 1, 1, 1}, n));
+}
+
+TEST(OrderColumnsForSparseWalk, SparsestColumnsGoToTheLowBitsAndGlynnKeepsTheDensest) {
+  const int n = 3;
+  // Column non-zeros: 2, 1, 3.
+  const std::vector<double> a = {1, 0, 2, 3, 4, 5, 0, 0, 6};
+  std::vector<double> ryser = a;
+  cpu::OrderColumnsForSparseWalk(ryser, n, PermanentMethod::kRyser);
+  EXPECT_EQ(ryser, (std::vector<double>{0, 1, 2, 4, 3, 5, 0, 0, 6}));
+  std::vector<double> glynn = a;
+  cpu::OrderColumnsForSparseWalk(glynn, n, PermanentMethod::kGlynn);
+  EXPECT_EQ(glynn, (std::vector<double>{2, 0, 1, 5, 4, 3, 6, 0, 0}));
+}
+
+}  // namespace
+}  // namespace matrixd
