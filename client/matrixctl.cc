@@ -74,7 +74,8 @@ ABSL_FLAG(double, density, 1.0,
           "multiply with --random and --block_size: the fraction of non-zero blocks");
 ABSL_FLAG(bool, allow_tf32, false, "multiply: float32 on a GPU may use TF32 tensor cores");
 ABSL_FLAG(int, devices, 0,
-          "multiply: one float64 product over this many GPUs of the server (Cannon over NCCL)");
+          "multiply, permanent: one float64 job over this many GPUs of the server (multiply: "
+          "Cannon over NCCL; permanent: the walk split in equal shares)");
 ABSL_FLAG(std::string, multiply_method, "auto", "multiply with --devices: auto | cannon | cublasmp");
 ABSL_FLAG(double, job_timeout, 0,
           "submit: the job fails with DEADLINE_EXCEEDED unless done this many seconds after "
@@ -114,7 +115,7 @@ constexpr absl::string_view kUsage =
     "             (--transpose, --residual, --keep, --output)\n"
     "  multiply   product of two matrices (--transpose_a/b, --block_size, --density,\n"
     "             --devices N --multiply_method cannon: one product over N GPUs)\n"
-    "  permanent  permanent of one matrix (--method, --precision, --walk)\n"
+    "  permanent  permanent of one matrix (--method, --precision, --walk, --devices N)\n"
     "  health     SERVING or NOT_SERVING; exits 0 only when serving\n"
     "  demo       a checked tour of every operation\n"
     "  submit OP  queue det|factorize|multiply|permanent|solve as a job; prints its id\n"
@@ -601,6 +602,8 @@ absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
   absl::StatusOr<v1::PermanentWalk> walk = ParsePermanentWalk(absl::GetFlag(FLAGS_walk));
   if (!walk.ok()) return UsageError(walk.status().message());
   request.set_walk(*walk);
+  if (absl::GetFlag(FLAGS_devices) < 0) return UsageError("--devices must be >= 0");
+  request.set_devices(absl::GetFlag(FLAGS_devices));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   SetOperand(

@@ -89,6 +89,10 @@ absl::Status CheckOptions(const OperationQuery& query) {
     return absl::InvalidArgumentError(
         absl::StrCat("block_size is ", query.multiply.block_size, "; want 0 (dense) or > 0"));
   }
+  if (query.operation == Operation::kPermanent && query.permanent.devices < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices is ", query.permanent.devices, "; want >= 1"));
+  }
   if (query.operation == Operation::kMultiply && query.multiply.devices < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("devices is ", query.multiply.devices, "; want >= 1"));
@@ -148,6 +152,16 @@ OperationQuery PermanentQuery(const MatrixView& a, const PermanentOptions& optio
 
 absl::Status CheckBackendLimits(const OperationQuery& query, const BackendLimits& limits) {
   if (query.operation == Operation::kPermanent) {
+    if (query.permanent.devices > limits.max_permanent_devices) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "devices is ", query.permanent.devices, "; the ", limits.backend, " backend splits a ",
+          "permanent over up to ", limits.max_permanent_devices, " device(s)"));
+    }
+    if (query.permanent.devices > 1 && query.dtype != DType::kFloat64) {
+      return absl::UnimplementedError(
+          absl::StrCat("matrix.dtype is ", std::string(DTypeName(query.dtype)),
+                       "; a permanent over several GPUs takes float64"));
+    }
     if (query.rows <= limits.max_permanent_order) return absl::OkStatus();
     return absl::UnimplementedError(
         absl::StrCat("matrix is ", query.rows, "x", query.cols, "; the ", limits.backend,

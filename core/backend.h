@@ -58,6 +58,7 @@ struct BackendLimits {
   // cols, each matrix of a batch, rhs and b included.
   int64_t max_dimension = 0;
   int64_t max_batch_count = 0;  // the most matrices of one batched factorization
+  int max_permanent_devices = 1;  // the most devices one permanent may be split over
 };
 
 // UNIMPLEMENTED when `query` exceeds `limits` (the message names the backend, the value and the

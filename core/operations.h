@@ -158,6 +158,8 @@ struct PermanentOptions {
   PermanentMethod method = PermanentMethod::kAuto;
   PermanentPrecision precision = PermanentPrecision::kExtended;  // kExact is not a request
   PermanentWalk walk = PermanentWalk::kAuto;
+  // > 1: the walk split into equal shares over this many GPUs of the backend (float64).
+  int devices = 1;
 };
 
 struct PermanentResult {

@@ -321,13 +321,20 @@ absl::StatusOr<PermanentInputs> ValidateRequest(const v1::PermanentRequest& requ
   if (!precision.ok()) return precision.status();
   absl::StatusOr<PermanentWalk> walk = FromProto(request.walk());
   if (!walk.ok()) return walk.status();
+  if (request.devices() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices is ", request.devices(), "; want 0 or 1 (one device) or more"));
+  }
   absl::StatusOr<InputMatrix> matrix =
       Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
   if (!matrix.ok()) return matrix.status();
   // The permanents read their operand on the host.
   if (absl::Status s = matrix->CopyToHost(); !s.ok()) return s;
   PermanentInputs inputs{.matrix = *std::move(matrix),
-                         .options = {.method = *method, .precision = *precision, .walk = *walk}};
+                         .options = {.method = *method,
+                                     .precision = *precision,
+                                     .walk = *walk,
+                                     .devices = std::max(request.devices(), 1)}};
   if (absl::Status s = ValidatePermanent(inputs.matrix.view(), inputs.options,
                                          LimitsFor(limits, {&inputs.matrix}));
       !s.ok()) {

@@ -38,8 +38,9 @@ class HostPin final : public HostMemoryPin {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(std::vector<std::unique_ptr<cuda::DeviceStreams>> devices)
-      : devices_(std::move(devices)), channels_(devices_.size()) {
+  CudaBackend(std::vector<std::unique_ptr<cuda::DeviceStreams>> devices,
+              const DeviceMemoryLimit& memory_limit)
+      : devices_(std::move(devices)), memory_limit_(memory_limit), channels_(devices_.size()) {
     std::vector<std::string> descriptions;
     for (const auto& device : devices_) descriptions.push_back(device->description());
     device_ = absl::StrJoin(descriptions, "; ");
@@ -55,7 +56,8 @@ class CudaBackend final : public Backend {
     return CheckBackendLimits(query, {.backend = "cuda",
                                       .max_permanent_order = cuda::kMaxPermanentOrder,
                                       .max_dimension = kIntMax,
-                                      .max_batch_count = kIntMax});
+                                      .max_batch_count = kIntMax,
+                                      .max_permanent_devices = static_cast<int>(devices_.size())});
   }
 
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
@@ -86,8 +88,23 @@ class CudaBackend final : public Backend {
   }
   absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                             JobControl* control) override {
-    return Timed(control, [&](cuda::DeviceContext& context) {
-      return cuda::Permanent(a, options, context, control);
+    return Timed(control, [&](cuda::DeviceContext& context) -> absl::StatusOr<PermanentResult> {
+      if (options.devices <= 1) return cuda::Permanent(a, options, context, control);
+      // The job's context, then contexts of its own on the next devices: made for this job (not
+      // lent by the other devices' DeviceStreams, so that two such jobs never wait on each
+      // other), drawing on the same memory stack as the devices' other contexts.
+      std::vector<std::unique_ptr<cuda::DeviceContext>> extra;
+      std::vector<cuda::DeviceContext*> contexts = {&context};
+      for (const auto& device : devices_) {
+        if (static_cast<int>(contexts.size()) == options.devices) break;
+        if (device->primary().device() == context.device()) continue;
+        MATRIXD_ASSIGN_OR_RETURN(
+            std::unique_ptr<cuda::DeviceContext> own,
+            cuda::DeviceContext::Create(device->primary().device(), memory_limit_));
+        contexts.push_back(own.get());
+        extra.push_back(std::move(own));
+      }
+      return cuda::Permanent(a, options, contexts, control);
     });
   }
 
@@ -254,6 +271,7 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<std::unique_ptr<cuda::DeviceStreams>> devices_;
+  const DeviceMemoryLimit memory_limit_;
   // One per device, made on first use; resident matrices point to them, so every resident matrix
   // must be gone before the backend.
   absl::Mutex channels_mutex_;
@@ -303,7 +321,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>&
         cuda::DeviceStreams::Create(ordinal, streams_per_device, memory_limit));
     streams.push_back(std::move(device));
   }
-  return std::make_unique<CudaBackend>(std::move(streams));
+  return std::make_unique<CudaBackend>(std::move(streams), memory_limit);
 }
 
 }  // namespace matrixd

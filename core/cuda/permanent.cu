@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -93,13 +94,22 @@ absl::StatusOr<DeviceBuffer> UploadVector(DeviceContext& context, const std::vec
   return buffer;
 }
 
-// Runs the walk described by `data` (its partials buffer holds layout.blocks entries) slice by
-// slice, then queues the combination of the partials into *total (device memory). Reports
-// progress from progress_from to progress_to. CANCELLED between slices when asked.
+// Share `index` of `count` equal shares of a walk's blocks (a walk split over several GPUs).
+struct WalkShare {
+  int index = 0;
+  int count = 1;
+};
+
+// Runs share `share` of the walk described by `data` (its partials buffer holds layout.blocks
+// entries; the share's blocks are written at their walk-wide indices) slice by slice, then queues
+// the combination of the share's partials into *total (device memory). Reports progress from
+// progress_from to progress_to. CANCELLED between slices when asked.
 template <typename Data>
 absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padded_order,
                      const Data& data, typename Data::Partial* total, double progress_from,
-                     double progress_to, JobControl* control) {
+                     double progress_to, JobControl* control, WalkShare share = {}) {
+  const int64_t first = layout.blocks * share.index / share.count;
+  const int64_t end = layout.blocks * (share.index + 1) / share.count;
   int per_multiprocessor = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(
       WalkBlocksPerMultiprocessor<Data>(padded_order, layout.bits, &per_multiprocessor));
@@ -110,9 +120,9 @@ absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padde
   // the slices last ~kSliceSeconds on any device and at any order.
   constexpr int64_t kMaxSliceBlocks = int64_t{1} << 30;
   int64_t slice_blocks = wave;
-  for (int64_t done = 0; done < layout.blocks;) {
+  for (int64_t done = first; done < end;) {
     if (IsCancelled(control)) return Cancelled();
-    const int64_t count = std::min(slice_blocks, layout.blocks - done);
+    const int64_t count = std::min(slice_blocks, end - done);
     const WalkSlice slice{layout.bits, layout.chunk_log2, layout.threads, done};
     const auto start = std::chrono::steady_clock::now();
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchWalk(padded_order, slice, count, data, context.stream()));
@@ -121,14 +131,17 @@ absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padde
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     done += count;
     ReportProgress(control, progress_from + (progress_to - progress_from) *
-                                                static_cast<double>(done) /
-                                                static_cast<double>(layout.blocks));
+                                                static_cast<double>(done - first) /
+                                                static_cast<double>(end - first));
     const double scale = std::clamp(kSliceSeconds / std::max(seconds, 1e-6), 0.25, 4.0);
     slice_blocks =
         std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(count) * scale) / wave * wave,
                             wave, kMaxSliceBlocks);
   }
-  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchReducePartials(data, layout.blocks, total, context.stream()));
+  Data share_partials = data;
+  share_partials.partials += first;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchReducePartials(share_partials, end - first, total, context.stream()));
   return absl::OkStatus();
 }
 
@@ -162,6 +175,7 @@ std::vector<double2> ToDouble2(const std::vector<std::complex<double>>& values) 
 struct WalkOutcome {
   std::complex<double> sum;   // the sum of the terms, before sign and scale
   double walk_seconds = 0.0;  // device time between events around the walk's kernels
+  DoubleDouble real_sum{0.0, 0.0};  // real walks: `sum` before rounding to a double
 };
 
 // The real walk's steps with its base after them (core/cuda/permanent_walks.cuh's RealWalkData
@@ -197,28 +211,29 @@ template <walk::RealArithmetic A, bool kSparse>
 absl::Status RunRealWalk(DeviceContext& context, const WalkLayout& layout, int padded_order,
                          const DeviceBuffer& steps, const DeviceBuffer& masks,
                          const DeviceBuffer& partials, const DeviceBuffer& total,
-                         JobControl* control) {
+                         JobControl* control, WalkShare share) {
   const RealWalkData<A, kSparse> data{steps.as<double>(), masks.as<uint64_t>(),
                                       partials.as<DoubleDouble>()};
-  return RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control);
+  return RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control,
+                 share);
 }
 
 template <walk::RealArithmetic A>
 absl::Status RunRealWalk(bool sparse, DeviceContext& context, const WalkLayout& layout,
                          int padded_order, const DeviceBuffer& steps, const DeviceBuffer& masks,
                          const DeviceBuffer& partials, const DeviceBuffer& total,
-                         JobControl* control) {
+                         JobControl* control, WalkShare share) {
   return sparse ? RunRealWalk<A, true>(context, layout, padded_order, steps, masks, partials, total,
-                                       control)
+                                       control, share)
                 : RunRealWalk<A, false>(context, layout, padded_order, steps, masks, partials,
-                                        total, control);
+                                        total, control, share);
 }
 
-// The sum of the terms of the walk of a (row-normalised, for the sparse walk column-ordered) real
-// matrix, at `arithmetic`.
+// The sum of the terms of share `share` of the walk of a (row-normalised, for the sparse walk
+// column-ordered) real matrix, at `arithmetic`.
 absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentMethod method,
                                  walk::RealArithmetic arithmetic, bool sparse,
-                                 DeviceContext& context, JobControl* control) {
+                                 DeviceContext& context, JobControl* control, WalkShare share) {
   const int padded_order = PaddedOrder(n);
   const RealWalkInputs inputs = MakeRealWalkInputs(a, n, padded_order, method);
   const WalkLayout layout = PlanWalk(cpu::PermanentWalkBits(n, method), padded_order, 1.0);
@@ -233,22 +248,60 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
   switch (arithmetic) {
     case walk::RealArithmetic::kDoubleDoubleRows:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kDoubleDoubleRows>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control));
+          sparse, context, layout, padded_order, steps, masks, partials, total, control, share));
       break;
     case walk::RealArithmetic::kExactRows:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kExactRows>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control));
+          sparse, context, layout, padded_order, steps, masks, partials, total, control, share));
       break;
     case walk::RealArithmetic::kFast:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kFast>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control));
+          sparse, context, layout, padded_order, steps, masks, partials, total, control, share));
       break;
   }
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
   DoubleDouble sum{0.0, 0.0};
   MATRIXD_RETURN_IF_ERROR(context.Download(total, &sum, sizeof(sum)));
   MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
-  return WalkOutcome{sum.hi + sum.lo, seconds};
+  return WalkOutcome{sum.hi + sum.lo, seconds, sum};
+}
+
+// The real walk split into equal shares over `contexts` (one thread each, at once), the shares'
+// double-double sums added in share order; walk_seconds is the slowest share's. One context: the
+// plain walk.
+absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, PermanentMethod method,
+                                      walk::RealArithmetic arithmetic, bool sparse,
+                                      std::span<DeviceContext* const> contexts,
+                                      JobControl* control) {
+  const int count = static_cast<int>(contexts.size());
+  if (count == 1) return Walk(a, n, method, arithmetic, sparse, *contexts[0], control, {});
+  std::vector<absl::StatusOr<WalkOutcome>> shares(count, absl::UnknownError("not run"));
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < count; ++i) {
+      threads.emplace_back([&, i] {
+        // A new thread starts on device 0: the context's stream and memory are on its own.
+        if (absl::Status active = contexts[i]->Activate(); !active.ok()) {
+          shares[i] = active;
+          return;
+        }
+        shares[i] = Walk(a, n, method, arithmetic, sparse, *contexts[i], control, {i, count});
+      });
+    }
+  }
+  WalkOutcome outcome;
+  for (int i = 0; i < count; ++i) {
+    if (!shares[i].ok()) {
+      return absl::Status(shares[i].status().code(),
+                          absl::StrCat("share ", i, " of ", count, " (device ",
+                                       contexts[i]->device(), "): ", shares[i].status().message()));
+    }
+    outcome.real_sum = walk::AddDd(outcome.real_sum, shares[i]->real_sum.hi,
+                                   shares[i]->real_sum.lo);
+    outcome.walk_seconds = std::max(outcome.walk_seconds, shares[i]->walk_seconds);
+  }
+  outcome.sum = outcome.real_sum.hi + outcome.real_sum.lo;
+  return outcome;
 }
 
 // The sum of the terms of the walk of a (row-normalised) complex matrix.
@@ -282,8 +335,9 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int
 // The real permanent: sign * 2^exponent * (sum of the walk's terms). Sets result->walk_used.
 absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
                                                    const PermanentOptions& options,
-                                                   DeviceContext& context, JobControl* control,
-                                                   PermanentResult* result, double* walk_seconds) {
+                                                   std::span<DeviceContext* const> contexts,
+                                                   JobControl* control, PermanentResult* result,
+                                                   double* walk_seconds) {
   const PermanentMethod method = result->method_used;
   result->walk_used = cpu::ChoosePermanentWalk(a, options, /*sparse_supported=*/true);
   const bool sparse = result->walk_used == PermanentWalk::kSparse;
@@ -296,8 +350,9 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
       choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
       : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
                                                     : walk::RealArithmetic::kDoubleDoubleRows;
-  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome,
-                           Walk(rows.entries, n, method, arithmetic, sparse, context, control));
+  MATRIXD_ASSIGN_OR_RETURN(
+      WalkOutcome outcome,
+      SplitWalk(rows.entries, n, method, arithmetic, sparse, contexts, control));
   *walk_seconds = outcome.walk_seconds;
   return cpu::FloatPermanentValue(outcome.sum, n, method, rows.exponent);
 }
@@ -400,7 +455,21 @@ std::string WalkName(const PermanentResult& result, DType dtype) {
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           DeviceContext& context, JobControl* control) {
+  DeviceContext* const contexts[] = {&context};
+  return Permanent(a, options, contexts, control);
+}
+
+absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
+                                          std::span<DeviceContext* const> contexts,
+                                          JobControl* control) {
   static_assert(kMaxPermanentOrder == kMaxWalkOrder);
+  if (contexts.empty()) return absl::InvalidArgumentError("the CUDA permanent: no device");
+  if (contexts.size() > 1 && a.dtype != DType::kFloat64) {
+    return absl::UnimplementedError(absl::StrCat(
+        "matrix.dtype is ", std::string(DTypeName(a.dtype)),
+        "; a permanent over several GPUs takes float64"));
+  }
+  DeviceContext& context = *contexts[0];
   MATRIXD_RETURN_IF_ERROR(cpu::CheckPermanentInput(a, kMaxWalkOrder, "the CUDA permanent"));
   if (IsCancelled(control)) return Cancelled();
   const int n = static_cast<int>(a.rows);
@@ -419,7 +488,7 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
         std::complex<double> value,
         IsComplex(a.dtype)
             ? ComplexPermanent(a, n, result.method_used, context, control, &walk_seconds)
-            : RealPermanent(a, n, options, context, control, &result, &walk_seconds));
+            : RealPermanent(a, n, options, contexts, control, &result, &walk_seconds));
     result.value = value;
   }
   if (walk_seconds > 0.0) {

@@ -5,6 +5,7 @@
 #define MATRIXD_CORE_CUDA_PERMANENT_H_
 
 #include <cstdint>
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "core/cuda/device_context.h"
@@ -20,6 +21,14 @@ inline constexpr int kMaxPermanentOrder = 40;
 // See Backend::Permanent. Fills stats except backend/device/seconds.
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           DeviceContext& context, JobControl* control);
+
+// The same with the walk split into equal shares over `contexts` (one GPU each, REQUIRES: not
+// empty), run at once from one thread each and their double-double sums added in share order, so
+// the value does not depend on the timing. More than one context takes float64 only
+// (UNIMPLEMENTED otherwise); the kernel record's seconds are the slowest share's.
+absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
+                                          std::span<DeviceContext* const> contexts,
+                                          JobControl* control);
 
 }  // namespace matrixd::cuda
 

@@ -11,7 +11,7 @@ build=$2
 
 bundle=${BUNDLE:-../shared/gpu/bundle.sh}  # from the repository root, as the docs run it
 binaries=()
-for b in tests/matrixd_multi_gpu_test tests/matrixd_cannon_bench tests/matrixd_mp_bench; do
+for b in tests/matrixd_multi_gpu_test tests/matrixd_cannon_bench tests/matrixd_mp_bench tests/matrixd_permanent_split_bench; do
   [[ -x $build/$b ]] && binaries+=("$build/$b")
 done
 "$bundle" "$out" "${binaries[@]}"

@@ -15,9 +15,10 @@
 #   tests/gpu/bundle-mp.sh .gpu build    # bundle.sh + libcublasmp.so.0 and libcusolverMp.so.0
 # then, through the device tool with carry [".gpu"], on nvidia-h100-x4 (or -x2, -x8):
 #   tests/gpu/scaling-run.sh
-# Knobs: OPS="mp cannon" (either), GPUS="1 2 4", SIZES="32768 65536", REPEATS=2 (timed runs
-# after one warm-up), GEMM_BLOCK / LU_BLOCK (block-cyclic block; 0 = the bench's default 1024 /
-# 512), GRID_ROWS (process grid rows; 0 = the most nearly square grid, rows <= cols),
+# Knobs: OPS="mp cannon permanent" (any of them; PERM_N=36 the permanent's order), GPUS="1 2 4",
+# SIZES="32768 65536", REPEATS=2 (timed runs after one warm-up), GEMM_BLOCK / LU_BLOCK
+# (block-cyclic block; 0 = the bench's default 1024 / 512), GRID_ROWS (process grid rows; 0 =
+# the most nearly square grid, rows <= cols),
 # BUDGET_S=470 (the whole script; a step that would pass it is skipped and says so).
 #
 # NCCL: cuBLASMp 0.10 needs NCCL >= 2.29.2, too large to carry. The script asks the bench which
@@ -30,7 +31,7 @@ out=${OUT:?OUT must name the output directory}
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 bin=${BIN:-.gpu/bin}
-ops=${OPS:-mp cannon}
+ops=${OPS:-mp cannon permanent}
 gpus_list=${GPUS:-1 2 4 8}
 sizes=${SIZES:-32768 65536}
 repeats=${REPEATS:-2}
@@ -165,10 +166,21 @@ run_cannon() {
   done
 }
 
+# One float64 permanent (entries k / 2^20) with its Gray-code walk split over R GPUs.
+run_permanent() {
+  local r
+  for r in ${gpus_list}; do
+    ((r <= available)) || continue
+    step "permanent n=${PERM_N:-36} gpus=${r}" 200 "${out}/scaling.txt" \
+      "${bin}/matrixd_permanent_split_bench" --n="${PERM_N:-36}" --gpus="${r}" --repeats=2
+  done
+}
+
 for op in ${ops}; do
   case ${op} in
     mp) run_mp ;;
     cannon) run_cannon ;;
+    permanent) run_permanent ;;
     *) log "unknown OPS entry ${op}" ;;
   esac
 done
@@ -184,7 +196,7 @@ awk '
     for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == key) return kv[2] }
     return ""
   }
-  /^(cannon|cublasmp|cusolvermp_lu|cublas|cusolver_getrf) / {
+  /^(cannon|cublasmp|cusolvermp_lu|cublas|cusolver_getrf|permanent) / {
     method = $1; n = field("n"); r = field("gpus")
     s = (method == "cannon") ? field("rounds") : field("seconds")
     if (n == "" || r == "" || s == "") next

@@ -160,6 +160,16 @@ TEST_F(BadRequestTest, MultiGpuProductOnTheCpuBackendIsUnimplementedAndNamesDevi
   ExpectRejected(client().Multiply(request), absl::StatusCode::kUnimplemented, "cpu backend");
 }
 
+TEST_F(BadRequestTest, PermanentOverSeveralDevicesOnTheCpuBackendNamesDevices) {
+  v1::PermanentRequest request;
+  *request.mutable_matrix() = Identity3();
+  request.set_devices(2);
+  ExpectInvalid(client().Permanent(request),
+                "devices is 2; the cpu backend splits a permanent over up to 1 device(s)");
+  request.set_devices(-3);
+  ExpectInvalid(client().Permanent(request), "devices is -3");
+}
+
 TEST_F(BadRequestTest, NegativeDevicesAndUnknownMultiplyMethod) {
   v1::MultiplyRequest request;
   *request.mutable_a() = Identity3();
