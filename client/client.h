@@ -34,9 +34,9 @@ struct ClientOptions {
   // (RESOURCE_EXHAUSTED, pointing to Upload). Negative: no limit.
   int max_message_bytes = 1 << 30;
   // TLS toward the server (client/client_credentials.h); none: plaintext.
-  std::optional<ClientTls> tls;
+  std::optional<ClientTls> tls = std::nullopt;
   // Sent as "authorization: Bearer TOKEN" on every call; empty: none.
-  std::string token;
+  std::string token = {};
 };
 
 // The slowest rate a transfer's deadline allows for: 25 MB/s, below the slowest inline transfers

@@ -24,7 +24,7 @@ namespace {
 struct KeepRequest {
   ResidentRegistry* registry = nullptr;
   bool also_inline = false;
-  ResidentOwner owner;  // whose the kept matrices are
+  ResidentOwner owner = {};  // whose the kept matrices are
 };
 
 std::string OwnerName(const ClientIdentity* client) {

@@ -61,7 +61,7 @@ struct ResidentPart {
 
 // Who makes a matrix, and its quota.
 struct ResidentOwner {
-  std::string name;         // "" for the anonymous client
+  std::string name = {};    // "" for the anonymous client
   uint64_t max_bytes = 0;   // all of its resident matrices together; 0 = no quota
 };
 

@@ -49,10 +49,10 @@ struct ServerOptions {
   // still counts).
   std::string metrics_address;
   // Plaintext, TLS or mutual TLS on the gRPC port (server/tls_credentials.h).
-  TlsOptions tls;
+  TlsOptions tls = {};
   // Who calls come from and their quotas (server/client_auth.h); null: every call is the
   // anonymous client without a quota.
-  std::shared_ptr<ClientAuthenticator> authenticator;
+  std::shared_ptr<ClientAuthenticator> authenticator = nullptr;
 };
 
 // What MatrixServer::Drain saw.

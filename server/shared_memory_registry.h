@@ -28,7 +28,7 @@
 namespace matrixd::server {
 
 struct SharedMemoryRegionInfo {
-  std::string owner;
+  std::string owner = {};
   std::string name;
   std::string key;  // the shm_open name
   uint64_t offset = 0;

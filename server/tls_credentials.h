@@ -16,9 +16,10 @@
 namespace matrixd::server {
 
 struct TlsOptions {
-  std::string cert_path;       // PEM certificate chain; empty with key_path: plaintext
-  std::string key_path;        // PEM private key
-  std::string client_ca_path;  // PEM CA bundle: when set, clients must present a certificate it signed
+  std::string cert_path = {};  // PEM certificate chain; empty with key_path: plaintext
+  std::string key_path = {};   // PEM private key
+  // PEM CA bundle: when set, clients must present a certificate it signed.
+  std::string client_ca_path = {};
   absl::Duration refresh_interval = absl::Minutes(1);
 
   bool enabled() const { return !cert_path.empty() || !key_path.empty(); }
