@@ -3,7 +3,6 @@ client's tls_ca/tls_cert/tls_key/token arguments, matrixctl's --tls_* and --toke
 token revoked by SIGHUP. Certificates are made with openssl at test time (skipped without it)."""
 
 import os
-import pathlib
 import re
 import shutil
 import signal
@@ -25,35 +24,39 @@ leaf() {
   openssl x509 -req -in $1.csr -CA $2.pem -CAkey $2.key -CAcreateserial -out $1.pem -days 2 ${4:+-extfile $4}
 }
 printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > server.ext
-ca ca
+ca ca; ca ca2
 leaf server ca /CN=localhost server.ext
+leaf server2 ca2 /CN=localhost server.ext
 leaf client ca /CN=alice
 """
 
 A = np.array([[2.0, 1.0], [1.0, 3.0]])
 
 
+def start(args):
+    """(address, process) of a matrixd started with `args`."""
+    process = subprocess.Popen(
+        [SERVER, "--listen=127.0.0.1:0", "--metrics=", "--backend=cpu"] + args,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for line in process.stdout:
+        found = re.search(r"listening on (\S+)", line)
+        if found:
+            return found.group(1), process
+    raise RuntimeError(f"{SERVER} exited with {process.wait()} before listening")
+
+
 @pytest.fixture(scope="module")
 def secure_server(tmp_path_factory):
-    """(address, directory) of a matrixd with mutual TLS and tokens alice and bob."""
+    """(address, directory, process) of a matrixd with mutual TLS and tokens alice and bob."""
     if shutil.which("openssl") is None:
         pytest.skip("no openssl to make test certificates")
     d = tmp_path_factory.mktemp("security")
     subprocess.run(["bash", "-c", CERT_SCRIPT], cwd=d, check=True, capture_output=True)
     (d / "tokens").write_text("alice tok-alice\nbob tok-bob max_permanent_n=4\n")
-    process = subprocess.Popen(
-        [SERVER, "--listen=127.0.0.1:0", "--metrics=", "--backend=cpu",
-         f"--tls_cert={d}/server.pem", f"--tls_key={d}/server.key",
-         f"--tls_client_ca={d}/ca.pem", f"--auth_tokens={d}/tokens"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    address, process = start([f"--tls_cert={d}/server.pem", f"--tls_key={d}/server.key",
+                              f"--tls_client_ca={d}/ca.pem", f"--auth_tokens={d}/tokens"])
     try:
-        for line in process.stdout:
-            found = re.search(r"listening on (\S+)", line)
-            if found:
-                break
-        else:
-            raise RuntimeError(f"{SERVER} exited with {process.wait()} before listening")
-        yield found.group(1), d, process
+        yield address, d, process
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -145,3 +148,35 @@ def test_sighup_revokes_a_removed_token(secure_server):
             time.sleep(0.05)
     with matrixd.Client(address, token="tok-alice", **tls_args(d)) as alice:
         assert alice.det(A).value == pytest.approx(5.0)
+
+
+def test_rotated_certificate_is_served_without_a_restart(secure_server):
+    _, d, _ = secure_server
+    live = d / "live"
+    live.mkdir()
+    shutil.copy(d / "server.pem", live / "tls.crt")
+    shutil.copy(d / "server.key", live / "tls.key")
+    address, process = start([f"--tls_cert={live}/tls.crt", f"--tls_key={live}/tls.key",
+                              "--tls_refresh_interval=1s"])
+    try:
+        with matrixd.Client(address, tls_ca=str(d / "ca.pem"), timeout=10) as old:
+            assert old.det(A).value == pytest.approx(5.0)
+        # Replace key and certificate as a Secret volume does: new files renamed into place.
+        shutil.copy(d / "server2.key", live / "tls.key.new")
+        shutil.copy(d / "server2.pem", live / "tls.crt.new")
+        os.replace(live / "tls.key.new", live / "tls.key")
+        os.replace(live / "tls.crt.new", live / "tls.crt")
+        deadline = time.monotonic() + 15
+        while True:
+            # A fresh client (a fresh connection) trusting only the new CA.
+            with matrixd.Client(address, tls_ca=str(d / "ca2.pem"), timeout=5) as new:
+                try:
+                    assert new.det(A).value == pytest.approx(5.0)
+                    break
+                except matrixd.MatrixdError as error:
+                    assert error.code.name == "UNAVAILABLE"
+            assert time.monotonic() < deadline, "the rotated certificate was never served"
+            time.sleep(0.2)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
