@@ -26,11 +26,20 @@ v1::DeterminantRequest SmallDeterminant() {
   return request;
 }
 
-std::unique_ptr<MatrixServer> StartServer(ServerOptions options) {
+ServerOptions SecureOptions(const TlsOptions& tls,
+                            std::shared_ptr<ClientAuthenticator> authenticator = nullptr) {
+  ServerOptions options;
   options.listen_address = "127.0.0.1:0";
   options.limits = TestLimits();
-  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
-      MatrixServer::Start(MakeCpuBackend({.threads = 1}), options);
+  options.tls = tls;
+  options.authenticator = std::move(authenticator);
+  return options;
+}
+
+std::unique_ptr<MatrixServer> StartServer(
+    const TlsOptions& tls, std::shared_ptr<ClientAuthenticator> authenticator = nullptr) {
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server = MatrixServer::Start(
+      MakeCpuBackend({.threads = 1}), SecureOptions(tls, std::move(authenticator)));
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? *std::move(server) : nullptr;
 }
@@ -50,6 +59,10 @@ class TlsTest : public ::testing::Test {
   }
   static const TestCertificates& certs() { return *certificates_; }
 
+  static TlsOptions ServerTls() {
+    return {.cert_path = certs().Path("server.pem"), .key_path = certs().Path("server.key")};
+  }
+
   static ClientTls TrustingCa(const std::string& ca = "ca.pem") {
     return {.root_certs_pem = certs().Read(ca)};
   }
@@ -59,8 +72,7 @@ class TlsTest : public ::testing::Test {
 };
 
 TEST_F(TlsTest, TlsClientIsServedAndPlaintextClientIsRefused) {
-  std::unique_ptr<MatrixServer> server = StartServer(
-      {.tls = {.cert_path = certs().Path("server.pem"), .key_path = certs().Path("server.key")}});
+  std::unique_ptr<MatrixServer> server = StartServer(ServerTls());
   ASSERT_NE(server, nullptr);
 
   Client tls_client(server->address(), Quick({.tls = TrustingCa()}));
@@ -74,8 +86,7 @@ TEST_F(TlsTest, TlsClientIsServedAndPlaintextClientIsRefused) {
 }
 
 TEST_F(TlsTest, ServerNameOverrideMatchesTheCertificate) {
-  std::unique_ptr<MatrixServer> server = StartServer(
-      {.tls = {.cert_path = certs().Path("server.pem"), .key_path = certs().Path("server.key")}});
+  std::unique_ptr<MatrixServer> server = StartServer(ServerTls());
   ASSERT_NE(server, nullptr);
   ClientTls named = TrustingCa();
   named.server_name = "localhost";
@@ -88,8 +99,7 @@ TEST_F(TlsTest, ServerNameOverrideMatchesTheCertificate) {
 }
 
 TEST_F(TlsTest, ServerCertificateFromAnotherCaIsRefused) {
-  std::unique_ptr<MatrixServer> server = StartServer(
-      {.tls = {.cert_path = certs().Path("server.pem"), .key_path = certs().Path("server.key")}});
+  std::unique_ptr<MatrixServer> server = StartServer(ServerTls());
   ASSERT_NE(server, nullptr);
   Client client(server->address(), Quick({.tls = TrustingCa("other-ca.pem")}));
   EXPECT_EQ(client.Determinant(SmallDeterminant()).status().code(),
@@ -98,9 +108,9 @@ TEST_F(TlsTest, ServerCertificateFromAnotherCaIsRefused) {
 
 TEST_F(TlsTest, MutualTlsServesOnlyClientsWithACertificateOfItsCa) {
   std::unique_ptr<MatrixServer> server =
-      StartServer({.tls = {.cert_path = certs().Path("server.pem"),
-                           .key_path = certs().Path("server.key"),
-                           .client_ca_path = certs().Path("ca.pem")}});
+      StartServer({.cert_path = certs().Path("server.pem"),
+                   .key_path = certs().Path("server.key"),
+                   .client_ca_path = certs().Path("ca.pem")});
   ASSERT_NE(server, nullptr);
 
   ClientTls with_certificate = TrustingCa();
@@ -124,19 +134,18 @@ TEST_F(TlsTest, MutualTlsServesOnlyClientsWithACertificateOfItsCa) {
 }
 
 TEST_F(TlsTest, BadCertificateFilesAreRefusedAtStart) {
-  EXPECT_EQ(MatrixServer::Start(MakeCpuBackend({.threads = 1}),
-                                {.listen_address = "127.0.0.1:0",
-                                 .tls = {.cert_path = certs().Path("server.pem")}})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(MatrixServer::Start(MakeCpuBackend({.threads = 1}),
-                                {.listen_address = "127.0.0.1:0",
-                                 .tls = {.cert_path = certs().Path("missing.pem"),
-                                         .key_path = certs().Path("server.key")}})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  for (const TlsOptions& bad : {
+           TlsOptions{.cert_path = certs().Path("server.pem")},
+           TlsOptions{.cert_path = certs().Path("missing.pem"),
+                      .key_path = certs().Path("server.key")},
+           TlsOptions{.cert_path = certs().Path("server.ext"),  // no PEM block in it
+                      .key_path = certs().Path("server.key")},
+       }) {
+    EXPECT_EQ(
+        MatrixServer::Start(MakeCpuBackend({.threads = 1}), SecureOptions(bad)).status().code(),
+        absl::StatusCode::kInvalidArgument)
+        << bad.cert_path;
+  }
 }
 
 // ---- Tokens, ownership and quotas ----
@@ -153,7 +162,7 @@ class TokenTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<ClientAuthenticator>> authenticator =
         ClientAuthenticator::FromFile(tokens_path_, TestLimits(), {});
     ASSERT_TRUE(authenticator.ok()) << authenticator.status();
-    server_ = StartServer({.authenticator = *std::move(authenticator)}).release();
+    server_ = StartServer({}, *std::move(authenticator)).release();
     ASSERT_NE(server_, nullptr);
   }
   static void TearDownTestSuite() {
