@@ -17,7 +17,8 @@ namespace matrixd {
 
 // TLS toward the server, as PEM text.
 struct ClientTls {
-  std::string root_certs_pem = {};   // the CA that signed the server's certificate; empty: the system's
+  std::string root_certs_pem =
+      {};  // the CA that signed the server's certificate; empty: the system's
   std::string cert_chain_pem = {};   // the client's certificate (mutual TLS); empty: none
   std::string private_key_pem = {};  // its key
   // The name the server's certificate must carry when it is not the target's host (an address,

@@ -87,7 +87,8 @@ ClientQuota WithDefaults(ClientQuota quota, const ClientQuota& defaults) {
 }
 
 std::string ClientLabel(const ClientIdentity& client) {
-  return client.name.empty() ? "the anonymous client" : absl::StrCat("client \"", client.name, "\"");
+  return client.name.empty() ? "the anonymous client"
+                             : absl::StrCat("client \"", client.name, "\"");
 }
 
 absl::StatusOr<std::vector<TokenEntry>> ParseTokenFile(absl::string_view text) {
@@ -117,8 +118,7 @@ absl::StatusOr<std::vector<TokenEntry>> ParseTokenFile(absl::string_view text) {
     if (!names.insert(entry.name).second) {
       return error(absl::StrCat("client \"", entry.name, "\" is named twice"));
     }
-    if (!digests.insert(std::string(entry.token_digest.begin(), entry.token_digest.end()))
-             .second) {
+    if (!digests.insert(std::string(entry.token_digest.begin(), entry.token_digest.end())).second) {
       return error(absl::StrCat("client \"", entry.name, "\" has another client's token"));
     }
     entries.push_back(std::move(entry));
@@ -199,8 +199,7 @@ absl::StatusOr<std::shared_ptr<const ClientIdentity>> ClientAuthenticator::Authe
   }
   absl::string_view token = absl::StripAsciiWhitespace(authorization);
   if (!absl::ConsumePrefix(&token, "Bearer ") && !absl::ConsumePrefix(&token, "bearer ")) {
-    return absl::UnauthenticatedError(
-        "the authorization header is not \"Bearer TOKEN\"");
+    return absl::UnauthenticatedError("the authorization header is not \"Bearer TOKEN\"");
   }
   token = absl::StripLeadingAsciiWhitespace(token);
   // Digests have one length whatever the token's, and every entry is compared, so neither the
@@ -218,7 +217,8 @@ absl::StatusOr<std::shared_ptr<const ClientIdentity>> ClientAuthenticator::Authe
     }
   }
   if (found == nullptr) {
-    return absl::UnauthenticatedError("unknown token (revoked, or not in the server's --auth_tokens)");
+    return absl::UnauthenticatedError(
+        "unknown token (revoked, or not in the server's --auth_tokens)");
   }
   return found;
 }

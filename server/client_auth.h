@@ -72,8 +72,9 @@ class ClientAuthenticator {
   // Tokens from the file at `path` (ParseTokenFile); each client's unset limits from `defaults`.
   // NOT_FOUND/PERMISSION_DENIED when it cannot be read, INVALID_ARGUMENT as ParseTokenFile; the
   // messages name the file.
-  static absl::StatusOr<std::unique_ptr<ClientAuthenticator>> FromFile(
-      const std::string& path, const Limits& server_limits, const ClientQuota& defaults);
+  static absl::StatusOr<std::unique_ptr<ClientAuthenticator>> FromFile(const std::string& path,
+                                                                       const Limits& server_limits,
+                                                                       const ClientQuota& defaults);
 
   // Reads the token file again and uses it from the next call on; on an error the previous table
   // stays in use and the error is returned. Returns the number of clients. A no-op without a file.

@@ -20,7 +20,8 @@ absl::StatusOr<DownloadStream> DownloadStream::Start(ResidentRegistry& registry,
     return absl::InvalidArgumentError(
         absl::StrCat("chunk_bytes is ", request.chunk_bytes(), "; the most is ", kMaxChunkBytes));
   }
-  MATRIXD_ASSIGN_OR_RETURN(ResidentLease lease, registry.Acquire(request.handle(), "download", owner));
+  MATRIXD_ASSIGN_OR_RETURN(ResidentLease lease,
+                           registry.Acquire(request.handle(), "download", owner));
   const ResidentInfo& info = lease.info();
   int64_t row_begin = request.row_begin();
   int64_t row_end = request.row_end();

@@ -37,12 +37,12 @@ namespace matrixd::server {
 struct JobCallServices {
   Backend& backend;
   Scheduler& scheduler;
-  const Limits& limits;  // the server's (the client's own are in `client`)
+  const Limits& limits;        // the server's (the client's own are in `client`)
   ResidentRegistry* resident;  // may be null: no resident matrices
   Metrics* metrics;            // may be null
   int64_t max_response_bytes;  // larger responses are refused (gRPC would fail to send them)
   SharedMemoryRegistry* shared_memory = nullptr;  // may be null: no shared-memory matrices
-  std::shared_ptr<const ClientIdentity> client;    // the caller; never null
+  std::shared_ptr<const ClientIdentity> client;   // the caller; never null
 };
 
 // Counts `status` in matrixd_client_rejections_total when it is a quota refusal
@@ -123,8 +123,8 @@ class JobCallReactor final : public grpc::ServerUnaryReactor {
     const absl::Status refused = Guarded(rpc_, [&]() -> absl::Status {
       // A draining server refuses before validating: the answer is the same for any request.
       if (absl::Status open = services_.scheduler.accepting(); !open.ok()) return open;
-      absl::StatusOr<JobSpec> spec = MakeJobWithinQuota(
-          services_.limits, *services_.client, [&](const Limits& limits) {
+      absl::StatusOr<JobSpec> spec =
+          MakeJobWithinQuota(services_.limits, *services_.client, [&](const Limits& limits) {
             return MakeJob(request_, response_, services_.backend, limits, services_.resident,
                            services_.shared_memory, services_.client.get());
           });

@@ -351,15 +351,14 @@ int main(int argc, char** argv) {
   const matrixd::Backend& serving = (*server)->backend();
   std::cout << "matrixd listening on " << (*server)->address() << " (backend " << serving.name()
             << ", device " << serving.device() << ")" << std::endl;
-  Log(absl::StrCat(options->tls.enabled()
-                       ? (options->tls.mutual() ? "mutual TLS (client certificates required)"
-                                                : "TLS")
-                       : "plaintext (no --tls_cert)",
-                   "; ",
-                   options->authenticator->requires_token()
-                       ? absl::StrCat("tokens from ", absl::GetFlag(FLAGS_auth_tokens),
-                                      " (SIGHUP re-reads)")
-                       : "no tokens (--auth_tokens): every caller is one anonymous client"));
+  Log(absl::StrCat(
+      options->tls.enabled()
+          ? (options->tls.mutual() ? "mutual TLS (client certificates required)" : "TLS")
+          : "plaintext (no --tls_cert)",
+      "; ",
+      options->authenticator->requires_token()
+          ? absl::StrCat("tokens from ", absl::GetFlag(FLAGS_auth_tokens), " (SIGHUP re-reads)")
+          : "no tokens (--auth_tokens): every caller is one anonymous client"));
   if (const matrixd::server::MetricsHttpServer* metrics = (*server)->metrics_http();
       metrics != nullptr) {
     Log(absl::StrCat("Prometheus metrics at http://", metrics->address(), "/metrics"));
@@ -370,10 +369,9 @@ int main(int argc, char** argv) {
     if (read(signal_pipe[0], &signal_number, 1) < 0) continue;  // EINTR: the handler interrupted
     if (signal_number != SIGHUP) break;
     absl::StatusOr<int> clients = (*server)->ReloadTokens();
-    Log(clients.ok() ? absl::StrCat("SIGHUP: ", *clients, " clients in ",
-                                    absl::GetFlag(FLAGS_auth_tokens))
-                     : absl::StrCat("SIGHUP: kept the previous tokens: ",
-                                    clients.status().message()));
+    Log(clients.ok()
+            ? absl::StrCat("SIGHUP: ", *clients, " clients in ", absl::GetFlag(FLAGS_auth_tokens))
+            : absl::StrCat("SIGHUP: kept the previous tokens: ", clients.status().message()));
   }
   const absl::Duration drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   Log(absl::StrCat("signal ", static_cast<int>(signal_number), ": draining for up to ",

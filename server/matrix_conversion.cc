@@ -122,8 +122,7 @@ absl::StatusOr<SharedMemoryReference> FromProto(const v1::SharedMemoryRef& proto
 }
 
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
-                                      absl::string_view field,
-                                      SharedMemoryRegistry* shared_memory,
+                                      absl::string_view field, SharedMemoryRegistry* shared_memory,
                                       const std::string& owner) {
   if (proto.source_case() == v1::MatrixRef::kSharedMemory) {
     const std::string where = absl::StrCat(field, ".shared_memory");

@@ -102,10 +102,9 @@ grpc::ServerUnaryReactor* MatrixService::Submit(grpc::CallbackServerContext* con
     MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
     if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
     const absl::Time now = absl::Now();
-    absl::StatusOr<JobSpec> spec =
-        MakeJobWithinQuota(limits_, *client, [&](const Limits& limits) {
-          return MakeJob(*request, backend_, limits, now, resident_, shared_memory_, client.get());
-        });
+    absl::StatusOr<JobSpec> spec = MakeJobWithinQuota(limits_, *client, [&](const Limits& limits) {
+      return MakeJob(*request, backend_, limits, now, resident_, shared_memory_, client.get());
+    });
     if (!spec.ok()) return CountRejection(*client, spec.status());
     absl::StatusOr<std::shared_ptr<Job>> job =
         scheduler_.Submit(*std::move(spec), /*remember=*/true);
@@ -115,8 +114,8 @@ grpc::ServerUnaryReactor* MatrixService::Submit(grpc::CallbackServerContext* con
   });
 }
 
-grpc::ServerWriteReactor<v1::JobUpdate>* MatrixService::Watch(
-    grpc::CallbackServerContext* context, const v1::JobId* request) {
+grpc::ServerWriteReactor<v1::JobUpdate>* MatrixService::Watch(grpc::CallbackServerContext* context,
+                                                              const v1::JobId* request) {
   grpc::ServerWriteReactor<v1::JobUpdate>* reactor = nullptr;
   const absl::Status status = Guarded("Watch", [&]() -> absl::Status {
     MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));

@@ -131,8 +131,8 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   // `status`; a quota refusal (RESOURCE_EXHAUSTED "quota NAME...") is counted for `client`.
   absl::Status CountRejection(const ClientIdentity& client, absl::Status status) const;
   JobCallServices job_call_services(std::shared_ptr<const ClientIdentity> client) {
-    return {backend_,           scheduler_,     limits_,          resident_, metrics_,
-            max_response_bytes_, shared_memory_, std::move(client)};
+    return {backend_, scheduler_,          limits_,        resident_,
+            metrics_, max_response_bytes_, shared_memory_, std::move(client)};
   }
 
   Backend& backend_;

@@ -66,7 +66,8 @@ absl::Status KeepResults(const KeepRequest& keep, const std::vector<ResultMatrix
   const absl::Time now = absl::Now();
   for (const auto& [field, matrix] : outputs) {
     if (matrix->empty()) continue;
-    absl::StatusOr<ResidentInfo> info = keep.registry->Keep(*matrix, field, control.device_index(), keep.owner);
+    absl::StatusOr<ResidentInfo> info =
+        keep.registry->Keep(*matrix, field, control.device_index(), keep.owner);
     if (!info.ok()) {
       for (const auto& [kept_name, resident] : *kept) {
         static_cast<void>(keep.registry->Release(resident.handle(), keep.owner.name));
@@ -153,11 +154,12 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
                                 v1::DeterminantResponse* response, Backend& backend,
                                 const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory,
-                                const ClientIdentity* client) {
-  absl::StatusOr<DeterminantInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory,
-                 .owner = OwnerName(client)});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<DeterminantInputs> inputs = ValidateRequest(request, limits,
+                                                             {.registry = registry,
+                                                              .backend = &backend,
+                                                              .shared_memory = shared_memory,
+                                                              .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(DeterminantQuery(inputs->matrix.view(), inputs->options));
       !s.ok()) {
@@ -180,11 +182,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
 absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
                                 v1::FactorizeResponse* response, Backend& backend,
                                 const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory,
-                                const ClientIdentity* client) {
-  absl::StatusOr<FactorizeInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory,
-                 .owner = OwnerName(client)});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<FactorizeInputs> inputs = ValidateRequest(request, limits,
+                                                           {.registry = registry,
+                                                            .backend = &backend,
+                                                            .shared_memory = shared_memory,
+                                                            .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(
           FactorizeQuery(inputs->matrix.view(), inputs->options(), inputs->rhs_view()));
@@ -202,7 +205,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
   spec.work = [inputs = *std::move(inputs), options, response, &backend,
-               outputs = *std::move(outputs), keep = KeepOf(request.result_options(), registry, client),
+               outputs = *std::move(outputs),
+               keep = KeepOf(request.result_options(), registry, client),
                keep_input = request.keep_input()](JobControl& control) {
     absl::StatusOr<FactorizeResult> result =
         backend.Factorize(inputs.matrix.view(), options, inputs.rhs_view(), &control);
@@ -225,11 +229,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
 
 absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveResponse* response,
                                 Backend& backend, const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory,
-                                const ClientIdentity* client) {
-  absl::StatusOr<SolveInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory,
-                 .owner = OwnerName(client)});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<SolveInputs> inputs = ValidateRequest(request, limits,
+                                                       {.registry = registry,
+                                                        .backend = &backend,
+                                                        .shared_memory = shared_memory,
+                                                        .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "solve";
@@ -267,11 +272,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
 
 absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::MultiplyResponse* response,
                                 Backend& backend, const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory,
-                                const ClientIdentity* client) {
-  absl::StatusOr<MultiplyInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory,
-                 .owner = OwnerName(client)});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<MultiplyInputs> inputs = ValidateRequest(request, limits,
+                                                          {.registry = registry,
+                                                           .backend = &backend,
+                                                           .shared_memory = shared_memory,
+                                                           .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s =
           backend.Supports(MultiplyQuery(inputs->a.view(), inputs->b.view(), inputs->options));
@@ -315,11 +321,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
 absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
                                 v1::PermanentResponse* response, Backend& backend,
                                 const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory,
-                                const ClientIdentity* client) {
-  absl::StatusOr<PermanentInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory,
-                 .owner = OwnerName(client)});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<PermanentInputs> inputs = ValidateRequest(request, limits,
+                                                           {.registry = registry,
+                                                            .backend = &backend,
+                                                            .shared_memory = shared_memory,
+                                                            .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(PermanentQuery(inputs->matrix.view(), inputs->options));
       !s.ok()) {
@@ -341,8 +348,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
 
 absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
                                 const Limits& limits, absl::Time now, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory,
-                                const ClientIdentity* client) {
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
   const double timeout = request.timeout_seconds();
   if (!(timeout >= 0.0) || std::isinf(timeout)) {
     return absl::InvalidArgumentError(absl::StrCat("timeout_seconds is ", timeout,

@@ -9,9 +9,9 @@
 #include "core/backend.h"
 #include "core/validation.h"
 #include "matrixd/v1/matrixd.pb.h"
+#include "server/client_auth.h"
 #include "server/job.h"
 #include "server/resident_registry.h"
-#include "server/client_auth.h"
 #include "server/shared_memory_registry.h"
 
 namespace matrixd::server {

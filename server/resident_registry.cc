@@ -204,11 +204,9 @@ uint64_t ResidentRegistry::SpillForRoom(int device, uint64_t bytes) {
   return SpillForRoomLocked(device, bytes, nullptr);
 }
 
-absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(int64_t rows,
-                                                                          int64_t cols, DType dtype,
-                                                                          std::string label,
-                                                                          int device_index,
-                                                                          const ResidentOwner& owner) {
+absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(
+    int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
+    const ResidentOwner& owner) {
   return CreateWithParts(rows, cols, dtype, std::move(label), device_index, {}, owner);
 }
 
@@ -219,8 +217,8 @@ std::shared_ptr<std::atomic<uint64_t>> ResidentRegistry::OwnerTotalLocked(
   return total;
 }
 
-std::shared_ptr<ResidentLease::Entry>* ResidentRegistry::FindOwnedLocked(
-    absl::string_view handle, absl::string_view owner) {
+std::shared_ptr<ResidentLease::Entry>* ResidentRegistry::FindOwnedLocked(absl::string_view handle,
+                                                                         absl::string_view owner) {
   const auto it = entries_.find(handle);
   if (it == entries_.end() || it->second->info.owner != owner) return nullptr;
   return &it->second;
@@ -331,9 +329,9 @@ ResidentInfo ResidentRegistry::Register(std::shared_ptr<Entry> entry, bool finit
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::Keep(const Matrix& matrix, std::string label,
                                                     int device_index, const ResidentOwner& owner) {
-  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
-                           Create(matrix.rows(), matrix.cols(), matrix.dtype(), std::move(label),
-                                  device_index, owner));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::unique_ptr<PendingResident> pending,
+      Create(matrix.rows(), matrix.cols(), matrix.dtype(), std::move(label), device_index, owner));
   MATRIXD_RETURN_IF_ERROR(
       pending->matrix().Write(0, std::span<const std::byte>(matrix.bytes(), matrix.byte_size())));
   return Commit(std::move(pending), AllFinite(matrix.view()));

@@ -61,8 +61,8 @@ struct ResidentPart {
 
 // Who makes a matrix, and its quota.
 struct ResidentOwner {
-  std::string name = {};    // "" for the anonymous client
-  uint64_t max_bytes = 0;   // all of its resident matrices together; 0 = no quota
+  std::string name = {};   // "" for the anonymous client
+  uint64_t max_bytes = 0;  // all of its resident matrices together; 0 = no quota
 };
 
 // A resident matrix as ListMatrices reports it.
@@ -215,7 +215,7 @@ class ResidentRegistry {
   // A new part of the filling matrix `handle`. NOT_FOUND as for Acquire; FAILED_PRECONDITION
   // when the matrix is complete already.
   absl::StatusOr<std::unique_ptr<FillingPart>> BeginPart(absl::string_view handle,
-                                                       absl::string_view owner = {});
+                                                         absl::string_view owner = {});
   // Counts the part's bytes as delivered (`finite`: all its entries are finite); when they were
   // the last ones missing, flushes the matrix so that operations can use it. Returns the matrix.
   absl::StatusOr<ResidentInfo> CompletePart(std::unique_ptr<FillingPart> part, bool finite);

@@ -189,7 +189,7 @@ grpc::ServerUnaryReactor* MatrixService::ListMatrices(grpc::CallbackServerContex
   const uint64_t quota = (*client)->quota.max_resident_bytes;
   response->set_resident_bytes(resident_->owner_bytes((*client)->name));
   response->set_limit_bytes(quota > 0 ? std::min(quota, resident_->limit_bytes())
-                                       : resident_->limit_bytes());
+                                      : resident_->limit_bytes());
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -122,10 +122,10 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
   if (spec.owner_max_jobs > 0) {
     const auto active = active_by_owner_.find(spec.owner);
     if (active != active_by_owner_.end() && active->second >= spec.owner_max_jobs) {
-      return refuse(absl::ResourceExhaustedError(absl::StrCat(
-          "quota max_jobs: ", spec.owner.empty() ? "this client" : spec.owner, " has ",
-          active->second, " jobs queued or running, its most is ", spec.owner_max_jobs,
-          "; wait for one to finish")));
+      return refuse(absl::ResourceExhaustedError(
+          absl::StrCat("quota max_jobs: ", spec.owner.empty() ? "this client" : spec.owner, " has ",
+                       active->second, " jobs queued or running, its most is ", spec.owner_max_jobs,
+                       "; wait for one to finish")));
     }
   }
   std::deque<Queued>& lane = large ? large_ : small_;
@@ -260,8 +260,7 @@ std::shared_ptr<Job> Scheduler::TakeNextLocked() {
     heads[count] = FairHeadLocked(large_);
     candidates[count++] = &large_;
   }
-  if (count == 2 &&
-      (*candidates[1])[heads[1]].sequence < (*candidates[0])[heads[0]].sequence) {
+  if (count == 2 && (*candidates[1])[heads[1]].sequence < (*candidates[0])[heads[0]].sequence) {
     std::swap(candidates[0], candidates[1]);
     std::swap(heads[0], heads[1]);
   }

@@ -82,12 +82,9 @@ SharedMemoryRegistry::SharedMemoryRegistry(Pinner pin, int max_regions)
 
 SharedMemoryRegistry::~SharedMemoryRegistry() = default;
 
-absl::StatusOr<SharedMemoryRegionInfo> SharedMemoryRegistry::Register(const std::string& name,
-                                                                      const std::string& key,
-                                                                      uint64_t offset,
-                                                                      uint64_t byte_size,
-                                                                      const std::string& owner,
-                                                                      int owner_max_regions) {
+absl::StatusOr<SharedMemoryRegionInfo> SharedMemoryRegistry::Register(
+    const std::string& name, const std::string& key, uint64_t offset, uint64_t byte_size,
+    const std::string& owner, int owner_max_regions) {
   if (name.empty()) return absl::InvalidArgumentError("name is empty; name the region");
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   if (byte_size == 0) return absl::InvalidArgumentError("byte_size is 0; want the region's size");
@@ -104,14 +101,14 @@ absl::StatusOr<SharedMemoryRegionInfo> SharedMemoryRegistry::Register(const std:
     }
     if (owner_max_regions > 0) {
       int owned = 0;
-      for (auto it = regions_.lower_bound({owner, ""}); it != regions_.end() && it->first.first == owner;
-           ++it) {
+      for (auto it = regions_.lower_bound({owner, ""});
+           it != regions_.end() && it->first.first == owner; ++it) {
         ++owned;
       }
       if (owned >= owner_max_regions) {
         return absl::ResourceExhaustedError(
-            absl::StrCat("quota max_shm_regions: ", owner.empty() ? "this client" : owner,
-                         " has ", owned, " shared-memory regions registered, its most is ",
+            absl::StrCat("quota max_shm_regions: ", owner.empty() ? "this client" : owner, " has ",
+                         owned, " shared-memory regions registered, its most is ",
                          owner_max_regions, "; unregister one first"));
       }
     }

@@ -38,9 +38,9 @@ grpc::ServerUnaryReactor* MatrixService::RegisterSystemSharedMemory(
   if (shared_memory_ == nullptr) return Answer(context, absl::UnimplementedError(kNoRegistry));
   absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
   if (!client.ok()) return Answer(context, client.status());
-  absl::StatusOr<SharedMemoryRegionInfo> info =
-      shared_memory_->Register(request->name(), request->key(), request->offset(),
-                               request->byte_size(), (*client)->name, (*client)->quota.max_shm_regions);
+  absl::StatusOr<SharedMemoryRegionInfo> info = shared_memory_->Register(
+      request->name(), request->key(), request->offset(), request->byte_size(), (*client)->name,
+      (*client)->quota.max_shm_regions);
   if (info.ok()) ToProto(*info, absl::Now(), response->mutable_region());
   return Answer(context, CountRejection(**client, info.status()));
 }

@@ -45,7 +45,8 @@ absl::Status UploadAssembler::Start(const v1::UploadChunk& chunk) {
 }
 
 absl::Status UploadAssembler::StartPart(const v1::UploadChunk& chunk) {
-  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<FillingPart> part, registry_.BeginPart(chunk.handle(), owner_.name));
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<FillingPart> part,
+                           registry_.BeginPart(chunk.handle(), owner_.name));
   const ResidentInfo& info = part->info();
   if ((chunk.rows() != 0 && chunk.rows() != info.rows) ||
       (chunk.cols() != 0 && chunk.cols() != info.cols) ||

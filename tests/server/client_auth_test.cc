@@ -98,7 +98,8 @@ TEST(ClientAuthenticator, MissingMalformedOrUnknownTokenIsUnauthenticated) {
   absl::StatusOr<std::unique_ptr<ClientAuthenticator>> authenticator =
       ClientAuthenticator::FromFile(file.path(), kServerLimits, {});
   ASSERT_TRUE(authenticator.ok()) << authenticator.status();
-  for (const char* header : {"", "tok-a", "Basic tok-a", "Bearer tok-b", "Bearer tok-", "Bearer "}) {
+  for (const char* header :
+       {"", "tok-a", "Basic tok-a", "Bearer tok-b", "Bearer tok-", "Bearer "}) {
     EXPECT_EQ((*authenticator)->Authenticate(header).status().code(),
               absl::StatusCode::kUnauthenticated)
         << header;

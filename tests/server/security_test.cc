@@ -94,23 +94,20 @@ TEST_F(TlsTest, ServerNameOverrideMatchesTheCertificate) {
   EXPECT_TRUE(right.Determinant(SmallDeterminant()).ok());
   named.server_name = "not-this-server.example";
   Client wrong(server->address(), Quick({.tls = named}));
-  EXPECT_EQ(wrong.Determinant(SmallDeterminant()).status().code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(wrong.Determinant(SmallDeterminant()).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(TlsTest, ServerCertificateFromAnotherCaIsRefused) {
   std::unique_ptr<MatrixServer> server = StartServer(ServerTls());
   ASSERT_NE(server, nullptr);
   Client client(server->address(), Quick({.tls = TrustingCa("other-ca.pem")}));
-  EXPECT_EQ(client.Determinant(SmallDeterminant()).status().code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(client.Determinant(SmallDeterminant()).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(TlsTest, MutualTlsServesOnlyClientsWithACertificateOfItsCa) {
-  std::unique_ptr<MatrixServer> server =
-      StartServer({.cert_path = certs().Path("server.pem"),
-                   .key_path = certs().Path("server.key"),
-                   .client_ca_path = certs().Path("ca.pem")});
+  std::unique_ptr<MatrixServer> server = StartServer({.cert_path = certs().Path("server.pem"),
+                                                      .key_path = certs().Path("server.key"),
+                                                      .client_ca_path = certs().Path("ca.pem")});
   ASSERT_NE(server, nullptr);
 
   ClientTls with_certificate = TrustingCa();
@@ -137,7 +134,7 @@ TEST_F(TlsTest, BadCertificateFilesAreRefusedAtStart) {
   for (const TlsOptions& bad : {
            TlsOptions{.cert_path = certs().Path("server.pem")},
            TlsOptions{.cert_path = certs().Path("missing.pem"),
-                      .key_path = certs().Path("server.key")},
+           .key_path = certs().Path("server.key")},
            TlsOptions{.cert_path = certs().Path("server.ext"),  // no PEM block in it
                       .key_path = certs().Path("server.key")},
        }) {

@@ -1,5 +1,6 @@
-// Shared-memory regions belong to the client that registered them (server/shared_memory_registry.h):
-// names are per client, another client's region is NOT_FOUND, and max_shm_regions caps a client.
+// Shared-memory regions belong to the client that registered them
+// (server/shared_memory_registry.h): names are per client, another client's region is NOT_FOUND,
+// and max_shm_regions caps a client.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>

@@ -41,12 +41,9 @@ inline std::optional<TestCertificates> MakeTestCertificates(const std::string& t
       "  key $1.key; openssl req -new -key $1.key -out $1.csr -subj \"$3\"\n",
       "  openssl x509 -req -in $1.csr -CA $2.pem -CAkey $2.key -CAcreateserial -out $1.pem "
       "-days 2 ${4:+-extfile $4}\n",
-      "}\n",
-      "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext\n",
-      "ca ca; ca other-ca\n",
-      "leaf server ca /CN=localhost server.ext\n",
-      "leaf client ca /CN=alice\n",
-      "leaf other-client other-ca /CN=mallory\n");
+      "}\n", "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext\n",
+      "ca ca; ca other-ca\n", "leaf server ca /CN=localhost server.ext\n",
+      "leaf client ca /CN=alice\n", "leaf other-client other-ca /CN=mallory\n");
   const std::string script_path = absl::StrCat(dir, "/make.sh");
   std::ofstream(script_path) << script;
   if (std::system(absl::StrCat("bash '", script_path, "' >/dev/null 2>&1").c_str()) != 0) {
