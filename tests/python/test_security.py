@@ -21,13 +21,14 @@ key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1"
 ca() { key $1.key; openssl req -x509 -new -key $1.key -out $1.pem -days 2 -subj /CN=$1; }
 leaf() {
   key $1.key; openssl req -new -key $1.key -out $1.csr -subj "$3"
-  openssl x509 -req -in $1.csr -CA $2.pem -CAkey $2.key -CAcreateserial -out $1.pem -days 2 ${4:+-extfile $4}
+  openssl x509 -req -in $1.csr -CA $2.pem -CAkey $2.key -CAcreateserial -out $1.pem -days ${DAYS:-2} ${4:+-extfile $4}
 }
 printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > server.ext
 ca ca; ca ca2
 leaf server ca /CN=localhost server.ext
 leaf server2 ca2 /CN=localhost server.ext
 leaf client ca /CN=alice
+DAYS=-1 leaf expired ca /CN=old
 """
 
 A = np.array([[2.0, 1.0], [1.0, 3.0]])
@@ -93,7 +94,7 @@ def test_missing_or_unknown_token_is_unauthenticated(secure_server, monkeypatch)
             assert error.value.code.name == "UNAUTHENTICATED"
 
 
-def test_plaintext_and_certificateless_clients_are_refused(secure_server):
+def test_plaintext_certificateless_and_expired_clients_are_refused(secure_server):
     address, d, _ = secure_server
     with matrixd.Client(address, token="tok-alice", timeout=10) as plaintext:
         with pytest.raises(matrixd.MatrixdError) as error:
@@ -103,6 +104,12 @@ def test_plaintext_and_certificateless_clients_are_refused(secure_server):
                         timeout=10) as no_certificate:
         with pytest.raises(matrixd.MatrixdError) as error:
             no_certificate.det(A)
+        assert error.value.code.name == "UNAVAILABLE"
+    with matrixd.Client(address, token="tok-alice", tls_ca=str(d / "ca.pem"),
+                        tls_cert=str(d / "expired.pem"), tls_key=str(d / "expired.key"),
+                        timeout=10) as expired:
+        with pytest.raises(matrixd.MatrixdError) as error:
+            expired.det(A)
         assert error.value.code.name == "UNAVAILABLE"
 
 

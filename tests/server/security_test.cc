@@ -104,7 +104,7 @@ TEST_F(TlsTest, ServerCertificateFromAnotherCaIsRefused) {
   EXPECT_EQ(client.Determinant(SmallDeterminant()).status().code(), absl::StatusCode::kUnavailable);
 }
 
-TEST_F(TlsTest, MutualTlsServesOnlyClientsWithACertificateOfItsCa) {
+TEST_F(TlsTest, MutualTlsServesOnlyClientsWithAValidCertificateOfItsCa) {
   std::unique_ptr<MatrixServer> server = StartServer({.cert_path = certs().Path("server.pem"),
                                                       .key_path = certs().Path("server.key"),
                                                       .client_ca_path = certs().Path("ca.pem")});
@@ -128,6 +128,12 @@ TEST_F(TlsTest, MutualTlsServesOnlyClientsWithACertificateOfItsCa) {
   Client stranger(server->address(), Quick({.tls = foreign}));
   EXPECT_EQ(stranger.Determinant(SmallDeterminant()).status().code(),
             absl::StatusCode::kUnavailable);
+
+  ClientTls expired = TrustingCa();
+  expired.cert_chain_pem = certs().Read("expired-client.pem");
+  expired.private_key_pem = certs().Read("expired-client.key");
+  Client late(server->address(), Quick({.tls = expired}));
+  EXPECT_EQ(late.Determinant(SmallDeterminant()).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(TlsTest, BadCertificateFilesAreRefusedAtStart) {
