@@ -1,9 +1,13 @@
 // Security end to end (issue 11): the real server on a loopback port, with TLS, mutual TLS and
 // tokens, against real clients. TLS certificates are made at test time with openssl (skipped
 // without it).
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -54,6 +58,9 @@ ClientOptions Quick(ClientOptions options = {}) {
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { certificates_ = MakeTestCertificates(::testing::TempDir()); }
+  static void TearDownTestSuite() {
+    if (certificates_.has_value()) std::filesystem::remove_all(certificates_->dir);
+  }
   void SetUp() override {
     if (!certificates_.has_value()) GTEST_SKIP() << "no openssl to make test certificates";
   }
