@@ -172,42 +172,39 @@ absl::StatusOr<v1::SolveResponse> Client::Solve(const v1::SolveRequest& request)
   return Call(&v1::MatrixService::Stub::Solve, request);
 }
 
-absl::StatusOr<v1::DeterminantResponse> Client::Determinant(const RemoteMatrix& a,
+absl::StatusOr<v1::DeterminantResponse> Client::Determinant(Operand a,
                                                             v1::DeterminantRequest request) {
-  *request.mutable_matrix_ref() = a.ref();
+  std::move(a).MoveInto(request, &v1::DeterminantRequest::mutable_matrix,
+                        &v1::DeterminantRequest::mutable_matrix_ref);
   return Determinant(request);
 }
 
-absl::StatusOr<v1::FactorizeResponse> Client::Factorize(const RemoteMatrix& a,
-                                                        v1::FactorizeRequest request) {
-  *request.mutable_matrix_ref() = a.ref();
+absl::StatusOr<v1::FactorizeResponse> Client::Factorize(Operand a, v1::FactorizeRequest request) {
+  std::move(a).MoveInto(request, &v1::FactorizeRequest::mutable_matrix,
+                        &v1::FactorizeRequest::mutable_matrix_ref);
   return Factorize(request);
 }
 
-absl::StatusOr<v1::MultiplyResponse> Client::Multiply(const RemoteMatrix& a, const RemoteMatrix& b,
+absl::StatusOr<v1::MultiplyResponse> Client::Multiply(Operand a, Operand b,
                                                       v1::MultiplyRequest request) {
-  *request.mutable_a_ref() = a.ref();
-  *request.mutable_b_ref() = b.ref();
+  std::move(a).MoveInto(request, &v1::MultiplyRequest::mutable_a,
+                        &v1::MultiplyRequest::mutable_a_ref);
+  std::move(b).MoveInto(request, &v1::MultiplyRequest::mutable_b,
+                        &v1::MultiplyRequest::mutable_b_ref);
   return Multiply(request);
 }
 
-absl::StatusOr<v1::PermanentResponse> Client::Permanent(const RemoteMatrix& a,
-                                                        v1::PermanentRequest request) {
-  *request.mutable_matrix_ref() = a.ref();
+absl::StatusOr<v1::PermanentResponse> Client::Permanent(Operand a, v1::PermanentRequest request) {
+  std::move(a).MoveInto(request, &v1::PermanentRequest::mutable_matrix,
+                        &v1::PermanentRequest::mutable_matrix_ref);
   return Permanent(request);
 }
 
-absl::StatusOr<v1::SolveResponse> Client::Solve(const RemoteMatrix& factorization,
-                                                const v1::Matrix& rhs, v1::SolveRequest request) {
+absl::StatusOr<v1::SolveResponse> Client::Solve(const RemoteMatrix& factorization, Operand rhs,
+                                                v1::SolveRequest request) {
   *request.mutable_factorization() = factorization.ref();
-  *request.mutable_rhs() = rhs;
-  return Solve(request);
-}
-
-absl::StatusOr<v1::SolveResponse> Client::Solve(const RemoteMatrix& factorization,
-                                                const RemoteMatrix& rhs, v1::SolveRequest request) {
-  *request.mutable_factorization() = factorization.ref();
-  *request.mutable_rhs_ref() = rhs.ref();
+  std::move(rhs).MoveInto(request, &v1::SolveRequest::mutable_rhs,
+                          &v1::SolveRequest::mutable_rhs_ref);
   return Solve(request);
 }
 
@@ -385,6 +382,34 @@ std::map<std::string, RemoteMatrix> Client::Adopt(
     owned.emplace(name, RemoteMatrix(first ? this : nullptr, info));
   }
   return owned;
+}
+
+absl::StatusOr<v1::SharedMemoryRegion> Client::RegisterSharedMemory(const std::string& name,
+                                                                    const std::string& key,
+                                                                    uint64_t offset,
+                                                                    uint64_t byte_size) {
+  v1::RegisterSystemSharedMemoryRequest request;
+  request.set_name(name);
+  request.set_key(key);
+  request.set_offset(offset);
+  request.set_byte_size(byte_size);
+  absl::StatusOr<v1::RegisterSystemSharedMemoryResponse> registered =
+      Call(&v1::MatrixService::Stub::RegisterSystemSharedMemory, request);
+  if (!registered.ok()) return registered.status();
+  return registered->region();
+}
+
+absl::StatusOr<int> Client::UnregisterSharedMemory(const std::string& name) {
+  v1::UnregisterSystemSharedMemoryRequest request;
+  request.set_name(name);
+  absl::StatusOr<v1::UnregisterSystemSharedMemoryResponse> unregistered =
+      Call(&v1::MatrixService::Stub::UnregisterSystemSharedMemory, request);
+  if (!unregistered.ok()) return unregistered.status();
+  return unregistered->unregistered();
+}
+
+absl::StatusOr<v1::ListSharedMemoryResponse> Client::ListSharedMemory() {
+  return Call(&v1::MatrixService::Stub::ListSharedMemory, v1::ListSharedMemoryRequest());
 }
 
 absl::StatusOr<bool> Client::Healthy() {

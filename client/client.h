@@ -2,6 +2,7 @@
 // each returning absl::StatusOr with the server's status code and message; a per-call deadline.
 // Resident matrices: Upload (chunked, on several connections at once for large matrices) returns
 // a RemoteMatrix that any operation takes as an operand; results can be kept on the server too.
+// Same-host clients can place operands and results in shared memory (SharedMemoryRegion).
 #ifndef MATRIXD_CLIENT_CLIENT_H_
 #define MATRIXD_CLIENT_CLIENT_H_
 
@@ -21,7 +22,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/client_credentials.h"
+#include "client/operand.h"
 #include "client/remote_matrix.h"
+#include "client/shared_memory_region.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
 
 namespace matrixd {
@@ -88,22 +91,20 @@ class Client {
   absl::StatusOr<v1::PermanentResponse> Permanent(const v1::PermanentRequest& request);
   // op(A) X = B with a factorization that Factorize kept (matrixd.proto: Solve).
   absl::StatusOr<v1::SolveResponse> Solve(const v1::SolveRequest& request);
-  // The same operations on a resident operand: `request` as above with its operand(s) set to the
-  // handle(s) (method, kind, rhs, result_options... are sent as given).
-  absl::StatusOr<v1::DeterminantResponse> Determinant(const RemoteMatrix& a,
+  // The same operations on operands that are inline, resident (a RemoteMatrix) or in shared
+  // memory (a SharedMatrixView): `request` as above with its operand(s) set from them (method,
+  // kind, rhs, result_options... are sent as given; WriteResultInto sends results into shared
+  // memory).
+  absl::StatusOr<v1::DeterminantResponse> Determinant(Operand a,
                                                       v1::DeterminantRequest request = {});
-  absl::StatusOr<v1::FactorizeResponse> Factorize(const RemoteMatrix& a,
-                                                  v1::FactorizeRequest request = {});
-  absl::StatusOr<v1::MultiplyResponse> Multiply(const RemoteMatrix& a, const RemoteMatrix& b,
+  absl::StatusOr<v1::FactorizeResponse> Factorize(Operand a, v1::FactorizeRequest request = {});
+  absl::StatusOr<v1::MultiplyResponse> Multiply(Operand a, Operand b,
                                                 v1::MultiplyRequest request = {});
-  absl::StatusOr<v1::PermanentResponse> Permanent(const RemoteMatrix& a,
-                                                  v1::PermanentRequest request = {});
-  // Solve with `factorization` (a Factorize response's kept["factorization"], adopted) for an
-  // inline or a resident right-hand side B.
-  absl::StatusOr<v1::SolveResponse> Solve(const RemoteMatrix& factorization, const v1::Matrix& rhs,
+  absl::StatusOr<v1::PermanentResponse> Permanent(Operand a, v1::PermanentRequest request = {});
+  // Solve with `factorization` (a Factorize response's kept["factorization"], adopted) for a
+  // right-hand side B inline, resident or in shared memory.
+  absl::StatusOr<v1::SolveResponse> Solve(const RemoteMatrix& factorization, Operand rhs,
                                           v1::SolveRequest request = {});
-  absl::StatusOr<v1::SolveResponse> Solve(const RemoteMatrix& factorization,
-                                          const RemoteMatrix& rhs, v1::SolveRequest request = {});
 
   // Resident matrices (matrixd.proto: Upload, CreateMatrix, Download, ListMatrices, Release).
   // Streams the matrix to the server in chunks with its CRC32C and keeps it there; the
@@ -128,6 +129,18 @@ class Client {
   // "factorization" and "lu"), the first in name order owns it and the other does not.
   std::map<std::string, RemoteMatrix> Adopt(
       const google::protobuf::Map<std::string, v1::ResidentMatrix>& kept);
+
+  // Shared memory (matrixd.proto: RegisterSystemSharedMemory...). SharedMemoryRegion makes,
+  // registers and removes regions; these are the RPCs it uses. Registers bytes [offset, offset +
+  // byte_size) of the POSIX shared-memory object `key` ("/name") as `name`; the server's error as
+  // is (ALREADY_EXISTS, NOT_FOUND, INVALID_ARGUMENT).
+  absl::StatusOr<v1::SharedMemoryRegion> RegisterSharedMemory(const std::string& name,
+                                                              const std::string& key,
+                                                              uint64_t offset, uint64_t byte_size);
+  // Unregisters `name` (every region for ""); returns how many were. NOT_FOUND for an unknown name.
+  absl::StatusOr<int> UnregisterSharedMemory(const std::string& name);
+  // The registered regions, in name order.
+  absl::StatusOr<v1::ListSharedMemoryResponse> ListSharedMemory();
 
   // The grpc.health.v1 status of the whole server: true when SERVING.
   absl::StatusOr<bool> Healthy();

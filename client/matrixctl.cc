@@ -3,9 +3,11 @@
 //   matrixctl [flags] upload FILE | download HANDLE --output F.npy | ls | rm HANDLE ...
 //   matrixctl [flags] submit det|factorize|multiply|permanent [FILE ...] | watch|cancel|job ID
 //   matrixctl [flags] load --op=det|lu|gemm|permanent --n=N --requests=R --concurrency=C
+//   matrixctl [flags] shm list
 // Errors print "matrixctl: <CODE>: <message>" and exit 1; usage errors exit 2.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -37,6 +39,8 @@
 #include "client/matrix_values.h"
 #include "client/request_methods.h"
 #include "client/resident_commands.h"
+#include "client/shared_memory_commands.h"
+#include "client/shared_memory_staging.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051", "matrixd address, host:port");
 ABSL_FLAG(absl::Duration, deadline, absl::Minutes(5), "deadline of each call, e.g. 30s or 5m");
@@ -86,6 +90,10 @@ ABSL_FLAG(std::string, output, "",
 ABSL_FLAG(bool, keep, false,
           "factorize, multiply: keep the result matrices on the server and print their handles "
           "(also sent back inline with --output)");
+ABSL_FLAG(bool, shm, false,
+          "det, factorize, solve, multiply, permanent: copy the inputs into a POSIX shared-memory "
+          "region registered with the server (same host, shared /dev/shm) and send references; "
+          "results come back through it too. Not with --keep");
 ABSL_FLAG(int, streams, 4,
           "upload: matrices of 256 MiB or more go in this many parts at once, each on a "
           "connection of its own");
@@ -124,11 +132,13 @@ constexpr absl::string_view kUsage =
     "                    no upload (--dtype, --seed); prints its handle\n"
     "  ls                the resident matrices\n"
     "  rm HANDLE ...     release resident matrices\n"
+    "  shm list          the shared-memory regions registered with the server\n"
     "  load       many concurrent requests (--op, --n, --requests, --concurrency, --batch,\n"
     "             --duration, --dtype, --method, --seed); prints throughput and latency;\n"
     "             exits 1 when any request failed\n"
     "Inputs are files, @HANDLE (a resident matrix; a unique prefix of its handle will do), or\n"
     "--random N (--dtype, --seed) or --hilbert N. --keep keeps results on the server.\n"
+    "--shm (same host only) sends inputs and results through shared memory instead of gRPC.\n"
     "Security: --tls_ca, --tls_cert, --tls_key, --tls_server_name (TLS, mutual TLS), --token,\n"
     "--token_file or $MATRIXD_TOKEN (a server with --auth_tokens).";
 
@@ -275,6 +285,33 @@ v1::ResultOptions ResultOptionsFromFlags() {
   return options;
 }
 
+// The shape of an operand the request carries inline or names by handle.
+absl::StatusOr<ResultShape> OperandShape(Client& client, bool is_inline, const v1::Matrix& matrix,
+                                         const v1::MatrixRef& ref) {
+  if (is_inline) return ResultShape{"", matrix.rows(), matrix.cols(), matrix.dtype()};
+  absl::StatusOr<v1::ResidentMatrix> resident = ResolveHandle(client, ref.handle());
+  if (!resident.ok()) return resident.status();
+  return ResultShape{"", resident->rows(), resident->cols(), resident->dtype()};
+}
+
+// --shm: the request's inline inputs moved into a new region (it says so on stderr) and its
+// `results` pointed there; nullopt without --shm. The region is removed when destroyed.
+absl::StatusOr<std::optional<SharedMemoryRegion>> StageIfAsked(
+    Client& client, google::protobuf::Message& request, const std::vector<ResultShape>& results) {
+  if (!absl::GetFlag(FLAGS_shm)) return std::nullopt;
+  if (absl::GetFlag(FLAGS_keep)) {
+    return UsageError("--shm and --keep: results go into shared memory or stay on the server");
+  }
+  absl::StatusOr<SharedMemoryRegion> region = StageInSharedMemory(
+      client, request, results, absl::StrCat("matrixctl-", getpid()), std::cerr);
+  if (!region.ok()) return region.status();
+  return std::optional<SharedMemoryRegion>(*std::move(region));
+}
+
+const SharedMemoryRegion* RegionOf(const std::optional<SharedMemoryRegion>& region) {
+  return region ? &*region : nullptr;
+}
+
 absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
     Client& client, const std::vector<std::string>& files) {
   v1::DeterminantRequest request;
@@ -295,6 +332,8 @@ absl::Status Determinant(Client& client, const std::vector<std::string>& files) 
   if (absl::Status status = NoResultFor("det"); !status.ok()) return status;
   absl::StatusOr<v1::DeterminantRequest> request = DeterminantRequestFromFlags(client, files);
   if (!request.ok()) return request.status();
+  absl::StatusOr<std::optional<SharedMemoryRegion>> region = StageIfAsked(client, *request, {});
+  if (!region.ok()) return region.status();
   return RunDeterminant(client, *request, std::cout).status();
 }
 
@@ -405,17 +444,76 @@ absl::StatusOr<v1::SolveRequest> SolveRequestFromFlags(Client& client,
 absl::Status Solve(Client& client, const std::vector<std::string>& args) {
   absl::StatusOr<v1::SolveRequest> request = SolveRequestFromFlags(client, args);
   if (!request.ok()) return request.status();
-  absl::StatusOr<v1::SolveResponse> response = RunSolve(client, *request, std::cout);
+  std::vector<ResultShape> results;
+  if (absl::GetFlag(FLAGS_shm)) {
+    // X has op(A)'s columns as rows (the factor's columns; its rows when transposed) and B's
+    // columns.
+    absl::StatusOr<v1::ResidentMatrix> factorization =
+        ResolveHandle(client, request->factorization().handle());
+    if (!factorization.ok()) return factorization.status();
+    absl::StatusOr<ResultShape> rhs =
+        OperandShape(client, request->has_rhs(), request->rhs(), request->rhs_ref());
+    if (!rhs.ok()) return rhs.status();
+    results.push_back({"solution",
+                       request->transpose() == v1::SOLVE_TRANSPOSE_NONE ? factorization->cols()
+                                                                        : factorization->rows(),
+                       rhs->cols, factorization->dtype()});
+  }
+  absl::StatusOr<std::optional<SharedMemoryRegion>> region =
+      StageIfAsked(client, *request, results);
+  if (!region.ok()) return region.status();
+  absl::StatusOr<v1::SolveResponse> response =
+      RunSolve(client, *request, std::cout, RegionOf(*region));
   if (!response.ok()) return response.status();
   const std::string output = absl::GetFlag(FLAGS_output);
   return output.empty() ? absl::OkStatus() : WriteOutput(response->solution(), output);
 }
 
+// The result matrices of a factorization: LU's lu, Cholesky's l, QR's q and r; the solution
+// when there is a right-hand side.
+absl::StatusOr<std::vector<ResultShape>> FactorizeResultShapes(
+    Client& client, const v1::FactorizeRequest& request) {
+  absl::StatusOr<ResultShape> a =
+      OperandShape(client, request.has_matrix(), request.matrix(), request.matrix_ref());
+  if (!a.ok()) return a.status();
+  const int64_t m = a->rows;
+  const int64_t n = a->cols;
+  const int64_t k = std::min(m, n);
+  std::vector<ResultShape> results;
+  switch (request.kind()) {
+    case v1::FACTORIZATION_KIND_LU:
+      results.push_back({"lu", m, n, a->dtype});
+      break;
+    case v1::FACTORIZATION_KIND_CHOLESKY:
+      results.push_back({"l", n, n, a->dtype});
+      break;
+    default:
+      results.push_back({"q", m, k, a->dtype});
+      results.push_back({"r", k, n, a->dtype});
+  }
+  if (request.has_rhs() || request.has_rhs_ref()) {
+    absl::StatusOr<ResultShape> rhs =
+        OperandShape(client, request.has_rhs(), request.rhs(), request.rhs_ref());
+    if (!rhs.ok()) return rhs.status();
+    results.push_back({"solution", n, rhs->cols, a->dtype});
+  }
+  return results;
+}
+
 absl::Status Factorize(Client& client, const std::vector<std::string>& files) {
   absl::StatusOr<v1::FactorizeRequest> built = FactorizeRequestFromFlags(client, files);
   if (!built.ok()) return built.status();
+  std::vector<ResultShape> results;
+  if (absl::GetFlag(FLAGS_shm)) {
+    absl::StatusOr<std::vector<ResultShape>> shapes = FactorizeResultShapes(client, *built);
+    if (!shapes.ok()) return shapes.status();
+    results = *std::move(shapes);
+  }
+  absl::StatusOr<std::optional<SharedMemoryRegion>> region = StageIfAsked(client, *built, results);
+  if (!region.ok()) return region.status();
   const v1::FactorizeRequest& request = *built;
-  absl::StatusOr<FactorizeReport> report = RunFactorize(client, request, std::cout);
+  absl::StatusOr<FactorizeReport> report =
+      RunFactorize(client, request, std::cout, RegionOf(*region));
   if (!report.ok()) return report.status();
   const std::string output = absl::GetFlag(FLAGS_output);
   if (output.empty()) return absl::OkStatus();
@@ -464,7 +562,22 @@ absl::StatusOr<v1::MultiplyRequest> MultiplyRequestFromFlags(
 absl::Status Multiply(Client& client, const std::vector<std::string>& files) {
   absl::StatusOr<v1::MultiplyRequest> request = MultiplyRequestFromFlags(client, files);
   if (!request.ok()) return request.status();
-  absl::StatusOr<v1::MultiplyResponse> response = RunMultiply(client, *request, std::cout);
+  std::vector<ResultShape> results;
+  if (absl::GetFlag(FLAGS_shm)) {
+    absl::StatusOr<ResultShape> a =
+        OperandShape(client, request->has_a(), request->a(), request->a_ref());
+    if (!a.ok()) return a.status();
+    absl::StatusOr<ResultShape> b =
+        OperandShape(client, request->has_b(), request->b(), request->b_ref());
+    if (!b.ok()) return b.status();
+    results.push_back({"c", request->transpose_a() ? a->cols : a->rows,
+                       request->transpose_b() ? b->rows : b->cols, a->dtype});
+  }
+  absl::StatusOr<std::optional<SharedMemoryRegion>> region =
+      StageIfAsked(client, *request, results);
+  if (!region.ok()) return region.status();
+  absl::StatusOr<v1::MultiplyResponse> response =
+      RunMultiply(client, *request, std::cout, RegionOf(*region));
   if (!response.ok()) return response.status();
   const std::string output = absl::GetFlag(FLAGS_output);
   return output.empty() ? absl::OkStatus() : WriteOutput(response->c(), output);
@@ -488,6 +601,8 @@ absl::Status Permanent(Client& client, const std::vector<std::string>& files) {
   if (absl::Status status = NoResultFor("permanent"); !status.ok()) return status;
   absl::StatusOr<v1::PermanentRequest> request = PermanentRequestFromFlags(client, files);
   if (!request.ok()) return request.status();
+  absl::StatusOr<std::optional<SharedMemoryRegion>> region = StageIfAsked(client, *request, {});
+  if (!region.ok()) return region.status();
   return RunPermanent(client, *request, std::cout).status();
 }
 
@@ -738,6 +853,12 @@ int Main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_deadline) <= absl::ZeroDuration()) {
     return fail(UsageError("--deadline must be positive"));
   }
+  if (absl::GetFlag(FLAGS_shm) && command != "det" && command != "factorize" &&
+      command != "solve" && command != "multiply" && command != "permanent") {
+    return fail(UsageError(absl::StrCat(
+        "--shm is for det, factorize, solve, multiply and permanent, not ", command,
+        command == "submit" ? " (the region would be gone before the job runs)" : "")));
+  }
   ClientOptions options;
   options.deadline = absl::GetFlag(FLAGS_deadline);
   if (absl::Status set = SetSecurityFromFlags(options); !set.ok()) return fail(set);
@@ -768,6 +889,9 @@ int Main(int argc, char** argv) {
     status = files.empty() ? RunList(client, std::cout) : UsageError("ls takes no arguments");
   } else if (command == "rm") {
     status = Remove(client, files);
+  } else if (command == "shm") {
+    status = files.size() == 1 && files[0] == "list" ? RunSharedMemoryList(client, std::cout)
+                                                     : UsageError("shm takes one subcommand: list");
   } else if (command == "load") {
     status = Load(options, files);
   } else if (command == "watch" || command == "cancel" || command == "job") {

@@ -34,23 +34,39 @@ if ((${#missing[@]} > 0)); then
 fi
 echo "install-deps: all ${#packages[@]} packages present"
 
-# NVIDIA's distributed libraries (cuBLASMp, cuSOLVERMp and NVSHMEM beneath them) ship only as pip
-# wheels. They go into a prefix of their own, where CMake looks (MATRIXD_PYDEPS_PREFIX); without
-# them matrixd builds and its cuBLASMp/cuSOLVERMp methods answer UNIMPLEMENTED. Optional: a
+# NVIDIA's distributed libraries (cuBLASMp, cuSOLVERMp, and the NCCL they were built against) ship
+# only as pip wheels. They go into a prefix of their own, where CMake looks (MATRIXD_PYDEPS_PREFIX);
+# without them matrixd builds and its cuBLASMp/cuSOLVERMp methods answer UNIMPLEMENTED. cuBLASMp
+# 0.10 calls NCCL 2.29's device API (ncclWaitSignal, ncclGetLsaDevicePointer, ...), which CUDA
+# 13.0's own NCCL 2.28 lacks, hence nvidia-nccl-cu13; the wheels' RPATHs find it beside them
+# (nvidia/nccl/lib). NVSHMEM is no longer loaded by cuBLASMp 0.10 and is not fetched. Optional: a
 # machine without a package index (or without pip) skips the step and says so.
 pydeps_prefix="${MATRIXD_PYDEPS_PREFIX:-/opt/matrixd/pydeps}"
-pydeps=(nvidia-cublasmp-cu13 nvidia-cusolvermp-cu13 nvidia-nvshmem-cu13)
+pydeps=(nvidia-cublasmp-cu13==0.10.0.3695 nvidia-cusolvermp-cu13==0.9.1.9318.post1
+        nvidia-nccl-cu13==2.29.7)
+missing_pydeps=()
+for p in "${pydeps[@]}"; do
+  dist="${p%%==*}"
+  compgen -G "$pydeps_prefix/${dist//-/_}-*.dist-info" >/dev/null || missing_pydeps+=("$p")
+done
 if [[ "${MATRIXD_SKIP_PYDEPS:-0}" == 1 ]]; then
   echo "install-deps: MATRIXD_SKIP_PYDEPS=1, not fetching ${pydeps[*]}"
-elif [[ -d "$pydeps_prefix/nvidia" ]]; then
+elif ((${#missing_pydeps[@]} == 0)); then
   echo "install-deps: ${pydeps[*]} present in $pydeps_prefix"
 elif /usr/bin/python3 -m pip --version >/dev/null 2>&1 && [[ $(id -u) -eq 0 || -w "$(dirname "$pydeps_prefix")" ]]; then
   mkdir -p "$pydeps_prefix"
-  if ! timeout 600 /usr/bin/python3 -m pip install --quiet --disable-pip-version-check \
-      --no-deps --target "$pydeps_prefix" "${pydeps[@]}"; then
-    echo "install-deps: could not fetch ${pydeps[*]} (no package index?); building without" \
+  # --no-deps: their other needs (cuBLAS, cuSOLVER, the CUDA runtime) are the toolkit's. Into a
+  # scratch folder first, then merged: pip --target will not add to an existing nvidia/ folder.
+  scratch=$(mktemp -d)
+  if timeout 600 /usr/bin/python3 -m pip install --quiet --disable-pip-version-check \
+      --no-deps --target "$scratch" "${missing_pydeps[@]}"; then
+    cp -a "$scratch"/. "$pydeps_prefix"/
+    echo "install-deps: ${missing_pydeps[*]} installed in $pydeps_prefix"
+  else
+    echo "install-deps: could not fetch ${missing_pydeps[*]} (no package index?); building without" \
          "cuBLASMp/cuSOLVERMp (those methods answer UNIMPLEMENTED)" >&2
   fi
+  rm -rf "$scratch"
 else
   echo "install-deps: no pip for /usr/bin/python3; building without cuBLASMp/cuSOLVERMp" >&2
 fi

@@ -12,16 +12,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
+#include "core/multi_gpu/nccl_status.h"
 #include "core/status_macros.h"
 
 namespace matrixd::multi_gpu {
 namespace {
-
-absl::Status NcclStatus(ncclResult_t code, const char* call) {
-  if (code == ncclSuccess) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat(call, " failed: ", ncclGetErrorString(code)));
-}
-#define MATRIXD_NCCL_RETURN_IF_ERROR(expr) MATRIXD_RETURN_IF_ERROR(NcclStatus((expr), #expr))
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

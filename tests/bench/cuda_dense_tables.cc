@@ -89,9 +89,11 @@ void BenchBandwidth(cuda::DeviceContext& context, int repeats) {
 void BenchDeterminant(Backend& gpu, cuda::DeviceContext& context, const Flags& flags) {
   PrintHeader("Determinant by LU, float64 (ours: upload + row scaling + getrf + reduction)",
               "n       ours(s)   wall(s)   getrf alone(s)  ours/getrf  getrf GFLOP/s  upload(s)  "
-              "device part(s)  device/getrf",
+              "device part(s)  device/getrf  pinned(s)",
               {"device part: the kernels the operation times itself (stats.kernels: scale_rows + "
                "cusolver_getrf), no transfers",
+               "pinned: the same backend call with the matrix already in pinned host memory "
+               "(cudaMallocHost), the baseline of the shared-memory target (issue 9)",
                "getrf alone: cusolverDnDgetrf on a resident copy; target: device/getrf <= 1.10 at "
                "n = 16384"});
   for (int n : flags.det_sizes) {
@@ -104,13 +106,26 @@ void BenchDeterminant(Backend& gpu, cuda::DeviceContext& context, const Flags& f
     const absl::StatusOr<double> upload = TimeUpload(context, a, flags.repeats);
     const double flops = 2.0 / 3.0 * n * static_cast<double>(n) * n;
     const double alone = getrf.ok() ? *getrf : NAN;
-    std::printf("%-7d %-9s %-9s %-15s %-11s %-14s %-10s %-15s %s\n", n,
+    Timing pinned;
+    void* pinned_bytes = nullptr;
+    if (cudaMallocHost(&pinned_bytes, a.byte_size()) == cudaSuccess) {
+      std::memcpy(pinned_bytes, a.bytes(), a.byte_size());
+      const MatrixView view{.rows = n,
+                            .cols = n,
+                            .dtype = DType::kFloat64,
+                            .data = static_cast<const std::byte*>(pinned_bytes)};
+      pinned =
+          TimeOperation(flags.repeats, [&] { return gpu.Determinant(view, options, nullptr); });
+      static_cast<void>(cudaFreeHost(pinned_bytes));
+    }
+    std::printf("%-7d %-9s %-9s %-15s %-11s %-14s %-10s %-15s %-13s %s\n", n,
                 Seconds(ours.seconds).c_str(), Seconds(ours.wall).c_str(),
                 OrError(getrf, Seconds).c_str(), Ratio(ours.seconds, alone).c_str(),
                 OrError(getrf, [&](double t) { return Rate(flops, t, 1e9); }).c_str(),
                 OrError(upload, Seconds).c_str(), Seconds(ours.device).c_str(),
-                Ratio(ours.device, alone).c_str());
+                Ratio(ours.device, alone).c_str(), Seconds(pinned.seconds).c_str());
     if (!ours.error.empty()) std::printf("  ours failed: %s\n", ours.error.c_str());
+    if (!pinned.error.empty()) std::printf("  pinned failed: %s\n", pinned.error.c_str());
   }
 }
 

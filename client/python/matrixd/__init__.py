@@ -8,6 +8,10 @@
             c = client.multiply(remote, remote, keep=True).c   # a RemoteMatrix
             array = c.download()
 
+Same host: client.shared_memory(size) makes a registered /dev/shm region; arrays placed in it
+(region.put(a), region.empty(shape)) are sent by reference and results written into them
+(outputs={"c": ...}).
+
 matrixd.aio.Client is the same client on asyncio.
 """
 
@@ -18,11 +22,13 @@ from matrixd.errors import (Aborted, AlreadyExists, Cancelled, DataLoss, Deadlin
                             Unauthenticated, Unavailable, Unimplemented, Unknown)
 from matrixd.remote import RemoteFactorization, RemoteMatrix
 from matrixd.results import (Determinant, Factorization, JobStatus, Permanent, Product,
-                             Solution, Stats)
+                             SharedMemoryInfo, Solution, Stats)
+from matrixd.shared_memory import SharedMatrix, SharedMemoryRegion
 
 __version__ = "0.1.0"
 __all__ = [
-    "Client", "Job", "RemoteMatrix", "RemoteFactorization",
+    "Client", "Job", "RemoteMatrix", "RemoteFactorization", "SharedMatrix", "SharedMemoryRegion",
+    "SharedMemoryInfo",
     "Determinant", "Factorization", "JobStatus", "Permanent", "Product", "Solution", "Stats",
     "MatrixdError", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
     "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",

@@ -12,6 +12,7 @@ import numpy as np
 
 from matrixd import _progress, _wire, errors, results
 from matrixd.remote import RemoteFactorization, RemoteMatrix
+from matrixd.shared_memory import SharedMatrix
 from matrixd.v1 import matrix_pb2, matrixd_pb2
 
 pb = matrixd_pb2
@@ -50,12 +51,26 @@ def _choice(table: dict, value, field: str) -> int:
 
 
 class Operand:
-    """An operation's input: an array (sent inline) or a RemoteMatrix (sent by handle)."""
+    """An operation's input: an array (sent inline), a RemoteMatrix (sent by handle) or a
+    SharedMatrix (sent as a reference into its registered region)."""
 
     def __init__(self, x, field: str, allow_batch: bool = False):
         self.field = field
         self.array = None
         self.remote = None
+        self.shared = None
+        if isinstance(x, SharedMatrix):
+            if x.region.closed:
+                raise errors.InvalidArgument(
+                    f"{field}_ref: shared-memory region {x.region.name} was closed")
+            if x.batch and not allow_batch:
+                raise errors.InvalidArgument(
+                    f"{field} has 3 dimensions; only factorizations take a batch")
+            self.shared = x
+            self.batch = x.batch
+            self.rows, self.cols = x.shape[-2:]
+            self.wire = x.wire
+            return
         if isinstance(x, RemoteMatrix):
             if x.released:
                 raise errors.InvalidArgument(f"{field}_ref: resident matrix {x.handle} was released")
@@ -86,6 +101,9 @@ class Operand:
     def put(self, request, name: Optional[str] = None) -> None:
         """Fills request.<name> (inline, one copy of the bytes) or request.<name>_ref."""
         name = name or self.field
+        if self.shared is not None:
+            getattr(request, f"{name}_ref").shared_memory.CopyFrom(self.shared.shared_memory_ref())
+            return
         if self.remote is not None:
             getattr(request, f"{name}_ref").handle = self.remote.handle
             return
@@ -139,10 +157,19 @@ def _int_or_none(text: str) -> Optional[int]:
     return int(text) if text else None
 
 
-def _result_options(request, keep: bool, also_inline: bool = False) -> None:
+def _result_options(request, keep: bool, also_inline: bool = False,
+                    outputs: Optional[dict] = None) -> None:
     if keep:
         request.result_options.keep_result = True
         request.result_options.also_inline = also_inline
+    for name, target in (outputs or {}).items():
+        if not isinstance(target, SharedMatrix):
+            raise errors.InvalidArgument(
+                f"outputs[{name!r}] is a {type(target).__name__}; want a SharedMatrix")
+        if keep:
+            raise errors.InvalidArgument(
+                "outputs and keep=True: results go into shared memory or stay on the server")
+        request.result_options.shared_memory_outputs[name].CopyFrom(target.shared_memory_ref())
 
 
 def _kept(response, client) -> dict:
@@ -155,7 +182,11 @@ def _kept(response, client) -> dict:
             for name in names}
 
 
-def _matrix_or_kept(response, name: str, kept: dict, batch: int = 0, vector: bool = False):
+def _matrix_or_kept(response, name: str, kept: dict, batch: int = 0, vector: bool = False,
+                    outputs: Optional[dict] = None):
+    if outputs and name in outputs:  # written into shared memory: its view
+        array = outputs[name].array
+        return array[..., 0] if vector else array
     if name in kept and not response.HasField(name):
         return kept[name]
     if not response.HasField(name):
@@ -205,11 +236,12 @@ def _accuracy(r) -> results.Accuracy:
                             ill_conditioned=a.ill_conditioned)
 
 
-def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True) -> Call:
+def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
+              outputs: Optional[dict] = None) -> Call:
     op = Operand(a, "matrix", allow_batch=True)
     kind_value = _choice(KINDS, kind, "kind")
     rhs_op, vector = None, False
-    if rhs is not None and not isinstance(rhs, RemoteMatrix):
+    if rhs is not None and not isinstance(rhs, (RemoteMatrix, SharedMatrix)):
         rhs = np.asarray(rhs)
         vector = rhs.ndim == 1 or (rhs.ndim == 2 and op.batch > 0)
         if vector:
@@ -222,7 +254,7 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True) 
     op.put(request, "matrix")
     if rhs_op is not None:
         rhs_op.put(request, "rhs")
-    _result_options(request, keep)
+    _result_options(request, keep, outputs=outputs)
     batch = op.batch
 
     def parse(r, client):
@@ -232,13 +264,14 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True) 
             permutation = permutation.reshape(batch, -1)
         return results.Factorization(
             kind=kind, stats=stats(r.stats),
-            lu=_matrix_or_kept(r, "lu", kept, batch),
+            lu=_matrix_or_kept(r, "lu", kept, batch, outputs=outputs),
             permutation=permutation if permutation.size else None,
             singular=r.singular, singular_column=r.singular_column,
             singular_columns=np.array(r.singular_columns, dtype=np.int64) if batch else None,
-            l=_matrix_or_kept(r, "l", kept, batch), q=_matrix_or_kept(r, "q", kept, batch),
-            r=_matrix_or_kept(r, "r", kept, batch),
-            solution=_matrix_or_kept(r, "solution", kept, batch, vector),
+            l=_matrix_or_kept(r, "l", kept, batch, outputs=outputs),
+            q=_matrix_or_kept(r, "q", kept, batch, outputs=outputs),
+            r=_matrix_or_kept(r, "r", kept, batch, outputs=outputs),
+            solution=_matrix_or_kept(r, "solution", kept, batch, vector, outputs),
             factorization=kept.get("factorization"), kept=kept)
 
     return Call("Factorize", request, parse, "factorize")
@@ -264,10 +297,15 @@ def _check_factorize(op: Operand, kind: str, rhs: Optional[Operand]) -> None:
         raise errors.InvalidArgument(f"rhs has {rhs_total} rows; want matrix.rows = {total}")
 
 
+def shared_memory_info(region) -> results.SharedMemoryInfo:
+    return results.SharedMemoryInfo(region.name, region.key, region.offset, region.byte_size,
+                                    region.pinned, region.age_seconds)
+
+
 def solve(factorization: RemoteFactorization, b, transpose="N", residual=False, keep=False,
-          check=True) -> Call:
+          check=True, outputs: Optional[dict] = None) -> Call:
     """Solve with a kept factorization."""
-    vector = not isinstance(b, RemoteMatrix) and np.ndim(b) == 1
+    vector = not isinstance(b, (RemoteMatrix, SharedMatrix)) and np.ndim(b) == 1
     rhs = Operand(np.asarray(b)[:, np.newaxis] if vector else b, "rhs")
     if check and rhs.rows != factorization.shape[0]:
         raise errors.InvalidArgument(
@@ -276,21 +314,22 @@ def solve(factorization: RemoteFactorization, b, transpose="N", residual=False, 
                               residual=residual)
     request.factorization.handle = factorization.handle
     rhs.put(request, "rhs")
-    _result_options(request, keep)
+    _result_options(request, keep, outputs=outputs)
 
     def parse(r, client):
         kept = _kept(r, client)
         return results.Solution(
-            x=_matrix_or_kept(r, "solution", kept, vector=vector), stats=stats(r.stats),
+            x=_matrix_or_kept(r, "solution", kept, vector=vector, outputs=outputs),
+            stats=stats(r.stats),
             kind=pb.FactorizationKind.Name(r.kind)[len("FACTORIZATION_KIND_"):].lower(),
             residual=r.residual if r.HasField("residual") else None)
 
     return Call("Solve", request, parse, "solve")
 
 
-def solve_inline(a, b, kind="lu", check=True) -> Call:
+def solve_inline(a, b, kind="lu", check=True, outputs: Optional[dict] = None) -> Call:
     """Solve by Factorize with a right-hand side; the result is a Solution."""
-    call = factorize(a, kind=kind, rhs=b, check=check)
+    call = factorize(a, kind=kind, rhs=b, check=check, outputs=outputs)
     factorization_parse = call.parse
 
     def parse(r, client):
@@ -301,7 +340,7 @@ def solve_inline(a, b, kind="lu", check=True) -> Call:
 
 
 def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf32=False,
-             keep=False, check=True) -> Call:
+             keep=False, check=True, outputs: Optional[dict] = None) -> Call:
     a_op, b_op = Operand(a, "a"), Operand(b, "b")
     if check:
         a_op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_UINT32,),
@@ -320,11 +359,12 @@ def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf3
                                  block_size=block_size, allow_tf32=allow_tf32)
     a_op.put(request, "a")
     b_op.put(request, "b")
-    _result_options(request, keep)
+    _result_options(request, keep, outputs=outputs)
 
     def parse(r, client):
         kept = _kept(r, client)
-        return results.Product(c=_matrix_or_kept(r, "c", kept), stats=stats(r.stats),
+        return results.Product(c=_matrix_or_kept(r, "c", kept, outputs=outputs),
+                               stats=stats(r.stats),
                                block_products=r.block_products,
                                block_products_total=r.block_products_total)
 

@@ -7,6 +7,9 @@
         job = await client.submit("permanent", a)
         async for status in job.watch(): ...
         result = await job.wait()
+
+Shared memory: SharedMatrix operands and outputs= work as on matrixd.Client; make the regions
+with a blocking matrixd.Client on the same server (registration is one call per region).
 """
 
 from typing import AsyncIterator, List, Optional
@@ -50,9 +53,9 @@ class Client(_base.ClientBase):
     determinant = det
 
     async def factorize(self, a, kind="lu", rhs=None, keep=False, keep_input=False,
-                        timeout=None) -> results.Factorization:
-        return await self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check),
-                                timeout)
+                        timeout=None, outputs=None) -> results.Factorization:
+        return await self._send(
+            _ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs), timeout)
 
     async def lu(self, a, rhs=None, **kwargs) -> results.Factorization:
         return await self.factorize(a, "lu", rhs, **kwargs)
@@ -64,16 +67,17 @@ class Client(_base.ClientBase):
         return await self.factorize(a, "qr", rhs, **kwargs)
 
     async def solve(self, a, b, transpose="N", residual=False, keep=False, kind="lu",
-                    timeout=None) -> results.Solution:
+                    timeout=None, outputs=None) -> results.Solution:
         if isinstance(a, RemoteFactorization):
-            return await self._send(_ops.solve(a, b, transpose, residual, keep, self.check),
-                                    timeout)
-        return await self._send(_ops.solve_inline(a, b, kind, self.check), timeout)
+            return await self._send(
+                _ops.solve(a, b, transpose, residual, keep, self.check, outputs), timeout)
+        return await self._send(_ops.solve_inline(a, b, kind, self.check, outputs), timeout)
 
     async def multiply(self, a, b, transpose_a=False, transpose_b=False, block_size=0,
-                       allow_tf32=False, keep=False, timeout=None) -> results.Product:
+                       allow_tf32=False, keep=False, timeout=None, outputs=None
+                       ) -> results.Product:
         return await self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size,
-                                              allow_tf32, keep, self.check), timeout)
+                                              allow_tf32, keep, self.check, outputs), timeout)
 
     async def permanent(self, a, method="auto", timeout=None) -> results.Permanent:
         return await self._send(_ops.permanent(a, method, self.check), timeout)
@@ -104,6 +108,10 @@ class Client(_base.ClientBase):
         response = await self._invoke("Release", pb.ReleaseRequest(handle=matrix.handle), timeout)
         self._forget(matrix)
         return response.bytes_freed
+
+    async def list_shared_memory(self, timeout=None) -> List[results.SharedMemoryInfo]:
+        response = await self._invoke("ListSharedMemory", pb.ListSharedMemoryRequest(), timeout)
+        return [_ops.shared_memory_info(region) for region in response.regions]
 
     async def _release_quietly(self, matrix: RemoteMatrix) -> None:
         if matrix.released:

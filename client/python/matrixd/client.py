@@ -6,6 +6,7 @@ import grpc
 
 from matrixd import _base, _ops, _transfer, errors, results
 from matrixd.remote import RemoteFactorization, RemoteMatrix
+from matrixd.shared_memory import SharedMemoryRegion
 from matrixd.v1 import matrixd_pb2
 
 pb = matrixd_pb2
@@ -55,12 +56,14 @@ class Client(_base.ClientBase):
     determinant = det
 
     def factorize(self, a, kind: str = "lu", rhs=None, keep: bool = False,
-                  keep_input: bool = False, timeout: Optional[float] = None
-                  ) -> results.Factorization:
+                  keep_input: bool = False, timeout: Optional[float] = None,
+                  outputs: Optional[dict] = None) -> results.Factorization:
         """LU, Cholesky or QR of a (3-D: a batch), optionally solving a @ x = rhs.
         keep=True keeps every result on the server (RemoteMatrix) and the factorization for
-        solve()."""
-        return self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check), timeout)
+        solve(). outputs={"lu": SharedMatrix, ...} writes those results into shared memory (the
+        result's field is then that SharedMatrix's array)."""
+        return self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs),
+                          timeout)
 
     def lu(self, a, rhs=None, **kwargs) -> results.Factorization:
         return self.factorize(a, "lu", rhs, **kwargs)
@@ -72,20 +75,24 @@ class Client(_base.ClientBase):
         return self.factorize(a, "qr", rhs, **kwargs)
 
     def solve(self, a, b, transpose: str = "N", residual: bool = False, keep: bool = False,
-              kind: str = "lu", timeout: Optional[float] = None) -> results.Solution:
+              kind: str = "lu", timeout: Optional[float] = None,
+              outputs: Optional[dict] = None) -> results.Solution:
         """x with op(a) @ x = b. `a` is a RemoteFactorization (Factorize with keep=True; any
         transpose "N", "T", "C", residual and keep) or a matrix, factorized by `kind` for this
-        one solve. A 1-D b gives a 1-D x."""
+        one solve. A 1-D b gives a 1-D x. outputs={"solution": SharedMatrix} writes x there."""
         if isinstance(a, RemoteFactorization):
-            return self._send(_ops.solve(a, b, transpose, residual, keep, self.check), timeout)
-        return self._send(_ops.solve_inline(a, b, kind, self.check), timeout)
+            return self._send(_ops.solve(a, b, transpose, residual, keep, self.check, outputs),
+                              timeout)
+        return self._send(_ops.solve_inline(a, b, kind, self.check, outputs), timeout)
 
     def multiply(self, a, b, transpose_a: bool = False, transpose_b: bool = False,
                  block_size: int = 0, allow_tf32: bool = False, keep: bool = False,
-                 timeout: Optional[float] = None) -> results.Product:
-        """op(a) @ op(b) (plain transposes); block_size > 0: block-sparse."""
+                 timeout: Optional[float] = None, outputs: Optional[dict] = None
+                 ) -> results.Product:
+        """op(a) @ op(b) (plain transposes); block_size > 0: block-sparse.
+        outputs={"c": SharedMatrix} writes the product there."""
         return self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size, allow_tf32,
-                                        keep, self.check), timeout)
+                                        keep, self.check, outputs), timeout)
 
     def permanent(self, a, method: str = "auto", timeout: Optional[float] = None
                   ) -> results.Permanent:
@@ -137,6 +144,35 @@ class Client(_base.ClientBase):
             self.release(matrix)
         except errors.NotFound:
             self._forget(matrix)
+
+    # ---- shared memory (same host) ----
+
+    def shared_memory(self, size: int, name: Optional[str] = None) -> SharedMemoryRegion:
+        """A new region of `size` bytes in /dev/shm, registered with the server; use it as a
+        context manager (leaving it unregisters and removes it). Arrays placed in it
+        (region.put(a), region.empty(shape)) are operands and outputs without gRPC copies."""
+        return SharedMemoryRegion(self, size, name)
+
+    def register_shared_memory(self, name: str, key: str, byte_size: int, offset: int = 0,
+                               timeout: Optional[float] = None) -> results.SharedMemoryInfo:
+        """Registers bytes [offset, offset + byte_size) of the shared-memory object `key`
+        ("/name", a file under /dev/shm) as `name`. AlreadyExists, NotFound, InvalidArgument as
+        the server says."""
+        request = pb.RegisterSystemSharedMemoryRequest(name=name, key=key, offset=offset,
+                                                       byte_size=byte_size)
+        return _ops.shared_memory_info(
+            self._invoke("RegisterSystemSharedMemory", request, timeout).region)
+
+    def unregister_shared_memory(self, name: str = "", timeout: Optional[float] = None) -> int:
+        """Unregisters `name` (every region for ""); returns how many. NotFound if unknown."""
+        request = pb.UnregisterSystemSharedMemoryRequest(name=name)
+        return self._invoke("UnregisterSystemSharedMemory", request, timeout).unregistered
+
+    def list_shared_memory(self, timeout: Optional[float] = None
+                           ) -> List[results.SharedMemoryInfo]:
+        """The regions registered with the server, in name order (also other clients')."""
+        response = self._invoke("ListSharedMemory", pb.ListSharedMemoryRequest(), timeout)
+        return [_ops.shared_memory_info(region) for region in response.regions]
 
     # ---- lifetime ----
 

@@ -120,3 +120,14 @@ class JobStatus:
     @property
     def done(self) -> bool:
         return self.state in ("succeeded", "failed", "cancelled")
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedMemoryInfo:
+    """A shared-memory region registered with the server (ListSharedMemory)."""
+    name: str
+    key: str  # the shm_open name: the file /dev/shm<key>
+    offset: int
+    byte_size: int
+    pinned: bool  # page-locked for the GPU
+    age_seconds: float
