@@ -55,6 +55,9 @@ grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
   args.SetMaxSendMessageSize(options.max_message_bytes);
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, kMaxFrameBytes);
+  if (options.tls.has_value() && !options.tls->server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls->server_name);
+  }
   return args;
 }
 
@@ -71,7 +74,10 @@ absl::Status CheckInlineSize(const google::protobuf::Message& request, int max_m
       "handles instead"));
 }
 
-void SetDeadline(grpc::ClientContext& context, absl::Duration deadline) {
+// Every call's context: its deadline, and the client's token.
+void PrepareContext(grpc::ClientContext& context, absl::Duration deadline,
+                    const ClientOptions& options) {
+  if (!options.token.empty()) context.AddMetadata("authorization", "Bearer " + options.token);
   if (deadline == absl::InfiniteDuration()) return;
   context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
 }
@@ -106,7 +112,9 @@ struct DTypeOf<uint32_t> {
 }  // namespace
 
 Client::Client(const std::string& target, ClientOptions options)
-    : options_(options), target_(target), credentials_(grpc::InsecureChannelCredentials()) {
+    : options_(options),
+      target_(target),
+      credentials_(ChannelCredentialsFor(options_.tls.has_value() ? &*options_.tls : nullptr)) {
   channel_ = grpc::CreateCustomChannel(target_, credentials_, ChannelArgs(options_));
   stub_ = v1::MatrixService::NewStub(channel_);
 }
@@ -130,7 +138,7 @@ absl::StatusOr<Response> Client::Call(grpc::Status (v1::MatrixService::Stub::*me
     return size;
   }
   grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
+  PrepareContext(context, options_.deadline, options_);
   Response response;
   grpc::Status status = (stub_.get()->*method)(&context, request, &response);
   if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
@@ -206,7 +214,7 @@ absl::StatusOr<v1::ResidentMatrix> Client::UploadStream(v1::MatrixService::Stub&
                                                         uint64_t end, const UploadOptions& options,
                                                         const std::function<void(uint64_t)>& sent) {
   grpc::ClientContext context;
-  SetDeadline(context, TransferDeadline(end - begin));
+  PrepareContext(context, TransferDeadline(end - begin), options_);
   v1::ResidentMatrix response;
   std::unique_ptr<grpc::ClientWriter<v1::UploadChunk>> writer = stub.Upload(&context, &response);
   UploadChunker chunker({.rows = matrix.rows,
@@ -327,7 +335,7 @@ absl::StatusOr<v1::Matrix> Client::Download(const std::string& handle,
     }
   }
   grpc::ClientContext context;
-  SetDeadline(context, TransferDeadline(expected));
+  PrepareContext(context, TransferDeadline(expected), options_);
   std::unique_ptr<grpc::ClientReader<v1::DownloadChunk>> reader =
       stub_->Download(&context, request);
   DownloadAssembler assembler;
@@ -409,7 +417,7 @@ absl::StatusOr<bool> Client::Healthy() {
   // health header out of client.h.
   auto health = grpc::health::v1::Health::NewStub(channel_);
   grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
+  PrepareContext(context, options_.deadline, options_);
   grpc::health::v1::HealthCheckRequest request;  // empty service name: the whole server
   grpc::health::v1::HealthCheckResponse response;
   grpc::Status status = health->Check(&context, request, &response);
@@ -419,7 +427,7 @@ absl::StatusOr<bool> Client::Healthy() {
 
 absl::StatusOr<std::string> Client::Submit(const v1::JobRequest& request) {
   grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
+  PrepareContext(context, options_.deadline, options_);
   v1::JobHandle handle;
   grpc::Status status = stub_->Submit(&context, request, &handle);
   if (!status.ok()) return ToAbslStatus(status);
@@ -429,7 +437,7 @@ absl::StatusOr<std::string> Client::Submit(const v1::JobRequest& request) {
 absl::StatusOr<v1::JobUpdate> Client::Watch(
     const std::string& job_id, const std::function<void(const v1::JobUpdate&)>& on_update) {
   grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
+  PrepareContext(context, options_.deadline, options_);
   v1::JobId request;
   request.set_job_id(job_id);
   std::unique_ptr<grpc::ClientReader<v1::JobUpdate>> reader = stub_->Watch(&context, request);
@@ -454,7 +462,7 @@ absl::StatusOr<v1::JobUpdate> Client::Watch(
 
 absl::StatusOr<v1::JobUpdate> Client::Cancel(const std::string& job_id) {
   grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
+  PrepareContext(context, options_.deadline, options_);
   v1::JobId request;
   request.set_job_id(job_id);
   v1::JobUpdate update;
@@ -465,7 +473,7 @@ absl::StatusOr<v1::JobUpdate> Client::Cancel(const std::string& job_id) {
 
 absl::StatusOr<v1::JobUpdate> Client::GetJob(const std::string& job_id) {
   grpc::ClientContext context;
-  SetDeadline(context, options_.deadline);
+  PrepareContext(context, options_.deadline, options_);
   v1::JobId request;
   request.set_job_id(job_id);
   v1::JobUpdate update;

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/client_credentials.h"
 #include "client/operand.h"
 #include "client/remote_matrix.h"
 #include "client/shared_memory_region.h"
@@ -35,6 +36,10 @@ struct ClientOptions {
   // Largest request or response; a larger inline request fails before it is sent
   // (RESOURCE_EXHAUSTED, pointing to Upload). Negative: no limit.
   int max_message_bytes = 1 << 30;
+  // TLS toward the server (client/client_credentials.h); none: plaintext.
+  std::optional<ClientTls> tls = std::nullopt;
+  // Sent as "authorization: Bearer TOKEN" on every call; empty: none.
+  std::string token = {};
 };
 
 // The slowest rate a transfer's deadline allows for: 25 MB/s, below the slowest inline transfers

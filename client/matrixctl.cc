@@ -44,6 +44,18 @@
 
 ABSL_FLAG(std::string, server, "localhost:50051", "matrixd address, host:port");
 ABSL_FLAG(absl::Duration, deadline, absl::Minutes(5), "deadline of each call, e.g. 30s or 5m");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle that signed the server's certificate; any --tls_* flag turns TLS on "
+          "(without --tls_ca: the system's CAs)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, for a server with mutual TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "the name the server's certificate must carry, when --server is an address or another "
+          "name");
+ABSL_FLAG(bool, tls, false, "use TLS with the system's CAs (implied by any --tls_* flag)");
+ABSL_FLAG(std::string, token, "",
+          "bearer token for a server with --auth_tokens (else --token_file, else $MATRIXD_TOKEN)");
+ABSL_FLAG(std::string, token_file, "", "file whose first line is the bearer token");
 ABSL_FLAG(int64_t, random, 0, "use random N x N input(s) instead of files");
 ABSL_FLAG(int64_t, hilbert, 0, "use the N x N Hilbert matrix as input instead of files");
 ABSL_FLAG(std::string, dtype, "",
@@ -135,7 +147,9 @@ constexpr absl::string_view kUsage =
     "             exits 1 when any request failed\n"
     "Inputs are files, @HANDLE (a resident matrix; a unique prefix of its handle will do), or\n"
     "--random N (--dtype, --seed) or --hilbert N. --keep keeps results on the server.\n"
-    "--shm (same host only) sends inputs and results through shared memory instead of gRPC.";
+    "--shm (same host only) sends inputs and results through shared memory instead of gRPC.\n"
+    "Security: --tls_ca, --tls_cert, --tls_key, --tls_server_name (TLS, mutual TLS), --token,\n"
+    "--token_file or $MATRIXD_TOKEN (a server with --auth_tokens).";
 
 // Usage errors carry this payload so that main() can tell them from failures (exit 2, not 1).
 constexpr absl::string_view kUsagePayload = "matrixctl/usage";
@@ -757,6 +771,25 @@ absl::Status Demo(Client& client, const std::vector<std::string>& files) {
 }
 
 // load: the whole run; FAILED_PRECONDITION after printing the table when any request failed.
+// TLS and the token from --tls_*, --token, --token_file and MATRIXD_TOKEN.
+absl::Status SetSecurityFromFlags(ClientOptions& options) {
+  const std::string ca = absl::GetFlag(FLAGS_tls_ca);
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string key = absl::GetFlag(FLAGS_tls_key);
+  const std::string server_name = absl::GetFlag(FLAGS_tls_server_name);
+  if (absl::GetFlag(FLAGS_tls) || !ca.empty() || !cert.empty() || !key.empty() ||
+      !server_name.empty()) {
+    absl::StatusOr<ClientTls> tls = ReadClientTls(ca, cert, key, server_name);
+    if (!tls.ok()) return UsageError(tls.status().message());
+    options.tls = *std::move(tls);
+  }
+  absl::StatusOr<std::string> token =
+      ResolveToken(absl::GetFlag(FLAGS_token), absl::GetFlag(FLAGS_token_file));
+  if (!token.ok()) return UsageError(token.status().message());
+  options.token = *std::move(token);
+  return absl::OkStatus();
+}
+
 absl::Status Load(const ClientOptions& client_options, const std::vector<std::string>& args) {
   if (!args.empty()) return UsageError("load takes no inputs; it generates them (--n, --dtype)");
   if (absl::Status status = NoResultFor("load"); !status.ok()) return status;
@@ -857,6 +890,7 @@ int Main(int argc, char** argv) {
   }
   ClientOptions options;
   options.deadline = absl::GetFlag(FLAGS_deadline);
+  if (absl::Status set = SetSecurityFromFlags(options); !set.ok()) return fail(set);
   Client client(absl::GetFlag(FLAGS_server), options);
 
   absl::Status status;

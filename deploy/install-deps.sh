@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev prometheus-cpp-dev libcpp-httplib-dev
+  libabsl-dev prometheus-cpp-dev libcpp-httplib-dev libssl-dev
   libopenblas-dev liblapacke-dev libgmp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libscalapack-openmpi-dev
@@ -16,7 +16,7 @@ packages=(
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libntl-dev prometheus python3-numpy python3-grpcio python3-grpc-tools
              python3-pytest python3-setuptools python3-crc32c python3-venv
-             clang libfuzzer-14-dev)
+             clang libfuzzer-14-dev openssl)
 fi
 
 missing=()

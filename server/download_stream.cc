@@ -13,13 +13,15 @@ namespace matrixd::server {
 
 absl::StatusOr<DownloadStream> DownloadStream::Start(ResidentRegistry& registry,
                                                      const v1::DownloadRequest& request,
-                                                     uint64_t max_message_bytes) {
+                                                     uint64_t max_message_bytes,
+                                                     const std::string& owner) {
   if (request.handle().empty()) return absl::InvalidArgumentError("handle is empty");
   if (request.chunk_bytes() > kMaxChunkBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk_bytes is ", request.chunk_bytes(), "; the most is ", kMaxChunkBytes));
   }
-  MATRIXD_ASSIGN_OR_RETURN(ResidentLease lease, registry.Acquire(request.handle(), "download"));
+  MATRIXD_ASSIGN_OR_RETURN(ResidentLease lease,
+                           registry.Acquire(request.handle(), "download", owner));
   const ResidentInfo& info = lease.info();
   int64_t row_begin = request.row_begin();
   int64_t row_end = request.row_end();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "matrixd/v1/matrixd.pb.h"
@@ -19,11 +20,13 @@ class DownloadStream {
   static constexpr uint64_t kMaxChunkBytes = uint64_t{64} << 20;
 
   // INVALID_ARGUMENT for an empty handle, a row range outside the matrix or empty, or
-  // chunk_bytes above kMaxChunkBytes; NOT_FOUND for an unknown handle. Chunks are cut smaller
+  // chunk_bytes above kMaxChunkBytes; NOT_FOUND for an unknown handle or
+  // one that is not `owner`'s. Chunks are cut smaller
   // than `max_message_bytes` (the server's largest message) whatever the request asks.
   static absl::StatusOr<DownloadStream> Start(ResidentRegistry& registry,
                                               const v1::DownloadRequest& request,
-                                              uint64_t max_message_bytes = kMaxChunkBytes * 2);
+                                              uint64_t max_message_bytes = kMaxChunkBytes * 2,
+                                              const std::string& owner = {});
 
   // Fills `chunk` with the next piece; false once everything was sent (chunk untouched).
   absl::StatusOr<bool> Next(v1::DownloadChunk* chunk);

@@ -13,6 +13,7 @@ JobState FinalState(const absl::Status& status) {
 Job::Job(std::string id, JobSpec spec, bool large, absl::Time submitted)
     : id_(std::move(id)),
       op_(std::move(spec.op)),
+      owner_(std::move(spec.owner)),
       estimated_flops_(spec.estimated_flops),
       device_bytes_(spec.device_bytes),
       deadline_(spec.deadline),

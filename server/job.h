@@ -62,6 +62,11 @@ struct JobSpec {
   std::shared_ptr<const v1::JobUpdate> result;
   // Optional: how the job ended (see JobDone). A synchronous call finishes its RPC here.
   JobDone on_finished;
+  // The client it belongs to ("" for the anonymous client): only it finds the job by id, and the
+  // scheduler shares its workers fairly between clients.
+  std::string owner;
+  // The most jobs `owner` may have queued and running at once (its max_jobs quota); 0 = no quota.
+  int owner_max_jobs = 0;
 };
 
 // A job's state at one moment.
@@ -84,6 +89,7 @@ class Job {
   // Random, unguessable for asynchronous jobs; empty for synchronous ones.
   const std::string& id() const { return id_; }
   const std::string& op() const { return op_; }
+  const std::string& owner() const { return owner_; }
   double estimated_flops() const { return estimated_flops_; }
   uint64_t device_bytes() const { return device_bytes_; }
   absl::Time deadline() const { return deadline_; }
@@ -130,6 +136,7 @@ class Job {
 
   const std::string id_;
   const std::string op_;
+  const std::string owner_;
   const double estimated_flops_;
   const uint64_t device_bytes_;
   const absl::Time deadline_;

@@ -17,10 +17,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/backend.h"
 #include "core/validation.h"
+#include "server/client_auth.h"
 #include "server/guarded.h"
 #include "server/job.h"
 #include "server/metrics.h"
@@ -35,12 +37,50 @@ namespace matrixd::server {
 struct JobCallServices {
   Backend& backend;
   Scheduler& scheduler;
-  const Limits& limits;
+  const Limits& limits;        // the server's (the client's own are in `client`)
   ResidentRegistry* resident;  // may be null: no resident matrices
   Metrics* metrics;            // may be null
   int64_t max_response_bytes;  // larger responses are refused (gRPC would fail to send them)
   SharedMemoryRegistry* shared_memory = nullptr;  // may be null: no shared-memory matrices
+  std::shared_ptr<const ClientIdentity> client;   // the caller; never null
 };
+
+// Counts `status` in matrixd_client_rejections_total when it is a quota refusal
+// (RESOURCE_EXHAUSTED "quota NAME ..."), by the quota's name. `metrics` may be null.
+inline void CountQuotaRefusal(Metrics* metrics, const ClientIdentity& client,
+                              const absl::Status& status) {
+  if (metrics == nullptr || status.code() != absl::StatusCode::kResourceExhausted) return;
+  absl::string_view message = status.message();
+  if (!absl::ConsumePrefix(&message, "quota ")) return;
+  metrics->RecordClientRejection(client.name, message.substr(0, message.find_first_of(" :")));
+}
+
+// `make(limits)` (a MakeJob) under the client's limits, the job marked as the client's. A request
+// refused (INVALID_ARGUMENT) only because the client's limits are tighter than the server's is
+// over its quota: RESOURCE_EXHAUSTED naming max_matrix_elements or max_permanent_n.
+template <typename Make>
+absl::StatusOr<JobSpec> MakeJobWithinQuota(const Limits& server_limits,
+                                           const ClientIdentity& client, Make make) {
+  absl::StatusOr<JobSpec> spec = make(client.limits);
+  if (spec.ok()) {
+    spec->owner = client.name;
+    spec->owner_max_jobs = client.quota.max_jobs;
+    return spec;
+  }
+  const bool tighter_elements = client.limits.max_elements < server_limits.max_elements;
+  const bool tighter_permanent = client.limits.max_permanent_n < server_limits.max_permanent_n;
+  if (spec.status().code() != absl::StatusCode::kInvalidArgument ||
+      (!tighter_elements && !tighter_permanent) || !make(server_limits).ok()) {
+    return spec;
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "quota ",
+      tighter_elements && tighter_permanent ? "max_matrix_elements or max_permanent_n"
+      : tighter_elements                    ? "max_matrix_elements"
+                                            : "max_permanent_n",
+      " of ", ClientLabel(client), " (max_matrix_elements=", client.limits.max_elements,
+      ", max_permanent_n=", client.limits.max_permanent_n, "): ", spec.status().message()));
+}
 
 // The call's deadline as a job deadline (gRPC says "none" with the largest time point).
 inline absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
@@ -84,8 +124,10 @@ class JobCallReactor final : public grpc::ServerUnaryReactor {
       // A draining server refuses before validating: the answer is the same for any request.
       if (absl::Status open = services_.scheduler.accepting(); !open.ok()) return open;
       absl::StatusOr<JobSpec> spec =
-          MakeJob(request_, response_, services_.backend, services_.limits, services_.resident,
-                  services_.shared_memory);
+          MakeJobWithinQuota(services_.limits, *services_.client, [&](const Limits& limits) {
+            return MakeJob(request_, response_, services_.backend, limits, services_.resident,
+                           services_.shared_memory, services_.client.get());
+          });
       if (!spec.ok()) return spec.status();
       if (context.IsCancelled()) return absl::CancelledError("the call was cancelled");
       spec->deadline = DeadlineOf(context);
@@ -96,11 +138,15 @@ class JobCallReactor final : public grpc::ServerUnaryReactor {
       if (job.ok()) job_ = *std::move(job);
       return absl::OkStatus();
     });
-    if (!refused.ok()) FinishOnce(ToGrpcStatus(refused));
+    if (!refused.ok()) {
+      CountQuotaRefusal(services_.metrics, *services_.client, refused);
+      FinishOnce(ToGrpcStatus(refused));
+    }
   }
 
   // The job's on_finished hook: on a worker, the housekeeper, or in Submit or Cancel.
   void JobEnded(const absl::Status& job_status) {
+    CountQuotaRefusal(services_.metrics, *services_.client, job_status);
     const absl::Status status = Guarded(rpc_, [&]() -> absl::Status {
       if (!job_status.ok()) return job_status;
       const size_t response_bytes = response_->ByteSizeLong();
@@ -123,7 +169,7 @@ class JobCallReactor final : public grpc::ServerUnaryReactor {
     if constexpr (requires { response_->kept(); }) {
       if (services_.resident != nullptr) {
         for (const auto& [name, kept] : response_->kept()) {
-          static_cast<void>(services_.resident->Release(kept.handle()));
+          static_cast<void>(services_.resident->Release(kept.handle(), services_.client->name));
         }
       }
     }

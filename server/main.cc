@@ -1,4 +1,5 @@
-// matrixd: the gRPC server binary. Parses flags, picks the backend, serves until SIGINT/SIGTERM.
+// matrixd: the gRPC server binary. Parses flags, picks the backend, serves until SIGINT/SIGTERM;
+// SIGHUP re-reads the --auth_tokens file.
 // Exit codes: 0 after a graceful shutdown, 1 when it cannot listen, 2 for a bad configuration
 // (flag values, unknown backend, --backend=cuda without a usable device).
 #include <unistd.h>
@@ -19,11 +20,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/make_backend.h"
 #include "core/validation.h"
+#include "server/client_auth.h"
 #include "server/memory_limit.h"
 #include "server/metrics_http.h"
 #include "server/server.h"
@@ -66,6 +69,25 @@ ABSL_FLAG(std::string, resident_memory_limit, "50%",
           "bytes all resident matrices may take together (uploaded, or results kept): a share of "
           "the host's physical memory (50%) or a size (16GiB); on a GPU they live in device "
           "memory and spill to host memory under pressure, counting against this either way");
+ABSL_FLAG(bool, metrics_loopback_only, false,
+          "serve the metrics endpoint on 127.0.0.1 only (with the port of --metrics), whatever "
+          "host --metrics names: for a network where only a local agent scrapes");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain of the gRPC port; with --tls_key the port speaks TLS only");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: clients must present a certificate signed by it (mutual TLS)");
+ABSL_FLAG(absl::Duration, tls_refresh_interval, absl::Minutes(1),
+          "how often the --tls_cert, --tls_key and --tls_client_ca files are read again, so that "
+          "a rotated certificate is served without a restart");
+ABSL_FLAG(std::string, auth_tokens, "",
+          "token file: one client per line, \"name token [key=value ...]\" (quotas max_jobs, "
+          "max_resident_bytes, max_matrix_elements, max_permanent_n, max_shm_regions); calls "
+          "must send \"authorization: Bearer TOKEN\"; re-read on SIGHUP. Empty: no tokens");
+ABSL_FLAG(std::string, default_client_quota, "",
+          "quotas of every client whose token line leaves them unset (and of the anonymous "
+          "client without --auth_tokens), as key=value words, e.g. \"max_jobs=8 "
+          "max_resident_bytes=4GiB\"");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "on SIGTERM/SIGINT: how long queued and running jobs may still finish (new work is "
           "refused with UNAVAILABLE) before the rest is stopped; a second signal stops at once");
@@ -96,6 +118,11 @@ void Log(absl::string_view message) { std::cerr << "matrixd: " << message << std
 // pipe because the handler may run on any thread (OpenBLAS starts threads before main) and
 // write(2) is async-signal-safe.
 int g_signal_pipe_write = -1;
+
+extern "C" void OnReloadSignal(int signal_number) {
+  const unsigned char byte = static_cast<unsigned char>(signal_number);
+  [[maybe_unused]] ssize_t ignored = write(g_signal_pipe_write, &byte, 1);
+}
 
 extern "C" void OnShutdownSignal(int signal_number) {
   const unsigned char byte = static_cast<unsigned char>(signal_number);
@@ -169,10 +196,34 @@ absl::StatusOr<matrixd::server::ServerOptions> ServerOptionsFromFlags() {
   }
   options.metrics_address = absl::GetFlag(FLAGS_metrics);
   if (!options.metrics_address.empty()) {
-    if (absl::Status valid = matrixd::server::SplitHostPort(options.metrics_address).status();
-        !valid.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--metrics: ", valid.message()));
+    absl::StatusOr<std::pair<std::string, int>> host_port =
+        matrixd::server::SplitHostPort(options.metrics_address);
+    if (!host_port.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--metrics: ", host_port.status().message()));
     }
+    if (absl::GetFlag(FLAGS_metrics_loopback_only)) {
+      options.metrics_address = absl::StrCat("127.0.0.1:", host_port->second);
+    }
+  }
+  options.tls = {.cert_path = absl::GetFlag(FLAGS_tls_cert),
+                 .key_path = absl::GetFlag(FLAGS_tls_key),
+                 .client_ca_path = absl::GetFlag(FLAGS_tls_client_ca),
+                 .refresh_interval = absl::GetFlag(FLAGS_tls_refresh_interval)};
+  matrixd::server::ClientQuota defaults;
+  if (absl::Status parsed = matrixd::server::ParseQuotaWords(
+          absl::StrSplit(absl::GetFlag(FLAGS_default_client_quota), ' ', absl::SkipWhitespace()),
+          defaults);
+      !parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--default_client_quota: ", parsed.message()));
+  }
+  if (const std::string tokens = absl::GetFlag(FLAGS_auth_tokens); !tokens.empty()) {
+    absl::StatusOr<std::unique_ptr<matrixd::server::ClientAuthenticator>> authenticator =
+        matrixd::server::ClientAuthenticator::FromFile(tokens, options.limits, defaults);
+    if (!authenticator.ok()) return authenticator.status();
+    options.authenticator = *std::move(authenticator);
+  } else {
+    options.authenticator =
+        std::make_shared<matrixd::server::ClientAuthenticator>(options.limits, defaults);
   }
   if (absl::Status valid = matrixd::server::ValidateSchedulerOptions(options.scheduler);
       !valid.ok()) {
@@ -289,6 +340,7 @@ int main(int argc, char** argv) {
   g_signal_pipe_write = signal_pipe[1];
   std::signal(SIGINT, OnShutdownSignal);
   std::signal(SIGTERM, OnShutdownSignal);
+  std::signal(SIGHUP, OnReloadSignal);
 
   absl::StatusOr<std::unique_ptr<matrixd::server::MatrixServer>> server =
       matrixd::server::MatrixServer::Start(*std::move(backend), *options);
@@ -299,14 +351,27 @@ int main(int argc, char** argv) {
   const matrixd::Backend& serving = (*server)->backend();
   std::cout << "matrixd listening on " << (*server)->address() << " (backend " << serving.name()
             << ", device " << serving.device() << ")" << std::endl;
+  Log(absl::StrCat(
+      options->tls.enabled()
+          ? (options->tls.mutual() ? "mutual TLS (client certificates required)" : "TLS")
+          : "plaintext (no --tls_cert)",
+      "; ",
+      options->authenticator->requires_token()
+          ? absl::StrCat("tokens from ", absl::GetFlag(FLAGS_auth_tokens), " (SIGHUP re-reads)")
+          : "no tokens (--auth_tokens): every caller is one anonymous client"));
   if (const matrixd::server::MetricsHttpServer* metrics = (*server)->metrics_http();
       metrics != nullptr) {
     Log(absl::StrCat("Prometheus metrics at http://", metrics->address(), "/metrics"));
   }
 
   unsigned char signal_number = 0;
-  while (read(signal_pipe[0], &signal_number, 1) < 0) {
-    // EINTR: the handler itself interrupted the read; try again.
+  for (;;) {
+    if (read(signal_pipe[0], &signal_number, 1) < 0) continue;  // EINTR: the handler interrupted
+    if (signal_number != SIGHUP) break;
+    absl::StatusOr<int> clients = (*server)->ReloadTokens();
+    Log(clients.ok()
+            ? absl::StrCat("SIGHUP: ", *clients, " clients in ", absl::GetFlag(FLAGS_auth_tokens))
+            : absl::StrCat("SIGHUP: kept the previous tokens: ", clients.status().message()));
   }
   const absl::Duration drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   Log(absl::StrCat("signal ", static_cast<int>(signal_number), ": draining for up to ",

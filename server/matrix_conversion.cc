@@ -122,8 +122,8 @@ absl::StatusOr<SharedMemoryReference> FromProto(const v1::SharedMemoryRef& proto
 }
 
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
-                                      absl::string_view field,
-                                      SharedMemoryRegistry* shared_memory) {
+                                      absl::string_view field, SharedMemoryRegistry* shared_memory,
+                                      const std::string& owner) {
   if (proto.source_case() == v1::MatrixRef::kSharedMemory) {
     const std::string where = absl::StrCat(field, ".shared_memory");
     if (shared_memory == nullptr) {
@@ -132,7 +132,7 @@ absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegist
     }
     absl::StatusOr<SharedMemoryReference> reference = FromProto(proto.shared_memory(), where);
     if (!reference.ok()) return reference.status();
-    absl::StatusOr<SharedMemoryMatrix> matrix = shared_memory->Resolve(*reference, where);
+    absl::StatusOr<SharedMemoryMatrix> matrix = shared_memory->Resolve(*reference, where, owner);
     if (!matrix.ok()) return matrix.status();
     InputMatrix input;
     input.view_ = matrix->view;
@@ -147,7 +147,7 @@ absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegist
     return absl::FailedPreconditionError(
         absl::StrCat(field, ": this server keeps no resident matrices"));
   }
-  absl::StatusOr<ResidentLease> lease = registry->Acquire(proto.handle(), field);
+  absl::StatusOr<ResidentLease> lease = registry->Acquire(proto.handle(), field, owner);
   if (!lease.ok()) return lease.status();
   InputMatrix input;
   input.view_ = lease->view();

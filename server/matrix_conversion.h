@@ -42,7 +42,8 @@ class InputMatrix {
   friend absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view field);
   friend absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto,
                                                ResidentRegistry* registry, absl::string_view field,
-                                               SharedMemoryRegistry* shared_memory);
+                                               SharedMemoryRegistry* shared_memory,
+                                               const std::string& owner);
   InputMatrix() = default;
 
   MatrixView view_;
@@ -63,9 +64,11 @@ absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view
 // matrix with non-finite entries (a host one is checked entry by entry by core/validation.h).
 // A shared-memory reference is resolved in `shared_memory` (SharedMemoryRegistry::Resolve's
 // errors; FAILED_PRECONDITION when null) and viewed in place, its region held meanwhile.
+// Only `owner`'s matrices and regions are found (NOT_FOUND for another client's).
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
                                       absl::string_view field,
-                                      SharedMemoryRegistry* shared_memory = nullptr);
+                                      SharedMemoryRegistry* shared_memory = nullptr,
+                                      const std::string& owner = {});
 
 // A SharedMemoryRef as the registry takes it; INVALID_ARGUMENT naming `field` for a bad dtype.
 absl::StatusOr<SharedMemoryReference> FromProto(const v1::SharedMemoryRef& proto,

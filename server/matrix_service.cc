@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/status_macros.h"
 #include "server/guarded.h"
 #include "server/job.h"
 #include "server/job_update.h"
@@ -16,9 +17,10 @@
 namespace matrixd::server {
 namespace {
 
-absl::StatusOr<std::shared_ptr<Job>> FindJob(const Scheduler& scheduler, const v1::JobId& request) {
+absl::StatusOr<std::shared_ptr<Job>> FindJob(const Scheduler& scheduler, const v1::JobId& request,
+                                             const ClientIdentity& client) {
   if (request.job_id().empty()) return absl::InvalidArgumentError("job_id is empty");
-  return scheduler.Find(request.job_id());
+  return scheduler.Find(request.job_id(), client.name);
 }
 
 // Answers a unary call at once with what `body` returns (see Guarded).
@@ -32,62 +34,92 @@ grpc::ServerUnaryReactor* AnswerNow(grpc::CallbackServerContext* context, const 
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<const ClientIdentity>> MatrixService::Identify(
+    const grpc::CallbackServerContext& context) const {
+  const auto& headers = context.client_metadata();
+  const auto header = headers.find("authorization");
+  const absl::string_view authorization =
+      header == headers.end() ? absl::string_view()
+                              : absl::string_view(header->second.data(), header->second.size());
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client =
+      authenticator_->Authenticate(authorization);
+  if (!client.ok() && metrics_ != nullptr) {
+    metrics_->RecordClientRejection("unknown", "unauthenticated");
+  }
+  return client;
+}
+
+absl::Status MatrixService::CountRejection(const ClientIdentity& client,
+                                           absl::Status status) const {
+  CountQuotaRefusal(metrics_, client, status);
+  return status;
+}
+
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* MatrixService::StartJobCall(const char* rpc,
+                                                      grpc::CallbackServerContext* context,
+                                                      const Request* request, Response* response) {
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
+  if (!client.ok()) return new RefusedReactor<grpc::ServerUnaryReactor>(client.status());
+  return JobCallReactor<Request, Response>::Start(rpc, job_call_services(*std::move(client)),
+                                                  context, request, response);
+}
+
 grpc::ServerUnaryReactor* MatrixService::Determinant(grpc::CallbackServerContext* context,
                                                      const v1::DeterminantRequest* request,
                                                      v1::DeterminantResponse* response) {
-  return JobCallReactor<v1::DeterminantRequest, v1::DeterminantResponse>::Start(
-      "Determinant", job_call_services(), context, request, response);
+  return StartJobCall("Determinant", context, request, response);
 }
 
 grpc::ServerUnaryReactor* MatrixService::Factorize(grpc::CallbackServerContext* context,
                                                    const v1::FactorizeRequest* request,
                                                    v1::FactorizeResponse* response) {
-  return JobCallReactor<v1::FactorizeRequest, v1::FactorizeResponse>::Start(
-      "Factorize", job_call_services(), context, request, response);
+  return StartJobCall("Factorize", context, request, response);
 }
 
 grpc::ServerUnaryReactor* MatrixService::Solve(grpc::CallbackServerContext* context,
                                                const v1::SolveRequest* request,
                                                v1::SolveResponse* response) {
-  return JobCallReactor<v1::SolveRequest, v1::SolveResponse>::Start("Solve", job_call_services(),
-                                                                    context, request, response);
+  return StartJobCall("Solve", context, request, response);
 }
 
 grpc::ServerUnaryReactor* MatrixService::Multiply(grpc::CallbackServerContext* context,
                                                   const v1::MultiplyRequest* request,
                                                   v1::MultiplyResponse* response) {
-  return JobCallReactor<v1::MultiplyRequest, v1::MultiplyResponse>::Start(
-      "Multiply", job_call_services(), context, request, response);
+  return StartJobCall("Multiply", context, request, response);
 }
 
 grpc::ServerUnaryReactor* MatrixService::Permanent(grpc::CallbackServerContext* context,
                                                    const v1::PermanentRequest* request,
                                                    v1::PermanentResponse* response) {
-  return JobCallReactor<v1::PermanentRequest, v1::PermanentResponse>::Start(
-      "Permanent", job_call_services(), context, request, response);
+  return StartJobCall("Permanent", context, request, response);
 }
 
 grpc::ServerUnaryReactor* MatrixService::Submit(grpc::CallbackServerContext* context,
                                                 const v1::JobRequest* request,
                                                 v1::JobHandle* response) {
   return AnswerNow(context, "Submit", [&]() -> absl::Status {
+    MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
     if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
-    absl::StatusOr<JobSpec> spec =
-        MakeJob(*request, backend_, limits_, absl::Now(), resident_, shared_memory_);
-    if (!spec.ok()) return spec.status();
+    const absl::Time now = absl::Now();
+    absl::StatusOr<JobSpec> spec = MakeJobWithinQuota(limits_, *client, [&](const Limits& limits) {
+      return MakeJob(*request, backend_, limits, now, resident_, shared_memory_, client.get());
+    });
+    if (!spec.ok()) return CountRejection(*client, spec.status());
     absl::StatusOr<std::shared_ptr<Job>> job =
         scheduler_.Submit(*std::move(spec), /*remember=*/true);
-    if (!job.ok()) return job.status();
+    if (!job.ok()) return CountRejection(*client, job.status());
     response->set_job_id((*job)->id());
     return absl::OkStatus();
   });
 }
 
-grpc::ServerWriteReactor<v1::JobUpdate>* MatrixService::Watch(
-    grpc::CallbackServerContext* /*context*/, const v1::JobId* request) {
+grpc::ServerWriteReactor<v1::JobUpdate>* MatrixService::Watch(grpc::CallbackServerContext* context,
+                                                              const v1::JobId* request) {
   grpc::ServerWriteReactor<v1::JobUpdate>* reactor = nullptr;
   const absl::Status status = Guarded("Watch", [&]() -> absl::Status {
-    absl::StatusOr<std::shared_ptr<Job>> job = FindJob(scheduler_, *request);
+    MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
+    absl::StatusOr<std::shared_ptr<Job>> job = FindJob(scheduler_, *request, *client);
     if (!job.ok()) return job.status();
     // Ending a Watch leaves the job running; Cancel stops it.
     reactor = new WatchReactor(*std::move(job), watch_interval_);
@@ -100,7 +132,8 @@ grpc::ServerWriteReactor<v1::JobUpdate>* MatrixService::Watch(
 grpc::ServerUnaryReactor* MatrixService::Cancel(grpc::CallbackServerContext* context,
                                                 const v1::JobId* request, v1::JobUpdate* response) {
   return AnswerNow(context, "Cancel", [&]() -> absl::Status {
-    absl::StatusOr<std::shared_ptr<Job>> job = FindJob(scheduler_, *request);
+    MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
+    absl::StatusOr<std::shared_ptr<Job>> job = FindJob(scheduler_, *request, *client);
     if (!job.ok()) return job.status();
     scheduler_.Cancel(**job, absl::CancelledError("cancelled by a Cancel call"));
     *response = ToJobUpdate(**job);
@@ -111,7 +144,8 @@ grpc::ServerUnaryReactor* MatrixService::Cancel(grpc::CallbackServerContext* con
 grpc::ServerUnaryReactor* MatrixService::GetJob(grpc::CallbackServerContext* context,
                                                 const v1::JobId* request, v1::JobUpdate* response) {
   return AnswerNow(context, "GetJob", [&]() -> absl::Status {
-    absl::StatusOr<std::shared_ptr<Job>> job = FindJob(scheduler_, *request);
+    MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
+    absl::StatusOr<std::shared_ptr<Job>> job = FindJob(scheduler_, *request, *client);
     if (!job.ok()) return job.status();
     *response = ToJobUpdate(**job);
     return absl::OkStatus();

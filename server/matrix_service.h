@@ -5,6 +5,13 @@
 // when the client cancels or its deadline passes; Submit/Watch/Cancel/GetJob expose jobs by id. No
 // thread is parked per call. No exception leaves a handler or a job: std::bad_alloc becomes
 // RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
+//
+// Clients: every call is first identified by the ClientAuthenticator (server/client_auth.h):
+// UNAUTHENTICATED for a missing or unknown token when the server has a token file. Jobs, resident
+// matrices and shared-memory regions belong to the client that made them; another client's id,
+// handle or region name is NOT_FOUND, exactly as one that never existed. The client's quota
+// applies (RESOURCE_EXHAUSTED naming it). The health and reflection services are not this
+// service's and stay open.
 #ifndef MATRIXD_SERVER_MATRIX_SERVICE_H_
 #define MATRIXD_SERVER_MATRIX_SERVICE_H_
 
@@ -14,6 +21,7 @@
 #include "core/backend.h"
 #include "core/validation.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
+#include "server/client_auth.h"
 #include "server/job_call_reactor.h"
 #include "server/metrics.h"
 #include "server/resident_registry.h"
@@ -95,6 +103,12 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   // `registry` must outlive the service; null (the default) refuses shared memory.
   void set_shared_memory(SharedMemoryRegistry* registry) { shared_memory_ = registry; }
 
+  // Who calls come from; `authenticator` must outlive the service. Without one (the default)
+  // every call is the anonymous client without a quota.
+  void set_authenticator(const ClientAuthenticator* authenticator) {
+    authenticator_ = authenticator;
+  }
+
   // How often Watch looks at a running job's progress.
   void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }
   // Largest response a computing call may send (the server's max send message size); a larger
@@ -106,14 +120,26 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   // server not draining, a valid shape (errors naming `rpc`).
   absl::StatusOr<UploadShape> CheckNewMatrix(int64_t rows, int64_t cols, v1::DType dtype,
                                              const char* rpc);
-  JobCallServices job_call_services() {
-    return {backend_, scheduler_,          limits_,       resident_,
-            metrics_, max_response_bytes_, shared_memory_};
+  // Identifies the caller and starts the computing call `rpc` (JobCallReactor).
+  template <typename Request, typename Response>
+  grpc::ServerUnaryReactor* StartJobCall(const char* rpc, grpc::CallbackServerContext* context,
+                                         const Request* request, Response* response);
+  // The client of a call (ClientAuthenticator::Authenticate of its authorization header); a
+  // refusal is counted in the metrics.
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> Identify(
+      const grpc::CallbackServerContext& context) const;
+  // `status`; a quota refusal (RESOURCE_EXHAUSTED "quota NAME...") is counted for `client`.
+  absl::Status CountRejection(const ClientIdentity& client, absl::Status status) const;
+  JobCallServices job_call_services(std::shared_ptr<const ClientIdentity> client) {
+    return {backend_, scheduler_,          limits_,        resident_,
+            metrics_, max_response_bytes_, shared_memory_, std::move(client)};
   }
 
   Backend& backend_;
   Scheduler& scheduler_;
   const Limits limits_;
+  const ClientAuthenticator anonymous_{limits_, ClientQuota{}};
+  const ClientAuthenticator* authenticator_ = &anonymous_;
   ResidentRegistry* const resident_;
   Metrics* const metrics_;
   SharedMemoryRegistry* shared_memory_ = nullptr;

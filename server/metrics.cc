@@ -85,6 +85,16 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
                 .Name("matrixd_jobs_total")
                 .Help("Jobs that ended, by operation and final status code.")
                 .Register(*registry_)),
+      client_jobs_(prometheus::BuildCounter()
+                       .Name("matrixd_client_jobs_total")
+                       .Help("Jobs that ended or were refused, by client (--auth_tokens name) "
+                             "and final status code.")
+                       .Register(*registry_)),
+      client_rejections_(prometheus::BuildCounter()
+                             .Name("matrixd_client_rejections_total")
+                             .Help("Calls refused before any work, by client and reason "
+                                   "(unauthenticated, or the quota exceeded).")
+                             .Register(*registry_)),
       accuracy_answers_(prometheus::BuildCounter()
                             .Name("matrixd_accuracy_answers_total")
                             .Help("Answers that carried an error bound, by operation and "
@@ -162,6 +172,20 @@ void Metrics::RecordQueueDepth(int64_t depth) { queue_depth_.Set(static_cast<dou
 
 void Metrics::RecordQueueWait(absl::Duration wait) {
   queue_wait_.Observe(absl::ToDoubleSeconds(wait));
+}
+
+void Metrics::RecordClientJob(absl::string_view client, absl::StatusCode code) {
+  client_jobs_
+      .Add({{"client", client.empty() ? "anonymous" : std::string(client)},
+            {"status", CodeName(code)}})
+      .Increment();
+}
+
+void Metrics::RecordClientRejection(absl::string_view client, absl::string_view reason) {
+  client_rejections_
+      .Add({{"client", client.empty() ? "anonymous" : std::string(client)},
+            {"reason", std::string(reason)}})
+      .Increment();
 }
 
 void Metrics::RecordJob(absl::string_view op, absl::StatusCode code) {

@@ -59,6 +59,14 @@ class Metrics {
   // canonical code name: "OK", "CANCELLED", "RESOURCE_EXHAUSTED", ...). `op` is one of kOp*.
   void RecordJob(absl::string_view op, absl::StatusCode code);
 
+  // ---- Clients (--auth_tokens) ----
+  // One job of `client` that ended (or was refused at submission) with `code`
+  // (matrixd_client_jobs_total{client, status}); client "" is counted as "anonymous".
+  void RecordClientJob(absl::string_view client, absl::StatusCode code);
+  // One call refused before any work, by why: "unauthenticated" (client "unknown"), or the quota
+  // it was over, e.g. "max_jobs" (matrixd_client_rejections_total{client, reason}).
+  void RecordClientRejection(absl::string_view client, absl::string_view reason);
+
   // ---- The job runner ----
   // The kernel records of one successful job on input of `dtype`: every entry of stats.kernels
   // (or, when that is empty, one record named kWholeOperationKernel from stats.seconds,
@@ -129,6 +137,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& queue_depth_family_;
   prometheus::Family<prometheus::Histogram>& queue_wait_family_;
   prometheus::Family<prometheus::Counter>& jobs_;
+  prometheus::Family<prometheus::Counter>& client_jobs_;
+  prometheus::Family<prometheus::Counter>& client_rejections_;
   prometheus::Family<prometheus::Counter>& accuracy_answers_;
   prometheus::Family<prometheus::Histogram>& rpc_duration_;
   prometheus::Family<prometheus::Gauge>& device_memory_;

@@ -23,6 +23,9 @@ class MetricsSchedulerObserver final : public SchedulerObserver {
   void JobEnded(absl::string_view op, const absl::Status& status) override {
     metrics_.RecordJob(op, status.code());
   }
+  void ClientJobEnded(absl::string_view client, const absl::Status& status) override {
+    metrics_.RecordClientJob(client, status.code());
+  }
 
  private:
   Metrics& metrics_;

@@ -24,7 +24,12 @@ namespace {
 struct KeepRequest {
   ResidentRegistry* registry = nullptr;
   bool also_inline = false;
+  ResidentOwner owner = {};  // whose the kept matrices are
 };
+
+std::string OwnerName(const ClientIdentity* client) {
+  return client == nullptr ? std::string() : client->name;
+}
 
 absl::Status CheckResultOptions(const v1::ResultOptions& options, ResidentRegistry* registry) {
   if (options.keep_result() && registry == nullptr) {
@@ -38,9 +43,12 @@ absl::Status CheckResultOptions(const v1::ResultOptions& options, ResidentRegist
   return absl::OkStatus();
 }
 
-KeepRequest KeepOf(const v1::ResultOptions& options, ResidentRegistry* registry) {
+KeepRequest KeepOf(const v1::ResultOptions& options, ResidentRegistry* registry,
+                   const ClientIdentity* client) {
   if (!options.keep_result()) return {};
-  return {.registry = registry, .also_inline = options.also_inline()};
+  KeepRequest keep{.registry = registry, .also_inline = options.also_inline()};
+  if (client != nullptr) keep.owner = {client->name, client->quota.max_resident_bytes};
+  return keep;
 }
 
 // One result matrix: the name of its field in the response, and the matrix.
@@ -58,10 +66,11 @@ absl::Status KeepResults(const KeepRequest& keep, const std::vector<ResultMatrix
   const absl::Time now = absl::Now();
   for (const auto& [field, matrix] : outputs) {
     if (matrix->empty()) continue;
-    absl::StatusOr<ResidentInfo> info = keep.registry->Keep(*matrix, field, control.device_index());
+    absl::StatusOr<ResidentInfo> info =
+        keep.registry->Keep(*matrix, field, control.device_index(), keep.owner);
     if (!info.ok()) {
       for (const auto& [kept_name, resident] : *kept) {
-        static_cast<void>(keep.registry->Release(resident.handle()));
+        static_cast<void>(keep.registry->Release(resident.handle(), keep.owner.name));
       }
       kept->clear();
       return info.status();
@@ -104,7 +113,7 @@ absl::StatusOr<std::unique_ptr<PendingResident>> PendingResult(const KeepRequest
                                                                DType dtype, const char* name,
                                                                const JobControl& control) {
   if (keep.registry == nullptr || keep.also_inline) return nullptr;
-  return keep.registry->Create(rows, cols, dtype, name, control.device_index());
+  return keep.registry->Create(rows, cols, dtype, name, control.device_index(), keep.owner);
 }
 
 // With keep_result, Factorize (of one matrix or of a batch) keeps its factorization under one
@@ -128,7 +137,7 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
                                         .input_kept = input != nullptr,
                                         .batch_count = view.batch_count,
                                         .singular_member = view.singular_member},
-                                       field, control.device_index());
+                                       field, control.device_index(), keep.owner);
   if (!info.ok()) return info.status();
   const absl::Time now = absl::Now();
   ToProto(*info, now, &(*response->mutable_kept())["factorization"]);
@@ -145,9 +154,12 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
                                 v1::DeterminantResponse* response, Backend& backend,
                                 const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory) {
-  absl::StatusOr<DeterminantInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<DeterminantInputs> inputs = ValidateRequest(request, limits,
+                                                             {.registry = registry,
+                                                              .backend = &backend,
+                                                              .shared_memory = shared_memory,
+                                                              .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(DeterminantQuery(inputs->matrix.view(), inputs->options));
       !s.ok()) {
@@ -170,9 +182,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
 absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
                                 v1::FactorizeResponse* response, Backend& backend,
                                 const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory) {
-  absl::StatusOr<FactorizeInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<FactorizeInputs> inputs = ValidateRequest(request, limits,
+                                                           {.registry = registry,
+                                                            .backend = &backend,
+                                                            .shared_memory = shared_memory,
+                                                            .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(
           FactorizeQuery(inputs->matrix.view(), inputs->options(), inputs->rhs_view()));
@@ -187,10 +202,11 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
       backend.FactorizeDeviceBytes(inputs->matrix.view(), options, inputs->rhs_view());
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
-      request.result_options(), *response->GetDescriptor(), shared_memory);
+      request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
   spec.work = [inputs = *std::move(inputs), options, response, &backend,
-               outputs = *std::move(outputs), keep = KeepOf(request.result_options(), registry),
+               outputs = *std::move(outputs),
+               keep = KeepOf(request.result_options(), registry, client),
                keep_input = request.keep_input()](JobControl& control) {
     absl::StatusOr<FactorizeResult> result =
         backend.Factorize(inputs.matrix.view(), options, inputs.rhs_view(), &control);
@@ -213,9 +229,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
 
 absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveResponse* response,
                                 Backend& backend, const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory) {
-  absl::StatusOr<SolveInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<SolveInputs> inputs = ValidateRequest(request, limits,
+                                                       {.registry = registry,
+                                                        .backend = &backend,
+                                                        .shared_memory = shared_memory,
+                                                        .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "solve";
@@ -224,10 +243,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
       backend.SolveDeviceBytes(inputs->factorization, inputs->rhs.view(), inputs->options);
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
-      request.result_options(), *response->GetDescriptor(), shared_memory);
+      request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
   spec.work = [inputs = *std::move(inputs), response, &backend, outputs = *std::move(outputs),
-               keep = KeepOf(request.result_options(), registry)](JobControl& control) {
+               keep = KeepOf(request.result_options(), registry, client)](JobControl& control) {
     SolveOptions options = inputs.options;
     const MatrixView rhs = inputs.rhs.view();
     absl::StatusOr<std::unique_ptr<PendingResident>> pending =
@@ -253,9 +272,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
 
 absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::MultiplyResponse* response,
                                 Backend& backend, const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory) {
-  absl::StatusOr<MultiplyInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<MultiplyInputs> inputs = ValidateRequest(request, limits,
+                                                          {.registry = registry,
+                                                           .backend = &backend,
+                                                           .shared_memory = shared_memory,
+                                                           .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s =
           backend.Supports(MultiplyQuery(inputs->a.view(), inputs->b.view(), inputs->options));
@@ -269,10 +291,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
       backend.MultiplyDeviceBytes(inputs->a.view(), inputs->b.view(), inputs->options);
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
-      request.result_options(), *response->GetDescriptor(), shared_memory);
+      request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
   spec.work = [inputs = *std::move(inputs), response, &backend, outputs = *std::move(outputs),
-               keep = KeepOf(request.result_options(), registry)](JobControl& control) {
+               keep = KeepOf(request.result_options(), registry, client)](JobControl& control) {
     MultiplyOptions options = inputs.options;
     // Kept and not wanted inline: room for C first, so that a device backend writes it in place.
     const MatrixView a = inputs.a.view();
@@ -299,9 +321,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
 absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
                                 v1::PermanentResponse* response, Backend& backend,
                                 const Limits& limits, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory) {
-  absl::StatusOr<PermanentInputs> inputs = ValidateRequest(
-      request, limits, {.registry = registry, .backend = &backend, .shared_memory = shared_memory});
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
+  absl::StatusOr<PermanentInputs> inputs = ValidateRequest(request, limits,
+                                                           {.registry = registry,
+                                                            .backend = &backend,
+                                                            .shared_memory = shared_memory,
+                                                            .owner = OwnerName(client)});
   if (!inputs.ok()) return inputs.status();
   if (absl::Status s = backend.Supports(PermanentQuery(inputs->matrix.view(), inputs->options));
       !s.ok()) {
@@ -323,7 +348,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
 
 absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
                                 const Limits& limits, absl::Time now, ResidentRegistry* registry,
-                                SharedMemoryRegistry* shared_memory) {
+                                SharedMemoryRegistry* shared_memory, const ClientIdentity* client) {
   const double timeout = request.timeout_seconds();
   if (!(timeout >= 0.0) || std::isinf(timeout)) {
     return absl::InvalidArgumentError(absl::StrCat("timeout_seconds is ", timeout,
@@ -336,23 +361,23 @@ absl::StatusOr<JobSpec> MakeJob(const v1::JobRequest& request, Backend& backend,
   switch (owned->request_case()) {
     case v1::JobRequest::kDeterminant:
       spec = MakeJob(owned->determinant(), result->mutable_determinant(), backend, limits, registry,
-                     shared_memory);
+                     shared_memory, client);
       break;
     case v1::JobRequest::kFactorize:
       spec = MakeJob(owned->factorize(), result->mutable_factorize(), backend, limits, registry,
-                     shared_memory);
+                     shared_memory, client);
       break;
     case v1::JobRequest::kMultiply:
       spec = MakeJob(owned->multiply(), result->mutable_multiply(), backend, limits, registry,
-                     shared_memory);
+                     shared_memory, client);
       break;
     case v1::JobRequest::kPermanent:
       spec = MakeJob(owned->permanent(), result->mutable_permanent(), backend, limits, registry,
-                     shared_memory);
+                     shared_memory, client);
       break;
     case v1::JobRequest::kSolve:
       spec = MakeJob(owned->solve(), result->mutable_solve(), backend, limits, registry,
-                     shared_memory);
+                     shared_memory, client);
       break;
     case v1::JobRequest::REQUEST_NOT_SET:
       return absl::InvalidArgumentError(

@@ -145,7 +145,7 @@ absl::StatusOr<InputMatrix> Operand(bool by_reference, const v1::Matrix& inline_
                                     const OperandSources& sources) {
   if (by_reference) {
     return server::FromProto(reference, sources.registry, absl::StrCat(field, "_ref"),
-                             sources.shared_memory);
+                             sources.shared_memory, sources.owner);
   }
   return server::FromProto(inline_matrix, field);
 }
@@ -237,7 +237,7 @@ absl::StatusOr<SolveInputs> ValidateRequest(const v1::SolveRequest& request, con
         "factorization: this server keeps no resident matrices, so no factorizations");
   }
   absl::StatusOr<ResidentLease> lease =
-      sources.registry->Acquire(reference.handle(), "factorization");
+      sources.registry->Acquire(reference.handle(), "factorization", sources.owner);
   if (!lease.ok()) return lease.status();
   const std::optional<ResidentFactorization>& kept = lease->info().factorization;
   if (!kept.has_value()) {

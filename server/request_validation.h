@@ -23,6 +23,7 @@ struct OperandSources {
   ResidentRegistry* registry = nullptr;
   const Backend* backend = nullptr;
   SharedMemoryRegistry* shared_memory = nullptr;  // null: shared-memory references refused
+  std::string owner;  // the client whose resident matrices and regions are found
 };
 
 // Each borrows the request's bytes: the request must outlive it.

@@ -18,6 +18,7 @@ namespace matrixd::server {
 // device's admission, when the matrix is destroyed (after it, being declared first).
 struct ResidentAccounting {
   std::atomic<uint64_t>* total = nullptr;
+  std::shared_ptr<std::atomic<uint64_t>> owner_total;  // the owner's bytes
   uint64_t bytes = 0;
   MemoryAdmission* admission = nullptr;  // null on the host
   bool device_reserved = false;          // guarded by the registry's lock while it is reachable
@@ -25,6 +26,7 @@ struct ResidentAccounting {
   ~ResidentAccounting() {
     if (device_reserved && admission != nullptr) admission->Unreserve(bytes);
     if (total != nullptr) total->fetch_sub(bytes);
+    if (owner_total != nullptr) owner_total->fetch_sub(bytes);
   }
 };
 
@@ -202,16 +204,35 @@ uint64_t ResidentRegistry::SpillForRoom(int device, uint64_t bytes) {
   return SpillForRoomLocked(device, bytes, nullptr);
 }
 
-absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(int64_t rows,
-                                                                          int64_t cols, DType dtype,
-                                                                          std::string label,
-                                                                          int device_index) {
-  return CreateWithParts(rows, cols, dtype, std::move(label), device_index, {});
+absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(
+    int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
+    const ResidentOwner& owner) {
+  return CreateWithParts(rows, cols, dtype, std::move(label), device_index, {}, owner);
+}
+
+std::shared_ptr<std::atomic<uint64_t>> ResidentRegistry::OwnerTotalLocked(
+    const std::string& owner) {
+  std::shared_ptr<std::atomic<uint64_t>>& total = owner_bytes_[owner];
+  if (total == nullptr) total = std::make_shared<std::atomic<uint64_t>>(0);
+  return total;
+}
+
+std::shared_ptr<ResidentLease::Entry>* ResidentRegistry::FindOwnedLocked(absl::string_view handle,
+                                                                         absl::string_view owner) {
+  const auto it = entries_.find(handle);
+  if (it == entries_.end() || it->second->info.owner != owner) return nullptr;
+  return &it->second;
+}
+
+uint64_t ResidentRegistry::owner_bytes(absl::string_view owner) const {
+  absl::MutexLock lock(&mutex_);
+  const auto it = owner_bytes_.find(owner);
+  return it == owner_bytes_.end() ? 0 : it->second->load();
 }
 
 absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithParts(
     int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
-    const std::vector<ResidentPart>& parts) {
+    const std::vector<ResidentPart>& parts, const ResidentOwner& owner) {
   uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
   for (const ResidentPart& part : parts) bytes += part.matrix.byte_size();
   // Take the bytes from the limit first; ResidentAccounting gives them back on every failure.
@@ -219,6 +240,18 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
   auto entry = std::make_shared<Entry>();
   entry->accounting.total = &total_bytes_;
   entry->accounting.bytes = bytes;
+  {
+    absl::MutexLock lock(&mutex_);
+    entry->accounting.owner_total = OwnerTotalLocked(owner.name);
+  }
+  const uint64_t owner_before = entry->accounting.owner_total->fetch_add(bytes);
+  if (owner.max_bytes > 0 && owner_before + bytes > owner.max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "quota max_resident_bytes: a resident ", rows, "x", cols, " ", DTypeName(dtype),
+        " matrix needs ", bytes, " bytes and ", owner.name.empty() ? "this client" : owner.name,
+        " holds ", owner_before, " of its ", owner.max_bytes,
+        " (release matrices with Release / matrixctl rm)"));
+  }
   if (before + bytes > options_.limit_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "a resident ", rows, "x", cols, " ", DTypeName(dtype), " matrix needs ", bytes, " bytes; ",
@@ -269,6 +302,7 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
   entry->info.bytes = bytes;
   entry->info.device = entry->matrix->device();
   entry->info.label = std::move(label);
+  entry->info.owner = owner.name;
   return std::unique_ptr<PendingResident>(new PendingResident(*this, std::move(entry)));
 }
 
@@ -294,10 +328,10 @@ ResidentInfo ResidentRegistry::Register(std::shared_ptr<Entry> entry, bool finit
 }
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::Keep(const Matrix& matrix, std::string label,
-                                                    int device_index) {
+                                                    int device_index, const ResidentOwner& owner) {
   MATRIXD_ASSIGN_OR_RETURN(
       std::unique_ptr<PendingResident> pending,
-      Create(matrix.rows(), matrix.cols(), matrix.dtype(), std::move(label), device_index));
+      Create(matrix.rows(), matrix.cols(), matrix.dtype(), std::move(label), device_index, owner));
   MATRIXD_RETURN_IF_ERROR(
       pending->matrix().Write(0, std::span<const std::byte>(matrix.bytes(), matrix.byte_size())));
   return Commit(std::move(pending), AllFinite(matrix.view()));
@@ -305,10 +339,11 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::Keep(const Matrix& matrix, std::s
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::KeepFactorization(
     const MatrixView& factor, const std::vector<ResidentPart>& parts,
-    const ResidentFactorization& factorization, std::string label, int device_index) {
+    const ResidentFactorization& factorization, std::string label, int device_index,
+    const ResidentOwner& owner) {
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
                            CreateWithParts(factor.rows, factor.cols, factor.dtype, std::move(label),
-                                           device_index, parts));
+                                           device_index, parts, owner));
   std::shared_ptr<Entry> entry = std::move(pending->entry_);
   bool finite = AllFinite(factor);
   MATRIXD_RETURN_IF_ERROR(entry->matrix->Write(0, std::span(factor.data, factor.byte_size())));
@@ -325,15 +360,16 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::KeepFactorization(
 }
 
 absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle,
-                                                        absl::string_view field) {
+                                                        absl::string_view field,
+                                                        absl::string_view owner) {
   absl::MutexLock lock(&mutex_);
-  const auto it = entries_.find(handle);
-  if (it == entries_.end()) {
+  std::shared_ptr<Entry>* found = FindOwnedLocked(handle, owner);
+  if (found == nullptr) {
     return absl::NotFoundError(absl::StrCat(field, ".handle \"", handle,
                                             "\" names no resident matrix (never uploaded, "
                                             "released or expired)"));
   }
-  Entry& entry = *it->second;
+  Entry& entry = **found;
   if (entry.info.missing_bytes > 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         field, ": resident matrix ", handle, " is still being uploaded (", entry.info.missing_bytes,
@@ -355,27 +391,29 @@ absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle
   }
   ++entry.pins;
   entry.info.last_used = absl::Now();
-  return ResidentLease(this, it->second, Snapshot(entry));
+  return ResidentLease(this, *found, Snapshot(entry));
 }
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::CreateFilling(int64_t rows, int64_t cols,
-                                                             DType dtype, std::string label) {
+                                                             DType dtype, std::string label,
+                                                             const ResidentOwner& owner) {
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
-                           Create(rows, cols, dtype, std::move(label)));
+                           Create(rows, cols, dtype, std::move(label), -1, owner));
   std::shared_ptr<Entry> entry = std::move(pending->entry_);
   entry->info.missing_bytes = entry->info.bytes;
   return Register(std::move(entry), /*finite=*/true);
 }
 
-absl::StatusOr<std::unique_ptr<FillingPart>> ResidentRegistry::BeginPart(absl::string_view handle) {
+absl::StatusOr<std::unique_ptr<FillingPart>> ResidentRegistry::BeginPart(absl::string_view handle,
+                                                                         absl::string_view owner) {
   absl::MutexLock lock(&mutex_);
-  const auto it = entries_.find(handle);
-  if (it == entries_.end()) {
+  std::shared_ptr<Entry>* found = FindOwnedLocked(handle, owner);
+  if (found == nullptr) {
     return absl::NotFoundError(absl::StrCat("upload.handle \"", handle,
                                             "\" names no resident matrix (never created with "
                                             "CreateMatrix, released or expired)"));
   }
-  Entry& entry = *it->second;
+  Entry& entry = **found;
   if (entry.info.missing_bytes == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("upload.handle: resident matrix ", handle,
@@ -383,7 +421,7 @@ absl::StatusOr<std::unique_ptr<FillingPart>> ResidentRegistry::BeginPart(absl::s
   }
   ++entry.pins;
   entry.info.last_used = absl::Now();
-  return std::unique_ptr<FillingPart>(new FillingPart(*this, it->second, Snapshot(entry)));
+  return std::unique_ptr<FillingPart>(new FillingPart(*this, *found, Snapshot(entry)));
 }
 
 absl::Status ResidentRegistry::Claim(Entry& entry, uint64_t begin, uint64_t end, bool extends) {
@@ -441,12 +479,13 @@ void ResidentRegistry::Unpin(Entry& entry) {
   entry.info.last_used = absl::Now();
 }
 
-absl::StatusOr<uint64_t> ResidentRegistry::Release(absl::string_view handle) {
+absl::StatusOr<uint64_t> ResidentRegistry::Release(absl::string_view handle,
+                                                   absl::string_view owner) {
   std::shared_ptr<Entry> released;  // destroyed (if last) after the lock is dropped
   {
     absl::MutexLock lock(&mutex_);
     const auto it = entries_.find(handle);
-    if (it == entries_.end()) {
+    if (it == entries_.end() || it->second->info.owner != owner) {
       return absl::NotFoundError(absl::StrCat("handle \"", handle,
                                               "\" names no resident matrix (never uploaded, "
                                               "released or expired)"));
@@ -463,6 +502,16 @@ std::vector<ResidentInfo> ResidentRegistry::List() const {
   std::vector<ResidentInfo> infos;
   infos.reserve(order_.size());
   for (const std::string& handle : order_) infos.push_back(Snapshot(*entries_.at(handle)));
+  return infos;
+}
+
+std::vector<ResidentInfo> ResidentRegistry::List(absl::string_view owner) const {
+  absl::MutexLock lock(&mutex_);
+  std::vector<ResidentInfo> infos;
+  for (const std::string& handle : order_) {
+    const Entry& entry = *entries_.at(handle);
+    if (entry.info.owner == owner) infos.push_back(Snapshot(entry));
+  }
   return infos;
 }
 

@@ -8,6 +8,11 @@
 // the least recently used idle matrices there are spilled to host memory (SpillForRoom) and come
 // back on their next use.
 //
+// Ownership: every matrix belongs to the client that made it (ResidentOwner; "" is the anonymous
+// client of a server without tokens). Acquire, BeginPart and Release of another client's handle
+// answer NOT_FOUND exactly as for an unknown handle, and List(owner) shows only the owner's. An
+// owner's max_bytes caps its matrices together (RESOURCE_EXHAUSTED naming max_resident_bytes).
+//
 // Thread-safe. Lock order: the registry's lock, then a MemoryAdmission's. A matrix in use by an
 // operation (a live ResidentLease) is never spilled or freed; Release of such a matrix forgets its
 // handle at once and frees it when the last lease ends.
@@ -54,9 +59,16 @@ struct ResidentPart {
   MatrixView matrix;  // host bytes
 };
 
+// Who makes a matrix, and its quota.
+struct ResidentOwner {
+  std::string name = {};   // "" for the anonymous client
+  uint64_t max_bytes = 0;  // all of its resident matrices together; 0 = no quota
+};
+
 // A resident matrix as ListMatrices reports it.
 struct ResidentInfo {
   std::string handle;
+  std::string owner;  // ResidentOwner::name of its maker
   int64_t rows = 0;
   int64_t cols = 0;
   DType dtype = DType::kFloat64;
@@ -189,39 +201,51 @@ class ResidentRegistry {
   // Room for a new rows x cols matrix (shape already checked). RESOURCE_EXHAUSTED, saying how
   // much is free, when it does not fit under the limit or on any device even after spilling idle
   // matrices. `device_index` as for Backend::AllocateResident.
+  // RESOURCE_EXHAUSTED naming max_resident_bytes past the owner's quota.
   absl::StatusOr<std::unique_ptr<PendingResident>> Create(int64_t rows, int64_t cols, DType dtype,
-                                                          std::string label, int device_index = -1);
+                                                          std::string label, int device_index = -1,
+                                                          const ResidentOwner& owner = {});
   // Flushes the pending matrix's writes and names it. `finite` says whether every entry is finite.
   absl::StatusOr<ResidentInfo> Commit(std::unique_ptr<PendingResident> pending, bool finite);
   // A named matrix to be filled by several upload streams at once (FillingParts), each sending
   // its own byte range; operations on it are FAILED_PRECONDITION until every byte has arrived.
   // Errors as for Create. It expires after the TTL like any idle matrix.
   absl::StatusOr<ResidentInfo> CreateFilling(int64_t rows, int64_t cols, DType dtype,
-                                             std::string label);
+                                             std::string label, const ResidentOwner& owner = {});
   // A new part of the filling matrix `handle`. NOT_FOUND as for Acquire; FAILED_PRECONDITION
   // when the matrix is complete already.
-  absl::StatusOr<std::unique_ptr<FillingPart>> BeginPart(absl::string_view handle);
+  absl::StatusOr<std::unique_ptr<FillingPart>> BeginPart(absl::string_view handle,
+                                                         absl::string_view owner = {});
   // Counts the part's bytes as delivered (`finite`: all its entries are finite); when they were
   // the last ones missing, flushes the matrix so that operations can use it. Returns the matrix.
   absl::StatusOr<ResidentInfo> CompletePart(std::unique_ptr<FillingPart> part, bool finite);
   // Create + Write + Commit of a host matrix (a result to keep).
-  absl::StatusOr<ResidentInfo> Keep(const Matrix& matrix, std::string label, int device_index = -1);
+  absl::StatusOr<ResidentInfo> Keep(const Matrix& matrix, std::string label, int device_index = -1,
+                                    const ResidentOwner& owner = {});
   // Keeps a factorization under one handle: `factor` is the matrix the handle names (what
   // operations and Download see) and `parts` the matrices kept with it, on the same device, which
   // count, spill, restore and go with it. Errors as for Create, for all the bytes together.
   absl::StatusOr<ResidentInfo> KeepFactorization(const MatrixView& factor,
                                                  const std::vector<ResidentPart>& parts,
                                                  const ResidentFactorization& factorization,
-                                                 std::string label, int device_index = -1);
+                                                 std::string label, int device_index = -1,
+                                                 const ResidentOwner& owner = {});
 
   // The matrix for an operation, restored to its device first if it was spilled. NOT_FOUND naming
   // `field` for an unknown, released or expired handle; RESOURCE_EXHAUSTED if it cannot be
   // restored.
-  absl::StatusOr<ResidentLease> Acquire(absl::string_view handle, absl::string_view field);
+  // Only `owner`'s matrices are found.
+  absl::StatusOr<ResidentLease> Acquire(absl::string_view handle, absl::string_view field,
+                                        absl::string_view owner = {});
   // Forgets the handle; the memory is freed once no operation uses it. Returns its bytes.
-  absl::StatusOr<uint64_t> Release(absl::string_view handle);
+  // NOT_FOUND for an unknown handle or one of another owner.
+  absl::StatusOr<uint64_t> Release(absl::string_view handle, absl::string_view owner = {});
   // Every matrix, oldest first.
   std::vector<ResidentInfo> List() const;
+  // `owner`'s matrices, oldest first.
+  std::vector<ResidentInfo> List(absl::string_view owner) const;
+  // The bytes of `owner`'s matrices (committed and pending).
+  uint64_t owner_bytes(absl::string_view owner) const;
 
   // Spills least recently used idle matrices of `device` until `bytes` more are free in its
   // admission (or none is left to spill). Returns the bytes spilled.
@@ -243,7 +267,13 @@ class ResidentRegistry {
   // Create with `parts` allocated beside the matrix (shapes and dtypes only).
   absl::StatusOr<std::unique_ptr<PendingResident>> CreateWithParts(
       int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
-      const std::vector<ResidentPart>& parts);
+      const std::vector<ResidentPart>& parts, const ResidentOwner& owner);
+  // The entry `handle` names if `owner` owns it, else null.
+  std::shared_ptr<Entry>* FindOwnedLocked(absl::string_view handle, absl::string_view owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // `owner`'s running byte count (made on first use).
+  std::shared_ptr<std::atomic<uint64_t>> OwnerTotalLocked(const std::string& owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Reserves `bytes` on `device`'s admission, spilling others there if needed. Caller holds mutex_.
   bool ReserveOnDevice(int device, uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   uint64_t SpillForRoomLocked(int device, uint64_t bytes, const Entry* keep)
@@ -269,6 +299,9 @@ class ResidentRegistry {
   mutable absl::Mutex mutex_;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mutex_);
   std::list<std::string> order_ ABSL_GUARDED_BY(mutex_);  // handles, oldest first
+  // Bytes by owner; an entry's accounting holds its owner's counter.
+  absl::flat_hash_map<std::string, std::shared_ptr<std::atomic<uint64_t>>> owner_bytes_
+      ABSL_GUARDED_BY(mutex_);
   uint64_t spills_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t restores_ ABSL_GUARDED_BY(mutex_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;

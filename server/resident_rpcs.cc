@@ -1,6 +1,7 @@
 // MatrixService's resident-matrix RPCs on the gRPC callback API: Upload feeds each chunk to an
 // UploadAssembler as it arrives (no thread waits for the stream), Download writes the chunks of a
 // DownloadStream one after the other, ListMatrices and Release answer at once.
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -9,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "core/matrix_generator.h"
+#include "core/status_macros.h"
 #include "server/download_stream.h"
 #include "server/matrix_conversion.h"
 #include "server/matrix_service.h"
@@ -21,14 +23,21 @@ namespace {
 
 constexpr char kNoRegistry[] = "this server keeps no resident matrices";
 
+ResidentOwner OwnerOf(const ClientIdentity& client) {
+  return {client.name, client.quota.max_resident_bytes};
+}
+
 // The next chunk is read while the current one is written on (read-ahead of one): the network
 // and the copy toward the device overlap. The mutex keeps the chunks in order and the assembler
 // single-threaded; gRPC calls OnReadDone for the next chunk at the earliest after StartRead.
 class UploadReactor final : public grpc::ServerReadReactor<v1::UploadChunk> {
  public:
   UploadReactor(grpc::CallbackServerContext* context, ResidentRegistry& registry, Metrics* metrics,
-                v1::ResidentMatrix* response)
-      : context_(context), metrics_(metrics), response_(response), assembler_(registry) {
+                v1::ResidentMatrix* response, ResidentOwner owner)
+      : context_(context),
+        metrics_(metrics),
+        response_(response),
+        assembler_(registry, std::move(owner)) {
     StartRead(&incoming_);
   }
 
@@ -131,20 +140,28 @@ grpc::ServerReadReactor<v1::UploadChunk>* MatrixService::Upload(
     return new RefusedReactor<grpc::ServerReadReactor<v1::UploadChunk>>(
         absl::UnimplementedError(kNoRegistry));
   }
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
+  if (!client.ok()) {
+    return new RefusedReactor<grpc::ServerReadReactor<v1::UploadChunk>>(client.status());
+  }
   if (absl::Status open = scheduler_.accepting(); !open.ok()) {
     return new RefusedReactor<grpc::ServerReadReactor<v1::UploadChunk>>(open);
   }
-  return new UploadReactor(context, *resident_, metrics_, response);
+  return new UploadReactor(context, *resident_, metrics_, response, OwnerOf(**client));
 }
 
 grpc::ServerWriteReactor<v1::DownloadChunk>* MatrixService::Download(
-    grpc::CallbackServerContext* /*context*/, const v1::DownloadRequest* request) {
+    grpc::CallbackServerContext* context, const v1::DownloadRequest* request) {
   if (resident_ == nullptr) {
     return new RefusedReactor<grpc::ServerWriteReactor<v1::DownloadChunk>>(
         absl::UnimplementedError(kNoRegistry));
   }
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
+  if (!client.ok()) {
+    return new RefusedReactor<grpc::ServerWriteReactor<v1::DownloadChunk>>(client.status());
+  }
   absl::StatusOr<DownloadStream> stream =
-      DownloadStream::Start(*resident_, *request, max_response_bytes_);
+      DownloadStream::Start(*resident_, *request, max_response_bytes_, (*client)->name);
   if (!stream.ok()) {
     return new RefusedReactor<grpc::ServerWriteReactor<v1::DownloadChunk>>(stream.status());
   }
@@ -159,12 +176,20 @@ grpc::ServerUnaryReactor* MatrixService::ListMatrices(grpc::CallbackServerContex
     reactor->Finish(ToGrpcStatus(absl::UnimplementedError(kNoRegistry)));
     return reactor;
   }
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
+  if (!client.ok()) {
+    reactor->Finish(ToGrpcStatus(client.status()));
+    return reactor;
+  }
   const absl::Time now = absl::Now();
-  for (const ResidentInfo& info : resident_->List()) {
+  for (const ResidentInfo& info : resident_->List((*client)->name)) {
     ToProto(info, now, response->add_matrices());
   }
-  response->set_resident_bytes(resident_->resident_bytes());
-  response->set_limit_bytes(resident_->limit_bytes());
+  // The caller's own bytes, against the tighter of the server's limit and its quota.
+  const uint64_t quota = (*client)->quota.max_resident_bytes;
+  response->set_resident_bytes(resident_->owner_bytes((*client)->name));
+  response->set_limit_bytes(quota > 0 ? std::min(quota, resident_->limit_bytes())
+                                      : resident_->limit_bytes());
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -174,11 +199,16 @@ grpc::ServerUnaryReactor* MatrixService::Release(grpc::CallbackServerContext* co
                                                  v1::ReleaseResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status status = absl::OkStatus();
-  if (resident_ == nullptr) {
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
+  if (!client.ok()) {
+    status = client.status();
+  } else if (resident_ == nullptr) {
     status = absl::UnimplementedError(kNoRegistry);
   } else if (request->handle().empty()) {
     status = absl::InvalidArgumentError("handle is empty");
-  } else if (absl::StatusOr<uint64_t> freed = resident_->Release(request->handle()); freed.ok()) {
+  } else if (absl::StatusOr<uint64_t> freed =
+                 resident_->Release(request->handle(), (*client)->name);
+             freed.ok()) {
     response->set_bytes_freed(*freed);
   } else {
     status = freed.status();
@@ -199,12 +229,13 @@ grpc::ServerUnaryReactor* MatrixService::CreateMatrix(grpc::CallbackServerContex
                                                       v1::ResidentMatrix* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status status = [&]() -> absl::Status {
+    MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
     absl::StatusOr<UploadShape> shape =
         CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "CreateMatrix");
     if (!shape.ok()) return shape.status();
-    absl::StatusOr<ResidentInfo> info =
-        resident_->CreateFilling(shape->rows, shape->cols, shape->dtype, request->label());
-    if (!info.ok()) return info.status();
+    absl::StatusOr<ResidentInfo> info = resident_->CreateFilling(
+        shape->rows, shape->cols, shape->dtype, request->label(), OwnerOf(*client));
+    if (!info.ok()) return CountRejection(*client, info.status());
     ToProto(*info, absl::Now(), response);
     return absl::OkStatus();
   }();
@@ -217,6 +248,7 @@ grpc::ServerUnaryReactor* MatrixService::Generate(grpc::CallbackServerContext* c
                                                   v1::ResidentMatrix* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status status = [&]() -> absl::Status {
+    MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
     absl::StatusOr<UploadShape> shape =
         CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "Generate");
     if (!shape.ok()) return shape.status();
@@ -236,9 +268,9 @@ grpc::ServerUnaryReactor* MatrixService::Generate(grpc::CallbackServerContext* c
                                                        " is not RANDOM, IDENTITY or HILBERT"));
     }
     if (absl::Status valid = CheckGenerator(options, shape->dtype); !valid.ok()) return valid;
-    absl::StatusOr<std::unique_ptr<PendingResident>> pending =
-        resident_->Create(shape->rows, shape->cols, shape->dtype, request->label());
-    if (!pending.ok()) return pending.status();
+    absl::StatusOr<std::unique_ptr<PendingResident>> pending = resident_->Create(
+        shape->rows, shape->cols, shape->dtype, request->label(), -1, OwnerOf(*client));
+    if (!pending.ok()) return CountRejection(*client, pending.status());
     if (absl::Status made = GenerateInto((*pending)->matrix(), options); !made.ok()) return made;
     absl::StatusOr<ResidentInfo> info = resident_->Commit(*std::move(pending), /*finite=*/true);
     if (!info.ok()) return info.status();

@@ -100,7 +100,10 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
   }
   const std::string op = spec.op;
   auto refuse = [this, &op, &spec](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
-    if (options_.observer != nullptr) options_.observer->JobEnded(op, status);
+    if (options_.observer != nullptr) {
+      options_.observer->JobEnded(op, status);
+      options_.observer->ClientJobEnded(spec.owner, status);
+    }
     if (spec.on_finished) DeferLocked(Notification({}, std::move(spec.on_finished), status));
     return status;
   };
@@ -116,6 +119,15 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
   if (options_.admission != nullptr) {
     if (absl::Status fits = options_.admission->CheckFits(spec); !fits.ok()) return refuse(fits);
   }
+  if (spec.owner_max_jobs > 0) {
+    const auto active = active_by_owner_.find(spec.owner);
+    if (active != active_by_owner_.end() && active->second >= spec.owner_max_jobs) {
+      return refuse(absl::ResourceExhaustedError(
+          absl::StrCat("quota max_jobs: ", spec.owner.empty() ? "this client" : spec.owner, " has ",
+                       active->second, " jobs queued or running, its most is ", spec.owner_max_jobs,
+                       "; wait for one to finish")));
+    }
+  }
   std::deque<Queued>& lane = large ? large_ : small_;
   if (static_cast<int>(lane.size()) >= options_.queue_depth) {
     return refuse(absl::ResourceExhaustedError(absl::StrCat(
@@ -126,6 +138,7 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
   auto job =
       std::make_shared<Job>(remember ? NewIdLocked() : std::string(), std::move(spec), large, now);
   lane.push_back({next_sequence_++, job});
+  ++active_by_owner_[job->owner()];
   if (remember) registry_.emplace(job->id(), job);
   if (options_.observer != nullptr) options_.observer->QueueDepthChanged(QueuedLocked());
   work_changed_.SignalAll();
@@ -133,10 +146,11 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
   return job;
 }
 
-absl::StatusOr<std::shared_ptr<Job>> Scheduler::Find(absl::string_view id) const {
+absl::StatusOr<std::shared_ptr<Job>> Scheduler::Find(absl::string_view id,
+                                                     absl::string_view owner) const {
   absl::MutexLock lock(&mutex_);
   auto it = registry_.find(id);
-  if (it == registry_.end()) {
+  if (it == registry_.end() || it->second->owner() != owner) {
     return absl::NotFoundError(absl::StrCat("no job \"", id, "\": never submitted, or forgotten ",
                                             absl::FormatDuration(options_.job_ttl),
                                             " after it finished (--job_ttl)"));
@@ -218,6 +232,7 @@ void Scheduler::WorkerLoop() {
     NotifyingLock lock(this);
     running_.erase(std::find(running_.begin(), running_.end(), job));
     if (job->large()) --running_large_;
+    if (--running_by_owner_[job->owner()] <= 0) running_by_owner_.erase(job->owner());
     if (options_.admission != nullptr) options_.admission->Release(*job);
     FinishLocked(*job, std::move(status));
     // A worker slot for a large job, or admitted resources, came free.
@@ -233,21 +248,30 @@ std::shared_ptr<Job> Scheduler::TakeNextLocked() {
       DropQueuedLocked(*lane->front().job, ExpiredWhileQueued(lane->front().job->op()));
     }
   }
-  // The lanes' heads, oldest first; a large job only while fewer than large_limit_ run.
+  // The lanes' (fair) heads, oldest first; a large job only while fewer than large_limit_ run.
   std::deque<Queued>* candidates[2] = {nullptr, nullptr};
+  size_t heads[2] = {0, 0};
   int count = 0;
-  if (!small_.empty()) candidates[count++] = &small_;
-  if (!large_.empty() && running_large_ < large_limit_) candidates[count++] = &large_;
-  if (count == 2 && candidates[1]->front().sequence < candidates[0]->front().sequence) {
+  if (!small_.empty()) {
+    heads[count] = FairHeadLocked(small_);
+    candidates[count++] = &small_;
+  }
+  if (!large_.empty() && running_large_ < large_limit_) {
+    heads[count] = FairHeadLocked(large_);
+    candidates[count++] = &large_;
+  }
+  if (count == 2 && (*candidates[1])[heads[1]].sequence < (*candidates[0])[heads[0]].sequence) {
     std::swap(candidates[0], candidates[1]);
+    std::swap(heads[0], heads[1]);
   }
   for (int c = 0; c < count; ++c) {
     std::deque<Queued>& lane = *candidates[c];
-    std::shared_ptr<Job> job = lane.front().job;
+    std::shared_ptr<Job> job = lane[heads[c]].job;
     if (options_.admission != nullptr && !options_.admission->TryAdmit(*job)) continue;
-    lane.pop_front();
+    lane.erase(lane.begin() + static_cast<std::ptrdiff_t>(heads[c]));
     running_.push_back(job);
     if (job->large()) ++running_large_;
+    ++running_by_owner_[job->owner()];
     if (std::vector<JobStateListener> listeners = job->MarkRunning(now); !listeners.empty()) {
       DeferLocked(Notification(std::move(listeners), nullptr, absl::OkStatus()));
     }
@@ -258,6 +282,22 @@ std::shared_ptr<Job> Scheduler::TakeNextLocked() {
     return job;
   }
   return nullptr;
+}
+
+size_t Scheduler::FairHeadLocked(const std::deque<Queued>& lane) const {
+  // One client (the common case, and every server without tokens): the plain FIFO head.
+  size_t best = 0;
+  int best_running = RunningOfLocked(lane.front().job->owner());
+  for (size_t i = 1; i < lane.size() && best_running > 0; ++i) {
+    const std::string& owner = lane[i].job->owner();
+    if (owner == lane[best].job->owner()) continue;
+    const int running = RunningOfLocked(owner);
+    if (running < best_running) {
+      best = i;
+      best_running = running;
+    }
+  }
+  return best;
 }
 
 void Scheduler::DropQueuedLocked(Job& job, absl::Status status) {
@@ -278,7 +318,14 @@ void Scheduler::DropQueuedLocked(Job& job, absl::Status status) {
 void Scheduler::FinishLocked(Job& job, absl::Status status) {
   std::vector<JobStateListener> listeners = job.Finish(std::move(status), absl::Now());
   const absl::Status final_status = job.status();
-  if (options_.observer != nullptr) options_.observer->JobEnded(job.op(), final_status);
+  if (options_.observer != nullptr) {
+    options_.observer->JobEnded(job.op(), final_status);
+    options_.observer->ClientJobEnded(job.owner(), final_status);
+  }
+  if (const auto active = active_by_owner_.find(job.owner());
+      active != active_by_owner_.end() && --active->second <= 0) {
+    active_by_owner_.erase(active);
+  }
   JobDone done = job.TakeOnFinished();
   if (!listeners.empty() || done) {
     DeferLocked(Notification(std::move(listeners), std::move(done), final_status));

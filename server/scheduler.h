@@ -9,6 +9,11 @@
 // and holds at most `queue_depth` waiting jobs. With an admission policy (device memory), only the
 // head of each lane is considered, so a job that does not fit yet is not overtaken within its lane.
 //
+// Clients (JobSpec::owner): a lane's "head" is the oldest job of the client with the fewest jobs
+// running, so one client's backlog never delays another client's jobs by more than the jobs
+// already running. A client's queued and running jobs together are capped by its max_jobs quota
+// (JobSpec::owner_max_jobs), and Find only finds a job for the client that submitted it.
+//
 // Notification: a job's on_finished hook (JobSpec) and its state listeners run after the
 // scheduler's lock is released, on the thread that changed the job (a worker, the housekeeper,
 // the caller of Submit or Cancel), so they may call back into the scheduler or into gRPC.
@@ -47,6 +52,8 @@ class SchedulerObserver {
   // A job of `op` ended with `status`: it ran, was dropped from the queue, or was refused at
   // submission (queue full, does not fit).
   virtual void JobEnded(absl::string_view /*op*/, const absl::Status& /*status*/) {}
+  // The same, by the client the job belongs to (JobSpec::owner, "" for the anonymous client).
+  virtual void ClientJobEnded(absl::string_view /*client*/, const absl::Status& /*status*/) {}
 };
 
 // Decides when a queued job may start, by a resource that jobs reserve (device memory). Called
@@ -85,15 +92,18 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Queues a job. RESOURCE_EXHAUSTED at once when its lane already holds queue_depth jobs (or
-  // admission refuses it), DEADLINE_EXCEEDED when spec.deadline has passed, INVALID_ARGUMENT
+  // admission refuses it, or its owner has owner_max_jobs jobs queued and running: the message
+  // names the quota max_jobs), DEADLINE_EXCEEDED when spec.deadline has passed, INVALID_ARGUMENT
   // without work. `remember`: give it an id and keep it for Find until job_ttl after it finishes
   // (asynchronous jobs); otherwise the returned handle is the only one outside the scheduler.
   // spec.on_finished runs exactly once: with the error before Submit returns it, or when the
   // queued job ends (possibly before Submit returns).
   absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec, bool remember);
 
-  // The remembered job with this id. NOT_FOUND when there is none (never was, or forgotten).
-  absl::StatusOr<std::shared_ptr<Job>> Find(absl::string_view id) const;
+  // The remembered job with this id, when it belongs to `owner`. NOT_FOUND when there is none
+  // (never was, forgotten, or another client's: the same answer).
+  absl::StatusOr<std::shared_ptr<Job>> Find(absl::string_view id,
+                                            absl::string_view owner = {}) const;
 
   // Stops `job`: a queued job ends at once with `reason` and its work is destroyed unrun; a
   // running job's JobControl is cancelled, and it ends with `reason` when the work returns
@@ -152,6 +162,13 @@ class Scheduler {
   // returns when to look again.
   absl::Time ExpireLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   std::string NewIdLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // The position in `lane` of the job to start next from it: the oldest of the owner with the
+  // fewest jobs running.
+  size_t FairHeadLocked(const std::deque<Queued>& lane) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  int RunningOfLocked(const std::string& owner) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    const auto it = running_by_owner_.find(owner);
+    return it == running_by_owner_.end() ? 0 : it->second;
+  }
   int QueuedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     return static_cast<int>(small_.size() + large_.size());
   }
@@ -166,6 +183,9 @@ class Scheduler {
   std::deque<Queued> large_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<Job>> running_ ABSL_GUARDED_BY(mutex_);
   int running_large_ ABSL_GUARDED_BY(mutex_) = 0;
+  // By owner: jobs queued or running (for max_jobs), and running (for fair share).
+  absl::flat_hash_map<std::string, int> active_by_owner_ ABSL_GUARDED_BY(mutex_);
+  absl::flat_hash_map<std::string, int> running_by_owner_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_sequence_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<Job>> registry_ ABSL_GUARDED_BY(mutex_);
   // (when to forget, id) of finished remembered jobs, in finishing order = expiry order.

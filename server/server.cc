@@ -84,8 +84,10 @@ MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions
       scheduler_observer_(std::make_unique<MetricsSchedulerObserver>(*metrics_)),
       scheduler_(std::make_unique<Scheduler>(
           WithDefaultHooks(options.scheduler, scheduler_observer_.get(), job_admission_.get()))),
+      authenticator_(options.authenticator),
       service_(*backend_, *scheduler_, options.limits, resident_.get(), metrics_.get()) {
   service_.set_shared_memory(shared_memory_.get());
+  if (authenticator_ != nullptr) service_.set_authenticator(authenticator_.get());
   if (job_admission_ != nullptr) {
     job_admission_->set_reclaimer([resident = resident_.get()](int device, uint64_t bytes) {
       return resident->SpillForRoom(device, bytes);
@@ -112,6 +114,9 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
         absl::StrCat("max_message_bytes is ", options.max_message_bytes, "; want > 0"));
   }
   if (absl::Status valid = ValidateSchedulerOptions(options.scheduler); !valid.ok()) return valid;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
   // Both are process-wide switches read by the ServerBuilder; setting them again is harmless.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -133,8 +138,7 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
     server->metrics_http_ = *std::move(http);
   }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
   // Without this a second server on a busy port would silently share it (SO_REUSEPORT).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Large matrices come in large messages: 4 MiB HTTP/2 frames instead of 16 KiB ones carry a
@@ -193,15 +197,20 @@ DrainReport MatrixServer::Drain(absl::Duration timeout) {
   server_->GetHealthCheckService()->Shutdown();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + kFinalGrace));
   report.elapsed = absl::Now() - start;
-  static_cast<void>(shared_memory_->Unregister(""));
+  shared_memory_->UnregisterAll();
   // Every call has ended, so no lease holds a matrix: releasing frees the memory now.
   for (const ResidentInfo& info : resident_->List()) {
-    absl::StatusOr<uint64_t> freed = resident_->Release(info.handle);
+    absl::StatusOr<uint64_t> freed = resident_->Release(info.handle, info.owner);
     if (!freed.ok()) continue;  // expired meanwhile
     ++report.resident_released;
     report.resident_bytes_released += *freed;
   }
   return report;
+}
+
+absl::StatusOr<int> MatrixServer::ReloadTokens() {
+  if (authenticator_ == nullptr) return 0;
+  return authenticator_->Reload();
 }
 
 void MatrixServer::Wait() {

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "core/backend.h"
 #include "core/validation.h"
+#include "server/client_auth.h"
 #include "server/matrix_service.h"
 #include "server/memory_admission.h"
 #include "server/memory_job_admission.h"
@@ -24,8 +25,11 @@
 #include "server/resident_registry.h"
 #include "server/scheduler.h"
 #include "server/shared_memory_registry.h"
+#include "server/tls_credentials.h"
 
 namespace matrixd::server {
+
+// Security: see ServerOptions::tls and ::authenticator, and docs/operations.md "Security".
 
 // The name the health service reports for the MatrixService.
 inline constexpr char kMatrixServiceName[] = "matrixd.v1.MatrixService";
@@ -44,6 +48,11 @@ struct ServerOptions {
   // host:port for GET /metrics (port 0 picks a free one); empty: no metrics endpoint (metrics()
   // still counts).
   std::string metrics_address;
+  // Plaintext, TLS or mutual TLS on the gRPC port (server/tls_credentials.h).
+  TlsOptions tls = {};
+  // Who calls come from and their quotas (server/client_auth.h); null: every call is the
+  // anonymous client without a quota.
+  std::shared_ptr<ClientAuthenticator> authenticator = nullptr;
 };
 
 // What MatrixServer::Drain saw.
@@ -95,6 +104,9 @@ class MatrixServer {
   DrainReport Drain(absl::Duration timeout);
   // Blocks until the server has shut down.
   void Wait();
+  // Reads the token file again (SIGHUP): ClientAuthenticator::Reload. Returns the number of
+  // clients; on an error the previous tokens stay in use.
+  absl::StatusOr<int> ReloadTokens();
 
   // How long calls still open when the last job has ended (responses being sent, Watch streams
   // ending, health watchers) get before the gRPC server cancels them.
@@ -119,6 +131,7 @@ class MatrixServer {
   // Destroyed after the gRPC server has stopped (every call's job has ended) and before
   // the backend its workers call.
   std::unique_ptr<Scheduler> scheduler_;
+  std::shared_ptr<ClientAuthenticator> authenticator_;  // null: anonymous
   MatrixService service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;  // stops before metrics_ goes

@@ -32,7 +32,7 @@ std::string Shape(int64_t rows, int64_t cols, DType dtype) {
 
 absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
     const v1::ResultOptions& options, const google::protobuf::Descriptor& response_type,
-    SharedMemoryRegistry* registry) {
+    SharedMemoryRegistry* registry, const std::string& owner) {
   SharedMemoryOutputs outputs;
   if (options.shared_memory_outputs().empty()) return outputs;
   if (registry == nullptr) {
@@ -57,7 +57,7 @@ absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
     }
     absl::StatusOr<SharedMemoryReference> reference = FromProto(proto, where);
     if (!reference.ok()) return reference.status();
-    absl::StatusOr<SharedMemoryMatrix> matrix = registry->Resolve(*reference, where);
+    absl::StatusOr<SharedMemoryMatrix> matrix = registry->Resolve(*reference, where, owner);
     if (!matrix.ok()) return matrix.status();
     outputs.targets_.push_back({name, *std::move(matrix)});
   }

@@ -20,10 +20,10 @@ class SharedMemoryOutputs {
   // The targets of options.shared_memory_outputs for a response of type `response_type`, held
   // (their regions stay mapped) until this is destroyed. INVALID_ARGUMENT naming the entry for a
   // name that is not one of the response's matrix fields, or with keep_result; FAILED_PRECONDITION
-  // when `registry` is null; SharedMemoryRegistry::Resolve's errors.
+  // when `registry` is null; SharedMemoryRegistry::Resolve's errors (only `owner`'s regions).
   static absl::StatusOr<SharedMemoryOutputs> Resolve(
       const v1::ResultOptions& options, const google::protobuf::Descriptor& response_type,
-      SharedMemoryRegistry* registry);
+      SharedMemoryRegistry* registry, const std::string& owner = {});
 
   bool empty() const { return targets_.empty(); }
 

@@ -82,23 +82,35 @@ SharedMemoryRegistry::SharedMemoryRegistry(Pinner pin, int max_regions)
 
 SharedMemoryRegistry::~SharedMemoryRegistry() = default;
 
-absl::StatusOr<SharedMemoryRegionInfo> SharedMemoryRegistry::Register(const std::string& name,
-                                                                      const std::string& key,
-                                                                      uint64_t offset,
-                                                                      uint64_t byte_size) {
+absl::StatusOr<SharedMemoryRegionInfo> SharedMemoryRegistry::Register(
+    const std::string& name, const std::string& key, uint64_t offset, uint64_t byte_size,
+    const std::string& owner, int owner_max_regions) {
   if (name.empty()) return absl::InvalidArgumentError("name is empty; name the region");
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   if (byte_size == 0) return absl::InvalidArgumentError("byte_size is 0; want the region's size");
   {
     absl::MutexLock lock(&mutex_);
     SweepLocked();
-    if (regions_.contains(name)) {
+    if (regions_.contains({owner, name})) {
       return absl::AlreadyExistsError(absl::StrCat(
           "region \"", name, "\" is registered already; unregister it first or pick another name"));
     }
     if (static_cast<int>(regions_.size()) >= max_regions_) {
       return absl::ResourceExhaustedError(absl::StrCat(
           max_regions_, " shared-memory regions are registered, the most the server keeps"));
+    }
+    if (owner_max_regions > 0) {
+      int owned = 0;
+      for (auto it = regions_.lower_bound({owner, ""});
+           it != regions_.end() && it->first.first == owner; ++it) {
+        ++owned;
+      }
+      if (owned >= owner_max_regions) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("quota max_shm_regions: ", owner.empty() ? "this client" : owner, " has ",
+                         owned, " shared-memory regions registered, its most is ",
+                         owner_max_regions, "; unregister one first"));
+      }
     }
   }
   const int fd = shm_open(key.c_str(), O_RDWR, 0);
@@ -125,7 +137,8 @@ absl::StatusOr<SharedMemoryRegionInfo> SharedMemoryRegistry::Register(const std:
                                  absl::StrCat("cannot map ", mapped_bytes, " bytes of ", key))
                            : OpenError(key, error);
   }
-  auto region = std::make_shared<MappedRegion>(SharedMemoryRegionInfo{.name = name,
+  auto region = std::make_shared<MappedRegion>(SharedMemoryRegionInfo{.owner = owner,
+                                                                      .name = name,
                                                                       .key = key,
                                                                       .offset = offset,
                                                                       .byte_size = byte_size,
@@ -134,23 +147,35 @@ absl::StatusOr<SharedMemoryRegionInfo> SharedMemoryRegistry::Register(const std:
   // Outside the lock: page-locking gigabytes takes a while.
   if (pin_) region->set_pin(pin_(region->data(), byte_size));
   absl::MutexLock lock(&mutex_);
-  if (!regions_.emplace(name, region).second) {
+  if (!regions_.emplace(std::make_pair(owner, name), region).second) {
     return absl::AlreadyExistsError(
         absl::StrCat("region \"", name, "\" was registered meanwhile by another call"));
   }
   return region->info();
 }
 
-absl::StatusOr<int> SharedMemoryRegistry::Unregister(absl::string_view name) {
+int SharedMemoryRegistry::UnregisterAll() {
+  std::vector<std::shared_ptr<const MappedRegion>> dropped;  // unmapped outside the lock
+  absl::MutexLock lock(&mutex_);
+  for (auto& [unused, region] : regions_) dropped.push_back(std::move(region));
+  regions_.clear();
+  return static_cast<int>(dropped.size());
+}
+
+absl::StatusOr<int> SharedMemoryRegistry::Unregister(absl::string_view name,
+                                                     const std::string& owner) {
   std::vector<std::shared_ptr<const MappedRegion>> dropped;  // unmapped outside the lock
   absl::MutexLock lock(&mutex_);
   SweepLocked();
   if (name.empty()) {
-    for (auto& [unused, region] : regions_) dropped.push_back(std::move(region));
-    regions_.clear();
+    for (auto it = regions_.lower_bound({owner, ""});
+         it != regions_.end() && it->first.first == owner;) {
+      dropped.push_back(std::move(it->second));
+      it = regions_.erase(it);
+    }
     return static_cast<int>(dropped.size());
   }
-  auto it = regions_.find(name);
+  auto it = regions_.find({owner, std::string(name)});
   if (it == regions_.end()) {
     return absl::NotFoundError(absl::StrCat("no shared-memory region \"", name,
                                             "\" is registered (or its object was removed)"));
@@ -160,21 +185,24 @@ absl::StatusOr<int> SharedMemoryRegistry::Unregister(absl::string_view name) {
   return 1;
 }
 
-std::vector<SharedMemoryRegionInfo> SharedMemoryRegistry::List() {
+std::vector<SharedMemoryRegionInfo> SharedMemoryRegistry::List(const std::string& owner) {
   absl::MutexLock lock(&mutex_);
   SweepLocked();
   std::vector<SharedMemoryRegionInfo> infos;
-  for (const auto& [unused, region] : regions_) infos.push_back(region->info());
+  for (auto it = regions_.lower_bound({owner, ""});
+       it != regions_.end() && it->first.first == owner; ++it) {
+    infos.push_back(it->second->info());
+  }
   return infos;
 }
 
 absl::StatusOr<SharedMemoryMatrix> SharedMemoryRegistry::Resolve(
-    const SharedMemoryReference& reference, absl::string_view field) {
+    const SharedMemoryReference& reference, absl::string_view field, const std::string& owner) {
   std::shared_ptr<const MappedRegion> region;
   {
     absl::MutexLock lock(&mutex_);
     SweepLocked();
-    auto it = regions_.find(reference.region);
+    auto it = regions_.find({owner, reference.region});
     if (it == regions_.end()) {
       return absl::NotFoundError(
           absl::StrCat(field, ".region \"", reference.region,

@@ -4,6 +4,8 @@
 // A region whose object was unlinked (its client removed it, or died and its files were cleaned
 // up) is dropped the next time the registry looks at it: every call sweeps. A resolved matrix
 // keeps its mapping alive, so an unregister never pulls memory from under a running job.
+// Regions belong to the client that registered them (owner; "" is the anonymous client of a
+// server without tokens): names are per owner, and another owner's region is NOT_FOUND.
 // Thread-safe.
 #ifndef MATRIXD_SERVER_SHARED_MEMORY_REGISTRY_H_
 #define MATRIXD_SERVER_SHARED_MEMORY_REGISTRY_H_
@@ -26,6 +28,7 @@
 namespace matrixd::server {
 
 struct SharedMemoryRegionInfo {
+  std::string owner = {};
   std::string name;
   std::string key;  // the shm_open name
   uint64_t offset = 0;
@@ -65,19 +68,26 @@ class SharedMemoryRegistry {
   // INVALID_ARGUMENT for an empty name, a key that is not "/name" (one leading slash, no other),
   // a zero size or a range past the object's end; NOT_FOUND when the object does not exist (or
   // cannot be opened: the message says why); ALREADY_EXISTS for a registered name;
-  // RESOURCE_EXHAUSTED past max_regions.
+  // RESOURCE_EXHAUSTED past max_regions, or (naming the quota max_shm_regions) when `owner`
+  // holds `owner_max_regions` regions already (0: no quota).
   absl::StatusOr<SharedMemoryRegionInfo> Register(const std::string& name, const std::string& key,
-                                                  uint64_t offset, uint64_t byte_size);
-  // Drops the region `name`, or every region for an empty name; returns how many. NOT_FOUND for
-  // an unknown name.
-  absl::StatusOr<int> Unregister(absl::string_view name);
-  // The registered regions, in name order.
-  std::vector<SharedMemoryRegionInfo> List();
+                                                  uint64_t offset, uint64_t byte_size,
+                                                  const std::string& owner = {},
+                                                  int owner_max_regions = 0);
+  // Drops `owner`'s region `name`, or every region of `owner` for an empty name; returns how
+  // many. NOT_FOUND for an unknown name.
+  absl::StatusOr<int> Unregister(absl::string_view name, const std::string& owner = {});
+  // Drops every region of every owner; returns how many.
+  int UnregisterAll();
+  // `owner`'s registered regions, in name order.
+  std::vector<SharedMemoryRegionInfo> List(const std::string& owner = {});
   // The matrix `reference` names. NOT_FOUND naming `field` for an unknown region or one whose
   // object was removed; INVALID_ARGUMENT for a shape or dtype that is not a matrix, a range that
   // leaves the region, or an offset that is not a multiple of the element size.
+  // Only `owner`'s regions are found.
   absl::StatusOr<SharedMemoryMatrix> Resolve(const SharedMemoryReference& reference,
-                                             absl::string_view field);
+                                             absl::string_view field,
+                                             const std::string& owner = {});
 
  private:
   // Drops the regions whose object was unlinked.
@@ -86,7 +96,8 @@ class SharedMemoryRegistry {
   const Pinner pin_;
   const int max_regions_;
   absl::Mutex mutex_;
-  std::map<std::string, std::shared_ptr<const MappedRegion>, std::less<>> regions_
+  // By (owner, name).
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const MappedRegion>> regions_
       ABSL_GUARDED_BY(mutex_);
 };
 

@@ -36,17 +36,22 @@ grpc::ServerUnaryReactor* MatrixService::RegisterSystemSharedMemory(
     grpc::CallbackServerContext* context, const v1::RegisterSystemSharedMemoryRequest* request,
     v1::RegisterSystemSharedMemoryResponse* response) {
   if (shared_memory_ == nullptr) return Answer(context, absl::UnimplementedError(kNoRegistry));
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
+  if (!client.ok()) return Answer(context, client.status());
   absl::StatusOr<SharedMemoryRegionInfo> info = shared_memory_->Register(
-      request->name(), request->key(), request->offset(), request->byte_size());
+      request->name(), request->key(), request->offset(), request->byte_size(), (*client)->name,
+      (*client)->quota.max_shm_regions);
   if (info.ok()) ToProto(*info, absl::Now(), response->mutable_region());
-  return Answer(context, info.status());
+  return Answer(context, CountRejection(**client, info.status()));
 }
 
 grpc::ServerUnaryReactor* MatrixService::UnregisterSystemSharedMemory(
     grpc::CallbackServerContext* context, const v1::UnregisterSystemSharedMemoryRequest* request,
     v1::UnregisterSystemSharedMemoryResponse* response) {
   if (shared_memory_ == nullptr) return Answer(context, absl::UnimplementedError(kNoRegistry));
-  absl::StatusOr<int> dropped = shared_memory_->Unregister(request->name());
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
+  if (!client.ok()) return Answer(context, client.status());
+  absl::StatusOr<int> dropped = shared_memory_->Unregister(request->name(), (*client)->name);
   if (dropped.ok()) response->set_unregistered(*dropped);
   return Answer(context, dropped.status());
 }
@@ -55,8 +60,10 @@ grpc::ServerUnaryReactor* MatrixService::ListSharedMemory(
     grpc::CallbackServerContext* context, const v1::ListSharedMemoryRequest* /*request*/,
     v1::ListSharedMemoryResponse* response) {
   if (shared_memory_ == nullptr) return Answer(context, absl::UnimplementedError(kNoRegistry));
+  absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(*context);
+  if (!client.ok()) return Answer(context, client.status());
   const absl::Time now = absl::Now();
-  for (const SharedMemoryRegionInfo& info : shared_memory_->List()) {
+  for (const SharedMemoryRegionInfo& info : shared_memory_->List((*client)->name)) {
     ToProto(info, now, response->add_regions());
   }
   return Answer(context, absl::OkStatus());

@@ -39,13 +39,14 @@ absl::Status UploadAssembler::Start(const v1::UploadChunk& chunk) {
   dtype_ = shape.dtype;
   size_ = shape.bytes;
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
-                           registry_.Create(rows_, cols_, dtype_, chunk.label()));
+                           registry_.Create(rows_, cols_, dtype_, chunk.label(), -1, owner_));
   pending_ = std::move(pending);
   return absl::OkStatus();
 }
 
 absl::Status UploadAssembler::StartPart(const v1::UploadChunk& chunk) {
-  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<FillingPart> part, registry_.BeginPart(chunk.handle()));
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<FillingPart> part,
+                           registry_.BeginPart(chunk.handle(), owner_.name));
   const ResidentInfo& info = part->info();
   if ((chunk.rows() != 0 && chunk.rows() != info.rows) ||
       (chunk.cols() != 0 && chunk.cols() != info.cols) ||

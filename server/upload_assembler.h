@@ -16,6 +16,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "matrixd/v1/matrixd.pb.h"
@@ -36,8 +38,10 @@ absl::StatusOr<UploadShape> CheckUploadShape(int64_t rows, int64_t cols, v1::DTy
 
 class UploadAssembler {
  public:
-  // `registry` must outlive the assembler.
-  explicit UploadAssembler(ResidentRegistry& registry) : registry_(registry) {}
+  // `registry` must outlive the assembler. The matrix is `owner`'s (and a part goes only into a
+  // matrix of `owner`'s: NOT_FOUND otherwise).
+  explicit UploadAssembler(ResidentRegistry& registry, ResidentOwner owner = {})
+      : registry_(registry), owner_(std::move(owner)) {}
 
   // Takes the next chunk. INVALID_ARGUMENT naming the problem: a first chunk without a valid
   // shape or dtype, a later one that changes them, a gap or an overlap (offset other than the
@@ -61,6 +65,7 @@ class UploadAssembler {
   void ScanFinite(const std::byte* bytes, size_t size);
 
   ResidentRegistry& registry_;
+  const ResidentOwner owner_;
   absl::Status dead_;                         // the first error; later calls repeat it
   std::unique_ptr<PendingResident> pending_;  // a whole upload
   std::unique_ptr<FillingPart> part_;         // or a part of a parallel one

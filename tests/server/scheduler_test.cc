@@ -565,5 +565,87 @@ TEST(SchedulerTest, AdmissionRefusesAJobThatNeverFitsAtSubmission) {
             absl::ResourceExhaustedError("never fits"));
 }
 
+// ---- Clients: ownership, the max_jobs quota, fair share ----
+
+JobSpec ClientSpec(JobWork work, const std::string& owner, int max_jobs = 0) {
+  JobSpec spec = Spec(std::move(work));
+  spec.owner = owner;
+  spec.owner_max_jobs = max_jobs;
+  return spec;
+}
+
+TEST(SchedulerClients, AnotherClientsJobIsNotFound) {
+  Scheduler scheduler({.workers = 1});
+  absl::StatusOr<std::shared_ptr<Job>> job =
+      scheduler.Submit(ClientSpec(Instant(), "alice"), /*remember=*/true);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(scheduler.Find((*job)->id(), "alice").ok());
+  const absl::Status other = scheduler.Find((*job)->id(), "bob").status();
+  EXPECT_EQ(other.code(), absl::StatusCode::kNotFound);
+  // The same answer as for an id that never existed, naming no one.
+  EXPECT_EQ(scheduler.Find("0123456789abcdef", "bob").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(other.message()), ::testing::Not(HasSubstr("alice")));
+}
+
+TEST(SchedulerClients, MaxJobsCountsQueuedAndRunningJobsOfOneClientOnly) {
+  Scheduler scheduler({.workers = 1});
+  Gate first;
+  Gate second;
+  ASSERT_TRUE(scheduler.Submit(ClientSpec(first.Work(), "alice", 2), false).ok());
+  ASSERT_TRUE(scheduler.Submit(ClientSpec(second.Work(), "alice", 2), false).ok());
+  ASSERT_TRUE(first.AwaitStarted());
+  const absl::Status third = scheduler.Submit(ClientSpec(Instant(), "alice", 2), false).status();
+  EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(third.message()), HasSubstr("quota max_jobs"));
+  // Another client is not held to alice's quota.
+  absl::StatusOr<std::shared_ptr<Job>> bob =
+      scheduler.Submit(ClientSpec(Instant(), "bob", 2), false);
+  EXPECT_TRUE(bob.ok()) << bob.status();
+  // Once one of alice's jobs ends, she may submit again.
+  first.Release();
+  second.Release();
+  ASSERT_TRUE(scheduler.WaitUntilIdle(absl::Now() + kPatience));
+  EXPECT_TRUE(scheduler.Submit(ClientSpec(Instant(), "alice", 2), false).ok());
+}
+
+TEST(SchedulerClients, AClientWithABacklogDoesNotDelayAnotherClientsJob) {
+  Scheduler scheduler({.workers = 2});
+  Gate running_a;
+  Gate running_b;
+  ASSERT_TRUE(scheduler.Submit(ClientSpec(running_a.Work(), "alice"), false).ok());
+  ASSERT_TRUE(scheduler.Submit(ClientSpec(running_b.Work(), "alice"), false).ok());
+  ASSERT_TRUE(running_a.AwaitStarted());
+  ASSERT_TRUE(running_b.AwaitStarted());
+  std::mutex order_mutex;
+  std::vector<std::string> order;
+  const auto recording = [&](std::string name) -> JobWork {
+    return [&, name](JobControl&) {
+      std::lock_guard<std::mutex> lock(order_mutex);
+      order.push_back(name);
+      return absl::OkStatus();
+    };
+  };
+  // alice's backlog first, then one job of bob's.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(
+        scheduler.Submit(ClientSpec(recording(absl::StrCat("alice", i)), "alice"), false).ok());
+  }
+  ASSERT_TRUE(scheduler.Submit(ClientSpec(recording("bob"), "bob"), false).ok());
+  // One worker comes free while alice still runs a job: bob's goes first.
+  running_a.Release();
+  const absl::Time give_up = absl::Now() + kPatience;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(order_mutex);
+      if (!order.empty() || absl::Now() > give_up) break;
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  running_b.Release();
+  ASSERT_TRUE(scheduler.WaitUntilIdle(absl::Now() + kPatience));
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[0], "bob");
+}
+
 }  // namespace
 }  // namespace matrixd::server
