@@ -48,6 +48,8 @@ ABSL_FLAG(std::string, dtype, "",
 ABSL_FLAG(uint64_t, seed, 1, "seed of --random and --rhs_random inputs, of the demo and of load");
 ABSL_FLAG(std::string, method, "auto", "det: auto|lu|condensation; permanent: auto|ryser|glynn");
 ABSL_FLAG(uint64_t, modulus, 0, "det: a prime p < 2^62 for the determinant mod p (int64 input)");
+ABSL_FLAG(bool, return_residues, false,
+          "det, permanent: also print the residues behind an exact answer (its certificate)");
 ABSL_FLAG(std::string, kind, "lu", "factorize: lu|cholesky|qr");
 ABSL_FLAG(
     std::string, rhs, "",
@@ -65,6 +67,8 @@ ABSL_FLAG(int64_t, block_size, 0, "multiply: block-sparse product with B x B blo
 ABSL_FLAG(double, density, 1.0,
           "multiply with --random and --block_size: the fraction of non-zero blocks");
 ABSL_FLAG(bool, allow_tf32, false, "multiply: float32 on a GPU may use TF32 tensor cores");
+ABSL_FLAG(bool, verify, false,
+          "multiply: also run Freivalds' check of C on the server and print its verdict");
 ABSL_FLAG(double, job_timeout, 0,
           "submit: the job fails with DEADLINE_EXCEEDED unless done this many seconds after "
           "submission; 0 = no limit");
@@ -92,13 +96,14 @@ namespace {
 constexpr absl::string_view kUsage =
     "matrixctl [flags] COMMAND [FILE.npy|FILE.mtx|@HANDLE ...]\n"
     "Commands:\n"
-    "  det        determinant of one matrix (--method, --modulus)\n"
+    "  det        determinant of one matrix (--method, --modulus, --return_residues)\n"
     "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random; --keep\n"
     "             keeps the factorization for solve, --keep_input A too)\n"
     "  solve @FACTORIZATION  X for a kept factorization and --rhs or --rhs_random\n"
     "             (--transpose, --residual, --keep, --output)\n"
-    "  multiply   product of two matrices (--transpose_a/b, --block_size, --density)\n"
-    "  permanent  permanent of one matrix (--method)\n"
+    "  multiply   product of two matrices (--transpose_a/b, --block_size, --density,\n"
+    "             --verify: Freivalds' check of C)\n"
+    "  permanent  permanent of one matrix (--method, --return_residues)\n"
     "  health     SERVING or NOT_SERVING; exits 0 only when serving\n"
     "  demo       a checked tour of every operation\n"
     "  submit OP  queue det|factorize|multiply|permanent|solve as a job; prints its id\n"
@@ -269,6 +274,7 @@ absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
   if (!method.ok()) return UsageError(method.status().message());
   request.set_method(*method);
   request.set_modulus(absl::GetFlag(FLAGS_modulus));
+  request.set_return_residues(absl::GetFlag(FLAGS_return_residues));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   SetOperand(
@@ -427,6 +433,7 @@ absl::StatusOr<v1::MultiplyRequest> MultiplyRequestFromFlags(
   request.set_transpose_a(absl::GetFlag(FLAGS_transpose_a));
   request.set_transpose_b(absl::GetFlag(FLAGS_transpose_b));
   request.set_allow_tf32(absl::GetFlag(FLAGS_allow_tf32));
+  request.set_verify(absl::GetFlag(FLAGS_verify));
   const int64_t block_size = absl::GetFlag(FLAGS_block_size);
   const double density = absl::GetFlag(FLAGS_density);
   if (block_size < 0) return UsageError("--block_size must be >= 0");
@@ -462,6 +469,7 @@ absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
   absl::StatusOr<v1::PermanentMethod> method = ParsePermanentMethod(absl::GetFlag(FLAGS_method));
   if (!method.ok()) return UsageError(method.status().message());
   request.set_method(*method);
+  request.set_return_residues(absl::GetFlag(FLAGS_return_residues));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   SetOperand(

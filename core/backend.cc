@@ -89,6 +89,12 @@ absl::Status CheckOptions(const OperationQuery& query) {
     return absl::InvalidArgumentError(
         absl::StrCat("block_size is ", query.multiply.block_size, "; want 0 (dense) or > 0"));
   }
+  if (query.operation == Operation::kMultiply && query.multiply.verify &&
+      !IsFloating(query.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("verify is set but a.dtype is ", DTypeName(query.dtype),
+                     "; Freivalds' check takes float32, float64, complex64 or complex128"));
+  }
   return absl::OkStatus();
 }
 

@@ -234,7 +234,8 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
                         .options = {.transpose_a = request.transpose_a(),
                                     .transpose_b = request.transpose_b(),
                                     .block_size = request.block_size(),
-                                    .allow_tf32 = request.allow_tf32()}};
+                                    .allow_tf32 = request.allow_tf32(),
+                                    .verify = request.verify()}};
   if (sources.backend == nullptr ||
       !sources.backend->MultiplyReadsOnDevice(inputs.a.view(), inputs.b.view(), inputs.options)) {
     if (absl::Status s = inputs.a.CopyToHost(); !s.ok()) return s;

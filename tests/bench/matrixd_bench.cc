@@ -75,6 +75,7 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("condensation")) BenchCondensation(gpu, device, flags);
   if (flags.Runs("sparse")) BenchBlockSparse(gpu, device, flags);
   if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
+  if (flags.Runs("verify")) BenchVerify("GPU", gpu, flags, 1, flags.repeats);
   return *std::move(backend);
 }
 #endif
@@ -111,6 +112,8 @@ int Main(int argc, char** argv) {
           "CPU", [](int) -> std::unique_ptr<Backend> { return MakeCpuBackend(); }, flags);
     }
   }
+  // One run per size on the CPU: a float64 product at n = 8192 takes tens of seconds there.
+  if (cpu != nullptr && flags.Runs("verify")) BenchVerify("CPU", *cpu, flags, 0, 1);
   if (cpu != nullptr && flags.Runs("cpu")) BenchCpu(*cpu, flags);
   return 0;
 }

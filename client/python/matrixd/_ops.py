@@ -132,7 +132,9 @@ def is_prime(n: int) -> bool:
 
 
 def stats(s) -> results.Stats:
-    return results.Stats(s.backend, s.device, s.seconds, s.bytes_moved, s.flops)
+    return results.Stats(s.backend, s.device, s.seconds, s.bytes_moved, s.flops,
+                         algorithm=s.algorithm, precision=s.precision,
+                         versions=dict(s.versions), result_crc32c=s.result_crc32c)
 
 
 def _int_or_none(text: str) -> Optional[int]:
@@ -164,7 +166,8 @@ def _matrix_or_kept(response, name: str, kept: dict, batch: int = 0, vector: boo
     return array[..., 0] if vector else array
 
 
-def determinant(a, method="auto", modulus: int = 0, check: bool = True) -> Call:
+def determinant(a, method="auto", modulus: int = 0, check: bool = True,
+                return_residues: bool = False) -> Call:
     op = Operand(a, "matrix")
     modulus = int(modulus)
     if check:
@@ -176,7 +179,8 @@ def determinant(a, method="auto", modulus: int = 0, check: bool = True) -> Call:
         else:
             op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_INT64,),
                              "float32, float64, complex64, complex128 or int64")
-    request = pb.DeterminantRequest(method=_choice(DET_METHODS, method, "method"), modulus=modulus)
+    request = pb.DeterminantRequest(method=_choice(DET_METHODS, method, "method"), modulus=modulus,
+                                    return_residues=return_residues)
     op.put(request, "matrix")
     complex_input = op.is_complex
 
@@ -193,9 +197,24 @@ def determinant(a, method="auto", modulus: int = 0, check: bool = True) -> Call:
             method=pb.DeterminantMethod.Name(r.method_used)[len("DETERMINANT_METHOD_"):].lower(),
             stats=stats(r.stats), exact=_int_or_none(r.exact),
             residue=r.residue if modulus > 0 else None,
-            accuracy=_accuracy(r) if r.HasField("accuracy") else None)
+            accuracy=_accuracy(r) if r.HasField("accuracy") else None,
+            certificate=_certificate(r) if r.HasField("certificate") else None)
 
     return Call("Determinant", request, parse, "determinant")
+
+
+def _certificate(r) -> results.ExactCertificate:
+    c = r.certificate
+    return results.ExactCertificate(
+        method=c.method, primes=list(c.primes), residues=list(c.residues) or None,
+        bound_bits=c.bound_bits, covered_bits=c.covered_bits, early_stop=c.early_stop,
+        error_probability=c.error_probability)
+
+
+def _product_check(r) -> results.ProductCheck:
+    c = r.check
+    return results.ProductCheck(discrepancy=c.discrepancy, tolerance=c.tolerance,
+                                passed=c.passed, vectors=c.vectors, seed=c.seed)
 
 
 def _accuracy(r) -> results.Accuracy:
@@ -301,7 +320,7 @@ def solve_inline(a, b, kind="lu", check=True) -> Call:
 
 
 def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf32=False,
-             keep=False, check=True) -> Call:
+             keep=False, check=True, verify=False) -> Call:
     a_op, b_op = Operand(a, "a"), Operand(b, "b")
     if check:
         a_op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_UINT32,),
@@ -316,8 +335,12 @@ def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf3
                 f"op(a) is {ar}x{ac} and op(b) is {br}x{bc}; inner dimensions must agree")
         if block_size < 0:
             raise errors.InvalidArgument(f"block_size is {block_size}; want 0 (dense) or > 0")
+        if verify and a_op.wire not in _FLOATING:
+            raise errors.InvalidArgument(
+                f"verify is set but a.dtype is {a_op.dtype_name}; Freivalds' check takes "
+                "float32, float64, complex64 or complex128")
     request = pb.MultiplyRequest(transpose_a=transpose_a, transpose_b=transpose_b,
-                                 block_size=block_size, allow_tf32=allow_tf32)
+                                 block_size=block_size, allow_tf32=allow_tf32, verify=verify)
     a_op.put(request, "a")
     b_op.put(request, "b")
     _result_options(request, keep)
@@ -326,18 +349,20 @@ def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf3
         kept = _kept(r, client)
         return results.Product(c=_matrix_or_kept(r, "c", kept), stats=stats(r.stats),
                                block_products=r.block_products,
-                               block_products_total=r.block_products_total)
+                               block_products_total=r.block_products_total,
+                               check=_product_check(r) if r.HasField("check") else None)
 
     return Call("Multiply", request, parse, "multiply")
 
 
-def permanent(a, method="auto", check=True) -> Call:
+def permanent(a, method="auto", check=True, return_residues=False) -> Call:
     op = Operand(a, "matrix")
     if check:
         op.require_square()
         op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_INT64,),
                          "float32, float64, complex64, complex128 or int64")
-    request = pb.PermanentRequest(method=_choice(PERMANENT_METHODS, method, "method"))
+    request = pb.PermanentRequest(method=_choice(PERMANENT_METHODS, method, "method"),
+                                  return_residues=return_residues)
     op.put(request, "matrix")
     complex_input = op.is_complex
 
@@ -345,7 +370,8 @@ def permanent(a, method="auto", check=True) -> Call:
         return results.Permanent(
             value=complex(r.value, r.imag) if complex_input else r.value,
             method=pb.PermanentMethod.Name(r.method_used)[len("PERMANENT_METHOD_"):].lower(),
-            stats=stats(r.stats), exact=_int_or_none(r.exact))
+            stats=stats(r.stats), exact=_int_or_none(r.exact),
+            certificate=_certificate(r) if r.HasField("certificate") else None)
 
     return Call("Permanent", request, parse, "permanent")
 

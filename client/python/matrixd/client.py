@@ -47,10 +47,12 @@ class Client(_base.ClientBase):
 
     # ---- operations ----
 
-    def det(self, a, method: str = "auto", modulus: int = 0, timeout: Optional[float] = None
-            ) -> results.Determinant:
-        """det(a): method "auto", "lu" or "condensation"; modulus p > 0 (int64 a): det mod p."""
-        return self._send(_ops.determinant(a, method, modulus, self.check), timeout)
+    def det(self, a, method: str = "auto", modulus: int = 0, timeout: Optional[float] = None,
+            return_residues: bool = False) -> results.Determinant:
+        """det(a): method "auto", "lu" or "condensation"; modulus p > 0 (int64 a): det mod p.
+        return_residues=True: certificate.residues holds the residues behind an exact answer."""
+        return self._send(_ops.determinant(a, method, modulus, self.check,
+                                           return_residues=return_residues), timeout)
 
     determinant = det
 
@@ -82,15 +84,18 @@ class Client(_base.ClientBase):
 
     def multiply(self, a, b, transpose_a: bool = False, transpose_b: bool = False,
                  block_size: int = 0, allow_tf32: bool = False, keep: bool = False,
-                 timeout: Optional[float] = None) -> results.Product:
-        """op(a) @ op(b) (plain transposes); block_size > 0: block-sparse."""
+                 timeout: Optional[float] = None, verify: bool = False) -> results.Product:
+        """op(a) @ op(b) (plain transposes); block_size > 0: block-sparse. verify=True also runs
+        Freivalds' check of the product on the server (result.check)."""
         return self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size, allow_tf32,
-                                        keep, self.check), timeout)
+                                        keep, self.check, verify=verify), timeout)
 
-    def permanent(self, a, method: str = "auto", timeout: Optional[float] = None
-                  ) -> results.Permanent:
-        """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value."""
-        return self._send(_ops.permanent(a, method, self.check), timeout)
+    def permanent(self, a, method: str = "auto", timeout: Optional[float] = None,
+                  return_residues: bool = False) -> results.Permanent:
+        """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value (and with
+        return_residues=True the residues behind it, certificate.residues)."""
+        return self._send(_ops.permanent(a, method, self.check, return_residues=return_residues),
+                          timeout)
 
     # ---- jobs ----
 
