@@ -210,7 +210,7 @@ void ToProto(const ComputeStats& stats, v1::ComputeStats* proto) {
   proto->set_seconds(stats.seconds);
   proto->set_bytes_moved(stats.bytes_moved);
   proto->set_flops(stats.flops);
-  std::vector<std::string_view> kernels;
+  std::vector<std::string> kernels;
   for (const KernelRecord& record : stats.kernels) kernels.push_back(record.kernel);
   proto->set_algorithm(absl::StrJoin(kernels, "+"));
   proto->set_precision(stats.precision);

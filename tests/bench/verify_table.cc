@@ -51,7 +51,8 @@ void BenchVerify(const std::string& label, Backend& backend, const Flags& flags,
       "Freivalds' check of C = A B, n x n, " + label + " (Multiply with verify)",
       "dtype      n      gemm(s)    check(s)   check/gemm  check GB/s  passed",
       {"gemm: the product's kernel record (cublas_gemm / gemm); check: the record \"freivalds\" "
-       "(8 sign vectors: thin gemms over B, A and C, nrm2 of A and B, two m x 8 downloads)",
+       "(8 sign vectors: thin gemms over B, A and C, Frobenius norms of A and B; GPU: two m x 8 "
+       "downloads)",
        "check GB/s: the bytes of A, B and C (each read once by its thin gemm) over the check's "
        "time; nrm2 reads A and B once more",
        "target (issue 15): check/gemm < 2 % at n = 8192 (see docs/accuracy.md for what the memory "
