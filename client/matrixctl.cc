@@ -68,6 +68,8 @@ ABSL_FLAG(std::string, precision, "extended",
 ABSL_FLAG(std::string, walk, "auto",
           "permanent: auto (sparse at <= 50% non-zeros) | dense | sparse");
 ABSL_FLAG(uint64_t, modulus, 0, "det: a prime p < 2^62 for the determinant mod p (int64 input)");
+ABSL_FLAG(bool, return_residues, false,
+          "det, permanent: also print the residues behind an exact answer (its certificate)");
 ABSL_FLAG(std::string, kind, "lu", "factorize: lu|cholesky|qr");
 ABSL_FLAG(
     std::string, rhs, "",
@@ -89,6 +91,8 @@ ABSL_FLAG(int, devices, 0,
           "multiply, permanent: one float64 job over this many GPUs of the server (multiply: "
           "Cannon over NCCL; permanent: the walk split in equal shares)");
 ABSL_FLAG(std::string, multiply_method, "auto", "multiply with --devices: auto | cannon | cublasmp");
+ABSL_FLAG(bool, verify, false,
+          "multiply: also run Freivalds' check of C on the server and print its verdict");
 ABSL_FLAG(double, job_timeout, 0,
           "submit: the job fails with DEADLINE_EXCEEDED unless done this many seconds after "
           "submission; 0 = no limit");
@@ -120,14 +124,16 @@ namespace {
 constexpr absl::string_view kUsage =
     "matrixctl [flags] COMMAND [FILE.npy|FILE.mtx|@HANDLE ...]\n"
     "Commands:\n"
-    "  det        determinant of one matrix (--method, --modulus)\n"
+    "  det        determinant of one matrix (--method, --modulus, --return_residues)\n"
     "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random; --keep\n"
     "             keeps the factorization for solve, --keep_input A too)\n"
     "  solve @FACTORIZATION  X for a kept factorization and --rhs or --rhs_random\n"
     "             (--transpose, --residual, --keep, --output)\n"
     "  multiply   product of two matrices (--transpose_a/b, --block_size, --density,\n"
-    "             --devices N --multiply_method cannon: one product over N GPUs)\n"
-    "  permanent  permanent of one matrix (--method, --precision, --walk, --devices N)\n"
+    "             --devices N --multiply_method cannon: one product over N GPUs,\n"
+    "             --verify: Freivalds' check of C)\n"
+    "  permanent  permanent of one matrix (--method, --precision, --walk, --devices N,\n"
+    "             --return_residues)\n"
     "  health     SERVING or NOT_SERVING; exits 0 only when serving\n"
     "  demo       a checked tour of every operation\n"
     "  submit OP  queue det|factorize|multiply|permanent|solve as a job; prints its id\n"
@@ -329,6 +335,7 @@ absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
   if (!method.ok()) return UsageError(method.status().message());
   request.set_method(*method);
   request.set_modulus(absl::GetFlag(FLAGS_modulus));
+  request.set_return_residues(absl::GetFlag(FLAGS_return_residues));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   SetOperand(
@@ -548,6 +555,7 @@ absl::StatusOr<v1::MultiplyRequest> MultiplyRequestFromFlags(
   request.set_transpose_a(absl::GetFlag(FLAGS_transpose_a));
   request.set_transpose_b(absl::GetFlag(FLAGS_transpose_b));
   request.set_allow_tf32(absl::GetFlag(FLAGS_allow_tf32));
+  request.set_verify(absl::GetFlag(FLAGS_verify));
   const int64_t block_size = absl::GetFlag(FLAGS_block_size);
   const double density = absl::GetFlag(FLAGS_density);
   if (block_size < 0) return UsageError("--block_size must be >= 0");
@@ -618,6 +626,7 @@ absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
   request.set_walk(*walk);
   if (absl::GetFlag(FLAGS_devices) < 0) return UsageError("--devices must be >= 0");
   request.set_devices(absl::GetFlag(FLAGS_devices));
+  request.set_return_residues(absl::GetFlag(FLAGS_return_residues));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   SetOperand(

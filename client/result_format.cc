@@ -146,6 +146,29 @@ std::string FormatMatrixCorner(const v1::Matrix& matrix, int64_t max_rows, int64
   return out;
 }
 
+namespace {
+
+// "  provenance: algorithm A, precision P, result crc32c X\n  versions: k=v, ...\n" with the
+// parts the server sent (none from servers before provenance).
+std::string FormatProvenance(const v1::ComputeStats& stats) {
+  std::string out;
+  if (!stats.algorithm().empty() || !stats.precision().empty() || !stats.result_crc32c().empty()) {
+    absl::StrAppend(&out, "  provenance: algorithm ",
+                    stats.algorithm().empty() ? "?" : stats.algorithm(), ", precision ",
+                    stats.precision().empty() ? "?" : stats.precision(), ", result crc32c ",
+                    stats.result_crc32c().empty() ? "?" : stats.result_crc32c(), "\n");
+  }
+  if (!stats.versions().empty()) {
+    // A protobuf map has no order: sort for a stable line.
+    std::map<std::string, std::string> sorted(stats.versions().begin(), stats.versions().end());
+    absl::StrAppend(&out, "  versions: ", absl::StrJoin(sorted, ", ", absl::PairFormatter("=")),
+                    "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatStats(const v1::ComputeStats& stats, absl::Duration round_trip) {
   std::string rate = "n/a";
   if (stats.seconds() > 0 && stats.flops() > 0) {
@@ -155,9 +178,38 @@ std::string FormatStats(const v1::ComputeStats& stats, absl::Duration round_trip
                       ", device ", stats.device().empty() ? "?" : stats.device(), ", compute ",
                       FormatSeconds(stats.seconds()), ", ", absl::StrFormat("%.4g", stats.flops()),
                       " flop (", rate, "), ", FormatBytes(stats.bytes_moved()), " moved\n",
-                      "  client: round trip ", FormatSeconds(absl::ToDoubleSeconds(round_trip)),
-                      "\n");
+                      FormatProvenance(stats), "  client: round trip ",
+                      FormatSeconds(absl::ToDoubleSeconds(round_trip)), "\n");
 }
+
+namespace {
+
+// "  certificate: <method>, N primes covering 2^B > bound 2^A[, early stop ...]" and, when the
+// residues came back, one line of them.
+std::string FormatCertificate(const v1::ExactCertificate& c) {
+  std::string out = absl::StrCat("  certificate: ", c.method(), ", ", c.primes_size(),
+                                 c.primes_size() == 1 ? " prime" : " primes");
+  if (c.bound_bits() > 0) {
+    absl::StrAppend(
+        &out, absl::StrFormat(" covering 2^%.1f > bound 2^%.1f", c.covered_bits(), c.bound_bits()));
+  }
+  absl::StrAppend(&out,
+                  c.early_stop() ? absl::StrFormat(", early stop (error probability %.3g)",
+                                                   c.error_probability())
+                                 : ", no early stop",
+                  "\n");
+  if (c.residues_size() > 0) {
+    absl::StrAppend(&out, "  residues:");
+    for (int i = 0; i < c.residues_size(); ++i) {
+      absl::StrAppend(&out, " ", c.residues(i), " mod ", c.primes(i),
+                      i + 1 < c.residues_size() ? "," : "");
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string FormatDeterminant(const v1::DeterminantResponse& r, bool complex_input,
                               uint64_t modulus) {
@@ -190,6 +242,7 @@ std::string FormatDeterminant(const v1::DeterminantResponse& r, bool complex_inp
     }
   }
   absl::StrAppend(&out, "  method   = ", DeterminantMethodName(r.method_used()), "\n");
+  if (r.has_certificate()) absl::StrAppend(&out, FormatCertificate(r.certificate()));
   return out;
 }
 
@@ -231,6 +284,12 @@ std::string FormatProduct(const v1::MultiplyResponse& r, int64_t block_size) {
                     r.block_products_total(), absl::StrFormat(" (%.1f%%)", 100 * fraction),
                     " with ", block_size, " x ", block_size, " blocks\n");
   }
+  if (r.has_check()) {
+    const v1::ProductCheck& check = r.check();
+    absl::StrAppend(&out, "  freivalds: ", check.passed() ? "passed" : "FAILED",
+                    absl::StrFormat(" (discrepancy %.3g, tolerance %.3g, %d vectors)\n",
+                                    check.discrepancy(), check.tolerance(), check.vectors()));
+  }
   return out;
 }
 
@@ -247,6 +306,7 @@ std::string FormatPermanent(const v1::PermanentResponse& r, bool complex_input) 
   absl::StrAppend(&out, "  precision = ", PermanentPrecisionName(r.precision_used()),
                   ", walk = ", r.walk_used() == v1::PERMANENT_WALK_SPARSE ? "sparse" : "dense",
                   "\n");
+  if (r.has_certificate()) absl::StrAppend(&out, FormatCertificate(r.certificate()));
   return out;
 }
 

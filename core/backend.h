@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -88,6 +89,11 @@ class Backend {
   virtual std::string_view name() const = 0;
   // Human-readable description of the device(s) used.
   virtual std::string device() const = 0;
+  // What produces this backend's results, for the provenance of every answer (ComputeStats):
+  // (name, version) pairs such as ("device_model", "NVIDIA H100 80GB HBM3"), ("driver", "12.8"),
+  // ("cuda_runtime", ...), ("cublas", ...), ("cusolver", ...), ("openblas", ...), in a fixed
+  // order. Read once when the backend is made; cheap and thread-safe. Empty by default.
+  virtual std::vector<std::pair<std::string, std::string>> Versions() const { return {}; }
 
   // Whether this backend can run the call `query` describes (whatever the server's own limits),
   // asked before a job is queued so that a request it cannot run is answered at once (ggml's

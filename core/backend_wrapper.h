@@ -21,6 +21,9 @@ class BackendWrapper : public Backend {
 
   std::string_view name() const override { return target_->name(); }
   std::string device() const override { return target_->device(); }
+  std::vector<std::pair<std::string, std::string>> Versions() const override {
+    return target_->Versions();
+  }
   absl::Status Supports(const OperationQuery& query) const override {
     return target_->Supports(query);
   }

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/accuracy.h"
+#include "core/exact_certificate.h"
+#include "core/freivalds.h"
 #include "core/matrix.h"
 #include "core/resident_matrix.h"
 #include "core/scaled_number.h"
@@ -34,6 +36,9 @@ struct ComputeStats {
   double flops = 0.0;
   // The main kernels of the operation, in order; empty when the backend timed none separately.
   std::vector<KernelRecord> kernels = {};  // "= {}": designated initialisers may leave it out
+  // The arithmetic the result was computed in where it differs from the input's dtype (e.g.
+  // "tf32" for a float32 product on tensor cores); empty: the input's dtype.
+  std::string precision = {};
 };
 
 // ---- Determinant ----
@@ -56,6 +61,8 @@ struct DeterminantResult {
   // The condition estimate and error bound of `value` (LU over R/C); empty for the other methods
   // and modulus > 0. With an exact integer determinant the bound is the rounding of `exact`.
   std::optional<Accuracy> accuracy;
+  // How `residue` (modulus > 0) or `exact` was obtained; empty when neither was computed.
+  std::optional<ExactCertificate> certificate;
   ComputeStats stats;
 };
 
@@ -113,6 +120,9 @@ struct MultiplyOptions {
   // and then leaves MultiplyResult::c empty; otherwise it returns C as usual and the caller
   // stores it.
   ResidentMatrix* output = nullptr;
+  // Also run Freivalds' check of C (core/freivalds.h) where C was computed, before it is returned.
+  // REQUIRES: a floating dtype.
+  bool verify = false;
   // > 1: one product over this many GPUs of the backend (float64, dense, no transposes).
   int devices = 1;
   MultiplyMethod method = MultiplyMethod::kAuto;
@@ -127,6 +137,8 @@ struct MultiplyResult {
   Matrix c;
   int64_t block_products = 0;        // block products that ran (block_size > 0)
   int64_t block_products_total = 0;  // block products of the dense blocked product
+  // Freivalds' verdict on C (options.verify); its kernel record is "freivalds".
+  std::optional<ProductCheck> check;
   ComputeStats stats;
 };
 
@@ -169,6 +181,8 @@ struct PermanentResult {
   PermanentMethod method_used = PermanentMethod::kGlynn;
   PermanentPrecision precision_used = PermanentPrecision::kExtended;
   PermanentWalk walk_used = PermanentWalk::kDense;  // never kAuto
+  // How `exact` was obtained (INT64 input); empty otherwise.
+  std::optional<ExactCertificate> certificate;
   ComputeStats stats;
 };
 

@@ -181,6 +181,11 @@ absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,
     return absl::InvalidArgumentError(
         absl::StrCat("block_size is ", options.block_size, "; want 0 (dense) or > 0"));
   }
+  if (options.verify && !IsFloating(a.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("verify is set but a.dtype is ", DTypeName(a.dtype),
+                     "; Freivalds' check takes float32, float64, complex64 or complex128"));
+  }
   return absl::OkStatus();
 }
 

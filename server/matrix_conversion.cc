@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace matrixd::server {
 namespace {
@@ -209,6 +210,10 @@ void ToProto(const ComputeStats& stats, v1::ComputeStats* proto) {
   proto->set_seconds(stats.seconds);
   proto->set_bytes_moved(stats.bytes_moved);
   proto->set_flops(stats.flops);
+  std::vector<std::string> kernels;
+  for (const KernelRecord& record : stats.kernels) kernels.push_back(record.kernel);
+  proto->set_algorithm(absl::StrJoin(kernels, "+"));
+  proto->set_precision(stats.precision);
 }
 
 v1::DeterminantMethod ToProto(DeterminantMethod method) {
@@ -273,6 +278,16 @@ v1::PermanentWalk ToProto(PermanentWalk walk) {
 
 namespace {
 
+void ToProto(const ExactCertificate& certificate, v1::ExactCertificate* message) {
+  message->set_method(certificate.method);
+  message->mutable_primes()->Add(certificate.primes.begin(), certificate.primes.end());
+  message->mutable_residues()->Add(certificate.residues.begin(), certificate.residues.end());
+  message->set_bound_bits(certificate.bound_bits);
+  message->set_covered_bits(certificate.covered_bits);
+  message->set_early_stop(certificate.early_stop);
+  message->set_error_probability(certificate.error_probability);
+}
+
 void ToProto(const Accuracy& accuracy, v1::Accuracy* message) {
   message->set_rcond(accuracy.rcond);
   message->set_relative_error_bound(accuracy.relative_error_bound);
@@ -286,6 +301,9 @@ void ToProto(const DeterminantResult& result, DType input, uint64_t modulus,
              v1::DeterminantResponse* response) {
   response->set_method_used(ToProto(result.method_used));
   if (result.accuracy.has_value()) ToProto(*result.accuracy, response->mutable_accuracy());
+  if (result.certificate.has_value()) {
+    ToProto(*result.certificate, response->mutable_certificate());
+  }
   ToProto(result.stats, response->mutable_stats());
   if (modulus > 0) {
     response->set_residue(result.residue);
@@ -337,6 +355,14 @@ void ToProto(const MultiplyResult& result, v1::MultiplyResponse* response) {
   ToProto(result.c, response->mutable_c());
   response->set_block_products(result.block_products);
   response->set_block_products_total(result.block_products_total);
+  if (result.check.has_value()) {
+    v1::ProductCheck* check = response->mutable_check();
+    check->set_discrepancy(result.check->discrepancy);
+    check->set_tolerance(result.check->tolerance);
+    check->set_passed(result.check->passed);
+    check->set_vectors(result.check->vectors);
+    check->set_seed(result.check->seed);
+  }
   ToProto(result.stats, response->mutable_stats());
 }
 
@@ -354,6 +380,9 @@ void ToProto(const PermanentResult& result, v1::PermanentResponse* response) {
   response->set_method_used(ToProto(result.method_used));
   response->set_precision_used(ToProto(result.precision_used));
   response->set_walk_used(ToProto(result.walk_used));
+  if (result.certificate.has_value()) {
+    ToProto(*result.certificate, response->mutable_certificate());
+  }
   ToProto(result.stats, response->mutable_stats());
 }
 

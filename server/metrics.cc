@@ -100,6 +100,11 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
                             .Help("Answers that carried an error bound, by operation and "
                                   "whether they were flagged ill-conditioned.")
                             .Register(*registry_)),
+      product_checks_(prometheus::BuildCounter()
+                          .Name("matrixd_product_checks_total")
+                          .Help("Products checked by Freivalds' check (Multiply with verify), by "
+                                "whether they passed.")
+                          .Register(*registry_)),
       rpc_duration_(prometheus::BuildHistogram()
                         .Name("matrixd_rpc_duration_seconds")
                         .Help("Time from an RPC's arrival to its status, by method and code.")
@@ -166,6 +171,8 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
       accuracy_answers_.Add({{"op", op}, {"ill_conditioned", flag}});
     }
   }
+  product_checks_.Add({{"passed", "true"}});
+  product_checks_.Add({{"passed", "false"}});
 }
 
 void Metrics::RecordQueueDepth(int64_t depth) { queue_depth_.Set(static_cast<double>(depth)); }
@@ -196,6 +203,10 @@ void Metrics::RecordAccuracy(absl::string_view op, bool ill_conditioned) {
   accuracy_answers_
       .Add({{"op", std::string(op)}, {"ill_conditioned", ill_conditioned ? "true" : "false"}})
       .Increment();
+}
+
+void Metrics::RecordProductCheck(bool passed) {
+  product_checks_.Add({{"passed", passed ? "true" : "false"}}).Increment();
 }
 
 void Metrics::RecordKernels(absl::string_view op, DType dtype, const ComputeStats& stats) {

@@ -79,6 +79,11 @@ class Metrics {
   // ill-conditioned (matrixd_accuracy_answers_total{op, ill_conditioned="true"|"false"}).
   void RecordAccuracy(absl::string_view op, bool ill_conditioned);
 
+  // One product checked by Freivalds' check (core/freivalds.h), by its verdict
+  // (matrixd_product_checks_total{passed="true"|"false"}); the check's time is its kernel record
+  // "freivalds".
+  void RecordProductCheck(bool passed);
+
   // The above from one result: the job's code, and its kernels and accuracy when it succeeded.
   template <typename Result>
   void RecordOutcome(absl::string_view op, DType dtype, const absl::StatusOr<Result>& result) {
@@ -87,6 +92,9 @@ class Metrics {
     RecordKernels(op, dtype, result->stats);
     if constexpr (requires { result->accuracy.has_value(); }) {
       if (result->accuracy.has_value()) RecordAccuracy(op, result->accuracy->ill_conditioned);
+    }
+    if constexpr (requires { result->check.has_value(); }) {
+      if (result->check.has_value()) RecordProductCheck(result->check->passed);
     }
   }
 
@@ -140,6 +148,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& client_jobs_;
   prometheus::Family<prometheus::Counter>& client_rejections_;
   prometheus::Family<prometheus::Counter>& accuracy_answers_;
+  prometheus::Family<prometheus::Counter>& product_checks_;
   prometheus::Family<prometheus::Histogram>& rpc_duration_;
   prometheus::Family<prometheus::Gauge>& device_memory_;
   prometheus::Family<prometheus::Counter>& transfer_bytes_;

@@ -6,7 +6,14 @@ namespace {
 template <typename Result>
 absl::StatusOr<Result> Recorded(Metrics& metrics, absl::string_view op, DType dtype,
                                 absl::StatusOr<Result> result) {
-  if (result.ok()) metrics.RecordKernels(op, dtype, result->stats);
+  if (!result.ok()) return result;
+  metrics.RecordKernels(op, dtype, result->stats);
+  if constexpr (requires { result->accuracy.has_value(); }) {
+    if (result->accuracy.has_value()) metrics.RecordAccuracy(op, result->accuracy->ill_conditioned);
+  }
+  if constexpr (requires { result->check.has_value(); }) {
+    if (result->check.has_value()) metrics.RecordProductCheck(result->check->passed);
+  }
   return result;
 }
 

@@ -1,5 +1,6 @@
-// A Backend that forwards every call to another and records the kernel records of each result
-// that succeeded into Metrics (Metrics::RecordKernels), so the job code needs no metrics calls.
+// A Backend that forwards every call to another and records each result that succeeded into
+// Metrics: its kernel records (Metrics::RecordKernels), its accuracy flag (RecordAccuracy) and its
+// product check (RecordProductCheck), so the job code needs no metrics calls.
 #ifndef MATRIXD_SERVER_METRICS_BACKEND_H_
 #define MATRIXD_SERVER_METRICS_BACKEND_H_
 

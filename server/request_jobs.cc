@@ -14,6 +14,7 @@
 #include "google/protobuf/message.h"
 #include "server/job_cost.h"
 #include "server/matrix_conversion.h"
+#include "server/provenance.h"
 #include "server/request_validation.h"
 #include "server/shared_memory_outputs.h"
 
@@ -151,6 +152,31 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
 
 }  // namespace
 
+namespace {
+
+// `work` followed, when it succeeds, by the provenance stamp of its response (server/provenance.h):
+// last, so that the result hash covers what the response carries (not what went to shared memory
+// or into kept matrices).
+template <typename Response, typename Work>
+JobWork WithProvenance(const Backend& backend, DType input, Response* response, Work work) {
+  return [&backend, input, response, work = std::move(work)](JobControl& control) mutable {
+    absl::Status status = work(control);
+    if (status.ok()) StampProvenance(backend, input, *response, response->mutable_stats());
+    return status;
+  };
+}
+
+// The residues of an exact answer's certificate go back only when the request asked for them
+// (return_residues): there can be hundreds of them.
+template <typename Response>
+void DropResiduesUnlessAsked(bool return_residues, Response* response) {
+  if (!return_residues && response->has_certificate()) {
+    response->mutable_certificate()->clear_residues();
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
                                 v1::DeterminantResponse* response, Backend& backend,
                                 const Limits& limits, ResidentRegistry* registry,
@@ -169,13 +195,18 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   spec.op = "determinant";
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.DeterminantDeviceBytes(inputs->matrix.view(), inputs->options);
-  spec.work = [inputs = *std::move(inputs), response, &backend](JobControl& control) {
-    absl::StatusOr<DeterminantResult> result =
-        backend.Determinant(inputs.matrix.view(), inputs.options, &control);
-    if (!result.ok()) return result.status();
-    ToProto(*result, inputs.matrix.view().dtype, inputs.options.modulus, response);
-    return absl::OkStatus();
-  };
+  const DType input_dtype = inputs->matrix.view().dtype;
+  spec.work = WithProvenance(
+      backend, input_dtype, response,
+      [inputs = *std::move(inputs), response, &backend,
+       return_residues = request.return_residues()](JobControl& control) {
+        absl::StatusOr<DeterminantResult> result =
+            backend.Determinant(inputs.matrix.view(), inputs.options, &control);
+        if (!result.ok()) return result.status();
+        ToProto(*result, inputs.matrix.view().dtype, inputs.options.modulus, response);
+        DropResiduesUnlessAsked(return_residues, response);
+        return absl::OkStatus();
+      });
   return spec;
 }
 
@@ -204,26 +235,28 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
-  spec.work = [inputs = *std::move(inputs), options, response, &backend,
-               outputs = *std::move(outputs),
-               keep = KeepOf(request.result_options(), registry, client),
-               keep_input = request.keep_input()](JobControl& control) {
-    absl::StatusOr<FactorizeResult> result =
-        backend.Factorize(inputs.matrix.view(), options, inputs.rhs_view(), &control);
-    if (!result.ok()) return result.status();
-    ToProto(*result, response);
-    if (!outputs.empty()) return outputs.Write(*response);
-    if (!keep.registry) return absl::OkStatus();
-    if (absl::Status s =
-            KeepFactorization(keep, *result, keep_input ? &inputs.matrix.view() : nullptr,
-                              options.batch_count, control, response);
-        !s.ok()) {
-      return s;
-    }
-    std::vector<ResultMatrix> outputs = {{"r", &result->r}};
-    if (result->solution.has_value()) outputs.push_back({"solution", &*result->solution});
-    return KeepResults(keep, outputs, control, response, response->mutable_kept());
-  };
+  const DType input_dtype = inputs->matrix.view().dtype;
+  spec.work = WithProvenance(
+      backend, input_dtype, response,
+      [inputs = *std::move(inputs), options, response, &backend, outputs = *std::move(outputs),
+       keep = KeepOf(request.result_options(), registry, client),
+       keep_input = request.keep_input()](JobControl& control) {
+        absl::StatusOr<FactorizeResult> result =
+            backend.Factorize(inputs.matrix.view(), options, inputs.rhs_view(), &control);
+        if (!result.ok()) return result.status();
+        ToProto(*result, response);
+        if (!outputs.empty()) return outputs.Write(*response);
+        if (!keep.registry) return absl::OkStatus();
+        if (absl::Status s =
+                KeepFactorization(keep, *result, keep_input ? &inputs.matrix.view() : nullptr,
+                                  options.batch_count, control, response);
+            !s.ok()) {
+          return s;
+        }
+        std::vector<ResultMatrix> outputs = {{"r", &result->r}};
+        if (result->solution.has_value()) outputs.push_back({"solution", &*result->solution});
+        return KeepResults(keep, outputs, control, response, response->mutable_kept());
+      });
   return spec;
 }
 
@@ -245,28 +278,31 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
-  spec.work = [inputs = *std::move(inputs), response, &backend, outputs = *std::move(outputs),
-               keep = KeepOf(request.result_options(), registry, client)](JobControl& control) {
-    SolveOptions options = inputs.options;
-    const MatrixView rhs = inputs.rhs.view();
-    absl::StatusOr<std::unique_ptr<PendingResident>> pending =
-        PendingResult(keep, inputs.factorization.members() * inputs.factorization.cols(), rhs.cols,
-                      rhs.dtype, "solution", control);
-    if (!pending.ok()) return pending.status();
-    if (*pending != nullptr) options.output = &(*pending)->matrix();
-    absl::StatusOr<SolveResult> result =
-        backend.Solve(inputs.factorization, rhs, options, &control);
-    if (!result.ok()) return result.status();
-    ToProto(*result, inputs.factorization.kind, response);
-    if (!outputs.empty()) return outputs.Write(*response);
-    if (*pending != nullptr) {
-      return KeepPending(*std::move(pending), result->x, "solution", response,
-                         response->mutable_kept());
-    }
-    if (!keep.registry) return absl::OkStatus();
-    return KeepResults(keep, {{"solution", &result->x}}, control, response,
-                       response->mutable_kept());
-  };
+  const DType input_dtype = inputs->rhs.view().dtype;
+  spec.work = WithProvenance(
+      backend, input_dtype, response,
+      [inputs = *std::move(inputs), response, &backend, outputs = *std::move(outputs),
+       keep = KeepOf(request.result_options(), registry, client)](JobControl& control) {
+        SolveOptions options = inputs.options;
+        const MatrixView rhs = inputs.rhs.view();
+        absl::StatusOr<std::unique_ptr<PendingResident>> pending =
+            PendingResult(keep, inputs.factorization.members() * inputs.factorization.cols(),
+                          rhs.cols, rhs.dtype, "solution", control);
+        if (!pending.ok()) return pending.status();
+        if (*pending != nullptr) options.output = &(*pending)->matrix();
+        absl::StatusOr<SolveResult> result =
+            backend.Solve(inputs.factorization, rhs, options, &control);
+        if (!result.ok()) return result.status();
+        ToProto(*result, inputs.factorization.kind, response);
+        if (!outputs.empty()) return outputs.Write(*response);
+        if (*pending != nullptr) {
+          return KeepPending(*std::move(pending), result->x, "solution", response,
+                             response->mutable_kept());
+        }
+        if (!keep.registry) return absl::OkStatus();
+        return KeepResults(keep, {{"solution", &result->x}}, control, response,
+                           response->mutable_kept());
+      });
   return spec;
 }
 
@@ -293,28 +329,33 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
-  spec.work = [inputs = *std::move(inputs), response, &backend, outputs = *std::move(outputs),
-               keep = KeepOf(request.result_options(), registry, client)](JobControl& control) {
-    MultiplyOptions options = inputs.options;
-    // Kept and not wanted inline: room for C first, so that a device backend writes it in place.
-    const MatrixView a = inputs.a.view();
-    const MatrixView b = inputs.b.view();
-    absl::StatusOr<std::unique_ptr<PendingResident>> pending =
-        PendingResult(keep, options.transpose_a ? a.cols : a.rows,
-                      options.transpose_b ? b.rows : b.cols, a.dtype, "c", control);
-    if (!pending.ok()) return pending.status();
-    if (*pending != nullptr) options.output = &(*pending)->matrix();
-    absl::StatusOr<MultiplyResult> result =
-        backend.Multiply(inputs.a.view(), inputs.b.view(), options, &control);
-    if (!result.ok()) return result.status();
-    ToProto(*result, response);
-    if (!outputs.empty()) return outputs.Write(*response);
-    if (*pending != nullptr) {
-      return KeepPending(*std::move(pending), result->c, "c", response, response->mutable_kept());
-    }
-    if (!keep.registry) return absl::OkStatus();
-    return KeepResults(keep, {{"c", &result->c}}, control, response, response->mutable_kept());
-  };
+  const DType input_dtype = inputs->a.view().dtype;
+  spec.work = WithProvenance(
+      backend, input_dtype, response,
+      [inputs = *std::move(inputs), response, &backend, outputs = *std::move(outputs),
+       keep = KeepOf(request.result_options(), registry, client)](JobControl& control) {
+        MultiplyOptions options = inputs.options;
+        // Kept and not wanted inline: room for C first, so that a device backend writes it in
+        // place.
+        const MatrixView a = inputs.a.view();
+        const MatrixView b = inputs.b.view();
+        absl::StatusOr<std::unique_ptr<PendingResident>> pending =
+            PendingResult(keep, options.transpose_a ? a.cols : a.rows,
+                          options.transpose_b ? b.rows : b.cols, a.dtype, "c", control);
+        if (!pending.ok()) return pending.status();
+        if (*pending != nullptr) options.output = &(*pending)->matrix();
+        absl::StatusOr<MultiplyResult> result =
+            backend.Multiply(inputs.a.view(), inputs.b.view(), options, &control);
+        if (!result.ok()) return result.status();
+        ToProto(*result, response);
+        if (!outputs.empty()) return outputs.Write(*response);
+        if (*pending != nullptr) {
+          return KeepPending(*std::move(pending), result->c, "c", response,
+                             response->mutable_kept());
+        }
+        if (!keep.registry) return absl::OkStatus();
+        return KeepResults(keep, {{"c", &result->c}}, control, response, response->mutable_kept());
+      });
   return spec;
 }
 
@@ -336,13 +377,17 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
   spec.op = "permanent";
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.PermanentDeviceBytes(inputs->matrix.view(), inputs->options);
-  spec.work = [inputs = *std::move(inputs), response, &backend](JobControl& control) {
-    absl::StatusOr<PermanentResult> result =
-        backend.Permanent(inputs.matrix.view(), inputs.options, &control);
-    if (!result.ok()) return result.status();
-    ToProto(*result, response);
-    return absl::OkStatus();
-  };
+  const DType input_dtype = inputs->matrix.view().dtype;
+  spec.work = WithProvenance(backend, input_dtype, response,
+                             [inputs = *std::move(inputs), response, &backend,
+                              return_residues = request.return_residues()](JobControl& control) {
+                               absl::StatusOr<PermanentResult> result = backend.Permanent(
+                                   inputs.matrix.view(), inputs.options, &control);
+                               if (!result.ok()) return result.status();
+                               ToProto(*result, response);
+                               DropResiduesUnlessAsked(return_residues, response);
+                               return absl::OkStatus();
+                             });
   return spec;
 }
 

@@ -298,7 +298,8 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
                                     .block_size = request.block_size(),
                                     .allow_tf32 = request.allow_tf32(),
                                     .devices = std::max(request.devices(), 1),
-                                    .method = *method}};
+                                    .method = *method,
+                                    .verify = request.verify()}};
   if (sources.backend == nullptr ||
       !sources.backend->MultiplyReadsOnDevice(inputs.a.view(), inputs.b.view(), inputs.options)) {
     if (absl::Status s = inputs.a.CopyToHost(); !s.ok()) return s;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "core/cpu/determinant.h"
 #include "core/cpu/factorize.h"
 #include "core/cpu/lapack_types.h"
+#include "core/cpu/library_versions.h"
 #include "core/cpu/multiply.h"
 #include "core/cpu/permanent.h"
 #include "core/cpu/resident_matrix.h"
@@ -48,10 +50,11 @@ const char* KernelNameOf(const PermanentResult& result) {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(int threads, std::string state_dir)
-      : threads_(threads), state_dir_(std::move(state_dir)) {}
+      : threads_(threads), state_dir_(std::move(state_dir)), versions_(cpu::CpuLibraryVersions()) {}
 
   std::string_view name() const override { return "cpu"; }
   std::string device() const override { return absl::StrCat("cpu (", threads_, " threads)"); }
+  std::vector<std::pair<std::string, std::string>> Versions() const override { return versions_; }
 
   // LAPACKE and CBLAS take 32-bit dimensions; batches are looped over here, any length.
   absl::Status Supports(const OperationQuery& query) const override {
@@ -122,6 +125,7 @@ class CpuBackend final : public Backend {
 
   int threads_;
   std::string state_dir_;
+  std::vector<std::pair<std::string, std::string>> versions_;
 };
 
 }  // namespace

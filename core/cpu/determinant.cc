@@ -140,6 +140,10 @@ absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
                                             &result.stats);
   }
   MATRIXD_ASSIGN_OR_RETURN(result.residue, std::move(residue));
+  result.certificate = ResidueCertificate(result.method_used == DeterminantMethod::kCondensation
+                                              ? "condensation mod p"
+                                              : "elimination mod p",
+                                          p, result.residue);
   return result;
 }
 
@@ -216,12 +220,14 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
     if (primes == 0) {
       result.exact = std::string("0");  // a zero row (plain = "0" trips GCC 12 -Wrestrict)
       result.value = ScaledNumber::Zero();
+      result.certificate = ZeroRowCertificate();
     } else if (exact_affordable) {
       MATRIXD_ASSIGN_OR_RETURN(
           ExactDeterminant exact,
           ExactIntegerDeterminant(a.As<int64_t>(), n, primes, threads,
                                   progress.Part(value_share, 1.0), &result.stats));
       result.exact = std::move(exact.decimal);
+      result.certificate = std::move(exact.certificate);
       // The exact integer, rounded, is never worse than the floating-point value and is zero
       // exactly when A is singular; its only error is that rounding.
       result.value = exact.rounded;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -39,7 +40,7 @@ ScaledNumber Rounded(const std::string& decimal) {
 
 }  // namespace
 
-int HadamardPrimeCount(std::span<const int64_t> a, int64_t n) {
+double HadamardBoundBits(std::span<const int64_t> a, int64_t n) {
   // long double: squared entries reach 2^126 and the sums keep a 64-bit mantissa; the rounding
   // left is far below the slack of PrimesForBound (61 bits counted per prime of ~62).
   long double bound_bits = 0.0L;
@@ -49,10 +50,15 @@ int HadamardPrimeCount(std::span<const int64_t> a, int64_t n) {
       const long double x = static_cast<long double>(a[i * n + j]);
       norm_squared += x * x;
     }
-    if (norm_squared == 0.0L) return 0;
+    if (norm_squared == 0.0L) return -std::numeric_limits<double>::infinity();
     bound_bits += 0.5L * std::log2(norm_squared);
   }
-  return PrimesForBound(static_cast<double>(bound_bits));
+  return static_cast<double>(bound_bits);
+}
+
+int HadamardPrimeCount(std::span<const int64_t> a, int64_t n) {
+  const double bound_bits = HadamardBoundBits(a, n);
+  return std::isinf(bound_bits) ? 0 : PrimesForBound(bound_bits);
 }
 
 absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t> a, int64_t n,
@@ -77,6 +83,8 @@ absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t
   ExactDeterminant det;
   det.decimal = ReconstructSigned(residues, moduli);
   det.rounded = Rounded(det.decimal);
+  det.certificate = MultimodularCertificate("multimodular: elimination mod each prime, CRT", moduli,
+                                            std::move(residues), HadamardBoundBits(a, n));
   return det;
 }
 

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/cpu/progress_range.h"
+#include "core/exact_certificate.h"
 #include "core/operations.h"
 #include "core/scaled_number.h"
 
@@ -23,9 +24,14 @@ inline constexpr double kExactDeterminantBudget = 1e10;
 // REQUIRES: a.size() == n * n, n >= 1.
 int HadamardPrimeCount(std::span<const int64_t> a, int64_t n);
 
+// log2 of Hadamard's bound prod_i ||row_i||_2 >= |det A|; -infinity when a row is zero.
+// REQUIRES: a.size() == n * n, n >= 1.
+double HadamardBoundBits(std::span<const int64_t> a, int64_t n);
+
 struct ExactDeterminant {
   std::string decimal;
   ScaledNumber rounded;  // the same integer to double precision (truncated to 53 bits)
+  ExactCertificate certificate;
 };
 
 // det(A) from det mod the first `primes` primes of LargePrimes(), each on up to `threads` threads.

@@ -24,7 +24,8 @@ inline constexpr bool kIsComplex = false;
 template <typename R>
 inline constexpr bool kIsComplex<std::complex<R>> = true;
 
-// The routines of element type T. `orgqr` is ?ungqr for the complex types.
+// The routines of element type T. `orgqr` is ?ungqr for the complex types; `lange` returns the
+// real norm of either.
 template <typename T>
 struct Lapack;
 
@@ -38,6 +39,7 @@ struct Lapack<float> {
   static constexpr auto orgqr = &LAPACKE_sorgqr;
   static constexpr auto gemm = &cblas_sgemm;
   static constexpr auto trsm = &cblas_strsm;
+  static constexpr auto lange = &LAPACKE_slange;
 };
 
 template <>
@@ -50,6 +52,7 @@ struct Lapack<double> {
   static constexpr auto orgqr = &LAPACKE_dorgqr;
   static constexpr auto gemm = &cblas_dgemm;
   static constexpr auto trsm = &cblas_dtrsm;
+  static constexpr auto lange = &LAPACKE_dlange;
 };
 
 template <>
@@ -62,6 +65,7 @@ struct Lapack<std::complex<float>> {
   static constexpr auto orgqr = &LAPACKE_cungqr;
   static constexpr auto gemm = &cblas_cgemm;
   static constexpr auto trsm = &cblas_ctrsm;
+  static constexpr auto lange = &LAPACKE_clange;
 };
 
 template <>
@@ -74,6 +78,7 @@ struct Lapack<std::complex<double>> {
   static constexpr auto orgqr = &LAPACKE_zungqr;
   static constexpr auto gemm = &cblas_zgemm;
   static constexpr auto trsm = &cblas_ztrsm;
+  static constexpr auto lange = &LAPACKE_zlange;
 };
 
 // CBLAS takes real scalars by value and complex ones through a pointer.

@@ -565,7 +565,7 @@ absl::StatusOr<std::complex<double>> ComplexPermanent(const MatrixView& a, int n
 
 struct ExactPermanent {
   std::string decimal;
-  int primes = 0;
+  ExactCertificate certificate;
 };
 
 absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, PermanentMethod method,
@@ -573,7 +573,7 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
                                                 const std::string& state_dir) {
   const std::span<const int64_t> m = a.As<int64_t>();
   const std::vector<uint64_t> primes = PermanentPrimes(m, n);
-  if (primes.empty()) return ExactPermanent{"0", 0};
+  if (primes.empty()) return ExactPermanent{"0", ZeroRowCertificate()};
   std::vector<ModularPlan> plans;
   plans.reserve(primes.size());
   for (uint64_t p : primes) plans.push_back(MakeModularPlan(m, n, method, p));
@@ -597,7 +597,9 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
     }
     residues[q] = ModularPermanentValue(sum, n, method, p);
   }
-  return ExactPermanent{ReconstructSigned(residues, primes), static_cast<int>(primes.size())};
+  std::string decimal = ReconstructSigned(residues, primes);
+  return ExactPermanent{std::move(decimal),
+                        PermanentCertificate(m, n, method, primes, std::move(residues), "")};
 }
 
 }  // namespace
@@ -616,7 +618,7 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
     MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact, IntegerPermanent(a, n, result.method_used,
                                                                     threads, control, state_dir));
     // The exact value is the truth; `value` is its nearest double.
-    SetExactPermanent(std::move(exact.decimal), exact.primes, &result);
+    SetExactPermanent(std::move(exact.decimal), std::move(exact.certificate), &result);
   } else {
     MATRIXD_ASSIGN_OR_RETURN(
         std::complex<double> value,

@@ -143,10 +143,11 @@ PermanentResult NewPermanentResult(const MatrixView& a, const PermanentOptions& 
   return result;
 }
 
-void SetExactPermanent(std::string decimal, int primes, PermanentResult* result) {
+void SetExactPermanent(std::string decimal, ExactCertificate certificate, PermanentResult* result) {
   result->exact = std::move(decimal);
   result->value = std::strtod(result->exact.c_str(), nullptr);
-  result->stats.flops *= std::max(primes, 1);
+  result->stats.flops *= std::max(static_cast<int>(certificate.primes.size()), 1);
+  result->certificate = std::move(certificate);
 }
 
 template <typename T>
@@ -334,6 +335,15 @@ std::vector<uint64_t> PermanentPrimes(std::span<const int64_t> a, int n) {
   const long double bound_bits = Log2PermanentBound(a, n);
   if (std::isinf(bound_bits)) return {};
   return LargePrimes(PrimesForBound(static_cast<double>(std::max(bound_bits, 0.0L))));
+}
+
+ExactCertificate PermanentCertificate(std::span<const int64_t> a, int n, PermanentMethod method,
+                                      std::vector<uint64_t> primes, std::vector<uint64_t> residues,
+                                      const char* where) {
+  return MultimodularCertificate(
+      absl::StrCat("multimodular: ", method == PermanentMethod::kRyser ? "Ryser" : "Glynn",
+                   " walk mod each prime", where, ", CRT"),
+      std::move(primes), std::move(residues), static_cast<double>(Log2PermanentBound(a, n)));
 }
 
 void FillModularPermanentWalk(std::span<const int64_t> a, int n, PermanentMethod method, uint64_t p,

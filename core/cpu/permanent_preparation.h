@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/exact_certificate.h"
 #include "core/matrix.h"
 #include "core/operations.h"
 
@@ -43,9 +44,9 @@ absl::Status CheckPermanentInput(const MatrixView& a, int max_order, absl::strin
 // stats.flops of one walk. REQUIRES: a passed CheckPermanentInput.
 PermanentResult NewPermanentResult(const MatrixView& a, const PermanentOptions& options);
 
-// Sets result->exact to `decimal`, result->value to its nearest double (+-inf past 1.8e308), and
-// multiplies stats.flops by the number of primes walked (at least 1).
-void SetExactPermanent(std::string decimal, int primes, PermanentResult* result);
+// Sets result->exact to `decimal`, result->value to its nearest double (+-inf past 1.8e308),
+// result->certificate, and multiplies stats.flops by the number of primes walked (at least 1).
+void SetExactPermanent(std::string decimal, ExactCertificate certificate, PermanentResult* result);
 
 // ---- Floating-point matrices ----
 
@@ -122,6 +123,13 @@ std::complex<double> FloatPermanentValue(std::complex<double> walk_sum, int n,
 // The primes of LargePrimes (core/cpu/multimodular.h) to walk a modulo: enough to recover any
 // integer below prod_i sum_j |a_ij|, which bounds |per A|. Empty when a row is zero (per A = 0).
 std::vector<uint64_t> PermanentPrimes(std::span<const int64_t> a, int n);
+
+// How an exact permanent reconstructed from `residues` mod `primes` (PermanentPrimes) was
+// obtained: the walk's name, the primes, the residues and the bound they cover.
+// REQUIRES: a row of a is non-zero everywhere (primes not empty).
+ExactCertificate PermanentCertificate(std::span<const int64_t> a, int n, PermanentMethod method,
+                                      std::vector<uint64_t> primes, std::vector<uint64_t> residues,
+                                      const char* where);
 
 // As FillPermanentWalk, modulo the odd prime p: every value in [0, p).
 void FillModularPermanentWalk(std::span<const int64_t> a, int n, PermanentMethod method, uint64_t p,

@@ -27,6 +27,7 @@
 #include "core/cuda/blocking_event.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/freivalds.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/scoped_math_mode.h"
@@ -517,15 +518,35 @@ absl::StatusOr<MultiplyResult> BlockSparseTyped(const MatrixView& a, const Matri
   }();
   if (!status.ok()) return status;
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
-  MATRIXD_RETURN_IF_ERROR(
-      context.Download(device_c, result.c.mutable_bytes(), result.c.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
   result.stats.bytes_moved = a.byte_size() + b.byte_size() + result.c.byte_size();
+  if (std::is_same_v<T, float> && options.allow_tf32) result.stats.precision = "tf32";
   // The products of the non-zero block pairs, after the two scans (a transpose, when op() asks
   // for one, is not recorded).
   result.stats.kernels.push_back(
       KernelRecord{std::is_same_v<T, uint32_t> ? "uint32_block_gemm" : "cublas_gemm_batched",
                    seconds, result.stats.bytes_moved, result.stats.flops});
+  if constexpr (!std::is_same_v<T, uint32_t>) {
+    if (options.verify) {
+      // The check of the dense product: the operands as uploaded (op() already applied), C before
+      // it is downloaded.
+      const auto on_device = [&](int64_t rows, int64_t cols, const void* data) {
+        return MatrixView{.rows = rows,
+                          .cols = cols,
+                          .dtype = a.dtype,
+                          .data = static_cast<const std::byte*>(data),
+                          .space = MemorySpace::kDevice};
+      };
+      MultiplyOptions plain = options;
+      plain.transpose_a = false;
+      plain.transpose_b = false;
+      MATRIXD_RETURN_IF_ERROR(VerifyProduct(on_device(p.m, p.k, op_a), on_device(p.k, p.n, op_b),
+                                            on_device(p.m, p.n, device_c.data()), plain, context,
+                                            &result));
+    }
+  }
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(device_c, result.c.mutable_bytes(), result.c.byte_size()));
   return result;
 }
 

@@ -18,6 +18,7 @@
 #include "core/cuda/device_streams.h"
 #include "core/cuda/factorize.h"
 #include "core/cuda/host_registration.h"
+#include "core/cuda/library_versions.h"
 #include "core/cuda/memory_estimate.h"
 #include "core/cuda/multiply.h"
 #include "core/cuda/permanent.h"
@@ -44,10 +45,14 @@ class CudaBackend final : public Backend {
     std::vector<std::string> descriptions;
     for (const auto& device : devices_) descriptions.push_back(device->description());
     device_ = absl::StrJoin(descriptions, "; ");
+    // The first device's model and driver: a backend's devices are one model in practice, and
+    // stats.device names the one each answer ran on.
+    versions_ = cuda::CudaLibraryVersions(devices_.front()->primary().properties());
   }
 
   std::string_view name() const override { return "cuda"; }
   std::string device() const override { return device_; }
+  std::vector<std::pair<std::string, std::string>> Versions() const override { return versions_; }
 
   // cuBLAS and cuSOLVER take int dimensions and batch counts.
   absl::Status Supports(const OperationQuery& query) const override {
@@ -277,6 +282,7 @@ class CudaBackend final : public Backend {
   absl::Mutex channels_mutex_;
   std::vector<std::unique_ptr<cuda::TransferChannel>> channels_ ABSL_GUARDED_BY(channels_mutex_);
   std::string device_;
+  std::vector<std::pair<std::string, std::string>> versions_;
 };
 
 }  // namespace

@@ -174,11 +174,17 @@ void AddWork(const ComputeStats& from, ComputeStats* to) {
   to->bytes_moved += from.bytes_moved;
 }
 
+// An exact integer determinant in decimal, and how it was obtained.
+struct ExactValue {
+  std::string decimal;
+  ExactCertificate certificate;
+};
+
 // det(A) over Z from det mod enough primes for Hadamard's bound (the same primes and rule as the
 // CPU backend), one ModularLuDeterminant per prime, then Chinese remaindering on the host.
-absl::StatusOr<std::string> ExactDeterminant(const MatrixView& a, int primes,
-                                             DeviceContext& context, JobControl* control,
-                                             double progress_from, ComputeStats* stats) {
+absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, int primes, DeviceContext& context,
+                                            JobControl* control, double progress_from,
+                                            ComputeStats* stats) {
   const std::vector<uint64_t> moduli = cpu::LargePrimes(primes);
   std::vector<uint64_t> residues;
   residues.reserve(moduli.size());
@@ -196,7 +202,11 @@ absl::StatusOr<std::string> ExactDeterminant(const MatrixView& a, int primes,
     ReportProgress(control, progress_from + (1.0 - progress_from) * static_cast<double>(k + 1) /
                                                 static_cast<double>(moduli.size()));
   }
-  return cpu::ReconstructSigned(residues, moduli);
+  std::string decimal = cpu::ReconstructSigned(residues, moduli);
+  return ExactValue{std::move(decimal),
+                    MultimodularCertificate("multimodular: LU mod each prime on the GPU, CRT",
+                                            moduli, std::move(residues),
+                                            cpu::HadamardBoundBits(a.As<int64_t>(), a.rows))};
 }
 
 absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
@@ -210,11 +220,16 @@ absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
     return absl::InvalidArgumentError(
         absl::StrCat("modulus ", options.modulus, " must be 0 or a prime below 2^62"));
   }
+  const bool condensation = options.method == DeterminantMethod::kCondensation;
   absl::StatusOr<DeterminantResult> result =
-      options.method == DeterminantMethod::kCondensation
-          ? ModularCondensationDeterminant(a, options.modulus, context, control)
-          : ModularLuDeterminant(a, options.modulus, context, control);
-  if (result.ok()) ReportProgress(control, 1.0);
+      condensation ? ModularCondensationDeterminant(a, options.modulus, context, control)
+                   : ModularLuDeterminant(a, options.modulus, context, control);
+  if (result.ok()) {
+    result->certificate =
+        ResidueCertificate(condensation ? "condensation mod p on the GPU" : "LU mod p on the GPU",
+                           options.modulus, result->residue);
+    ReportProgress(control, 1.0);
+  }
   return result;
 }
 
@@ -270,10 +285,12 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
     if (primes == 0) {
       result.exact = std::string(1, '0');  // a zero row (assigning "0" trips GCC 12's -Wrestrict)
       result.value = ScaledNumber::Zero();
+      result.certificate = ZeroRowCertificate();
     } else if (exact_affordable) {
-      MATRIXD_ASSIGN_OR_RETURN(std::string exact, ExactDeterminant(a, primes, context, control,
-                                                                   value_share, &result.stats));
-      result.exact = std::move(exact);
+      MATRIXD_ASSIGN_OR_RETURN(ExactValue exact, ExactDeterminant(a, primes, context, control,
+                                                                  value_share, &result.stats));
+      result.exact = std::move(exact.decimal);
+      result.certificate = std::move(exact.certificate);
       // The exact integer, rounded, is never worse than the floating-point value, and zero
       // exactly when A is singular.
       result.value = DecimalToScaled(result.exact);

@@ -111,6 +111,13 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
     MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(context->cublas_, context->stream_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnCreate(&context->cusolver_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnSetStream(context->cusolver_, context->stream_));
+    // Repeatable results (docs/accuracy.md, "Bit-identical repeats"): no atomics in cuBLAS's
+    // reductions and cuSOLVER's deterministic algorithms. Both are the libraries' defaults today;
+    // set here so that the promise does not hang on a default.
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cublasSetAtomicsMode(context->cublas_, CUBLAS_ATOMICS_NOT_ALLOWED));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cusolverDnSetDeterministicMode(context->cusolver_, CUSOLVER_DETERMINISTIC_RESULTS));
     MATRIXD_CUDA_RETURN_IF_ERROR(cusparseCreate(&context->cusparse_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cusparseSetStream(context->cusparse_, context->stream_));
     MATRIXD_ASSIGN_OR_RETURN(uint64_t limit,

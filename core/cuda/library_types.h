@@ -17,16 +17,18 @@ namespace matrixd::cuda {
 
 // LibraryTraits<T>: `Device` is the type the libraries take (std::complex<float> and cuComplex
 // share one layout, so a device buffer of T is passed as Device* by reinterpret_cast);
-// `kAdjoint` is the conjugate transpose (plain transpose for real types); the function pointers
-// are the legacy 32-bit-index cuSOLVER/cuBLAS routines of that type (S, D, C, Z), the *_batched
-// ones those that take a batch of small matrices at once. Matrices are at most 2^28 elements
-// (core/validation.h), so every dimension and batch count fits an int.
+// `Real` the type of its norms (nrm2's result); `kAdjoint` is the conjugate transpose (plain
+// transpose for real types); the function pointers are the legacy 32-bit-index cuSOLVER/cuBLAS
+// routines of that type (S, D, C, Z), the *_batched ones those that take a batch of small matrices
+// at once. Matrices are at most 2^28 elements (core/validation.h), so every dimension and batch
+// count fits an int.
 template <typename T>
 struct LibraryTraits;
 
 template <>
 struct LibraryTraits<float> {
   using Device = float;
+  using Real = float;
   static constexpr cublasOperation_t kAdjoint = CUBLAS_OP_T;
   static Device One() { return 1.0f; }
   static Device Zero() { return 0.0f; }
@@ -49,11 +51,13 @@ struct LibraryTraits<float> {
   static constexpr auto geqrf_batched = &cublasSgeqrfBatched;
   static constexpr auto trsm_batched = &cublasStrsmBatched;
   static constexpr auto gemm_strided_batched = &cublasSgemmStridedBatched;
+  static constexpr auto nrm2 = &cublasSnrm2;  // Frobenius norm over the packed elements
 };
 
 template <>
 struct LibraryTraits<double> {
   using Device = double;
+  using Real = double;
   static constexpr cublasOperation_t kAdjoint = CUBLAS_OP_T;
   static Device One() { return 1.0; }
   static Device Zero() { return 0.0; }
@@ -76,11 +80,13 @@ struct LibraryTraits<double> {
   static constexpr auto geqrf_batched = &cublasDgeqrfBatched;
   static constexpr auto trsm_batched = &cublasDtrsmBatched;
   static constexpr auto gemm_strided_batched = &cublasDgemmStridedBatched;
+  static constexpr auto nrm2 = &cublasDnrm2;  // Frobenius norm over the packed elements
 };
 
 template <>
 struct LibraryTraits<std::complex<float>> {
   using Device = cuComplex;
+  using Real = float;
   static constexpr cublasOperation_t kAdjoint = CUBLAS_OP_C;
   static Device One() { return make_cuComplex(1.0f, 0.0f); }
   static Device Zero() { return make_cuComplex(0.0f, 0.0f); }
@@ -103,11 +109,13 @@ struct LibraryTraits<std::complex<float>> {
   static constexpr auto geqrf_batched = &cublasCgeqrfBatched;
   static constexpr auto trsm_batched = &cublasCtrsmBatched;
   static constexpr auto gemm_strided_batched = &cublasCgemmStridedBatched;
+  static constexpr auto nrm2 = &cublasScnrm2;  // Frobenius norm over the packed elements
 };
 
 template <>
 struct LibraryTraits<std::complex<double>> {
   using Device = cuDoubleComplex;
+  using Real = double;
   static constexpr cublasOperation_t kAdjoint = CUBLAS_OP_C;
   static Device One() { return make_cuDoubleComplex(1.0, 0.0); }
   static Device Zero() { return make_cuDoubleComplex(0.0, 0.0); }
@@ -130,6 +138,7 @@ struct LibraryTraits<std::complex<double>> {
   static constexpr auto geqrf_batched = &cublasZgeqrfBatched;
   static constexpr auto trsm_batched = &cublasZtrsmBatched;
   static constexpr auto gemm_strided_batched = &cublasZgemmStridedBatched;
+  static constexpr auto nrm2 = &cublasDznrm2;  // Frobenius norm over the packed elements
 };
 
 // A device pointer of host element type T as the libraries take it.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/freivalds.h"
+
 namespace matrixd::cuda {
 namespace {
 
@@ -64,7 +66,13 @@ uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
   const int64_t n = options.transpose_b ? b.rows : b.cols;
   const uint64_t c = static_cast<uint64_t>(std::max<int64_t>(m, 0)) *
                      static_cast<uint64_t>(std::max<int64_t>(n, 0)) * ElementSize(a.dtype);
-  const uint64_t dense = a.byte_size() + b.byte_size() + c;
+  // Freivalds' check (options.verify) adds its vectors X, Y, Z and W: (n + k + 2m) s elements.
+  const int64_t k = options.transpose_a ? a.rows : a.cols;
+  const uint64_t check = options.verify
+                             ? static_cast<uint64_t>(std::max<int64_t>(n + k + 2 * m, 0)) *
+                                   kFreivaldsVectors * ElementSize(a.dtype)
+                             : 0;
+  const uint64_t dense = a.byte_size() + b.byte_size() + c + check;
   // Block-sparse products keep block lists and per-block partial products; UINT32 products split
   // the operands into exactly representable pieces: allow twice the dense operands.
   if (options.block_size > 0 || a.dtype == DType::kUInt32) return 2 * dense + kMargin;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/block_sparse.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/freivalds.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/resident_matrix.h"
@@ -67,18 +68,37 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
         LibraryPointer<T>(c_target), static_cast<int>(n)));
   }
   MATRIXD_RETURN_IF_ERROR(gemm_timer.Stop());
+  const double flops_per_update = std::is_same_v<T, float> || std::is_same_v<T, double> ? 2.0 : 8.0;
+  result.stats.flops =
+      flops_per_update * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  result.stats.bytes_moved = a.byte_size() + b.byte_size() + c_bytes;
+  if (std::is_same_v<T, float> && options.allow_tf32) result.stats.precision = "tf32";
+  MATRIXD_RETURN_IF_ERROR(gemm_timer.AppendTo(&result.stats, "cublas_gemm",
+                                              result.stats.bytes_moved, result.stats.flops));
+  if (options.verify) {
+    // On the device copies, before C leaves the device (or while it stays in the resident output).
+    const auto on_device = [&](const MatrixView& x, const void* data) {
+      return MatrixView{.rows = x.rows,
+                        .cols = x.cols,
+                        .dtype = x.dtype,
+                        .data = static_cast<const std::byte*>(data),
+                        .space = MemorySpace::kDevice};
+    };
+    MATRIXD_RETURN_IF_ERROR(
+        VerifyProduct(on_device(a, device_a.data()), on_device(b, device_b.data()),
+                      MatrixView{.rows = m,
+                                 .cols = n,
+                                 .dtype = a.dtype,
+                                 .data = static_cast<const std::byte*>(c_target),
+                                 .space = MemorySpace::kDevice},
+                      options, context, &result));
+  }
   if (c_out != nullptr) {
     // The caller names the matrix next; other streams may read it then.
     MATRIXD_RETURN_IF_ERROR(context.Synchronize());
   } else
     MATRIXD_RETURN_IF_ERROR(
         context.Download(device_c, result.c.mutable_bytes(), result.c.byte_size()));
-  const double flops_per_update = std::is_same_v<T, float> || std::is_same_v<T, double> ? 2.0 : 8.0;
-  result.stats.flops =
-      flops_per_update * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  result.stats.bytes_moved = a.byte_size() + b.byte_size() + c_bytes;
-  MATRIXD_RETURN_IF_ERROR(gemm_timer.AppendTo(&result.stats, "cublas_gemm",
-                                              result.stats.bytes_moved, result.stats.flops));
   return result;
 }
 
@@ -97,6 +117,11 @@ absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b
     return absl::InvalidArgumentError(
         absl::StrCat("a.dtype is ", std::string(DTypeName(a.dtype)),
                      "; want float32, float64, complex64, complex128 or uint32"));
+  }
+  if (options.verify && !IsFloating(a.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("verify is set but a.dtype is ", std::string(DTypeName(a.dtype)),
+                     "; Freivalds' check takes float32, float64, complex64 or complex128"));
   }
   const int64_t a_cols = options.transpose_a ? a.rows : a.cols;
   const int64_t b_rows = options.transpose_b ? b.cols : b.rows;

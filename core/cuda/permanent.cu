@@ -384,7 +384,7 @@ uint64_t MontgomeryOne(uint64_t p) { return (~uint64_t{0} % p + 1) % p; }
 
 struct ExactPermanent {
   std::string decimal;
-  int primes = 0;
+  ExactCertificate certificate;
   double walk_seconds = 0.0;
 };
 
@@ -392,7 +392,7 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
                                                 DeviceContext& context, JobControl* control) {
   const std::span<const int64_t> m = a.As<int64_t>();
   const std::vector<uint64_t> primes = cpu::PermanentPrimes(m, n);
-  if (primes.empty()) return ExactPermanent{"0", 0, 0.0};
+  if (primes.empty()) return ExactPermanent{"0", ZeroRowCertificate(), 0.0};
   const int prime_count = static_cast<int>(primes.size());
   const int padded_order = PaddedOrder(n);
   const int bits = cpu::PermanentWalkBits(n, method);
@@ -437,7 +437,11 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
   for (int q = 0; q < prime_count; ++q) {
     residues[q] = cpu::ModularPermanentValue(residues[q], n, method, primes[q]);
   }
-  return ExactPermanent{cpu::ReconstructSigned(residues, primes), prime_count, walk_seconds};
+  std::string decimal = cpu::ReconstructSigned(residues, primes);
+  return ExactPermanent{
+      std::move(decimal),
+      cpu::PermanentCertificate(m, n, method, primes, std::move(residues), " on the GPU"),
+      walk_seconds};
 }
 
 // The walk's kernel name for stats.kernels: method, kind, and for real walks the precision and
@@ -481,7 +485,7 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
     MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact,
                              IntegerPermanent(a, n, result.method_used, context, control));
     // The exact value is the truth; `value` is its nearest double.
-    cpu::SetExactPermanent(std::move(exact.decimal), exact.primes, &result);
+    cpu::SetExactPermanent(std::move(exact.decimal), std::move(exact.certificate), &result);
     walk_seconds = exact.walk_seconds;
   } else {
     MATRIXD_ASSIGN_OR_RETURN(

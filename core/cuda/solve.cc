@@ -29,30 +29,6 @@
 namespace matrixd::cuda {
 namespace {
 
-// cuBLAS's Frobenius norm (nrm2 over the packed elements) of each element type.
-template <typename T>
-struct Norm;
-template <>
-struct Norm<float> {
-  using Real = float;
-  static constexpr auto nrm2 = &cublasSnrm2;
-};
-template <>
-struct Norm<double> {
-  using Real = double;
-  static constexpr auto nrm2 = &cublasDnrm2;
-};
-template <>
-struct Norm<std::complex<float>> {
-  using Real = float;
-  static constexpr auto nrm2 = &cublasScnrm2;
-};
-template <>
-struct Norm<std::complex<double>> {
-  using Real = double;
-  static constexpr auto nrm2 = &cublasDznrm2;
-};
-
 // An operand in this device's memory: read in place, or copied into a buffer of its own.
 struct DeviceOperand {
   const void* data = nullptr;
@@ -198,15 +174,15 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
         cublas, CUBLAS_OP_N, OpOf(options.transpose), nrhs, static_cast<int>(rhs.rows), inner,
         &minus_one, x_t, nrhs, Const<T>(a.data), n, &one, Mutable<T>(residual.data()), nrhs));
     // nrm2 with the handle's default host pointer mode waits for its result.
-    using Real = typename Norm<T>::Real;
+    using Real = typename Traits::Real;
     Real norms[4] = {};
     const std::pair<const void*, int64_t> vectors[4] = {{residual.data(), rhs.size()},
                                                         {a.data, f.input.size()},
                                                         {x, static_cast<int64_t>(n) * nrhs},
                                                         {b.data, rhs.size()}};
     for (int i = 0; i < 4; ++i) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(Norm<T>::nrm2(cublas, static_cast<int>(vectors[i].second),
-                                                 Const<T>(vectors[i].first), 1, &norms[i]));
+      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::nrm2(cublas, static_cast<int>(vectors[i].second),
+                                                Const<T>(vectors[i].first), 1, &norms[i]));
     }
     const double scale = static_cast<double>(norms[1]) * norms[2] + norms[3];
     result.residual = scale > 0 ? norms[0] / scale : 0.0;

@@ -36,6 +36,11 @@ void BenchSmallRequests(const std::string& label,
 // exact integer permanents: median and worst over flags.accuracy_samples matrices per order in
 // flags.accuracy_sizes and sign.
 void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Flags& flags);
+// Freivalds' check (Multiply with verify) next to the product at each of flags.verify_sizes,
+// float64 and float32, on `backend` (named `label`): `warm_up` untimed runs, then the medians of
+// `runs`.
+void BenchVerify(const std::string& label, Backend& backend, const Flags& flags, int warm_up,
+                 int runs);
 
 // The CPU backend's tables: determinant and GEMM, factorizations, batched LU.
 void BenchCpu(Backend& cpu, const Flags& flags);

@@ -112,5 +112,43 @@ TEST(FormatProduct, ShowsBlockProducts) {
   EXPECT_THAT(FormatProduct(r, 64), HasSubstr("block products: 3 of 12 (25.0%)"));
 }
 
+TEST(FormatProduct, ShowsTheFreivaldsVerdict) {
+  v1::MultiplyResponse r;
+  *r.mutable_c() = MakeMatrix<float>(1, 1, std::vector<float>{2});
+  r.mutable_check()->set_passed(false);
+  r.mutable_check()->set_discrepancy(0.25);
+  r.mutable_check()->set_tolerance(1e-12);
+  r.mutable_check()->set_vectors(8);
+  EXPECT_THAT(FormatProduct(r, 0),
+              HasSubstr("freivalds: FAILED (discrepancy 0.25, tolerance 1e-12, 8 vectors)"));
+  EXPECT_THAT(FormatProduct(v1::MultiplyResponse(), 0), Not(HasSubstr("freivalds")));
+}
+
+TEST(FormatStats, ShowsProvenanceWhenTheServerSendsIt) {
+  v1::ComputeStats stats;
+  stats.set_algorithm("cublas_gemm+freivalds");
+  stats.set_precision("tf32");
+  stats.set_result_crc32c("0badf00d");
+  (*stats.mutable_versions())["driver"] = "12.8";
+  (*stats.mutable_versions())["cublas"] = "13.0.0";
+  const std::string text = FormatStats(stats, absl::ZeroDuration());
+  EXPECT_THAT(text, HasSubstr("provenance: algorithm cublas_gemm+freivalds, precision tf32, "
+                              "result crc32c 0badf00d"));
+  EXPECT_THAT(text, HasSubstr("versions: cublas=13.0.0, driver=12.8"));
+  EXPECT_THAT(FormatStats(v1::ComputeStats(), absl::ZeroDuration()), Not(HasSubstr("provenance")));
+}
+
+TEST(FormatDeterminant, ShowsTheCertificateAndResidues) {
+  v1::DeterminantResponse r;
+  r.set_residue(5);
+  v1::ExactCertificate* c = r.mutable_certificate();
+  c->set_method("elimination mod p");
+  c->add_primes(7);
+  c->add_residues(5);
+  const std::string text = FormatDeterminant(r, false, 7);
+  EXPECT_THAT(text, HasSubstr("certificate: elimination mod p, 1 prime, no early stop"));
+  EXPECT_THAT(text, HasSubstr("residues: 5 mod 7"));
+}
+
 }  // namespace
 }  // namespace matrixd

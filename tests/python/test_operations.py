@@ -109,6 +109,53 @@ def test_multiply_transposes_and_fortran_operands(client, rng):
     np.testing.assert_allclose(c, a.T @ b.T, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", FLOATING)
+def test_verified_multiply_reports_a_passed_check(client, rng, dtype):
+    a, b = random_matrix(rng, (13, 7), dtype), random_matrix(rng, (7, 5), dtype)
+    p = client.multiply(a, b, verify=True)
+    assert p.check is not None and p.check.passed
+    assert 0 <= p.check.discrepancy <= p.check.tolerance
+    assert p.check.vectors == 8
+    assert client.multiply(a, b).check is None
+
+
+def test_stats_carry_provenance_and_a_checkable_result_crc32c(client, rng):
+    from matrixd import _crc32c, _ops
+    a, b = rng.standard_normal((9, 6)), rng.standard_normal((6, 4))
+    call = _ops.multiply(a, b, verify=True)
+    response = client._invoke(call.rpc, call.request, None)
+    s = response.stats
+    assert s.algorithm.startswith("gemm") or s.algorithm.startswith("cublas_gemm")
+    assert "freivalds" in s.algorithm
+    assert s.precision == "float64"
+    assert "openblas" in s.versions
+    # The caller's own check: the response without stats (and kept), serialized deterministically.
+    bare = type(response)()
+    bare.CopyFrom(response)
+    bare.ClearField("stats")
+    assert s.result_crc32c == "%08x" % _crc32c.crc32c(bare.SerializeToString(deterministic=True))
+
+
+def test_exact_answers_carry_certificates(client):
+    a = np.array([[10**18, 1], [1, 10**18]], dtype=np.int64)
+    d = client.det(a)
+    assert d.exact == 10**36 - 1
+    assert d.certificate.residues is None and len(d.certificate.primes) == 2
+    assert d.certificate.covered_bits > d.certificate.bound_bits
+    full = client.det(a, return_residues=True).certificate
+    assert [(10**36 - 1) % p for p in full.primes] == full.residues
+    per = client.permanent(np.array([[1, 2], [3, 4]], dtype=np.int64), return_residues=True)
+    assert per.exact == 10 and per.certificate.residues == [10 % p for p in per.certificate.primes]
+    m = client.det(np.array([[2, 1], [1, 3]], dtype=np.int64), modulus=7, return_residues=True)
+    assert m.certificate.primes == [7] and m.certificate.residues == [5]
+
+
+def test_verify_of_uint32_is_rejected(client):
+    a = np.ones((2, 2), dtype=np.uint32)
+    with pytest.raises(matrixd.InvalidArgument, match="verify"):
+        client.multiply(a, a, verify=True)
+
+
 def test_block_sparse_product(client, rng):
     a = rng.standard_normal((64, 64))
     a[:32, 32:] = 0

@@ -5,10 +5,16 @@
 #include <cstdint>
 #include <numbers>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
+#include "core/crc32c.h"
+#include "core/freivalds.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "gtest/gtest.h"
 #include "tests/server/test_server.h"
 
@@ -18,6 +24,7 @@ namespace {
 using ::testing::DoubleEq;
 using ::testing::DoubleNear;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::Pointwise;
 
 using Complex = std::complex<double>;
@@ -161,6 +168,35 @@ TEST_F(ComputationTest, Int64DeterminantIsExact) {
   EXPECT_EQ(response->exact(), "999999999999999999999999999999999999");
   EXPECT_FALSE(response->singular());
   EXPECT_NEAR(response->log_abs(), 36 * std::log(10.0), 1e-9);
+}
+
+TEST_F(ComputationTest, ExactDeterminantCarriesItsCertificateAndResiduesOnRequest) {
+  constexpr int64_t kE18 = 1000000000000000000;
+  v1::DeterminantRequest request;
+  *request.mutable_matrix() = MakeMatrix<int64_t>(2, 2, {kE18, 1, 1, kE18});
+  absl::StatusOr<v1::DeterminantResponse> response = client().Determinant(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_TRUE(response->has_certificate());
+  const v1::ExactCertificate& plain = response->certificate();
+  EXPECT_EQ(plain.primes_size(), 2);  // Hadamard: 2^119.6 needs two primes of ~62 bits
+  EXPECT_EQ(plain.residues_size(), 0);
+  EXPECT_GT(plain.covered_bits(), plain.bound_bits());
+  EXPECT_NEAR(plain.bound_bits(), std::log2(1e36 + 1), 1e-6);
+  EXPECT_FALSE(plain.early_stop());
+
+  request.set_return_residues(true);
+  response = client().Determinant(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  const v1::ExactCertificate& full = response->certificate();
+  ASSERT_EQ(full.residues_size(), full.primes_size());
+  // det = 1e36 - 1 = (1e18 - 1)(1e18 + 1), so each residue is that product mod the prime.
+  __extension__ using Uint128 = unsigned __int128;
+  for (int i = 0; i < full.primes_size(); ++i) {
+    const Uint128 p = full.primes(i);
+    const Uint128 x =
+        (static_cast<Uint128>(kE18 - 1) % p) * (static_cast<Uint128>(kE18 + 1) % p) % p;
+    EXPECT_EQ(full.residues(i), static_cast<uint64_t>(x));
+  }
 }
 
 TEST_F(ComputationTest, DeterminantModPrimeMatchesReference) {
@@ -342,6 +378,58 @@ TEST_F(ComputationTest, MultiplyMatchesHandProduct) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_THAT(*c, Pointwise(DoubleEq(), std::vector<double>{58, 64, 139, 154}));
   ExpectCpuStats(response->stats());
+}
+
+TEST_F(ComputationTest, VerifiedMultiplyReportsAPassedCheck) {
+  v1::MultiplyRequest request;
+  *request.mutable_a() = MakeMatrix<double>(2, 3, {1, 2, 3, 4, 5, 6});
+  *request.mutable_b() = MakeMatrix<double>(3, 2, {7, 8, 9, 10, 11, 12});
+  request.set_verify(true);
+  absl::StatusOr<v1::MultiplyResponse> response = client().Multiply(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_TRUE(response->has_check());
+  EXPECT_TRUE(response->check().passed());
+  EXPECT_EQ(response->check().discrepancy(), 0.0);  // small integers: every product is exact
+  EXPECT_GT(response->check().tolerance(), 0.0);
+  EXPECT_EQ(response->check().vectors(), kFreivaldsVectors);
+}
+
+TEST_F(ComputationTest, StatsCarryProvenanceAndTheResultsCrc32c) {
+  v1::MultiplyRequest request;
+  *request.mutable_a() = MakeMatrix<double>(2, 3, {1, 2, 3, 4, 5, 6});
+  *request.mutable_b() = MakeMatrix<double>(3, 2, {7, 8, 9, 10, 11, 12});
+  request.set_verify(true);
+  absl::StatusOr<v1::MultiplyResponse> response = client().Multiply(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  const v1::ComputeStats& stats = response->stats();
+  EXPECT_EQ(stats.algorithm(), "gemm+freivalds");
+  EXPECT_EQ(stats.precision(), "float64");
+  ASSERT_TRUE(stats.versions().contains("openblas"));
+  EXPECT_NE(stats.versions().at("openblas").find("OpenBLAS"), std::string::npos);
+  // The caller's check: the response without its stats, serialized deterministically.
+  v1::MultiplyResponse bare = *response;
+  bare.clear_stats();
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    ASSERT_TRUE(bare.SerializeToCodedStream(&coded));
+  }
+  const uint32_t crc = Crc32c(
+      0,
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+  EXPECT_EQ(stats.result_crc32c(), absl::StrFormat("%08x", crc));
+}
+
+TEST_F(ComputationTest, VerifyOfUint32IsRejectedNamingTheField) {
+  v1::MultiplyRequest request;
+  *request.mutable_a() = MakeMatrix<uint32_t>(1, 1, {2});
+  *request.mutable_b() = MakeMatrix<uint32_t>(1, 1, {3});
+  request.set_verify(true);
+  absl::StatusOr<v1::MultiplyResponse> response = client().Multiply(request);
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()), HasSubstr("verify"));
 }
 
 TEST_F(ComputationTest, MultiplyHonoursTransposes) {

@@ -72,6 +72,7 @@ TEST(Metrics, EveryFamilyIsNamedAndTypedByPrometheusConventions) {
       {"matrixd_queue_wait_seconds", "histogram"},
       {"matrixd_jobs_total", "counter"},
       {"matrixd_accuracy_answers_total", "counter"},
+      {"matrixd_product_checks_total", "counter"},
       {"matrixd_rpc_duration_seconds", "histogram"},
       {"matrixd_device_memory_bytes", "gauge"},
       {"matrixd_transfer_bytes_total", "counter"},
@@ -163,6 +164,23 @@ TEST(Metrics, AnswersWithAnAccuracyAreCountedByFlag) {
   EXPECT_EQ(count("determinant", "false"), 1.0);
   EXPECT_EQ(count("multiply", "true"), 0.0);
   EXPECT_EQ(count("multiply", "false"), 0.0);
+}
+
+TEST(Metrics, ProductChecksAreCountedByVerdict) {
+  Metrics metrics("0", "cpu");
+  MultiplyResult passed;
+  passed.check = ProductCheck{.passed = true};
+  MultiplyResult failed;
+  failed.check = ProductCheck{.passed = false};
+  metrics.RecordOutcome(kOpMultiply, DType::kFloat64, absl::StatusOr<MultiplyResult>(passed));
+  metrics.RecordOutcome(kOpMultiply, DType::kFloat64, absl::StatusOr<MultiplyResult>(passed));
+  metrics.RecordOutcome(kOpMultiply, DType::kFloat64, absl::StatusOr<MultiplyResult>(failed));
+  // Unverified: not counted.
+  metrics.RecordOutcome(kOpMultiply, DType::kFloat64,
+                        absl::StatusOr<MultiplyResult>(MultiplyResult{}));
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(SampleValue(text, "matrixd_product_checks_total", {{"passed", "true"}}), 2.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_product_checks_total", {{"passed", "false"}}), 1.0);
 }
 
 TEST(Metrics, JobsAreCountedByOpAndCanonicalStatusName) {

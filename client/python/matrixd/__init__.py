@@ -21,15 +21,16 @@ from matrixd.errors import (Aborted, AlreadyExists, Cancelled, DataLoss, Deadlin
                             NotFound, OutOfRange, PermissionDenied, ResourceExhausted,
                             Unauthenticated, Unavailable, Unimplemented, Unknown)
 from matrixd.remote import RemoteFactorization, RemoteMatrix
-from matrixd.results import (Determinant, Factorization, JobStatus, Permanent, Product,
-                             SharedMemoryInfo, Solution, Stats)
+from matrixd.results import (Determinant, ExactCertificate, Factorization, JobStatus, Permanent,
+                             Product, ProductCheck, SharedMemoryInfo, Solution, Stats)
 from matrixd.shared_memory import SharedMatrix, SharedMemoryRegion
 
 __version__ = "0.1.0"
 __all__ = [
     "Client", "Job", "RemoteMatrix", "RemoteFactorization", "SharedMatrix", "SharedMemoryRegion",
     "SharedMemoryInfo",
-    "Determinant", "Factorization", "JobStatus", "Permanent", "Product", "Solution", "Stats",
+    "Determinant", "ExactCertificate", "Factorization", "JobStatus", "Permanent", "Product",
+    "ProductCheck", "Solution", "Stats",
     "MatrixdError", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
     "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
     "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented",

@@ -154,7 +154,9 @@ def is_prime(n: int) -> bool:
 
 
 def stats(s) -> results.Stats:
-    return results.Stats(s.backend, s.device, s.seconds, s.bytes_moved, s.flops)
+    return results.Stats(s.backend, s.device, s.seconds, s.bytes_moved, s.flops,
+                         algorithm=s.algorithm, precision=s.precision,
+                         versions=dict(s.versions), result_crc32c=s.result_crc32c)
 
 
 def _int_or_none(text: str) -> Optional[int]:
@@ -199,7 +201,8 @@ def _matrix_or_kept(response, name: str, kept: dict, batch: int = 0, vector: boo
     return array[..., 0] if vector else array
 
 
-def determinant(a, method="auto", modulus: int = 0, check: bool = True) -> Call:
+def determinant(a, method="auto", modulus: int = 0, check: bool = True,
+                return_residues: bool = False) -> Call:
     op = Operand(a, "matrix")
     modulus = int(modulus)
     if check:
@@ -211,7 +214,8 @@ def determinant(a, method="auto", modulus: int = 0, check: bool = True) -> Call:
         else:
             op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_INT64,),
                              "float32, float64, complex64, complex128 or int64")
-    request = pb.DeterminantRequest(method=_choice(DET_METHODS, method, "method"), modulus=modulus)
+    request = pb.DeterminantRequest(method=_choice(DET_METHODS, method, "method"), modulus=modulus,
+                                    return_residues=return_residues)
     op.put(request, "matrix")
     complex_input = op.is_complex
 
@@ -228,9 +232,24 @@ def determinant(a, method="auto", modulus: int = 0, check: bool = True) -> Call:
             method=pb.DeterminantMethod.Name(r.method_used)[len("DETERMINANT_METHOD_"):].lower(),
             stats=stats(r.stats), exact=_int_or_none(r.exact),
             residue=r.residue if modulus > 0 else None,
-            accuracy=_accuracy(r) if r.HasField("accuracy") else None)
+            accuracy=_accuracy(r) if r.HasField("accuracy") else None,
+            certificate=_certificate(r) if r.HasField("certificate") else None)
 
     return Call("Determinant", request, parse, "determinant")
+
+
+def _certificate(r) -> results.ExactCertificate:
+    c = r.certificate
+    return results.ExactCertificate(
+        method=c.method, primes=list(c.primes), residues=list(c.residues) or None,
+        bound_bits=c.bound_bits, covered_bits=c.covered_bits, early_stop=c.early_stop,
+        error_probability=c.error_probability)
+
+
+def _product_check(r) -> results.ProductCheck:
+    c = r.check
+    return results.ProductCheck(discrepancy=c.discrepancy, tolerance=c.tolerance,
+                                passed=c.passed, vectors=c.vectors, seed=c.seed)
 
 
 def _accuracy(r) -> results.Accuracy:
@@ -344,7 +363,7 @@ def solve_inline(a, b, kind="lu", check=True, outputs: Optional[dict] = None) ->
 
 
 def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf32=False,
-             keep=False, check=True, outputs: Optional[dict] = None) -> Call:
+             keep=False, check=True, outputs: Optional[dict] = None, verify=False) -> Call:
     a_op, b_op = Operand(a, "a"), Operand(b, "b")
     if check:
         a_op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_UINT32,),
@@ -359,8 +378,12 @@ def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf3
                 f"op(a) is {ar}x{ac} and op(b) is {br}x{bc}; inner dimensions must agree")
         if block_size < 0:
             raise errors.InvalidArgument(f"block_size is {block_size}; want 0 (dense) or > 0")
+        if verify and a_op.wire not in _FLOATING:
+            raise errors.InvalidArgument(
+                f"verify is set but a.dtype is {a_op.dtype_name}; Freivalds' check takes "
+                "float32, float64, complex64 or complex128")
     request = pb.MultiplyRequest(transpose_a=transpose_a, transpose_b=transpose_b,
-                                 block_size=block_size, allow_tf32=allow_tf32)
+                                 block_size=block_size, allow_tf32=allow_tf32, verify=verify)
     a_op.put(request, "a")
     b_op.put(request, "b")
     _result_options(request, keep, outputs=outputs)
@@ -370,12 +393,14 @@ def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf3
         return results.Product(c=_matrix_or_kept(r, "c", kept, outputs=outputs),
                                stats=stats(r.stats),
                                block_products=r.block_products,
-                               block_products_total=r.block_products_total)
+                               block_products_total=r.block_products_total,
+                               check=_product_check(r) if r.HasField("check") else None)
 
     return Call("Multiply", request, parse, "multiply")
 
 
-def permanent(a, method="auto", check=True, precision="extended", walk="auto") -> Call:
+def permanent(a, method="auto", check=True, precision="extended", walk="auto",
+              return_residues=False) -> Call:
     op = Operand(a, "matrix")
     if check:
         op.require_square()
@@ -384,7 +409,8 @@ def permanent(a, method="auto", check=True, precision="extended", walk="auto") -
     request = pb.PermanentRequest(
         method=_choice(PERMANENT_METHODS, method, "method"),
         precision=_choice(PERMANENT_PRECISIONS, precision, "precision"),
-        walk=_choice(PERMANENT_WALKS, walk, "walk"))
+        walk=_choice(PERMANENT_WALKS, walk, "walk"),
+        return_residues=return_residues)
     op.put(request, "matrix")
     complex_input = op.is_complex
 
@@ -395,7 +421,8 @@ def permanent(a, method="auto", check=True, precision="extended", walk="auto") -
             stats=stats(r.stats), exact=_int_or_none(r.exact),
             precision=pb.PermanentPrecision.Name(
                 r.precision_used)[len("PERMANENT_PRECISION_"):].lower(),
-            walk=pb.PermanentWalk.Name(r.walk_used)[len("PERMANENT_WALK_"):].lower())
+            walk=pb.PermanentWalk.Name(r.walk_used)[len("PERMANENT_WALK_"):].lower(),
+            certificate=_certificate(r) if r.HasField("certificate") else None)
 
     return Call("Permanent", request, parse, "permanent")
 

@@ -47,8 +47,10 @@ class Client(_base.ClientBase):
     async def _send(self, call: _ops.Call, timeout: Optional[float]):
         return call.parse(await self._invoke(call.rpc, call.request, timeout), self)
 
-    async def det(self, a, method="auto", modulus=0, timeout=None) -> results.Determinant:
-        return await self._send(_ops.determinant(a, method, modulus, self.check), timeout)
+    async def det(self, a, method="auto", modulus=0, timeout=None,
+                  return_residues=False) -> results.Determinant:
+        return await self._send(_ops.determinant(a, method, modulus, self.check,
+                                                 return_residues=return_residues), timeout)
 
     determinant = det
 
@@ -74,14 +76,16 @@ class Client(_base.ClientBase):
         return await self._send(_ops.solve_inline(a, b, kind, self.check, outputs), timeout)
 
     async def multiply(self, a, b, transpose_a=False, transpose_b=False, block_size=0,
-                       allow_tf32=False, keep=False, timeout=None, outputs=None
-                       ) -> results.Product:
+                       allow_tf32=False, keep=False, timeout=None, outputs=None,
+                       verify=False) -> results.Product:
         return await self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size,
-                                              allow_tf32, keep, self.check, outputs), timeout)
+                                              allow_tf32, keep, self.check, outputs,
+                                              verify=verify), timeout)
 
     async def permanent(self, a, method="auto", timeout=None, precision="extended",
-                        walk="auto") -> results.Permanent:
-        return await self._send(_ops.permanent(a, method, self.check, precision, walk), timeout)
+                        walk="auto", return_residues=False) -> results.Permanent:
+        return await self._send(_ops.permanent(a, method, self.check, precision, walk,
+                                               return_residues=return_residues), timeout)
 
     async def submit(self, operation: str, *args, job_timeout=None, timeout=None,
                      **kwargs) -> "Job":

@@ -48,10 +48,12 @@ class Client(_base.ClientBase):
 
     # ---- operations ----
 
-    def det(self, a, method: str = "auto", modulus: int = 0, timeout: Optional[float] = None
-            ) -> results.Determinant:
-        """det(a): method "auto", "lu" or "condensation"; modulus p > 0 (int64 a): det mod p."""
-        return self._send(_ops.determinant(a, method, modulus, self.check), timeout)
+    def det(self, a, method: str = "auto", modulus: int = 0, timeout: Optional[float] = None,
+            return_residues: bool = False) -> results.Determinant:
+        """det(a): method "auto", "lu" or "condensation"; modulus p > 0 (int64 a): det mod p.
+        return_residues=True: certificate.residues holds the residues behind an exact answer."""
+        return self._send(_ops.determinant(a, method, modulus, self.check,
+                                           return_residues=return_residues), timeout)
 
     determinant = det
 
@@ -87,20 +89,24 @@ class Client(_base.ClientBase):
 
     def multiply(self, a, b, transpose_a: bool = False, transpose_b: bool = False,
                  block_size: int = 0, allow_tf32: bool = False, keep: bool = False,
-                 timeout: Optional[float] = None, outputs: Optional[dict] = None
-                 ) -> results.Product:
+                 timeout: Optional[float] = None, outputs: Optional[dict] = None,
+                 verify: bool = False) -> results.Product:
         """op(a) @ op(b) (plain transposes); block_size > 0: block-sparse.
-        outputs={"c": SharedMatrix} writes the product there."""
+        outputs={"c": SharedMatrix} writes the product there. verify=True also runs
+        Freivalds' check of the product on the server (result.check)."""
         return self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size, allow_tf32,
-                                        keep, self.check, outputs), timeout)
+                                        keep, self.check, outputs, verify=verify), timeout)
 
     def permanent(self, a, method: str = "auto", timeout: Optional[float] = None,
-                  precision: str = "extended", walk: str = "auto") -> results.Permanent:
-        """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value.
+                  precision: str = "extended", walk: str = "auto",
+                  return_residues: bool = False) -> results.Permanent:
+        """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value (and with
+        return_residues=True the residues behind it, certificate.residues).
         precision "extended" (double-double products, ~1e-14) or "fast" (plain double, ~1e-12);
         walk "auto" (sparse at <= 50% non-zeros), "dense" or "sparse". The result says which
         precision and walk ran."""
-        return self._send(_ops.permanent(a, method, self.check, precision, walk), timeout)
+        return self._send(_ops.permanent(a, method, self.check, precision, walk,
+                                         return_residues=return_residues), timeout)
 
     # ---- jobs ----
 

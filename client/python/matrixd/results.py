@@ -13,12 +13,18 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class Stats:
-    """How the server computed a result (ComputeStats)."""
+    """How the server computed a result (ComputeStats), with its provenance: the kernels that ran
+    (`algorithm`), the arithmetic (`precision`), the device/driver/library `versions` and the
+    CRC32C of the response's result fields as hex (`result_crc32c`; docs/accuracy.md)."""
     backend: str
     device: str
     seconds: float
     bytes_moved: int
     flops: float
+    algorithm: str = ""
+    precision: str = ""
+    versions: Optional[Dict[str, str]] = None
+    result_crc32c: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +35,8 @@ class Determinant:
     unit phase det/|det| and value, mantissa are complex. log_abs is ln|det| (-inf when singular).
     `exact` is the exact integer determinant (INT64 input, modulus 0, when the server affords it),
     `residue` det mod p (modulus p > 0); otherwise None. `accuracy` (LU over R/C on backends that
-    estimate it, else None) bounds the relative error of `value` (docs/accuracy.md).
+    estimate it, else None) bounds the relative error of `value` (docs/accuracy.md). `certificate`
+    says how `residue` or `exact` was obtained (else None).
     """
     sign: Union[float, complex]
     log_abs: float
@@ -42,6 +49,22 @@ class Determinant:
     exact: Optional[int] = None
     residue: Optional[int] = None
     accuracy: Optional["Accuracy"] = None
+    certificate: Optional["ExactCertificate"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactCertificate:
+    """How an exact answer was obtained (docs/accuracy.md): the method, the primes, the residues
+    mod each (with return_residues=True, else None), log2 of the bound on |answer| the primes had
+    to cover and of what they cover, and whether an early stop was taken (with what probability of
+    a wrong answer)."""
+    method: str
+    primes: list
+    residues: Optional[list]
+    bound_bits: float
+    covered_bits: float
+    early_stop: bool
+    error_probability: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,24 +113,39 @@ class Solution:
 
 @dataclasses.dataclass(frozen=True)
 class Product:
-    """C = op(A) @ op(B): an array, or a RemoteMatrix with keep=True."""
+    """C = op(A) @ op(B): an array, or a RemoteMatrix with keep=True. `check` is Freivalds'
+    verdict on C with verify=True, else None."""
     c: object
     stats: Stats
     block_products: int = 0
     block_products_total: int = 0
+    check: Optional["ProductCheck"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProductCheck:
+    """Freivalds' check of C (docs/accuracy.md): the largest scale-free discrepancy
+    ||A(B x) - C x|| / (||A||_F ||B||_F ||x||) over `vectors` random +-1 vectors x, the tolerance
+    2 (k + n) u it is held to (twice for complex), and whether it passed."""
+    discrepancy: float
+    tolerance: float
+    passed: bool
+    vectors: int
+    seed: int
 
 
 @dataclasses.dataclass(frozen=True)
 class Permanent:
-    """per(A): `value` (float, or complex for complex input) and `exact` (int) for INT64 input;
-    `precision` the walk's arithmetic ("extended", "fast", "exact" for INT64 input) and `walk`
-    "dense" or "sparse"."""
+    """per(A): `value` (float, or complex for complex input) and `exact` (int) for INT64 input,
+    with its `certificate`; `precision` the walk's arithmetic ("extended", "fast", "exact" for
+    INT64 input) and `walk` "dense" or "sparse"."""
     value: Union[float, complex]
     method: str
     stats: Stats
     exact: Optional[int] = None
     precision: str = "extended"
     walk: str = "dense"
+    certificate: Optional[ExactCertificate] = None
 
 
 @dataclasses.dataclass(frozen=True)

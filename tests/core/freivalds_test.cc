@@ -1,0 +1,322 @@
+// Freivalds' check of products (core/freivalds.h): correct products pass and a product with one
+// wrong entry fails, for every floating dtype, random and ill-scaled inputs, with and without
+// transposes, called directly on the CPU and on a device, and through Multiply(verify) on both
+// backends (block-sparse included).
+#include "core/cpu/freivalds.h"
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "core/backend.h"
+#include "core/cpu/multiply.h"
+#include "core/freivalds.h"
+#include "core/validation.h"
+#include "gtest/gtest.h"
+#include "tests/core/backend_fixture.h"
+#include "tests/core/dense_test_support.h"
+
+#ifdef MATRIXD_HAVE_CUDA
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/device_context.h"
+#include "core/cuda/freivalds.h"
+#endif
+
+namespace matrixd {
+namespace {
+
+using testing::RandomMatrix;
+using testing::Real;
+
+// C = op(A) op(B) by the CPU backend's gemm: the product the check must accept.
+Matrix Product(const Matrix& a, const Matrix& b, bool transpose_a = false,
+               bool transpose_b = false) {
+  auto result = cpu::Multiply(a.view(), b.view(),
+                              {.transpose_a = transpose_a, .transpose_b = transpose_b}, 1, nullptr);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? std::move(result->c) : Matrix();
+}
+
+// The smallest change of one entry the check is sure to catch (core/freivalds.h):
+// tolerance * ||A||_F ||B||_F sqrt(n).
+template <typename T>
+double DetectionThreshold(const Matrix& a, const Matrix& b, int64_t k, int64_t n) {
+  const auto norm = [](const Matrix& x) {
+    return static_cast<double>(testing::Norm(testing::Widen<T>(x)));
+  };
+  return FreivaldsTolerance(a.dtype(), k, n) * norm(a) * norm(b) *
+         std::sqrt(static_cast<double>(n));
+}
+
+// A copy of c with entry (i, j) moved by `delta`.
+template <typename T>
+Matrix Corrupted(const Matrix& c, int64_t i, int64_t j, double delta) {
+  Matrix copy = Matrix::CopyOf(c.view());
+  copy.As<T>()[static_cast<size_t>(i * c.cols() + j)] += static_cast<Real<T>>(delta);
+  return copy;
+}
+
+// A with row i scaled by 2^(e_i) and B with column j by 2^(f_j), exponents spread over
+// [-spread, spread]: entries of very different sizes, norms dominated by a few of them.
+template <typename T>
+Matrix GradedRows(Matrix x, int spread, bool columns) {
+  T* data = x.As<T>().data();
+  const int64_t lines = columns ? x.cols() : x.rows();
+  for (int64_t i = 0; i < x.rows(); ++i) {
+    for (int64_t j = 0; j < x.cols(); ++j) {
+      const int64_t line = columns ? j : i;
+      const int e = lines > 1 ? static_cast<int>(-spread + 2 * spread * line / (lines - 1)) : 0;
+      data[i * x.cols() + j] *= static_cast<Real<T>>(std::ldexp(1.0, e));
+    }
+  }
+  return x;
+}
+
+TEST(Freivalds, CorrectProductsPassAndOneWrongEntryFailsForEveryDType) {
+  testing::ForEachFloatingType([](auto type) {
+    using T = typename decltype(type)::type;
+    const int64_t m = 37, k = 53, n = 29;
+    const Matrix a = RandomMatrix<T>(m, k, 1);
+    const Matrix b = RandomMatrix<T>(k, n, 2);
+    const Matrix c = Product(a, b);
+    auto check = cpu::CheckProduct(a.view(), b.view(), c.view(), false, false, {.seed = 7});
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_TRUE(check->passed) << check->discrepancy << " > " << check->tolerance;
+    EXPECT_LT(check->discrepancy, check->tolerance / 4) << "the tolerance should not be tight";
+    EXPECT_EQ(check->vectors, kFreivaldsVectors);
+    EXPECT_EQ(check->seed, 7u);
+
+    const double delta = 2 * DetectionThreshold<T>(a, b, k, n);
+    const Matrix bad = Corrupted<T>(c, 11, 17, delta);
+    auto caught = cpu::CheckProduct(a.view(), b.view(), bad.view(), false, false, {.seed = 7});
+    ASSERT_TRUE(caught.ok()) << caught.status();
+    EXPECT_FALSE(caught->passed) << caught->discrepancy << " <= " << caught->tolerance;
+  });
+}
+
+TEST(Freivalds, Float64CatchesAnEntryOffByOneMillionthOfItsSize) {
+  const int64_t n = 256;
+  const Matrix a = RandomMatrix<double>(n, n, 3);
+  const Matrix b = RandomMatrix<double>(n, n, 4);
+  const Matrix c = Product(a, b);
+  const double entry = c.As<double>()[5 * n + 9];
+  const Matrix bad = Corrupted<double>(c, 5, 9, 1e-6 * std::abs(entry));
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    auto check = cpu::CheckProduct(a.view(), b.view(), bad.view(), false, false, {.seed = seed});
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_FALSE(check->passed) << "seed " << seed << ": " << check->discrepancy;
+  }
+}
+
+TEST(Freivalds, IllScaledProductsPassAndAWrongLargestEntryFails) {
+  testing::ForEachFloatingType([](auto type) {
+    using T = typename decltype(type)::type;
+    // 2^(2 spread) between the largest and smallest rows: 2^60 in float32, 2^400 in float64.
+    const int spread = std::is_same_v<Real<T>, float> ? 30 : 200;
+    const int64_t m = 40, k = 24, n = 33;
+    const Matrix a = GradedRows<T>(RandomMatrix<T>(m, k, 5), spread, false);
+    const Matrix b = GradedRows<T>(RandomMatrix<T>(k, n, 6), spread, true);
+    const Matrix c = Product(a, b);
+    auto check = cpu::CheckProduct(a.view(), b.view(), c.view(), false, false, {.seed = 1});
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_TRUE(check->passed) << check->discrepancy << " > " << check->tolerance;
+    // The last row of A and column of B are the largest: so is C's corner entry.
+    const Matrix bad = Corrupted<T>(c, m - 1, n - 1, 2 * DetectionThreshold<T>(a, b, k, n));
+    auto caught = cpu::CheckProduct(a.view(), b.view(), bad.view(), false, false, {.seed = 1});
+    ASSERT_TRUE(caught.ok()) << caught.status();
+    EXPECT_FALSE(caught->passed) << caught->discrepancy;
+  });
+}
+
+TEST(Freivalds, DiscrepancyIsScaleInvariant) {
+  const Matrix a = RandomMatrix<double>(20, 30, 8);
+  const Matrix b = RandomMatrix<double>(30, 10, 9);
+  const Matrix c = Corrupted<double>(Product(a, b), 3, 4, 0.5);
+  // Powers of two scale exactly, so the discrepancy must not move at all.
+  const Matrix big_a = RandomMatrix<double>(20, 30, 8, std::ldexp(1.0, 100));
+  const Matrix big_c = Corrupted<double>(Product(big_a, b), 3, 4, std::ldexp(0.5, 100));
+  auto small = cpu::CheckProduct(a.view(), b.view(), c.view(), false, false, {.seed = 3});
+  auto large = cpu::CheckProduct(big_a.view(), b.view(), big_c.view(), false, false, {.seed = 3});
+  ASSERT_TRUE(small.ok() && large.ok());
+  EXPECT_DOUBLE_EQ(small->discrepancy, large->discrepancy);
+  EXPECT_FALSE(small->passed);
+}
+
+TEST(Freivalds, TransposedOperandsAreCheckedAsTheProductSawThem) {
+  testing::ForEachFloatingType([](auto type) {
+    using T = typename decltype(type)::type;
+    const Matrix a = RandomMatrix<T>(21, 14, 10);  // op(A) = A^T: 14 x 21
+    const Matrix b = RandomMatrix<T>(9, 21, 11);   // op(B) = B^T: 21 x 9
+    const Matrix c = Product(a, b, true, true);
+    auto check = cpu::CheckProduct(a.view(), b.view(), c.view(), true, true, {.seed = 2});
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_TRUE(check->passed) << check->discrepancy;
+    // Read without the transposes the shapes no longer make a product.
+    EXPECT_EQ(cpu::CheckProduct(a.view(), b.view(), c.view(), false, false, {}).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  });
+}
+
+TEST(Freivalds, HugeAndTinyEntriesNeitherOverflowNorUnderflowTheCheck) {
+  // C near 2^1000: rounding differences near 2^950, whose squares would overflow; and the mirror
+  // image near 2^-1000, whose squares would underflow to zero.
+  for (const int e : {600, -600}) {
+    const Matrix a = RandomMatrix<double>(20, 16, 15, std::ldexp(1.0, e));
+    const Matrix b = RandomMatrix<double>(16, 12, 16, std::ldexp(1.0, e > 0 ? 400 : -400));
+    const Matrix c = Product(a, b);
+    auto check = cpu::CheckProduct(a.view(), b.view(), c.view(), false, false, {.seed = 4});
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_TRUE(check->passed) << e << ": " << check->discrepancy;
+    const double threshold = DetectionThreshold<double>(a, b, 16, 12);
+    auto caught =
+        cpu::CheckProduct(a.view(), b.view(), Corrupted<double>(c, 3, 5, 2 * threshold).view(),
+                          false, false, {.seed = 4});
+    ASSERT_TRUE(caught.ok()) << caught.status();
+    EXPECT_FALSE(caught->passed) << e;
+  }
+}
+
+TEST(Freivalds, ZeroOperandsPassOnlyWithAZeroProduct) {
+  const Matrix a(8, 8, DType::kFloat64);
+  const Matrix b = RandomMatrix<double>(8, 8, 12);
+  const Matrix c(8, 8, DType::kFloat64);
+  auto check = cpu::CheckProduct(a.view(), b.view(), c.view(), false, false, {});
+  ASSERT_TRUE(check.ok());
+  EXPECT_TRUE(check->passed);
+  EXPECT_EQ(check->discrepancy, 0.0);
+  const Matrix bad = Corrupted<double>(c, 0, 0, 1e-300);  // its square underflows
+  auto caught = cpu::CheckProduct(a.view(), b.view(), bad.view(), false, false, {});
+  ASSERT_TRUE(caught.ok());
+  EXPECT_FALSE(caught->passed);
+  EXPECT_EQ(caught->discrepancy, std::numeric_limits<double>::infinity());
+}
+
+TEST(Freivalds, NonFiniteProductFails) {
+  const Matrix a = RandomMatrix<float>(4, 4, 13);
+  const Matrix b = RandomMatrix<float>(4, 4, 14);
+  const Matrix bad = Corrupted<float>(Product(a, b), 1, 2, std::numeric_limits<double>::infinity());
+  auto check = cpu::CheckProduct(a.view(), b.view(), bad.view(), false, false, {});
+  ASSERT_TRUE(check.ok());
+  EXPECT_FALSE(check->passed);
+}
+
+TEST(Freivalds, SameSeedSameVectorsAndSignsOnly) {
+  const Matrix x = FreivaldsVectors(100, 8, 42, DType::kComplex64);
+  const Matrix y = FreivaldsVectors(100, 8, 42, DType::kComplex64);
+  ASSERT_EQ(x.byte_size(), y.byte_size());
+  EXPECT_EQ(std::memcmp(x.bytes(), y.bytes(), x.byte_size()), 0);
+  int plus = 0;
+  for (const std::complex<float> v : x.As<std::complex<float>>()) {
+    EXPECT_TRUE(v == std::complex<float>(1) || v == std::complex<float>(-1));
+    plus += v.real() > 0 ? 1 : 0;
+  }
+  EXPECT_GT(plus, 300);  // 800 fair signs
+  EXPECT_LT(plus, 500);
+}
+
+TEST(Freivalds, RejectsIntegerDTypesAndBadVectorCounts) {
+  const Matrix u(4, 4, DType::kUInt32);
+  EXPECT_EQ(cpu::CheckProduct(u.view(), u.view(), u.view(), false, false, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const Matrix f(4, 4, DType::kFloat64);
+  EXPECT_EQ(
+      cpu::CheckProduct(f.view(), f.view(), f.view(), false, false, {.vectors = 0}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  const Limits limits;
+  const absl::Status s = ValidateMultiply(u.view(), u.view(), {.verify = true}, limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("verify"), std::string::npos) << s.message();
+}
+
+#ifdef MATRIXD_HAVE_CUDA
+// The device check on device copies of A, B and a corrupted C.
+TEST(FreivaldsOnDevice, CorrectProductsPassAndOneWrongEntryFails) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here: device test skipped";
+  auto context = cuda::DeviceContext::Create(0);
+  ASSERT_TRUE(context.ok()) << context.status();
+  ASSERT_TRUE((*context)->Activate().ok());
+  testing::ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const int64_t m = 70, k = 45, n = 33;
+    const Matrix a = RandomMatrix<T>(k, m, 21);  // checked as op(A) = A^T
+    const Matrix b = RandomMatrix<T>(k, n, 22);
+    const Matrix c = Product(a, b, true, false);
+    const Matrix bad = Corrupted<T>(c, 50, 20, 2 * DetectionThreshold<T>(a, b, k, n));
+    const auto upload = [&](const Matrix& x) {
+      auto buffer = (*context)->Allocate(x.byte_size());
+      EXPECT_TRUE(buffer.ok()) << buffer.status();
+      EXPECT_TRUE((*context)->Upload(x.bytes(), *buffer, x.byte_size()).ok());
+      return *std::move(buffer);
+    };
+    const auto view = [](const Matrix& x, const cuda::DeviceBuffer& buffer) {
+      return MatrixView{.rows = x.rows(),
+                        .cols = x.cols(),
+                        .dtype = x.dtype(),
+                        .data = static_cast<const std::byte*>(buffer.data()),
+                        .space = MemorySpace::kDevice};
+    };
+    const cuda::DeviceBuffer da = upload(a), db = upload(b), dc = upload(c), dbad = upload(bad);
+    auto check = cuda::CheckProduct(view(a, da), view(b, db), view(c, dc), true, false, **context,
+                                    {.seed = 5});
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_TRUE(check->passed) << check->discrepancy << " > " << check->tolerance;
+    auto caught = cuda::CheckProduct(view(a, da), view(b, db), view(bad, dbad), true, false,
+                                     **context, {.seed = 5});
+    ASSERT_TRUE(caught.ok()) << caught.status();
+    EXPECT_FALSE(caught->passed) << caught->discrepancy;
+  });
+}
+#endif
+
+// ---- Through Multiply(verify) on both backends ----
+
+class VerifiedMultiplyTest : public testing::BackendTest {};
+
+TEST_P(VerifiedMultiplyTest, VerifiedProductsPassAndRecordTheCheck) {
+  testing::ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const Matrix a = RandomMatrix<T>(64, 48, 31);
+    const Matrix b = RandomMatrix<T>(40, 48, 32);
+    for (const int64_t block_size : {int64_t{0}, int64_t{16}}) {
+      SCOPED_TRACE(block_size);
+      auto result = backend().Multiply(
+          a.view(), b.view(), {.transpose_b = true, .block_size = block_size, .verify = true},
+          nullptr);
+      ASSERT_TRUE(result.ok()) << result.status();
+      ASSERT_TRUE(result->check.has_value());
+      EXPECT_TRUE(result->check->passed) << result->check->discrepancy;
+      EXPECT_EQ(result->check->vectors, kFreivaldsVectors);
+      bool recorded = false;
+      for (const KernelRecord& kernel : result->stats.kernels) {
+        recorded = recorded || kernel.kernel == "freivalds";
+      }
+      EXPECT_TRUE(recorded);
+    }
+  });
+}
+
+TEST_P(VerifiedMultiplyTest, UnverifiedProductsCarryNoCheck) {
+  const Matrix a = RandomMatrix<double>(8, 8, 33);
+  auto result = backend().Multiply(a.view(), a.view(), {}, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->check.has_value());
+}
+
+TEST_P(VerifiedMultiplyTest, SupportsRejectsVerifyOfUInt32) {
+  const Matrix u(4, 4, DType::kUInt32);
+  const MultiplyOptions options{.verify = true};
+  EXPECT_EQ(backend().Supports(MultiplyQuery(u.view(), u.view(), options)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend().Multiply(u.view(), u.view(), options, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+MATRIXD_INSTANTIATE_BACKEND_SUITE(VerifiedMultiplyTest);
+
+}  // namespace
+}  // namespace matrixd
