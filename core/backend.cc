@@ -96,6 +96,7 @@ absl::Status CheckOptions(const OperationQuery& query) {
   if (query.operation == Operation::kMultiply && query.multiply.devices < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("devices is ", query.multiply.devices, "; want >= 1"));
+  }
   if (query.operation == Operation::kMultiply && query.multiply.verify &&
       !IsFloating(query.dtype)) {
     return absl::InvalidArgumentError(
