@@ -35,7 +35,9 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
 #ifdef MATRIXD_HAVE_MULTI_GPU
     if (cuda.ok()) {
       std::vector<int> devices = config.devices;
-      for (int d = 0; devices.empty() && d < CudaDeviceCount(); ++d) devices.push_back(d);
+      if (devices.empty()) {
+        for (int d = 0; d < CudaDeviceCount(); ++d) devices.push_back(d);
+      }
       cuda = multi_gpu::WithMultiGpuProducts(*std::move(cuda), std::move(devices));
     }
 #endif

@@ -297,9 +297,9 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
                                     .transpose_b = request.transpose_b(),
                                     .block_size = request.block_size(),
                                     .allow_tf32 = request.allow_tf32(),
+                                    .verify = request.verify(),
                                     .devices = std::max(request.devices(), 1),
-                                    .method = *method,
-                                    .verify = request.verify()}};
+                                    .method = *method}};
   if (sources.backend == nullptr ||
       !sources.backend->MultiplyReadsOnDevice(inputs.a.view(), inputs.b.view(), inputs.options)) {
     if (absl::Status s = inputs.a.CopyToHost(); !s.ok()) return s;

@@ -47,7 +47,8 @@ TEST(MultiGpuBackend, ProductOverEveryDeviceCountEqualsTheCpuProduct) {
   ASSERT_TRUE(reference.ok()) << reference.status();
   for (int gpus = 1; gpus <= devices; ++gpus) {
     const MultiplyOptions options{.devices = gpus, .method = MultiplyMethod::kCannon};
-    ASSERT_TRUE((*cuda)->Supports(MultiplyQuery(a.view(), b.view(), options)).ok());
+    const absl::Status supported = (*cuda)->Supports(MultiplyQuery(a.view(), b.view(), options));
+    ASSERT_TRUE(supported.ok()) << gpus << " GPUs: " << supported;
     auto c = (*cuda)->Multiply(a.view(), b.view(), options, &control);
     ASSERT_TRUE(c.ok()) << c.status();
     ASSERT_EQ(c->c.rows(), 700);
@@ -74,7 +75,8 @@ TEST(MultiGpuBackend, RefusesWhatCannonDoesNotTakeNamingTheField) {
   absl::Status too_many = supports(a, {.devices = devices + 1});
   EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(too_many.message()),
-              HasSubstr("devices is " + std::to_string(devices + 1)));
+              HasSubstr("devices is " + std::to_string(devices + 1) + "; this server has " +
+                        std::to_string(devices) + " GPU"));
   absl::Status float32 = supports(f, {.devices = 1, .method = MultiplyMethod::kCannon});
   EXPECT_EQ(float32.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(float32.message()), HasSubstr("a.dtype is float32"));
