@@ -11,16 +11,17 @@ absl::Status CheckShape(const char* what, const Matrix& got, bool written_in_pla
                         int64_t cols, DType dtype) {
   if (got.empty() && written_in_place) return absl::OkStatus();
   if (got.rows() == rows && got.cols() == cols && got.dtype() == dtype) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(
-      "the backend returned ", what, " as a ", got.rows(), "x", got.cols(), " ",
-      DTypeName(got.dtype()), " matrix; want ", rows, "x", cols, " ", DTypeName(dtype),
-      " (a backend fault: the result is withheld)"));
+  return absl::InternalError(absl::StrCat("the backend returned ", what, " as a ", got.rows(), "x",
+                                          got.cols(), " ", DTypeName(got.dtype()), " matrix; want ",
+                                          rows, "x", cols, " ", DTypeName(dtype),
+                                          " (a backend fault: the result is withheld)"));
 }
 
 }  // namespace
 
 absl::Status CheckMultiplyResultShape(const MatrixView& a, const MatrixView& b,
-                                      const MultiplyOptions& options, const MultiplyResult& result) {
+                                      const MultiplyOptions& options,
+                                      const MultiplyResult& result) {
   return CheckShape("multiply result c", result.c, options.output != nullptr,
                     options.transpose_a ? a.cols : a.rows, options.transpose_b ? b.rows : b.cols,
                     a.dtype);

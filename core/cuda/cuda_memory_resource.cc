@@ -68,9 +68,9 @@ absl::StatusOr<void*> CudaAsyncResource::DoAllocate(size_t bytes, MemoryStream s
   FaultCountdown& fault = InjectedFault(FaultPoint::kDeviceAllocation);
   last_allocation_injected = fault.armed() && fault.Fire();
   if (last_allocation_injected) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cudaMallocFromPoolAsync(...) failed: cudaErrorMemoryAllocation: out of memory ",
-                     kInjectedFaultNote, " (", bytes, " bytes)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cudaMallocFromPoolAsync(...) failed: cudaErrorMemoryAllocation: out of memory ",
+        kInjectedFaultNote, " (", bytes, " bytes)"));
   }
   void* data = nullptr;
   const cudaError_t code =
