@@ -78,7 +78,7 @@ class CudaFaultInjectionTest : public ::testing::TestWithParam<FaultCase> {
     absl::StatusOr<DeterminantResult> got = gpu_->Determinant(a.view(), options, nullptr);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_NEAR(got->value.log_abs(), want->value.log_abs(), 1e-10 * kN);
-    EXPECT_EQ(std::real(got->value.phase()), std::real(want->value.phase()));
+    EXPECT_NEAR(std::real(got->value.phase()), std::real(want->value.phase()), 1e-12);  // the sign
   }
 
   std::unique_ptr<Backend> gpu_;
@@ -124,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{FaultPoint::kCusolverCall, "CusolverCall", absl::StatusCode::kInternal}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return std::string(info.param.name); });
 
-TEST(CudaFaultInjection, InjectedAllocationFailureIsNotRetriedAndIsCounted) {
+TEST(CudaFaultInjection, InjectedAllocationFailureIsNotRetried) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here: device test skipped";
   absl::StatusOr<std::unique_ptr<Backend>> gpu =
       MakeCudaBackend({0}, DeviceMemoryLimit{.bytes = kLimit});
