@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ struct FaultCase {
   const char* name;
   absl::StatusCode code;  // of the failed operation
 };
+
+// Names the case in ctest's and gtest's listings.
+void PrintTo(const FaultCase& fault, std::ostream* os) { *os << fault.name; }
 
 class CudaFaultInjectionTest : public ::testing::TestWithParam<FaultCase> {
  protected:
