@@ -281,11 +281,13 @@ absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, Perma
     for (int i = 0; i < count; ++i) {
       threads.emplace_back([&, i] {
         // A new thread starts on device 0: the context's stream and memory are on its own.
+        // (void): nvcc warns that StatusOr's assignment result, a nodiscard type, is unused.
         if (absl::Status active = contexts[i]->Activate(); !active.ok()) {
-          shares[i] = active;
+          static_cast<void>(shares[i] = active);
           return;
         }
-        shares[i] = Walk(a, n, method, arithmetic, sparse, *contexts[i], control, {i, count});
+        static_cast<void>(
+            shares[i] = Walk(a, n, method, arithmetic, sparse, *contexts[i], control, {i, count}));
       });
     }
   }
