@@ -191,8 +191,8 @@ absl::Status CheckMultiply(const v1::MultiplyRequest& request,
                        request.transpose_b(), i, j);
       if (!(std::abs((*cv)[i * n + j] - want) <= tolerance)) {
         return Wrong(absl::StrCat("FLOAT64 product entry (", i, ", ", j, ") of ", m, "x", k,
-                                  " times ", k, "x", n, " is ", (*cv)[i * n + j].real(),
-                                  ", want ", want.real()));
+                                  " times ", k, "x", n, " is ", (*cv)[i * n + j].real(), ", want ",
+                                  want.real()));
       }
     }
   }
@@ -221,9 +221,8 @@ absl::Status CheckPermanent(const v1::PermanentRequest& request,
   const double scale = static_cast<double>(PermanentReference(values, n).real());
   const double error = std::abs(static_cast<double>(response.value() - want));
   if (!(error <= 1e-12 * scale + 1e-300)) {
-    return Wrong(absl::StrCat("permanent of a FLOAT64 ", n, "x", n, " matrix is ",
-                              response.value(), ", want ", static_cast<double>(want),
-                              " (per(|A|) = ", scale, ")"));
+    return Wrong(absl::StrCat("permanent of a FLOAT64 ", n, "x", n, " matrix is ", response.value(),
+                              ", want ", static_cast<double>(want), " (per(|A|) = ", scale, ")"));
   }
   return absl::OkStatus();
 }
@@ -250,8 +249,7 @@ v1::JobRequest MakeCheckedRequest(SoakOp op, const SoakSizes& sizes, std::mt1993
   switch (op) {
     case SoakOp::kDeterminant:
       *job.mutable_determinant()->mutable_matrix() =
-          Coin(rng) ? WellConditionedMatrix(n, rng)
-                    : RandomMatrix(n, n, v1::DTYPE_INT64, rng());
+          Coin(rng) ? WellConditionedMatrix(n, rng) : RandomMatrix(n, n, v1::DTYPE_INT64, rng());
       break;
     case SoakOp::kFactorize: {
       v1::FactorizeRequest& request = *job.mutable_factorize();

@@ -56,7 +56,8 @@ TEST(CheckJobResult, FloatDeterminantNeedsSignAndLogWithinBound) {
 }
 
 TEST(CheckJobResult, LuNeedsItsFactorsAndSolution) {
-  // A = [1 2; 3 4]: rows swapped, L = [1 0; 1/3 1], U = [3 4; 0 2/3]; A x = [5; 6] at x = [-4; 4.5].
+  // A = [1 2; 3 4]: rows swapped, L = [1 0; 1/3 1], U = [3 4; 0 2/3]; A x = [5; 6] at x =
+  // [-4; 4.5].
   v1::JobRequest request;
   v1::FactorizeRequest& factorize = *request.mutable_factorize();
   factorize.set_kind(v1::FACTORIZATION_KIND_LU);
@@ -89,7 +90,8 @@ TEST(CheckJobResult, Uint32ProductWrapsAroundExactly) {
   v1::JobRequest request;
   *request.mutable_multiply()->mutable_a() =
       MakeMatrix<uint32_t>(1, 2, std::vector<uint32_t>{1u << 31, 3});
-  *request.mutable_multiply()->mutable_b() = MakeMatrix<uint32_t>(2, 1, std::vector<uint32_t>{2, 5});
+  *request.mutable_multiply()->mutable_b() =
+      MakeMatrix<uint32_t>(2, 1, std::vector<uint32_t>{2, 5});
   v1::JobUpdate update;
   *update.mutable_multiply()->mutable_c() = MakeMatrix<uint32_t>(1, 1, std::vector<uint32_t>{15});
   EXPECT_TRUE(CheckJobResult(request, update).ok());
@@ -137,8 +139,7 @@ TEST(CheckJobResult, FloatPermanentWithinItsBound) {
 }
 
 TEST(CheckJobResult, AResultOfAnotherKindIsWrong) {
-  const v1::JobRequest request =
-      DeterminantOf(MakeMatrix<double>(1, 1, std::vector<double>{2}));
+  const v1::JobRequest request = DeterminantOf(MakeMatrix<double>(1, 1, std::vector<double>{2}));
   v1::JobUpdate update;
   update.mutable_permanent()->set_value(2);
   EXPECT_FALSE(CheckJobResult(request, update).ok());

@@ -97,7 +97,8 @@ Outcome KeptSolve(Client& client, const v1::JobRequest& request, std::mt19937_64
   if (!check.ok()) return {absl::OkStatus(), check};
   const auto factorization = kept.find("factorization");
   if (factorization == kept.end()) {
-    return {absl::OkStatus(), absl::InternalError("wrong result: keep_result kept no factorization")};
+    return {absl::OkStatus(),
+            absl::InternalError("wrong result: keep_result kept no factorization")};
   }
   const v1::Matrix& a = request.factorize().matrix();
   const int64_t columns = std::uniform_int_distribution<int64_t>(1, 4)(rng);
@@ -140,8 +141,8 @@ SoakTally RunCheckedClient(const MixedLoadOptions& options, uint64_t seed, absl:
         outcome = Checked(request, CallJobRequest(client, request));
         break;
       case Way::kShortDeadline:
-        client.set_deadline(absl::Microseconds(
-            std::uniform_int_distribution<int64_t>(500, 20000)(rng)));
+        client.set_deadline(
+            absl::Microseconds(std::uniform_int_distribution<int64_t>(500, 20000)(rng)));
         outcome = Checked(request, CallJobRequest(client, request));
         client.set_deadline(kLongDeadline);
         break;
@@ -267,9 +268,8 @@ SoakTally RunMixedLoad(const MixedLoadOptions& options, absl::Time until) {
           RunCheckedClient(options, options.seed * 1000003 + static_cast<uint64_t>(i), until);
     });
   }
-  threads.emplace_back([&] {
-    tallies.back() = RunDroppingClient(options, options.seed * 1000003 + 999983, until);
-  });
+  threads.emplace_back(
+      [&] { tallies.back() = RunDroppingClient(options, options.seed * 1000003 + 999983, until); });
   for (std::thread& thread : threads) thread.join();
   SoakTally total;
   for (const SoakTally& tally : tallies) total.Merge(tally);

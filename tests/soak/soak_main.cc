@@ -71,8 +71,8 @@ int Main() {
   Client client(options.target, {.deadline = absl::Seconds(10)});
   absl::StatusOr<bool> healthy = client.Healthy();
   if (!healthy.ok() || !*healthy) {
-    std::cerr << "matrixd_soak: server " << options.target << " is not serving: "
-              << healthy.status() << "\n";
+    std::cerr << "matrixd_soak: server " << options.target
+              << " is not serving: " << healthy.status() << "\n";
     return 1;
   }
 
@@ -126,7 +126,8 @@ int Main() {
     std::cout << "FAIL " << why << "\n";
     failed = true;
   };
-  if (tally.wrong > 0) fail(absl::StrCat(tally.wrong, " wrong results; first: ", tally.first_wrong));
+  if (tally.wrong > 0)
+    fail(absl::StrCat(tally.wrong, " wrong results; first: ", tally.first_wrong));
   if (tally.checked == 0) fail("no result was checked");
   if (bad_status) fail("a status other than OK, DEADLINE_EXCEEDED or CANCELLED");
   if (left != 0) {
