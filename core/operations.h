@@ -162,7 +162,8 @@ enum class PermanentPrecision { kExtended, kFast, kExact };
 
 // Which Gray-code walk runs. kSparse updates only the non-zero entries of the column that a step
 // flips (compressed columns, sparsest columns on the fastest-changing bits); kAuto picks it when
-// at most kSparsePermanentDensity of the entries are non-zero.
+// at most kSparsePermanentDensity of the entries are non-zero (the CUDA backend: for EXTENDED
+// only, its FAST dense walk being the faster).
 enum class PermanentWalk { kAuto, kDense, kSparse };
 inline constexpr double kSparsePermanentDensity = 0.5;
 

@@ -9,6 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/factorization.h"
+#include "core/result_shape.h"
+#include "core/status_macros.h"
 #include "core/validation.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -293,6 +295,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
         absl::StatusOr<SolveResult> result =
             backend.Solve(inputs.factorization, rhs, options, &control);
         if (!result.ok()) return result.status();
+        MATRIXD_RETURN_IF_ERROR(CheckSolveResultShape(inputs.factorization, rhs, options, *result));
         ToProto(*result, inputs.factorization.kind, response);
         if (!outputs.empty()) return outputs.Write(*response);
         if (*pending != nullptr) {
@@ -344,9 +347,9 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
                           options.transpose_b ? b.rows : b.cols, a.dtype, "c", control);
         if (!pending.ok()) return pending.status();
         if (*pending != nullptr) options.output = &(*pending)->matrix();
-        absl::StatusOr<MultiplyResult> result =
-            backend.Multiply(inputs.a.view(), inputs.b.view(), options, &control);
+        absl::StatusOr<MultiplyResult> result = backend.Multiply(a, b, options, &control);
         if (!result.ok()) return result.status();
+        MATRIXD_RETURN_IF_ERROR(CheckMultiplyResultShape(a, b, options, *result));
         ToProto(*result, response);
         if (!outputs.empty()) return outputs.Write(*response);
         if (*pending != nullptr) {

@@ -2,10 +2,19 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/fault_injection.h"
 #include "core/status_macros.h"
 
 namespace matrixd::cuda {
+namespace {
+
+// Whether this thread's last pool allocation failed by an injected fault: the stack's retry then
+// has nothing to reclaim (the fault stands for a device that is really full).
+thread_local bool last_allocation_injected = false;
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaAsyncResource>> CudaAsyncResource::Create(int device,
                                                                              uint64_t max_bytes) {
@@ -56,6 +65,13 @@ bool CudaAsyncResource::Trim(cudaStream_t stream) {
 }
 
 absl::StatusOr<void*> CudaAsyncResource::DoAllocate(size_t bytes, MemoryStream stream) {
+  FaultCountdown& fault = InjectedFault(FaultPoint::kDeviceAllocation);
+  last_allocation_injected = fault.armed() && fault.Fire();
+  if (last_allocation_injected) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cudaMallocFromPoolAsync(...) failed: cudaErrorMemoryAllocation: out of memory ",
+        kInjectedFaultNote, " (", bytes, " bytes)"));
+  }
   void* data = nullptr;
   const cudaError_t code =
       cudaMallocFromPoolAsync(&data, bytes, pool_, static_cast<cudaStream_t>(stream));
@@ -87,6 +103,7 @@ DeviceMemoryStack::DeviceMemoryStack(std::unique_ptr<CudaAsyncResource> pool, ui
       // The pool may hold enough freed memory in blocks of other sizes, or frees still pending on
       // the stream: wait for them, give all unused memory back to the driver, and try once more.
       retry_(&statistics_, [pool = pool_.get()](size_t, MemoryStream stream) {
+        if (last_allocation_injected) return false;
         return pool->Trim(static_cast<cudaStream_t>(stream));
       }) {}
 

@@ -3,8 +3,10 @@
 #include <iostream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/cuda/fault_injection.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -22,6 +24,18 @@ std::string CallName(absl::string_view call) {
   const size_t paren = call.find('(');
   if (paren == absl::string_view::npos || paren == 0) return std::string(call);
   return absl::StrCat(call.substr(0, paren), "(...)");
+}
+
+// A check of a kernel launch: MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR's form, or a launcher's
+// cudaError_t (launchers are named Launch<Kernel>, docs: style.md).
+bool IsKernelLaunch(absl::string_view call) {
+  return absl::StartsWith(call, "(static_cast<void>(") || absl::StartsWith(call, "Launch");
+}
+
+// Whether an injected failure of `point` happens at this successful call (fault_injection.h).
+bool InjectedHere(FaultPoint point) {
+  FaultCountdown& countdown = InjectedFault(point);
+  return countdown.armed() && countdown.Fire();
 }
 
 absl::string_view CusolverStatusName(cusolverStatus_t code) {
@@ -82,7 +96,16 @@ void LogCudaFailure(CallSite site, const absl::Status& status) {
 }
 
 absl::Status ToStatus(cudaError_t code, const char* call, CallSite site) {
-  if (code == cudaSuccess) return absl::OkStatus();
+  if (code == cudaSuccess) {
+    if (!InjectedFault(FaultPoint::kKernelLaunch).armed() || !IsKernelLaunch(call) ||
+        !InjectedHere(FaultPoint::kKernelLaunch)) {
+      return absl::OkStatus();
+    }
+    constexpr cudaError_t kInjected = cudaErrorLaunchOutOfResources;
+    return Failure(false, call, cudaGetErrorName(kInjected),
+                   absl::StrCat(cudaGetErrorString(kInjected), " ", kInjectedFaultNote),
+                   static_cast<int>(kInjected), site);
+  }
   // A failed runtime call also becomes the thread's "last error"; clear it so that the next
   // launch check does not report this failure a second time. Sticky errors (a corrupted context)
   // stay, as they should.
@@ -98,7 +121,12 @@ absl::Status ToStatus(cublasStatus_t code, const char* call, CallSite site) {
 }
 
 absl::Status ToStatus(cusolverStatus_t code, const char* call, CallSite site) {
-  if (code == CUSOLVER_STATUS_SUCCESS) return absl::OkStatus();
+  if (code == CUSOLVER_STATUS_SUCCESS) {
+    if (!InjectedHere(FaultPoint::kCusolverCall)) return absl::OkStatus();
+    constexpr cusolverStatus_t kInjected = CUSOLVER_STATUS_EXECUTION_FAILED;
+    return Failure(false, call, CusolverStatusName(kInjected), kInjectedFaultNote,
+                   static_cast<int>(kInjected), site);
+  }
   return Failure(code == CUSOLVER_STATUS_ALLOC_FAILED, call, CusolverStatusName(code), "",
                  static_cast<int>(code), site);
 }

@@ -339,7 +339,14 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
                                                    JobControl* control, PermanentResult* result,
                                                    double* walk_seconds) {
   const PermanentMethod method = result->method_used;
-  result->walk_used = cpu::ChoosePermanentWalk(a, options, /*sparse_supported=*/true);
+  // On the GPU the sparse walk saves row-sum updates but still multiplies every row sum: it gains
+  // a little in EXTENDED and loses in FAST, whose dense walk is twice as fast (H100, 2026-11-26,
+  // docs/benchmarks.md). So `auto` takes the sparse walk for EXTENDED only.
+  PermanentOptions walk_choice = options;
+  if (options.walk == PermanentWalk::kAuto && options.precision == PermanentPrecision::kFast) {
+    walk_choice.walk = PermanentWalk::kDense;
+  }
+  result->walk_used = cpu::ChoosePermanentWalk(a, walk_choice, /*sparse_supported=*/true);
   const bool sparse = result->walk_used == PermanentWalk::kSparse;
   MATRIXD_ASSIGN_OR_RETURN(cpu::ScaledRows<double> rows, cpu::ScalePermanentRows<double>(a));
   if (rows.zero_row) return std::complex<double>(0.0);

@@ -3,7 +3,7 @@
 // (each double is an integer times a power of two: Bareiss over GMP integers). Each backend's
 // median relative error per family and method is printed as a table; the CPU backend's median is
 // held to a recorded bound, and the CUDA backend's to the same bound and at most 10 x the CPU
-// backend's (issue 13; measured on an H100 2026-11-26).
+// backend's (a regression guard; issue 13's 2 x target is not met yet, docs/benchmarks.md).
 #include <gmp.h>
 
 #include <algorithm>
@@ -244,10 +244,10 @@ TEST_P(DeterminantAccuracyTest, MedianErrorPerFamilyWithinBound) {
       } else {
         const double cpu_median =
             PrintedMedian("cpu", method, family, Errors(*cpu, family, references, method));
-        // Held to the same recorded bound as the CPU, and to within 10 x the CPU's median: the
-        // first H100 run (2026-11-26) gave medians 0.4 to 4.3 x the CPU's (the errors of single
-        // sizes differ by 10 x either way between the two summation orders), so the 2 x first
-        // set here, without a GPU, measured noise rather than a defect (docs/benchmarks.md).
+        // Held to the CPU's recorded bound and, as a regression guard, to 10 x the CPU's median.
+        // Issue 13's target is 2 x; the first H100 run (2026-11-26) gave 0.4 to 8.6 x (Hilbert
+        // condensation 4.4 x, Vandermonde LU 8.6 x, the rest within 2 x; single sizes differ
+        // by 10 x either way), so that target stays open (docs/benchmarks.md).
         EXPECT_LE(median, CpuBound(family)) << MethodName(method) << " " << family.name;
         EXPECT_LE(median, 10.0 * cpu_median) << MethodName(method) << " " << family.name;
       }

@@ -103,8 +103,8 @@ class Client(_base.ClientBase):
         """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value (and with
         return_residues=True the residues behind it, certificate.residues).
         precision "extended" (double-double products, ~1e-14) or "fast" (plain double, ~1e-12);
-        walk "auto" (sparse at <= 50% non-zeros), "dense" or "sparse". The result says which
-        precision and walk ran."""
+        walk "auto" (sparse at <= 50% non-zeros; dense for "fast" on a GPU), "dense" or "sparse".
+        The result says which precision and walk ran."""
         return self._send(_ops.permanent(a, method, self.check, precision, walk,
                                          return_residues=return_residues), timeout)
 

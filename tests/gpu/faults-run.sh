@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Injected device failures on a lent GPU (docs/reliability.md, "Faults"): the CUDA fault tests of
+# matrixd_core_test (tests/core/cuda_fault_injection_test.cc), with the memory tests beside them,
+# then the same fault tests under compute-sanitizer's memcheck with leak checking, when the device
+# has it. Runs from the repository root on the device, binaries bundled in .gpu/, logs under $OUT.
+#
+# Preparing (here, before the device call):
+#   cmake --build build -j2 --target matrixd_core_test
+#   ../shared/gpu/bundle.sh .gpu build/tests/matrixd_core_test
+# then, through the device tool with carry [".gpu"]:  tests/gpu/faults-run.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:?OUT must name the output directory}
+export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bin=${BIN:-.gpu/bin}
+filter='*FaultInjection*:FaultCountdown.*:CudaMemoryPool*:CudaMemoryResource*:CudaStatus*'
+
+log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
+
+nvidia-smi -L | tee -a "${out}/summary.txt"
+log "matrixd_core_test --gtest_filter=${filter}"
+timeout 240 "${bin}/matrixd_core_test" --gtest_filter="${filter}" >"${out}/faults.txt" 2>&1
+log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/faults.txt" | tr '\n' ' ')"
+
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [[ -n ${sanitizer} ]]; then
+  log "compute-sanitizer --tool memcheck --leak-check full (fault tests only)"
+  timeout 300 "${sanitizer}" --tool memcheck --leak-check full --error-exitcode 99 \
+    "${bin}/matrixd_core_test" --gtest_filter='*CudaFaultInjection*' >"${out}/faults-memcheck.txt" 2>&1
+  log "  exit $?: $(grep -E 'ERROR SUMMARY|LEAK SUMMARY|^\[  (PASSED|FAILED) ' "${out}/faults-memcheck.txt" | tr '\n' ' ')"
+else
+  log "compute-sanitizer not found: memcheck skipped"
+fi
