@@ -70,17 +70,40 @@ absl::StatusOr<std::vector<v1::JobRequest>> MakeLoadRequests(const LoadOptions& 
 }
 
 absl::Status SendLoadRequest(Client& client, const v1::JobRequest& request) {
+  return CallJobRequest(client, request).status();
+}
+
+namespace {
+
+// Moves a synchronous call's response into `update`'s result field (`mutable` picks it).
+template <typename Response>
+absl::StatusOr<v1::JobUpdate> AsSucceededJob(absl::StatusOr<Response> response,
+                                             Response* (v1::JobUpdate::*mutable_result)()) {
+  if (!response.ok()) return response.status();
+  v1::JobUpdate update;
+  update.set_state(v1::JOB_STATE_SUCCEEDED);
+  update.set_progress(1.0);
+  *(update.*mutable_result)() = *std::move(response);
+  return update;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::JobUpdate> CallJobRequest(Client& client, const v1::JobRequest& request) {
   switch (request.request_case()) {
     case v1::JobRequest::kDeterminant:
-      return client.Determinant(request.determinant()).status();
+      return AsSucceededJob(client.Determinant(request.determinant()),
+                            &v1::JobUpdate::mutable_determinant);
     case v1::JobRequest::kFactorize:
-      return client.Factorize(request.factorize()).status();
+      return AsSucceededJob(client.Factorize(request.factorize()),
+                            &v1::JobUpdate::mutable_factorize);
     case v1::JobRequest::kMultiply:
-      return client.Multiply(request.multiply()).status();
+      return AsSucceededJob(client.Multiply(request.multiply()), &v1::JobUpdate::mutable_multiply);
     case v1::JobRequest::kPermanent:
-      return client.Permanent(request.permanent()).status();
+      return AsSucceededJob(client.Permanent(request.permanent()),
+                            &v1::JobUpdate::mutable_permanent);
     case v1::JobRequest::kSolve:
-      return client.Solve(request.solve()).status();
+      return AsSucceededJob(client.Solve(request.solve()), &v1::JobUpdate::mutable_solve);
     case v1::JobRequest::REQUEST_NOT_SET:
       break;
   }

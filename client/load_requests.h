@@ -33,6 +33,12 @@ absl::StatusOr<std::vector<v1::JobRequest>> MakeLoadRequests(const LoadOptions& 
 // the call's status; the response is dropped. INVALID_ARGUMENT for an empty JobRequest.
 absl::Status SendLoadRequest(Client& client, const v1::JobRequest& request);
 
+// Sends `request` through the synchronous RPC of its kind (its timeout_seconds is not read) and
+// returns the response as a JOB_STATE_SUCCEEDED JobUpdate holding it in the matching result field,
+// as Watch delivers a finished job's. The call's error as is; INVALID_ARGUMENT for an empty
+// JobRequest.
+absl::StatusOr<v1::JobUpdate> CallJobRequest(Client& client, const v1::JobRequest& request);
+
 }  // namespace matrixd
 
 #endif  // MATRIXD_CLIENT_LOAD_REQUESTS_H_
