@@ -90,7 +90,8 @@ ABSL_FLAG(bool, allow_tf32, false, "multiply: float32 on a GPU may use TF32 tens
 ABSL_FLAG(int, devices, 0,
           "multiply, permanent: one float64 job over this many GPUs of the server (multiply: "
           "Cannon over NCCL; permanent: the walk split in equal shares)");
-ABSL_FLAG(std::string, multiply_method, "auto", "multiply with --devices: auto | cannon | cublasmp");
+ABSL_FLAG(std::string, multiply_method, "auto",
+          "multiply with --devices: auto | cannon | cublasmp");
 ABSL_FLAG(bool, verify, false,
           "multiply: also run Freivalds' check of C on the server and print its verdict");
 ABSL_FLAG(double, job_timeout, 0,

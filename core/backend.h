@@ -58,7 +58,7 @@ struct BackendLimits {
   // The largest dimension it passes to its libraries (32-bit indices): each operand's rows and
   // cols, each matrix of a batch, rhs and b included.
   int64_t max_dimension = 0;
-  int64_t max_batch_count = 0;  // the most matrices of one batched factorization
+  int64_t max_batch_count = 0;    // the most matrices of one batched factorization
   int max_permanent_devices = 1;  // the most devices one permanent may be split over
 };
 

@@ -54,8 +54,8 @@ int64_t FirstNonFiniteComponent(const std::byte* data, int64_t count, Bits expon
     std::vector<std::jthread> workers;
     for (int64_t t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
-        firsts[t] = FirstNonFiniteComponent(data, count * t / threads, count * (t + 1) / threads,
-                                            exponent);
+        firsts[t] =
+            FirstNonFiniteComponent(data, count * t / threads, count * (t + 1) / threads, exponent);
       });
     }
   }

@@ -173,8 +173,8 @@ std::vector<double2> ToDouble2(const std::vector<std::complex<double>>& values) 
 }
 
 struct WalkOutcome {
-  std::complex<double> sum;   // the sum of the terms, before sign and scale
-  double walk_seconds = 0.0;  // device time between events around the walk's kernels
+  std::complex<double> sum;         // the sum of the terms, before sign and scale
+  double walk_seconds = 0.0;        // device time between events around the walk's kernels
   DoubleDouble real_sum{0.0, 0.0};  // real walks: `sum` before rounding to a double
 };
 
@@ -298,8 +298,8 @@ absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, Perma
                           absl::StrCat("share ", i, " of ", count, " (device ",
                                        contexts[i]->device(), "): ", shares[i].status().message()));
     }
-    outcome.real_sum = walk::AddDd(outcome.real_sum, shares[i]->real_sum.hi,
-                                   shares[i]->real_sum.lo);
+    outcome.real_sum =
+        walk::AddDd(outcome.real_sum, shares[i]->real_sum.hi, shares[i]->real_sum.lo);
     outcome.walk_seconds = std::max(outcome.walk_seconds, shares[i]->walk_seconds);
   }
   outcome.sum = outcome.real_sum.hi + outcome.real_sum.lo;
@@ -359,9 +359,8 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
       choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
       : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
                                                     : walk::RealArithmetic::kDoubleDoubleRows;
-  MATRIXD_ASSIGN_OR_RETURN(
-      WalkOutcome outcome,
-      SplitWalk(rows.entries, n, method, arithmetic, sparse, contexts, control));
+  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome, SplitWalk(rows.entries, n, method, arithmetic,
+                                                          sparse, contexts, control));
   *walk_seconds = outcome.walk_seconds;
   return cpu::FloatPermanentValue(outcome.sum, n, method, rows.exponent);
 }
@@ -478,9 +477,9 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
   static_assert(kMaxPermanentOrder == kMaxWalkOrder);
   if (contexts.empty()) return absl::InvalidArgumentError("the CUDA permanent: no device");
   if (contexts.size() > 1 && a.dtype != DType::kFloat64) {
-    return absl::UnimplementedError(absl::StrCat(
-        "matrix.dtype is ", std::string(DTypeName(a.dtype)),
-        "; a permanent over several GPUs takes float64"));
+    return absl::UnimplementedError(absl::StrCat("matrix.dtype is ",
+                                                 std::string(DTypeName(a.dtype)),
+                                                 "; a permanent over several GPUs takes float64"));
   }
   DeviceContext& context = *contexts[0];
   MATRIXD_RETURN_IF_ERROR(cpu::CheckPermanentInput(a, kMaxWalkOrder, "the CUDA permanent"));

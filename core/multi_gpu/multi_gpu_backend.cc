@@ -50,11 +50,11 @@ class MultiGpuBackend : public BackendWrapper {
     const uint64_t bytes = a.byte_size() + b.byte_size() + result.c.byte_size();
     result.stats.flops = flops;
     result.stats.bytes_moved = bytes;
-    result.stats.kernels.push_back({"cannon_scatter", times.scatter_seconds,
-                                    a.byte_size() + b.byte_size(), 0.0});
+    result.stats.kernels.push_back(
+        {"cannon_scatter", times.scatter_seconds, a.byte_size() + b.byte_size(), 0.0});
     result.stats.kernels.push_back({"cannon_rounds", times.rounds_seconds, 0, flops});
-    result.stats.kernels.push_back({"cannon_gather", times.gather_seconds,
-                                    result.c.byte_size(), 0.0});
+    result.stats.kernels.push_back(
+        {"cannon_gather", times.gather_seconds, result.c.byte_size(), 0.0});
     ReportProgress(control, 1.0);
     return result;
   }

@@ -6,28 +6,8 @@
 set -euo pipefail
 matrixd=$1
 matrixctl=$2
-dir=$(mktemp -d)
-server=
-cleanup() {
-  [[ -n "$server" ]] && kill -KILL "$server" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$dir"/*.out "$dir"/*.err; do [[ -f $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }; done
-  exit 1
-}
-
-"$matrixd" --listen=127.0.0.1:0 --metrics= --backend=cpu >"$dir/server.out" 2>"$dir/server.err" &
-server=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/^matrixd listening on [^ ]*:\([0-9]*\) .*/\1/p' "$dir/server.out")
-  [[ -n "$port" ]] && break
-  sleep 0.1
-done
-[[ -n "$port" ]] || fail "matrixd did not start"
+source "$(dirname "$0")/e2e_lib.sh"
+start_matrixd "$matrixd" --backend=cpu
 ctl() { "$matrixctl" --server="127.0.0.1:$port" "$@"; }
 
 ctl factorize --random 64 --keep --keep_input >"$dir/factorize.out" || fail "factorize --keep"

@@ -14,12 +14,11 @@ soak=$2
 seconds=${MATRIXD_SOAK_SECONDS:-20}
 warmup=${MATRIXD_SOAK_WARMUP_SECONDS:-$((seconds / 4 < 6 ? 6 : (seconds / 4 > 120 ? 120 : seconds / 4)))}
 backend=${MATRIXD_SOAK_BACKEND:-cpu}
-dir=$(mktemp -d)
-server=
+source "$(dirname "$0")/e2e_lib.sh"
+# Keeps the report and the server's log when asked, and prints the server's last lines on failure.
 cleanup() {
-  [[ -n "$server" ]] && kill -KILL "$server" 2>/dev/null || true
   if [[ -n "${MATRIXD_SOAK_OUT:-}" ]]; then mkdir -p "$MATRIXD_SOAK_OUT" && cp "$dir"/* "$MATRIXD_SOAK_OUT"/; fi
-  rm -rf "$dir"
+  e2e_cleanup
 }
 trap cleanup EXIT
 fail() {
@@ -30,16 +29,7 @@ fail() {
 
 # --job_ttl below the warm-up, so that the finished jobs the server remembers reach their steady
 # number before the first RSS reading.
-"$matrixd" --listen=127.0.0.1:0 --metrics= --backend="$backend" --max_permanent_n=12 \
-  --job_ttl=3s --drain_timeout=30s >"$dir/server.out" 2>"$dir/server.err" &
-server=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/^matrixd listening on [^ ]*:\([0-9]*\) .*/\1/p' "$dir/server.out")
-  [[ -n "$port" ]] && break
-  sleep 0.1
-done
-[[ -n "$port" ]] || fail "matrixd did not start"
+start_matrixd "$matrixd" --backend="$backend" --max_permanent_n=12 --job_ttl=3s --drain_timeout=30s
 
 rc=0
 "$soak" --server="127.0.0.1:$port" --server_pid="$server" --seconds="$seconds" \

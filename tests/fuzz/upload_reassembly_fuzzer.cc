@@ -27,8 +27,7 @@ void Require(bool held) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::unique_ptr<matrixd::Backend> backend =
-      matrixd::MakeCpuBackend({.threads = 1});
+  static const std::unique_ptr<matrixd::Backend> backend = matrixd::MakeCpuBackend({.threads = 1});
   matrixd::server::ResidentRegistry registry(*backend, {}, {.limit_bytes = 1 << 22});
   absl::StatusOr<matrixd::server::ResidentInfo> info = absl::UnknownError("no chunk");
   {

@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
   }
   const matrixd::PermanentOptions options{
       .method = matrixd::PermanentMethod::kGlynn,
-      .precision = absl::GetFlag(FLAGS_precision) == "fast" ? matrixd::PermanentPrecision::kFast
-                                                            : matrixd::PermanentPrecision::kExtended};
+      .precision = absl::GetFlag(FLAGS_precision) == "fast"
+                       ? matrixd::PermanentPrecision::kFast
+                       : matrixd::PermanentPrecision::kExtended};
   double best = 1e30;
   double value = 0.0;
   for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
