@@ -8,33 +8,14 @@ matrixd=$1
 matrixctl=$2
 # About 5 s on a 2-core VM, under 1 s on 16 cores: long enough to be running at the SIGTERM.
 n=${MATRIXD_DRAIN_TEST_N:-28}
-dir=$(mktemp -d)
-server=
-cleanup() {
-  [[ -n "$server" ]] && kill -KILL "$server" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/e2e_lib.sh"
 # Microseconds since the epoch (bash 5), for durations without bc.
 now_us() { echo "${EPOCHREALTIME/./}"; }
 seconds_since() { printf '%d.%03d' $((($(now_us) - $1) / 1000000)) $(((($(now_us) - $1) / 1000) % 1000)); }
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$dir"/*; do echo "--- $f" >&2; cat "$f" >&2; done
-  exit 1
-}
 
 # Starts matrixd in the background; sets $server and $port.
 start_server() {
-  "$matrixd" --listen=127.0.0.1:0 --metrics= --backend=cpu --max_permanent_n=32 \
-    --drain_timeout=60s >"$dir/server.out" 2>"$dir/server.err" &
-  server=$!
-  for _ in $(seq 100); do
-    port=$(sed -n 's/^matrixd listening on [^ ]*:\([0-9]*\) .*/\1/p' "$dir/server.out")
-    [[ -n "$port" ]] && return 0
-    sleep 0.1
-  done
-  fail "matrixd did not start"
+  start_matrixd "$matrixd" --backend=cpu --max_permanent_n=32 --drain_timeout=60s
 }
 
 # The server log says a job is running once the client's request is in (the scheduler logs

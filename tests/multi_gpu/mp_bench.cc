@@ -123,6 +123,41 @@ cuda::BlockCyclicPart Whole(int64_t rows, int64_t cols) {
                 0);
 }
 
+// The whole n x n operands of the one-GPU reference on this rank's GPU, generated from the seeds
+// the distributed runs use (A from o.seed, B from o.seed + 1), and C = A B by cuBLAS in float64.
+struct WholeProduct {
+  int n = 0;
+  DeviceArray<double> a, b, c;
+  std::unique_ptr<CublasHandle> cublas = std::make_unique<CublasHandle>();
+
+  static absl::StatusOr<WholeProduct> Make(const Options& o, cudaStream_t stream) {
+    WholeProduct p;
+    p.n = static_cast<int>(o.n);
+    const size_t elements = static_cast<size_t>(o.n * o.n);
+    MATRIXD_ASSIGN_OR_RETURN(p.a, DeviceArray<double>::Allocate(elements));
+    MATRIXD_ASSIGN_OR_RETURN(p.b, DeviceArray<double>::Allocate(elements));
+    MATRIXD_ASSIGN_OR_RETURN(p.c, DeviceArray<double>::Allocate(elements));
+    const cuda::BlockCyclicPart whole = Whole(o.n, o.n);
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchGenerate(whole, cuda::GeneratedMatrix::kUniform, o.seed, p.a.get(), stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(whole, cuda::GeneratedMatrix::kUniform,
+                                                      o.seed + 1, p.b.get(), stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasCreate(&p.cublas->handle));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(p.cublas->handle, stream));
+    return p;
+  }
+
+  // C = A B (row-major reads as column-major transposes: the same product of the transposes).
+  absl::Status Multiply() {
+    const double one = 1.0;
+    const double zero = 0.0;
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasGemmEx(
+        cublas->handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(), CUDA_R_64F, n, b.get(),
+        CUDA_R_64F, n, &zero, c.get(), CUDA_R_64F, n, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
+    return absl::OkStatus();
+  }
+};
+
 absl::Status BenchGemm(NcclRank& rank, const Options& o) {
   MATRIXD_ASSIGN_OR_RETURN(auto gemm, CublasMpGemm::Create(rank, o.grid, o.n, o.n, o.n, o.block));
   cudaStream_t stream = rank.stream();
@@ -159,23 +194,9 @@ absl::Status CheckGemm(NcclRank& rank, const Options& o) {
   MATRIXD_RETURN_IF_ERROR(gemm->Multiply());
 
   // Every rank computes the whole product on its own GPU and compares the part it holds.
-  const size_t elements = static_cast<size_t>(o.n * o.n);
-  MATRIXD_ASSIGN_OR_RETURN(auto a, DeviceArray<double>::Allocate(elements));
-  MATRIXD_ASSIGN_OR_RETURN(auto b, DeviceArray<double>::Allocate(elements));
-  MATRIXD_ASSIGN_OR_RETURN(auto c, DeviceArray<double>::Allocate(elements));
-  const cuda::BlockCyclicPart whole = Whole(o.n, o.n);
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      cuda::LaunchGenerate(whole, cuda::GeneratedMatrix::kUniform, o.seed, a.get(), stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      cuda::LaunchGenerate(whole, cuda::GeneratedMatrix::kUniform, o.seed + 1, b.get(), stream));
-  CublasHandle cublas;
-  MATRIXD_CUDA_RETURN_IF_ERROR(cublasCreate(&cublas.handle));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(cublas.handle, stream));
-  const double one = 1.0;
-  const double zero = 0.0;
-  const int n = static_cast<int>(o.n);
-  MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
-                                           a.get(), n, b.get(), n, &zero, c.get(), n));
+  MATRIXD_ASSIGN_OR_RETURN(WholeProduct whole, WholeProduct::Make(o, stream));
+  MATRIXD_RETURN_IF_ERROR(whole.Multiply());
+  const DeviceArray<double>& c = whole.c;
   MATRIXD_ASSIGN_OR_RETURN(auto result, DeviceArray<double>::Allocate(2));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cuda::LaunchCompareWithWhole(gemm->c_part(), gemm->c(), c.get(), result.get(), stream));
@@ -271,27 +292,11 @@ absl::Status BenchSingleGpuLu(NcclRank& rank, const Options& o) {
 
 absl::Status BenchSingleGpuGemm(NcclRank& rank, const Options& o) {
   cudaStream_t stream = rank.stream();
-  const size_t elements = static_cast<size_t>(o.n * o.n);
-  MATRIXD_ASSIGN_OR_RETURN(auto a, DeviceArray<double>::Allocate(elements));
-  MATRIXD_ASSIGN_OR_RETURN(auto b, DeviceArray<double>::Allocate(elements));
-  MATRIXD_ASSIGN_OR_RETURN(auto c, DeviceArray<double>::Allocate(elements));
-  const cuda::BlockCyclicPart whole = Whole(o.n, o.n);
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      cuda::LaunchGenerate(whole, cuda::GeneratedMatrix::kUniform, o.seed, a.get(), stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      cuda::LaunchGenerate(whole, cuda::GeneratedMatrix::kUniform, o.seed + 1, b.get(), stream));
-  CublasHandle cublas;
-  MATRIXD_CUDA_RETURN_IF_ERROR(cublasCreate(&cublas.handle));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(cublas.handle, stream));
-  const double one = 1.0;
-  const double zero = 0.0;
-  const int n = static_cast<int>(o.n);
+  MATRIXD_ASSIGN_OR_RETURN(WholeProduct whole, WholeProduct::Make(o, stream));
   for (int repeat = 0; repeat <= o.repeats; ++repeat) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     const double start = Now();
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasGemmEx(
-        cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(), CUDA_R_64F, n, b.get(),
-        CUDA_R_64F, n, &zero, c.get(), CUDA_R_64F, n, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
+    MATRIXD_RETURN_IF_ERROR(whole.Multiply());
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     const double seconds = Now() - start;
     if (repeat > 0) {
