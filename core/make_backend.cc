@@ -30,8 +30,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
   }
   if (name == "cuda" || name == "auto") {
 #ifdef MATRIXD_HAVE_CUDA
-    absl::StatusOr<std::unique_ptr<Backend>> cuda =
-        MakeCudaBackend(config.devices, config.device_memory_limit, config.streams_per_device);
+    absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeCudaBackend(
+        config.devices, config.device_memory_limit, config.streams_per_device, config.state_dir);
 #ifdef MATRIXD_HAVE_MULTI_GPU
     if (cuda.ok()) {
       std::vector<int> devices = config.devices;

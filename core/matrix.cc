@@ -1,5 +1,7 @@
 #include "core/matrix.h"
 
+#include <utility>
+
 namespace matrixd {
 
 size_t ElementSize(DType dtype) {
@@ -49,6 +51,43 @@ Matrix::Matrix(int64_t rows, int64_t cols, DType dtype)
   static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= alignof(std::complex<double>));
 }
 
+Matrix::Matrix(const Matrix& other)
+    : rows_(other.rows_), cols_(other.cols_), dtype_(other.dtype_), storage_(other.storage_) {
+  if (other.borrowed()) storage_.assign(other.bytes(), other.bytes() + other.byte_size());
+}
+
+Matrix& Matrix::operator=(const Matrix& other) {
+  if (this != &other) *this = Matrix(other);
+  return *this;
+}
+
+Matrix::Matrix(Matrix&& other) noexcept
+    : rows_(other.rows_),
+      cols_(other.cols_),
+      dtype_(other.dtype_),
+      storage_(std::move(other.storage_)),
+      borrowed_(std::exchange(other.borrowed_, nullptr)) {
+  other.rows_ = other.cols_ = 0;
+}
+
+Matrix& Matrix::operator=(Matrix&& other) noexcept {
+  rows_ = std::exchange(other.rows_, 0);
+  cols_ = std::exchange(other.cols_, 0);
+  dtype_ = other.dtype_;
+  storage_ = std::move(other.storage_);
+  borrowed_ = std::exchange(other.borrowed_, nullptr);
+  return *this;
+}
+
+Matrix Matrix::Borrowing(int64_t rows, int64_t cols, DType dtype, std::byte* bytes) {
+  Matrix m;
+  m.rows_ = rows;
+  m.cols_ = cols;
+  m.dtype_ = dtype;
+  m.borrowed_ = bytes;
+  return m;
+}
+
 Matrix Matrix::CopyOf(const MatrixView& view) {
   return FromBytes(view.rows, view.cols, view.dtype, {view.data, view.byte_size()});
 }
@@ -56,7 +95,7 @@ Matrix Matrix::CopyOf(const MatrixView& view) {
 Matrix Matrix::FromBytes(int64_t rows, int64_t cols, DType dtype,
                          std::span<const std::byte> bytes) {
   Matrix m(rows, cols, dtype);
-  if (!bytes.empty()) std::memcpy(m.storage_.data(), bytes.data(), m.byte_size());
+  if (!bytes.empty()) std::memcpy(m.mutable_bytes(), bytes.data(), m.byte_size());
   return m;
 }
 

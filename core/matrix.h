@@ -76,11 +76,21 @@ struct MatrixView {
   }
 };
 
-// An owning, aligned rows x cols matrix, row-major, zero-initialised.
+// An owning, aligned rows x cols matrix, row-major, zero-initialised; or one that borrows memory
+// the caller gave for a result (Borrowing: a shared-memory range the result must end up in), so
+// that the operation writes there directly. A copy of either owns its bytes.
 class Matrix {
  public:
   Matrix() = default;
   Matrix(int64_t rows, int64_t cols, DType dtype);
+  Matrix(const Matrix& other);
+  Matrix& operator=(const Matrix& other);
+  Matrix(Matrix&& other) noexcept;
+  Matrix& operator=(Matrix&& other) noexcept;
+  ~Matrix() = default;
+  // A matrix whose bytes are [bytes, bytes + rows*cols*ElementSize(dtype)), not copied, not
+  // cleared. REQUIRES: the range outlives the matrix and is aligned for dtype.
+  static Matrix Borrowing(int64_t rows, int64_t cols, DType dtype, std::byte* bytes);
 
   // Copies the bytes of `view`.
   static Matrix CopyOf(const MatrixView& view);
@@ -91,7 +101,7 @@ class Matrix {
   template <typename T>
   static Matrix FromValues(int64_t rows, int64_t cols, std::span<const T> values) {
     Matrix m(rows, cols, DTypeOf<T>());
-    std::memcpy(m.storage_.data(), values.data(), m.byte_size());
+    std::memcpy(m.mutable_bytes(), values.data(), m.byte_size());
     return m;
   }
   template <typename T>
@@ -105,19 +115,21 @@ class Matrix {
   int64_t size() const { return rows_ * cols_; }
   size_t byte_size() const { return static_cast<size_t>(size()) * ElementSize(dtype_); }
   bool empty() const { return size() == 0; }
+  // True when the bytes are the caller's (Borrowing), not the matrix's own.
+  bool borrowed() const { return borrowed_ != nullptr; }
 
   MatrixView view() const { return {rows_, cols_, dtype_, bytes()}; }
-  const std::byte* bytes() const { return storage_.data(); }
-  std::byte* mutable_bytes() { return storage_.data(); }
+  const std::byte* bytes() const { return borrowed_ != nullptr ? borrowed_ : storage_.data(); }
+  std::byte* mutable_bytes() { return borrowed_ != nullptr ? borrowed_ : storage_.data(); }
 
   // The elements as T. REQUIRES: DTypeOf<T>() == dtype().
   template <typename T>
   std::span<T> As() {
-    return {reinterpret_cast<T*>(storage_.data()), static_cast<size_t>(size())};
+    return {reinterpret_cast<T*>(mutable_bytes()), static_cast<size_t>(size())};
   }
   template <typename T>
   std::span<const T> As() const {
-    return {reinterpret_cast<const T*>(storage_.data()), static_cast<size_t>(size())};
+    return {reinterpret_cast<const T*>(bytes()), static_cast<size_t>(size())};
   }
 
  private:
@@ -127,6 +139,7 @@ class Matrix {
   // Zero-initialised bytes; operator new aligns them to __STDCPP_DEFAULT_NEW_ALIGNMENT__ (16 on
   // x86-64), enough for every element type.
   std::vector<std::byte> storage_;
+  std::byte* borrowed_ = nullptr;  // set by Borrowing; storage_ is then empty
 };
 
 }  // namespace matrixd

@@ -13,6 +13,7 @@
 #include "core/freivalds.h"
 #include "core/matrix.h"
 #include "core/resident_matrix.h"
+#include "core/result_destinations.h"
 #include "core/scaled_number.h"
 
 namespace matrixd {
@@ -75,6 +76,8 @@ struct FactorizeOptions {
   // vertically (a.rows = batch_count * rows of each; rhs likewise), each factorized on its own.
   // Every field of the result is then stacked or concatenated in the same order.
   int64_t batch_count = 0;
+  // Host memory for the result matrices ("lu", "l", "solution"), where the caller wants them.
+  ResultDestinations destinations = {};
 };
 
 // In a batch, each Matrix field holds the matrices' results stacked vertically, `permutation`

@@ -96,7 +96,7 @@ ABSL_FLAG(absl::Duration, resident_ttl, matrixd::server::ResidentRegistry::Optio
 ABSL_FLAG(std::string, state_dir, "",
           "where long permanents checkpoint their finished Gray-code chunks, so that the same job "
           "submitted again after a crash resumes instead of starting over; empty = no checkpoints "
-          "(cpu backend)");
+          "(cpu and cuda backends)");
 ABSL_FLAG(bool, distributed, false,
           "run under mpirun: rank 0 serves gRPC, the other ranks join its large float64 "
           "Multiply, Determinant and LU jobs over a ScaLAPACK grid (docs/distributed.md)");

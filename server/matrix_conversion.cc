@@ -201,6 +201,8 @@ void ToProto(const Matrix& matrix, v1::Matrix* proto) {
   proto->set_rows(matrix.rows());
   proto->set_cols(matrix.cols());
   proto->set_dtype(ToProto(matrix.dtype()));
+  // A borrowed matrix's bytes are already where the caller asked (core/result_destinations.h).
+  if (matrix.borrowed()) return;
   proto->set_data(reinterpret_cast<const char*>(matrix.bytes()), matrix.byte_size());
 }
 

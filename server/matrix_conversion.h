@@ -84,6 +84,8 @@ v1::DType ToProto(DType dtype);
 // A field that proto3 leaves absent arrives as an empty Matrix (rows 0, cols 0, no data).
 bool IsAbsent(const v1::Matrix& proto);
 
+// A borrowed matrix (written into a caller's destination, core/result_destinations.h) gets its
+// shape and no data: SharedMemoryOutputs::Write knows it is already in place.
 void ToProto(const Matrix& matrix, v1::Matrix* proto);
 void ToProto(const ComputeStats& stats, v1::ComputeStats* proto);
 

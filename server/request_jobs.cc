@@ -230,13 +230,15 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   JobSpec spec;
   spec.op = "factorize";
   spec.estimated_flops = EstimatedFlops(*inputs);
-  const FactorizeOptions options = inputs->options();
+  FactorizeOptions options = inputs->options();
   spec.device_bytes =
       backend.FactorizeDeviceBytes(inputs->matrix.view(), options, inputs->rhs_view());
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
+  // The regions stay mapped while `outputs` lives, i.e. as long as the job.
+  outputs->OfferTo(options.destinations);
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(
       backend, input_dtype, response,

@@ -64,6 +64,12 @@ absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
   return outputs;
 }
 
+void SharedMemoryOutputs::OfferTo(ResultDestinations& destinations) const {
+  for (const Target& target : targets_) {
+    destinations.Add(target.field, {target.matrix.writable, target.matrix.view.byte_size()});
+  }
+}
+
 absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) const {
   const google::protobuf::Reflection& reflection = *response.GetReflection();
   for (const Target& target : targets_) {
@@ -78,14 +84,16 @@ absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) con
     const auto& result = static_cast<const v1::Matrix&>(reflection.GetMessage(response, field));
     absl::StatusOr<DType> dtype = FromProto(result.dtype(), target.field);
     if (!dtype.ok()) return dtype.status();
+    // Written in place by the operation: the shape came back without the bytes.
+    const bool in_place = result.data().empty() && to.byte_size() > 0;
     if (result.rows() != to.rows || result.cols() != to.cols || *dtype != to.dtype ||
-        result.data().size() != to.byte_size()) {
+        (!in_place && result.data().size() != to.byte_size())) {
       return absl::InvalidArgumentError(
           absl::StrCat("result_options.shared_memory_outputs[\"", target.field, "\"] is ",
                        Shape(to.rows, to.cols, to.dtype), "; the result is ",
                        Shape(result.rows(), result.cols(), *dtype)));
     }
-    std::memcpy(target.matrix.writable, result.data().data(), result.data().size());
+    if (!in_place) std::memcpy(target.matrix.writable, result.data().data(), result.data().size());
     reflection.ClearField(&response, field);
   }
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/result_destinations.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "matrixd/v1/matrixd.pb.h"
@@ -26,8 +27,13 @@ class SharedMemoryOutputs {
       SharedMemoryRegistry* registry, const std::string& owner = {});
 
   bool empty() const { return targets_.empty(); }
+  // Offers each target to the operation as the place to put its result
+  // (core/result_destinations.h), so that a backend that can writes it there directly and Write has
+  // nothing to copy.
+  void OfferTo(ResultDestinations& destinations) const;
 
-  // Copies each target's matrix field of `response` into its target and clears the field.
+  // Copies each target's matrix field of `response` into its target and clears the field; a field
+  // with its shape but no data (the operation wrote it in place, see OfferTo) is only checked.
   // INVALID_ARGUMENT naming both when a result's shape or dtype is not its target's, or when the
   // operation produced no such result (e.g. "solution" without a right-hand side).
   absl::Status Write(google::protobuf::Message& response) const;

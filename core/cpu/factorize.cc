@@ -128,16 +128,16 @@ absl::Status CheckArguments(const std::vector<lapack_int>& infos, const char* ro
 
 template <typename T>
 absl::StatusOr<FactorizeResult> Lu(const MatrixView& a, const MatrixView* rhs, const Batch& batch,
-                                   JobControl* control) {
+                                   const ResultDestinations& out, JobControl* control) {
   const lapack_int m = batch.rows;
   const lapack_int n = batch.cols;
   const lapack_int nrhs = batch.rhs_cols;
   FactorizeResult result;
   result.kind = FactorizationKind::kLu;
-  result.lu = Matrix::CopyOf(a);
+  result.lu = out.CopyOf("lu", a);
   result.permutation.resize(static_cast<size_t>(batch.count * m));
   std::optional<Matrix> x;
-  if (rhs != nullptr) x = Matrix::CopyOf(*rhs);
+  if (rhs != nullptr) x = out.CopyOf("solution", *rhs);
   std::vector<lapack_int> factor_infos(batch.count, 0);
   std::vector<lapack_int> solve_infos(batch.count, 0);
   T* lu = Data<T>(result.lu);
@@ -187,14 +187,15 @@ absl::StatusOr<FactorizeResult> Lu(const MatrixView& a, const MatrixView* rhs, c
 
 template <typename T>
 absl::StatusOr<FactorizeResult> Cholesky(const MatrixView& a, const MatrixView* rhs,
-                                         const Batch& batch, JobControl* control) {
+                                         const Batch& batch, const ResultDestinations& out,
+                                         JobControl* control) {
   const lapack_int n = batch.rows;
   const lapack_int nrhs = batch.rhs_cols;
   FactorizeResult result;
   result.kind = FactorizationKind::kCholesky;
-  result.l = Matrix::CopyOf(a);
+  result.l = out.CopyOf("l", a);
   std::optional<Matrix> x;
-  if (rhs != nullptr) x = Matrix::CopyOf(*rhs);
+  if (rhs != nullptr) x = out.CopyOf("solution", *rhs);
   std::vector<lapack_int> factor_infos(batch.count, 0);
   std::vector<lapack_int> solve_infos(batch.count, 0);
   T* l = Data<T>(result.l);
@@ -233,7 +234,7 @@ absl::StatusOr<FactorizeResult> Cholesky(const MatrixView& a, const MatrixView* 
 
 template <typename T>
 absl::StatusOr<FactorizeResult> Qr(const MatrixView& a, const MatrixView* rhs, const Batch& batch,
-                                   JobControl* control) {
+                                   const ResultDestinations& out, JobControl* control) {
   const lapack_int m = batch.rows;
   const lapack_int n = batch.cols;
   const lapack_int k = std::min(m, n);
@@ -241,9 +242,9 @@ absl::StatusOr<FactorizeResult> Qr(const MatrixView& a, const MatrixView* rhs, c
   FactorizeResult result;
   result.kind = FactorizationKind::kQr;
   // Zero-initialised, so R's lower part needs no clearing.
-  result.r = Matrix(batch.count * k, n, a.dtype);
-  result.q = Matrix(batch.count * m, k, a.dtype);
-  if (rhs != nullptr) result.solution = Matrix(batch.count * n, nrhs, a.dtype);
+  result.r = out.Make("r", batch.count * k, n, a.dtype);
+  result.q = out.Make("q", batch.count * m, k, a.dtype);
+  if (rhs != nullptr) result.solution = out.Make("solution", batch.count * n, nrhs, a.dtype);
   std::vector<lapack_int> factor_infos(batch.count, 0);
   std::vector<lapack_int> generate_infos(batch.count, 0);
   // Per matrix: the first j with R[j, j] = 0, plus one (a solve needs full column rank).
@@ -311,14 +312,14 @@ absl::StatusOr<FactorizeResult> Qr(const MatrixView& a, const MatrixView* rhs, c
 template <typename T>
 absl::StatusOr<FactorizeResult> FactorizeTyped(const MatrixView& a, FactorizationKind kind,
                                                const MatrixView* rhs, const Batch& batch,
-                                               JobControl* control) {
+                                               const ResultDestinations& out, JobControl* control) {
   switch (kind) {
     case FactorizationKind::kLu:
-      return Lu<T>(a, rhs, batch, control);
+      return Lu<T>(a, rhs, batch, out, control);
     case FactorizationKind::kCholesky:
-      return Cholesky<T>(a, rhs, batch, control);
+      return Cholesky<T>(a, rhs, batch, out, control);
     case FactorizationKind::kQr:
-      return Qr<T>(a, rhs, batch, control);
+      return Qr<T>(a, rhs, batch, out, control);
   }
   return absl::InvalidArgumentError("unknown factorization kind");
 }
@@ -384,13 +385,15 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
   batch.workers = Workers(batch, threads);
   switch (a.dtype) {
     case DType::kFloat32:
-      return FactorizeTyped<float>(a, options.kind, rhs, batch, control);
+      return FactorizeTyped<float>(a, options.kind, rhs, batch, options.destinations, control);
     case DType::kFloat64:
-      return FactorizeTyped<double>(a, options.kind, rhs, batch, control);
+      return FactorizeTyped<double>(a, options.kind, rhs, batch, options.destinations, control);
     case DType::kComplex64:
-      return FactorizeTyped<std::complex<float>>(a, options.kind, rhs, batch, control);
+      return FactorizeTyped<std::complex<float>>(a, options.kind, rhs, batch, options.destinations,
+                                                 control);
     case DType::kComplex128:
-      return FactorizeTyped<std::complex<double>>(a, options.kind, rhs, batch, control);
+      return FactorizeTyped<std::complex<double>>(a, options.kind, rhs, batch, options.destinations,
+                                                  control);
     default:
       break;
   }

@@ -40,8 +40,11 @@ class HostPin final : public HostMemoryPin {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(std::vector<std::unique_ptr<cuda::DeviceStreams>> devices,
-              const DeviceMemoryLimit& memory_limit)
-      : devices_(std::move(devices)), memory_limit_(memory_limit), channels_(devices_.size()) {
+              const DeviceMemoryLimit& memory_limit, std::string state_dir)
+      : devices_(std::move(devices)),
+        memory_limit_(memory_limit),
+        state_dir_(std::move(state_dir)),
+        channels_(devices_.size()) {
     std::vector<std::string> descriptions;
     for (const auto& device : devices_) descriptions.push_back(device->description());
     device_ = absl::StrJoin(descriptions, "; ");
@@ -94,7 +97,7 @@ class CudaBackend final : public Backend {
   absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                             JobControl* control) override {
     return Timed(control, [&](cuda::DeviceContext& context) -> absl::StatusOr<PermanentResult> {
-      if (options.devices <= 1) return cuda::Permanent(a, options, context, control);
+      if (options.devices <= 1) return cuda::Permanent(a, options, context, control, state_dir_);
       // The job's context, then contexts of its own on the next devices: made for this job (not
       // lent by the other devices' DeviceStreams, so that two such jobs never wait on each
       // other), drawing on the same memory stack as the devices' other contexts.
@@ -109,7 +112,7 @@ class CudaBackend final : public Backend {
         contexts.push_back(own.get());
         extra.push_back(std::move(own));
       }
-      return cuda::Permanent(a, options, contexts, control);
+      return cuda::Permanent(a, options, contexts, control, state_dir_);
     });
   }
 
@@ -277,6 +280,7 @@ class CudaBackend final : public Backend {
 
   std::vector<std::unique_ptr<cuda::DeviceStreams>> devices_;
   const DeviceMemoryLimit memory_limit_;
+  const std::string state_dir_;  // where long permanents checkpoint; empty = nowhere
   // One per device, made on first use; resident matrices point to them, so every resident matrix
   // must be gone before the backend.
   absl::Mutex channels_mutex_;
@@ -300,7 +304,8 @@ int CudaDeviceCount() {
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices,
                                                          const DeviceMemoryLimit& memory_limit,
-                                                         int streams_per_device) {
+                                                         int streams_per_device,
+                                                         const std::string& state_dir) {
   const int count = CudaDeviceCount();
   if (count == 0) {
     return absl::UnavailableError(
@@ -327,7 +332,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>&
         cuda::DeviceStreams::Create(ordinal, streams_per_device, memory_limit));
     streams.push_back(std::move(device));
   }
-  return std::make_unique<CudaBackend>(std::move(streams), memory_limit);
+  return std::make_unique<CudaBackend>(std::move(streams), memory_limit, state_dir);
 }
 
 }  // namespace matrixd

@@ -5,6 +5,7 @@
 #define MATRIXD_CORE_CUDA_CUDA_BACKEND_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,10 +20,12 @@ int CudaDeviceCount();
 // pool capped at `memory_limit` and running up to `streams_per_device` operations at once, each on
 // its own stream. An operation runs on one device: the one its JobControl names, else the least
 // busy. UNAVAILABLE when no device is usable, INVALID_ARGUMENT for an ordinal that does not exist,
-// a bad limit or streams_per_device < 1.
+// a bad limit or streams_per_device < 1. A state_dir makes long permanents checkpoint there
+// (cuda::Permanent).
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices,
                                                          const DeviceMemoryLimit& memory_limit = {},
-                                                         int streams_per_device = 1);
+                                                         int streams_per_device = 1,
+                                                         const std::string& state_dir = {});
 
 }  // namespace matrixd
 

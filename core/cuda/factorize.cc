@@ -45,11 +45,6 @@ typename LibraryTraits<T>::Device* Ptr(const DeviceBuffer& buffer) {
   return static_cast<typename LibraryTraits<T>::Device*>(buffer.data());
 }
 
-template <typename T>
-Matrix HostMatrix(int64_t rows, int64_t cols) {
-  return Matrix(rows, cols, DTypeOf<T>());
-}
-
 // A column-major copy (leading dimension = rows) of the row-major host matrix `view`, through
 // `staging` (row-major, at least view's size).
 template <typename T>
@@ -70,7 +65,7 @@ absl::Status UploadColumnMajor(const MatrixView& view, DeviceBuffer& staging,
 // A[perm[i], :] = (L U)[i, :].
 template <typename T>
 absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
-                                     DeviceContext& context) {
+                                     const ResultDestinations& out, DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   const int m = static_cast<int>(a.rows);
   const int n = static_cast<int>(a.cols);
@@ -148,11 +143,11 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   for (int i = 0; i < k; ++i) {
     std::swap(result.permutation[i], result.permutation[host_ints[i] - 1]);
   }
-  result.lu = HostMatrix<T>(m, n);
+  result.lu = HostMatrix<T>(out, "lu", m, n);
   MATRIXD_RETURN_IF_ERROR(
       context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
   if (rhs != nullptr) {
-    result.solution = HostMatrix<T>(n, nrhs);
+    result.solution = HostMatrix<T>(out, "solution", n, nrhs);
     MATRIXD_RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
                                              result.solution->byte_size()));
   }
@@ -175,7 +170,7 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
 // R, X read column-major: two right-side triangular solves in place, no transposes.
 template <typename T>
 absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView* rhs,
-                                           DeviceContext& context) {
+                                           const ResultDestinations& out, DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   if (a.rows != a.cols) {
     return absl::InvalidArgumentError(
@@ -234,10 +229,10 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   }
   FactorizeResult result;
   result.kind = FactorizationKind::kCholesky;
-  result.l = HostMatrix<T>(n, n);
+  result.l = HostMatrix<T>(out, "l", n, n);
   MATRIXD_RETURN_IF_ERROR(context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
   if (rhs != nullptr) {
-    result.solution = HostMatrix<T>(n, nrhs);
+    result.solution = HostMatrix<T>(out, "solution", n, nrhs);
     MATRIXD_RETURN_IF_ERROR(
         context.Download(solution, result.solution->mutable_bytes(), result.solution->byte_size()));
   }
@@ -257,7 +252,7 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
 // while the reflectors are still there, then solves R X = (Q^H B)[0:n, :] with trsm.
 template <typename T>
 absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
-                                     DeviceContext& context) {
+                                     const ResultDestinations& out, DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   const int m = static_cast<int>(a.rows);
   const int n = static_cast<int>(a.cols);
@@ -351,7 +346,7 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
 
   FactorizeResult result;
   result.kind = FactorizationKind::kQr;
-  result.r = HostMatrix<T>(k, n);
+  result.r = HostMatrix<T>(out, "r", k, n);
   MATRIXD_RETURN_IF_ERROR(context.Download(r, result.r.mutable_bytes(), result.r.byte_size()));
   if (rhs != nullptr) {
     // Like LAPACK's gels: an exactly zero diagonal entry of R means A lacks full column rank.
@@ -364,11 +359,11 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
       }
     }
   }
-  result.q = HostMatrix<T>(m, k);
+  result.q = HostMatrix<T>(out, "q", m, k);
   MATRIXD_RETURN_IF_ERROR(
       context.Download(staging, result.q.mutable_bytes(), result.q.byte_size()));
   if (rhs != nullptr) {
-    result.solution = HostMatrix<T>(n, nrhs);
+    result.solution = HostMatrix<T>(out, "solution", n, nrhs);
     MATRIXD_RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
                                              result.solution->byte_size()));
   }
@@ -424,12 +419,12 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
       using T = typename decltype(type)::type;
       switch (kind) {
         case FactorizationKind::kCholesky:
-          return CholeskyOf<T>(a, rhs, context);
+          return CholeskyOf<T>(a, rhs, options.destinations, context);
         case FactorizationKind::kQr:
-          return QrOf<T>(a, rhs, context);
+          return QrOf<T>(a, rhs, options.destinations, context);
         case FactorizationKind::kLu:
         default:
-          return LuOf<T>(a, rhs, context);
+          return LuOf<T>(a, rhs, options.destinations, context);
       }
     });
   }();

@@ -49,11 +49,6 @@ struct Batch {
 // How an error names matrix `index` of the batch.
 std::string Subject(int64_t index) { return absl::StrCat("matrix ", index, " of the batch"); }
 
-template <typename T>
-Matrix HostMatrix(int64_t rows, int64_t cols) {
-  return Matrix(rows, cols, DTypeOf<T>());
-}
-
 // A device array of `count` pointers into `buffer`, one every `stride` elements of T: the form in
 // which the batched routines take their matrices. Built on the device: no upload, no wait.
 template <typename T>
@@ -137,7 +132,8 @@ absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<c
 // matrix's first zero pivot.
 template <typename T>
 absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView* rhs,
-                                          const Batch& batch, DeviceContext& context) {
+                                          const Batch& batch, const ResultDestinations& out,
+                                          DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   MATRIXD_RETURN_IF_ERROR(RequireSquare(batch, "a batched LU"));
   const int n = batch.rows;
@@ -208,9 +204,9 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
 
   FactorizeResult result;
   result.kind = FactorizationKind::kLu;
-  result.lu = HostMatrix<T>(a.rows, n);
+  result.lu = HostMatrix<T>(out, "lu", a.rows, n);
   result.permutation.resize(static_cast<size_t>(count) * n);
-  if (rhs != nullptr) result.solution = HostMatrix<T>(rhs->rows, nrhs);
+  if (rhs != nullptr) result.solution = HostMatrix<T>(out, "solution", rhs->rows, nrhs);
   const HostRegistration lu_pin(result.lu.bytes(), result.lu.byte_size(), stream);
   const HostRegistration permutation_pin(result.permutation.data(),
                                          result.permutation.size() * sizeof(int64_t), stream);
@@ -276,7 +272,8 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
 // becomes X^T U^H U = R^T, two right-side triangular solves on the row-major R in place.
 template <typename T>
 absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const MatrixView* rhs,
-                                                const Batch& batch, DeviceContext& context) {
+                                                const Batch& batch, const ResultDestinations& out,
+                                                DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   MATRIXD_RETURN_IF_ERROR(RequireSquare(batch, "Cholesky"));
   const int n = batch.rows;
@@ -333,8 +330,8 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
 
   FactorizeResult result;
   result.kind = FactorizationKind::kCholesky;
-  result.l = HostMatrix<T>(a.rows, n);
-  if (rhs != nullptr) result.solution = HostMatrix<T>(rhs->rows, nrhs);
+  result.l = HostMatrix<T>(out, "l", a.rows, n);
+  if (rhs != nullptr) result.solution = HostMatrix<T>(out, "solution", rhs->rows, nrhs);
   const HostRegistration l_pin(result.l.bytes(), result.l.byte_size(), stream);
   const HostRegistration solution_pin(rhs != nullptr ? result.solution->bytes() : nullptr,
                                       rhs != nullptr ? result.solution->byte_size() : 0, stream);
@@ -381,7 +378,8 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
 // column-major (R^T, lower triangular).
 template <typename T>
 absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView* rhs,
-                                          const Batch& batch, DeviceContext& context) {
+                                          const Batch& batch, const ResultDestinations& out,
+                                          DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   const int m = batch.rows;
   const int n = batch.cols;
@@ -463,9 +461,9 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
 
   FactorizeResult result;
   result.kind = FactorizationKind::kQr;
-  result.r = HostMatrix<T>(int64_t{count} * k, n);
-  result.q = HostMatrix<T>(int64_t{count} * m, k);
-  if (rhs != nullptr) result.solution = HostMatrix<T>(int64_t{count} * n, nrhs);
+  result.r = HostMatrix<T>(out, "r", int64_t{count} * k, n);
+  result.q = HostMatrix<T>(out, "q", int64_t{count} * m, k);
+  if (rhs != nullptr) result.solution = HostMatrix<T>(out, "solution", int64_t{count} * n, nrhs);
   const HostRegistration r_pin(result.r.bytes(), result.r.byte_size(), stream);
   const HostRegistration q_pin(result.q.bytes(), result.q.byte_size(), stream);
   const HostRegistration solution_pin(rhs != nullptr ? result.solution->bytes() : nullptr,
@@ -523,12 +521,12 @@ absl::StatusOr<FactorizeResult> FactorizeBatch(const MatrixView& a, const Factor
     using T = typename decltype(type)::type;
     switch (options.kind) {
       case FactorizationKind::kCholesky:
-        return BatchedCholesky<T>(a, rhs, batch, context);
+        return BatchedCholesky<T>(a, rhs, batch, options.destinations, context);
       case FactorizationKind::kQr:
-        return BatchedQr<T>(a, rhs, batch, context);
+        return BatchedQr<T>(a, rhs, batch, options.destinations, context);
       case FactorizationKind::kLu:
       default:
-        return BatchedLu<T>(a, rhs, batch, context);
+        return BatchedLu<T>(a, rhs, batch, options.destinations, context);
     }
   });
 }

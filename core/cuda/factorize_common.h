@@ -1,15 +1,19 @@
-// What the single and batched cuSOLVER factorisations share: the flop counts both report.
+// What the single and batched cuSOLVER factorisations share: the flop counts both report and the
+// host matrices their results are downloaded into.
 #ifndef MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
 #define MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
 
 #include <algorithm>
 #include <complex>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/cuda/device_context.h"
+#include "core/matrix.h"
+#include "core/result_destinations.h"
 #include "core/status_macros.h"
 
 namespace matrixd::cuda {
@@ -27,6 +31,14 @@ inline constexpr double kFlopsPerUpdate = kIsComplex<T> ? 8.0 : 2.0;
 inline double LuFlops(double m, double n) {
   const double k = std::min(m, n);
   return 2.0 * m * n * k - (m + n) * k * k + 2.0 * k * k * k / 3.0;
+}
+
+// The host matrix result `name` is downloaded into, in full: the caller's destination for it (a
+// page-locked shared-memory range: the download lands there at pinned speed) or a new one.
+template <typename T>
+Matrix HostMatrix(const ResultDestinations& out, std::string_view name, int64_t rows,
+                  int64_t cols) {
+  return out.MakeForOverwrite(name, rows, cols, DTypeOf<T>());
 }
 
 }  // namespace matrixd::cuda

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <thread>
@@ -43,6 +44,7 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/permanent.h"
 #include "core/cuda/permanent_walks.cuh"
+#include "core/walk_checkpoint.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -94,22 +96,85 @@ absl::StatusOr<DeviceBuffer> UploadVector(DeviceContext& context, const std::vec
   return buffer;
 }
 
-// Share `index` of `count` equal shares of a walk's blocks (a walk split over several GPUs).
+// Share `index` of `count` equal shares of a walk's checkpoint items (a walk split over several
+// GPUs).
 struct WalkShare {
   int index = 0;
   int count = 1;
 };
 
+// Checkpoints (core/walk_checkpoint.h, --state_dir): a walk's blocks are grouped into at most
+// kCheckpointItems items of consecutive blocks, whatever the device; each item's per-block
+// partials are recorded once the slices have finished all its blocks, and a recorded item is
+// restored instead of walked. The partials are combined as before, so a resumed walk gives the
+// uninterrupted value bit for bit (with the same number of GPUs: shares are reduced apart).
+constexpr int64_t kCheckpointItems = 256;
+
+int64_t ItemBlocks(const WalkLayout& layout) {
+  return (layout.blocks + kCheckpointItems - 1) / kCheckpointItems;
+}
+
+int64_t ItemCount(const WalkLayout& layout) {
+  const int64_t item_blocks = ItemBlocks(layout);
+  return (layout.blocks + item_blocks - 1) / item_blocks;
+}
+
+struct WalkCheckpointing {
+  WalkCheckpoint* file = nullptr;  // null: no checkpoints
+  int64_t first_item = 0;          // this walk's first item in the file (one walk per prime)
+};
+
+// The checkpoint of a walk of `walks` walks (primes) of `layout` and partials of `partial_bytes`
+// each under state_dir, or null without a state_dir. `parameters` tell walks apart (see WalkKey).
+absl::StatusOr<std::unique_ptr<WalkCheckpoint>> OpenCheckpoint(const std::string& state_dir,
+                                                               const MatrixView& a,
+                                                               std::vector<int64_t> parameters,
+                                                               const WalkLayout& layout, int walks,
+                                                               size_t partial_bytes) {
+  if (state_dir.empty()) return nullptr;
+  // "cuda": these partials are per block, not the CPU's per chunk.
+  parameters.insert(parameters.end(), {0x637564, layout.bits, layout.chunk_log2, layout.blocks});
+  return WalkCheckpoint::Open(state_dir, WalkKey(a, parameters), walks * ItemCount(layout),
+                              static_cast<size_t>(ItemBlocks(layout)) * partial_bytes);
+}
+
 // Runs share `share` of the walk described by `data` (its partials buffer holds layout.blocks
 // entries; the share's blocks are written at their walk-wide indices) slice by slice, then queues
 // the combination of the share's partials into *total (device memory). Reports progress from
-// progress_from to progress_to. CANCELLED between slices when asked.
+// progress_from to progress_to. CANCELLED between slices when asked. With a checkpoint, restores
+// the share's recorded items and records the others as they finish.
 template <typename Data>
 absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padded_order,
                      const Data& data, typename Data::Partial* total, double progress_from,
-                     double progress_to, JobControl* control, WalkShare share = {}) {
-  const int64_t first = layout.blocks * share.index / share.count;
-  const int64_t end = layout.blocks * (share.index + 1) / share.count;
+                     double progress_to, JobControl* control, WalkShare share = {},
+                     const WalkCheckpointing& checkpoint = {}) {
+  using Partial = typename Data::Partial;
+  const cudaStream_t stream = context.stream();
+  const int64_t item_blocks = ItemBlocks(layout);
+  const int64_t items = ItemCount(layout);
+  const int64_t first_item = items * share.index / share.count;
+  const int64_t end_item = items * (share.index + 1) / share.count;
+  const auto item_first = [&](int64_t item) { return std::min(layout.blocks, item * item_blocks); };
+  const int64_t first = item_first(first_item);
+  const int64_t end = item_first(end_item);
+  const auto recorded = [&](int64_t item) {
+    return checkpoint.file != nullptr && checkpoint.file->done(checkpoint.first_item + item);
+  };
+  // An item's partials through the host: the whole item_blocks of them are what a record holds.
+  std::vector<Partial> host(checkpoint.file != nullptr ? item_blocks : 0);
+  const auto host_bytes = [&] { return std::as_writable_bytes(std::span<Partial>(host)); };
+  int64_t finished = 0;  // blocks of the share walked or restored
+  for (int64_t item = first_item; item < end_item; ++item) {
+    if (!recorded(item)) continue;
+    checkpoint.file->Load(checkpoint.first_item + item, host_bytes());
+    const int64_t blocks = item_first(item + 1) - item_first(item);
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(data.partials + item_first(item), host.data(),
+                                                 blocks * sizeof(Partial), cudaMemcpyHostToDevice,
+                                                 stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // `host` is reused
+    finished += blocks;
+  }
+
   int per_multiprocessor = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(
       WalkBlocksPerMultiprocessor<Data>(padded_order, layout.bits, &per_multiprocessor));
@@ -120,28 +185,50 @@ absl::Status RunWalk(DeviceContext& context, const WalkLayout& layout, int padde
   // the slices last ~kSliceSeconds on any device and at any order.
   constexpr int64_t kMaxSliceBlocks = int64_t{1} << 30;
   int64_t slice_blocks = wave;
-  for (int64_t done = first; done < end;) {
-    if (IsCancelled(control)) return Cancelled();
-    const int64_t count = std::min(slice_blocks, end - done);
-    const WalkSlice slice{layout.bits, layout.chunk_log2, layout.threads, done};
-    const auto start = std::chrono::steady_clock::now();
-    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchWalk(padded_order, slice, count, data, context.stream()));
-    MATRIXD_RETURN_IF_ERROR(slice_done.WaitFor(context.stream()));
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    done += count;
-    ReportProgress(control, progress_from + (progress_to - progress_from) *
-                                                static_cast<double>(done - first) /
-                                                static_cast<double>(end - first));
-    const double scale = std::clamp(kSliceSeconds / std::max(seconds, 1e-6), 0.25, 4.0);
-    slice_blocks =
-        std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(count) * scale) / wave * wave,
-                            wave, kMaxSliceBlocks);
+  // Runs of consecutive items not recorded, each walked slice by slice.
+  for (int64_t run = first_item; run < end_item;) {
+    if (recorded(run)) {
+      ++run;
+      continue;
+    }
+    int64_t run_end = run;
+    while (run_end < end_item && !recorded(run_end)) ++run_end;
+    int64_t next_record = run;  // the first item of the run not yet recorded
+    for (int64_t done = item_first(run); done < item_first(run_end);) {
+      if (IsCancelled(control)) return Cancelled();
+      const int64_t count = std::min(slice_blocks, item_first(run_end) - done);
+      const WalkSlice slice{layout.bits, layout.chunk_log2, layout.threads, done};
+      const auto start = std::chrono::steady_clock::now();
+      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchWalk(padded_order, slice, count, data, stream));
+      MATRIXD_RETURN_IF_ERROR(slice_done.WaitFor(stream));
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      done += count;
+      finished += count;
+      ReportProgress(control, progress_from + (progress_to - progress_from) *
+                                                  static_cast<double>(finished) /
+                                                  static_cast<double>(end - first));
+      for (; checkpoint.file != nullptr && next_record < run_end &&
+             item_first(next_record + 1) <= done;
+           ++next_record) {
+        const int64_t blocks = item_first(next_record + 1) - item_first(next_record);
+        MATRIXD_CUDA_RETURN_IF_ERROR(
+            cudaMemcpyAsync(host.data(), data.partials + item_first(next_record),
+                            blocks * sizeof(Partial), cudaMemcpyDeviceToHost, stream));
+        MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+        MATRIXD_RETURN_IF_ERROR(
+            checkpoint.file->Record(checkpoint.first_item + next_record, host_bytes()));
+      }
+      const double scale = std::clamp(kSliceSeconds / std::max(seconds, 1e-6), 0.25, 4.0);
+      slice_blocks = std::clamp<int64_t>(
+          static_cast<int64_t>(static_cast<double>(count) * scale) / wave * wave, wave,
+          kMaxSliceBlocks);
+    }
+    run = run_end;
   }
   Data share_partials = data;
   share_partials.partials += first;
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchReducePartials(share_partials, end - first, total, context.stream()));
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchReducePartials(share_partials, end - first, total, stream));
   return absl::OkStatus();
 }
 
@@ -211,29 +298,32 @@ template <walk::RealArithmetic A, bool kSparse>
 absl::Status RunRealWalk(DeviceContext& context, const WalkLayout& layout, int padded_order,
                          const DeviceBuffer& steps, const DeviceBuffer& masks,
                          const DeviceBuffer& partials, const DeviceBuffer& total,
-                         JobControl* control, WalkShare share) {
+                         JobControl* control, WalkShare share,
+                         const WalkCheckpointing& checkpoint) {
   const RealWalkData<A, kSparse> data{steps.as<double>(), masks.as<uint64_t>(),
                                       partials.as<DoubleDouble>()};
   return RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control,
-                 share);
+                 share, checkpoint);
 }
 
 template <walk::RealArithmetic A>
 absl::Status RunRealWalk(bool sparse, DeviceContext& context, const WalkLayout& layout,
                          int padded_order, const DeviceBuffer& steps, const DeviceBuffer& masks,
                          const DeviceBuffer& partials, const DeviceBuffer& total,
-                         JobControl* control, WalkShare share) {
+                         JobControl* control, WalkShare share,
+                         const WalkCheckpointing& checkpoint) {
   return sparse ? RunRealWalk<A, true>(context, layout, padded_order, steps, masks, partials, total,
-                                       control, share)
+                                       control, share, checkpoint)
                 : RunRealWalk<A, false>(context, layout, padded_order, steps, masks, partials,
-                                        total, control, share);
+                                        total, control, share, checkpoint);
 }
 
 // The sum of the terms of share `share` of the walk of a (row-normalised, for the sparse walk
 // column-ordered) real matrix, at `arithmetic`.
 absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentMethod method,
                                  walk::RealArithmetic arithmetic, bool sparse,
-                                 DeviceContext& context, JobControl* control, WalkShare share) {
+                                 DeviceContext& context, JobControl* control, WalkShare share,
+                                 const WalkCheckpointing& checkpoint) {
   const int padded_order = PaddedOrder(n);
   const RealWalkInputs inputs = MakeRealWalkInputs(a, n, padded_order, method);
   const WalkLayout layout = PlanWalk(cpu::PermanentWalkBits(n, method), padded_order, 1.0);
@@ -248,15 +338,18 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
   switch (arithmetic) {
     case walk::RealArithmetic::kDoubleDoubleRows:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kDoubleDoubleRows>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control, share));
+          sparse, context, layout, padded_order, steps, masks, partials, total, control, share,
+          checkpoint));
       break;
     case walk::RealArithmetic::kExactRows:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kExactRows>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control, share));
+          sparse, context, layout, padded_order, steps, masks, partials, total, control, share,
+          checkpoint));
       break;
     case walk::RealArithmetic::kFast:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kFast>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control, share));
+          sparse, context, layout, padded_order, steps, masks, partials, total, control, share,
+          checkpoint));
       break;
   }
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
@@ -271,10 +364,11 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
 // plain walk.
 absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, PermanentMethod method,
                                       walk::RealArithmetic arithmetic, bool sparse,
-                                      std::span<DeviceContext* const> contexts,
-                                      JobControl* control) {
+                                      std::span<DeviceContext* const> contexts, JobControl* control,
+                                      WalkCheckpointing checkpoint) {
   const int count = static_cast<int>(contexts.size());
-  if (count == 1) return Walk(a, n, method, arithmetic, sparse, *contexts[0], control, {});
+  if (count == 1)
+    return Walk(a, n, method, arithmetic, sparse, *contexts[0], control, {}, checkpoint);
   std::vector<absl::StatusOr<WalkOutcome>> shares(count, absl::UnknownError("not run"));
   {
     std::vector<std::jthread> threads;
@@ -286,8 +380,8 @@ absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, Perma
           static_cast<void>(shares[i] = active);
           return;
         }
-        static_cast<void>(
-            shares[i] = Walk(a, n, method, arithmetic, sparse, *contexts[i], control, {i, count}));
+        static_cast<void>(shares[i] = Walk(a, n, method, arithmetic, sparse, *contexts[i], control,
+                                           {i, count}, checkpoint));
       });
     }
   }
@@ -309,7 +403,8 @@ absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, Perma
 // The sum of the terms of the walk of a (row-normalised) complex matrix.
 absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int n,
                                  PermanentMethod method, DeviceContext& context,
-                                 JobControl* control) {
+                                 JobControl* control, const MatrixView& input,
+                                 const std::string& state_dir) {
   const int padded_order = PaddedOrder(n);
   FloatPlan<std::complex<double>> plan =
       NewFloatPlan<std::complex<double>>(n, padded_order, method);
@@ -323,13 +418,18 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int
       context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(ComplexDoubleDouble)));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer total, context.Allocate(sizeof(ComplexDoubleDouble)));
   const ComplexWalkData data{steps.as<double2>(), partials.as<ComplexDoubleDouble>()};
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<WalkCheckpoint> checkpoint,
+                           OpenCheckpoint(state_dir, input, {1, static_cast<int64_t>(method)},
+                                          layout, 1, sizeof(ComplexDoubleDouble)));
   MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
   MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
   MATRIXD_RETURN_IF_ERROR(RunWalk(context, layout, padded_order, data,
-                                  total.as<ComplexDoubleDouble>(), 0.0, 1.0, control));
+                                  total.as<ComplexDoubleDouble>(), 0.0, 1.0, control, {},
+                                  {checkpoint.get(), 0}));
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
   ComplexDoubleDouble sum{};
   MATRIXD_RETURN_IF_ERROR(context.Download(total, &sum, sizeof(sum)));
+  if (checkpoint != nullptr) checkpoint->Remove();
   MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
   return WalkOutcome{{sum.re.hi + sum.re.lo, sum.im.hi + sum.im.lo}, seconds};
 }
@@ -339,6 +439,7 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
                                                    const PermanentOptions& options,
                                                    std::span<DeviceContext* const> contexts,
                                                    JobControl* control, PermanentResult* result,
+                                                   const std::string& state_dir,
                                                    double* walk_seconds) {
   const PermanentMethod method = result->method_used;
   // On the GPU the sparse walk saves row-sum updates but still multiplies every row sum: it gains
@@ -359,8 +460,17 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
       choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
       : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
                                                     : walk::RealArithmetic::kDoubleDoubleRows;
-  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome, SplitWalk(rows.entries, n, method, arithmetic,
-                                                          sparse, contexts, control));
+  // The walk's parameters that change its partials (a checkpoint of another walk is not resumed).
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::unique_ptr<WalkCheckpoint> checkpoint,
+      OpenCheckpoint(state_dir, a,
+                     {0, static_cast<int64_t>(method), static_cast<int64_t>(arithmetic), sparse},
+                     PlanWalk(cpu::PermanentWalkBits(n, method), PaddedOrder(n), 1.0), 1,
+                     sizeof(DoubleDouble)));
+  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome,
+                           SplitWalk(rows.entries, n, method, arithmetic, sparse, contexts, control,
+                                     {checkpoint.get(), 0}));
+  if (checkpoint != nullptr) checkpoint->Remove();
   *walk_seconds = outcome.walk_seconds;
   return cpu::FloatPermanentValue(outcome.sum, n, method, rows.exponent);
 }
@@ -369,11 +479,13 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
 absl::StatusOr<std::complex<double>> ComplexPermanent(const MatrixView& a, int n,
                                                       PermanentMethod method,
                                                       DeviceContext& context, JobControl* control,
+                                                      const std::string& state_dir,
                                                       double* walk_seconds) {
   MATRIXD_ASSIGN_OR_RETURN(const cpu::ScaledRows<std::complex<double>> rows,
                            cpu::ScalePermanentRows<std::complex<double>>(a));
   if (rows.zero_row) return std::complex<double>(0.0);
-  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome, Walk(rows.entries, n, method, context, control));
+  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome,
+                           Walk(rows.entries, n, method, context, control, a, state_dir));
   *walk_seconds = outcome.walk_seconds;
   return cpu::FloatPermanentValue(outcome.sum, n, method, rows.exponent);
 }
@@ -397,7 +509,8 @@ struct ExactPermanent {
 };
 
 absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, PermanentMethod method,
-                                                DeviceContext& context, JobControl* control) {
+                                                DeviceContext& context, JobControl* control,
+                                                const std::string& state_dir) {
   const std::span<const int64_t> m = a.As<int64_t>();
   const std::vector<uint64_t> primes = cpu::PermanentPrimes(m, n);
   if (primes.empty()) return ExactPermanent{"0", ZeroRowCertificate(), 0.0};
@@ -424,6 +537,10 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer partials,
                            context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(uint64_t)));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer sums, context.Allocate(primes.size() * sizeof(uint64_t)));
+  // One file for every prime's walk, prime q's items after those of the primes before it.
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<WalkCheckpoint> checkpoint,
+                           OpenCheckpoint(state_dir, a, {2, static_cast<int64_t>(method)}, layout,
+                                          prime_count, sizeof(uint64_t)));
 
   MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
   MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
@@ -435,12 +552,14 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
     // before the walk of the next.
     MATRIXD_RETURN_IF_ERROR(RunWalk(context, layout, padded_order, data, sums.as<uint64_t>() + q,
                                     static_cast<double>(q) / prime_count,
-                                    static_cast<double>(q + 1) / prime_count, control));
+                                    static_cast<double>(q + 1) / prime_count, control, {},
+                                    {checkpoint.get(), q * ItemCount(layout)}));
   }
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
   std::vector<uint64_t> residues(primes.size());
   MATRIXD_RETURN_IF_ERROR(
       context.Download(sums, residues.data(), residues.size() * sizeof(uint64_t)));
+  if (checkpoint != nullptr) checkpoint->Remove();
   MATRIXD_ASSIGN_OR_RETURN(double walk_seconds, timer.Seconds());
   for (int q = 0; q < prime_count; ++q) {
     residues[q] = cpu::ModularPermanentValue(residues[q], n, method, primes[q]);
@@ -466,14 +585,15 @@ std::string WalkName(const PermanentResult& result, DType dtype) {
 }  // namespace
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
-                                          DeviceContext& context, JobControl* control) {
+                                          DeviceContext& context, JobControl* control,
+                                          const std::string& state_dir) {
   DeviceContext* const contexts[] = {&context};
-  return Permanent(a, options, contexts, control);
+  return Permanent(a, options, contexts, control, state_dir);
 }
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           std::span<DeviceContext* const> contexts,
-                                          JobControl* control) {
+                                          JobControl* control, const std::string& state_dir) {
   static_assert(kMaxPermanentOrder == kMaxWalkOrder);
   if (contexts.empty()) return absl::InvalidArgumentError("the CUDA permanent: no device");
   if (contexts.size() > 1 && a.dtype != DType::kFloat64) {
@@ -490,8 +610,8 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
 
   double walk_seconds = 0.0;
   if (a.dtype == DType::kInt64) {
-    MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact,
-                             IntegerPermanent(a, n, result.method_used, context, control));
+    MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact, IntegerPermanent(a, n, result.method_used,
+                                                                    context, control, state_dir));
     // The exact value is the truth; `value` is its nearest double.
     cpu::SetExactPermanent(std::move(exact.decimal), std::move(exact.certificate), &result);
     walk_seconds = exact.walk_seconds;
@@ -499,8 +619,8 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
     MATRIXD_ASSIGN_OR_RETURN(
         std::complex<double> value,
         IsComplex(a.dtype)
-            ? ComplexPermanent(a, n, result.method_used, context, control, &walk_seconds)
-            : RealPermanent(a, n, options, contexts, control, &result, &walk_seconds));
+            ? ComplexPermanent(a, n, result.method_used, context, control, state_dir, &walk_seconds)
+            : RealPermanent(a, n, options, contexts, control, &result, state_dir, &walk_seconds));
     result.value = value;
   }
   if (walk_seconds > 0.0) {

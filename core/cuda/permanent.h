@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/cuda/device_context.h"
@@ -18,9 +19,12 @@ namespace matrixd::cuda {
 // The largest order the CUDA permanent takes (its walks are instantiated up to this order).
 inline constexpr int kMaxPermanentOrder = 40;
 
-// See Backend::Permanent. Fills stats except backend/device/seconds.
+// See Backend::Permanent. Fills stats except backend/device/seconds. With a state_dir, the walk
+// records its finished parts there and a walk of the same matrix and options asked again resumes
+// from them (core/walk_checkpoint.h), giving the uninterrupted value bit for bit.
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
-                                          DeviceContext& context, JobControl* control);
+                                          DeviceContext& context, JobControl* control,
+                                          const std::string& state_dir = {});
 
 // The same with the walk split into equal shares over `contexts` (one GPU each, REQUIRES: not
 // empty), run at once from one thread each and their double-double sums added in share order, so
@@ -28,7 +32,7 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
 // (UNIMPLEMENTED otherwise); the kernel record's seconds are the slowest share's.
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           std::span<DeviceContext* const> contexts,
-                                          JobControl* control);
+                                          JobControl* control, const std::string& state_dir = {});
 
 }  // namespace matrixd::cuda
 

@@ -558,6 +558,66 @@ TEST(ValidateFactorizeBatch, RejectsRhsRowsThatDoNotDivide) {
       << s;
 }
 
+// Results go straight into memory the caller names (FactorizeOptions::destinations, e.g. a
+// shared-memory range): the same bytes as without, for every kind, batched and not; a destination
+// of the wrong size is not used.
+TEST_P(FactorizeBatchTest, ResultsLandInTheCallersDestinationsBitForBit) {
+  using T = double;
+  constexpr int64_t kCount = 40;
+  constexpr int64_t kN = 12;
+  const Matrix spd = Stack(std::vector<Matrix>(kCount, HermitianPositiveDefinite<T>(kN, 5)));
+  const Matrix random = Stack(RandomMatrices<T>(kCount, kN, kN, 6));
+  const Matrix b = Stack(RandomMatrices<T>(kCount, kN, 3, 7));
+  const MatrixView rhs = b.view();
+  for (const FactorizationKind kind :
+       {FactorizationKind::kLu, FactorizationKind::kCholesky, FactorizationKind::kQr}) {
+    for (const int64_t count : {int64_t{0}, kCount}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(kind)) + " batch " + std::to_string(count));
+      const Matrix& a = kind == FactorizationKind::kCholesky ? spd : random;
+      // One matrix: the first kN rows (and right-hand side rows) of the stacks.
+      const Matrix one_a = Slice(a, 0, kN);
+      const MatrixView a_view = count > 0 ? a.view() : one_a.view();
+      const Matrix one_b = Slice(b, 0, kN);
+      const MatrixView b_view = count > 0 ? rhs : one_b.view();
+      const FactorizeOptions plain =
+          count > 0 ? Batch(kind, count) : FactorizeOptions{.kind = kind};
+      const auto want = backend().Factorize(a_view, plain, &b_view, nullptr);
+      ASSERT_TRUE(want.ok()) << want.status();
+
+      std::vector<std::pair<const char*, const Matrix*>> results = {{"solution", &*want->solution}};
+      if (kind == FactorizationKind::kLu) results.push_back({"lu", &want->lu});
+      if (kind == FactorizationKind::kCholesky) results.push_back({"l", &want->l});
+      if (kind == FactorizationKind::kQr) {
+        results.push_back({"q", &want->q});
+        results.push_back({"r", &want->r});
+      }
+      std::vector<std::vector<std::byte>> memory;
+      FactorizeOptions options = plain;
+      for (const auto& [name, matrix] : results) {
+        memory.emplace_back(matrix->byte_size(), std::byte{0x7f});
+        options.destinations.Add(name, memory.back());
+      }
+      std::vector<std::byte> too_small(16);
+      options.destinations.Add("solution", too_small);  // a second, unusable entry is ignored
+      const auto got = backend().Factorize(a_view, options, &b_view, nullptr);
+      ASSERT_TRUE(got.ok()) << got.status();
+      for (size_t i = 0; i < results.size(); ++i) {
+        const auto& [name, matrix] = results[i];
+        SCOPED_TRACE(name);
+        const Matrix& placed = std::string(name) == "solution" ? *got->solution
+                               : std::string(name) == "lu"     ? got->lu
+                               : std::string(name) == "l"      ? got->l
+                               : std::string(name) == "q"      ? got->q
+                                                               : got->r;
+        EXPECT_TRUE(placed.borrowed());
+        EXPECT_EQ(placed.bytes(), memory[i].data());
+        EXPECT_EQ(std::memcmp(memory[i].data(), matrix->bytes(), matrix->byte_size()), 0);
+      }
+      EXPECT_EQ(got->permutation, want->permutation);
+    }
+  }
+}
+
 TEST(ValidateFactorizeBatch, AppliesShapeRulesToEachMatrix) {
   const Matrix a = RandomMatrix<double>(12, 3, 32);  // six 2x3 matrices
   for (const FactorizationKind kind : {FactorizationKind::kLu, FactorizationKind::kCholesky}) {

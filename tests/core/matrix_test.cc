@@ -2,8 +2,11 @@
 
 #include <complex>
 #include <cstdint>
+#include <cstring>
+#include <utility>
 #include <vector>
 
+#include "core/result_destinations.h"
 #include "gtest/gtest.h"
 
 namespace matrixd {
@@ -41,6 +44,52 @@ TEST(Matrix, FromValuesRoundTrips) {
   EXPECT_EQ(m.As<std::complex<float>>()[4], std::complex<float>(9, 10));
   const Matrix copy = Matrix::CopyOf(m.view());
   EXPECT_EQ(copy.As<std::complex<float>>()[5], std::complex<float>(11, 12));
+}
+
+TEST(Matrix, BorrowingUsesTheCallersBytesAndCopiesOwnTheirs) {
+  std::vector<double> memory = {1, 2, 3, 4, 5, 6};
+  Matrix borrowed =
+      Matrix::Borrowing(2, 3, DType::kFloat64, reinterpret_cast<std::byte*>(memory.data()));
+  EXPECT_TRUE(borrowed.borrowed());
+  EXPECT_EQ(borrowed.bytes(), reinterpret_cast<std::byte*>(memory.data()));
+  borrowed.As<double>()[5] = 60;
+  EXPECT_EQ(memory[5], 60);
+
+  const Matrix copy = borrowed;  // owns its bytes
+  EXPECT_FALSE(copy.borrowed());
+  EXPECT_NE(copy.bytes(), borrowed.bytes());
+  EXPECT_EQ(copy.As<double>()[5], 60);
+  memory[0] = -1;
+  EXPECT_EQ(copy.As<double>()[0], 1);
+
+  Matrix moved = std::move(borrowed);  // keeps borrowing
+  EXPECT_TRUE(moved.borrowed());
+  EXPECT_EQ(moved.As<double>()[0], -1);
+  EXPECT_EQ(moved.rows(), 2);
+}
+
+TEST(ResultDestinations, UsesOnlyAnEntryOfTheResultsExactSize) {
+  std::vector<std::byte> exact(4 * sizeof(double), std::byte{0x7f});
+  std::vector<std::byte> wrong(3 * sizeof(double));
+  ResultDestinations out;
+  out.Add("lu", wrong);
+  out.Add("lu", exact);
+  const Matrix lu = out.Make("lu", 2, 2, DType::kFloat64);
+  EXPECT_TRUE(lu.borrowed());
+  EXPECT_EQ(lu.bytes(), exact.data());
+  EXPECT_EQ(lu.As<double>()[3], 0.0);  // cleared, as a new matrix would be
+  std::vector<std::byte> full(4 * sizeof(double), std::byte{0x7f});
+  ResultDestinations overwrite;
+  overwrite.Add("lu", full);
+  EXPECT_EQ(overwrite.MakeForOverwrite("lu", 2, 2, DType::kFloat64).bytes(), full.data());
+  EXPECT_EQ(full[0], std::byte{0x7f});  // left as it was
+  EXPECT_FALSE(out.Make("l", 2, 2, DType::kFloat64).borrowed());
+  EXPECT_FALSE(out.Make("lu", 1, 2, DType::kFloat64).borrowed());
+
+  const Matrix source = Matrix::FromValues<double>(2, 2, {1, 2, 3, 4});
+  const Matrix copy = out.CopyOf("lu", source.view());
+  EXPECT_TRUE(copy.borrowed());
+  EXPECT_EQ(std::memcmp(exact.data(), source.bytes(), source.byte_size()), 0);
 }
 
 }  // namespace
