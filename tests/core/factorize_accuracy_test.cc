@@ -110,8 +110,12 @@ TEST_P(FactorizeAccuracyTest, BoundHoldsOnGradedSingularValues) {
         const double kappa2 = std::pow(10.0, decades);
         EXPECT_LE(accuracy.rcond, 3.0 * n / kappa2);
         EXPECT_GE(accuracy.rcond, 1.0 / (3.0 * n * kappa2));
-        if (decades <= 4) EXPECT_FALSE(accuracy.ill_conditioned);
-        if (decades >= 12) EXPECT_TRUE(accuracy.ill_conditioned);
+        if (decades <= 4) {
+          EXPECT_FALSE(accuracy.ill_conditioned);
+        }
+        if (decades >= 12) {
+          EXPECT_TRUE(accuracy.ill_conditioned);
+        }
       }
     }
   }

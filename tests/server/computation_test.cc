@@ -296,8 +296,8 @@ TEST_F(ComputationTest, LuOfSingularMatrixReportsFirstZeroColumn) {
 TEST_F(ComputationTest, EstimateConditionFillsTheFactorizationsAccuracy) {
   // A = [[4, 2], [2, 3]]: ||A||_1 = 6, A^-1 = [[3, -2], [-2, 4]] / 8, ||A^-1||_1 = 3 / 4, so
   // rcond = 2 / 9 exactly; the estimate is never below it (never above ||A^-1||_1) and within 3x.
-  for (const v1::FactorizationKind kind : {v1::FACTORIZATION_KIND_LU,
-                                           v1::FACTORIZATION_KIND_CHOLESKY}) {
+  for (const v1::FactorizationKind kind :
+       {v1::FACTORIZATION_KIND_LU, v1::FACTORIZATION_KIND_CHOLESKY}) {
     SCOPED_TRACE(v1::FactorizationKind_Name(kind));
     v1::FactorizeRequest request;
     request.set_kind(kind);
