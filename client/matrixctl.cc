@@ -92,6 +92,9 @@ ABSL_FLAG(int, devices, 0,
           "Cannon over NCCL; permanent: the walk split in equal shares)");
 ABSL_FLAG(std::string, multiply_method, "auto",
           "multiply with --devices: auto | cannon | cublasmp");
+ABSL_FLAG(bool, estimate_condition, false,
+          "factorize: also estimate the condition of the matrix and print rcond, the relative "
+          "error bound of a solve, its meaningful digits and an ill-conditioned flag");
 ABSL_FLAG(bool, verify, false,
           "multiply: also run Freivalds' check of C on the server and print its verdict");
 ABSL_FLAG(double, job_timeout, 0,
@@ -127,7 +130,8 @@ constexpr absl::string_view kUsage =
     "Commands:\n"
     "  det        determinant of one matrix (--method, --modulus, --return_residues)\n"
     "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random; --keep\n"
-    "             keeps the factorization for solve, --keep_input A too)\n"
+    "             keeps the factorization for solve, --keep_input A too;\n"
+    "             --estimate_condition: rcond and the error bound)\n"
     "  solve @FACTORIZATION  X for a kept factorization and --rhs or --rhs_random\n"
     "             (--transpose, --residual, --keep, --output)\n"
     "  multiply   product of two matrices (--transpose_a/b, --block_size, --density,\n"
@@ -402,6 +406,7 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
     return UsageError("--keep_input needs --keep");
   }
   request.set_keep_input(absl::GetFlag(FLAGS_keep_input));
+  request.set_estimate_condition(absl::GetFlag(FLAGS_estimate_condition));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   const int64_t a_rows = (*inputs)[0].rows();

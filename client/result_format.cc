@@ -80,6 +80,14 @@ absl::string_view FactorizationKindName(v1::FactorizationKind kind) {
   }
 }
 
+// "0.0123  (relative error <= 1.2e-14, 13.9 digits)", and ", ILL-CONDITIONED" when flagged.
+std::string FormatAccuracy(const v1::Accuracy& a) {
+  return absl::StrCat(absl::StrFormat("%.3g", a.rcond()),
+                      "  (relative error <= ", absl::StrFormat("%.3g", a.relative_error_bound()),
+                      ", ", absl::StrFormat("%.1f", a.meaningful_digits()), " digits",
+                      a.ill_conditioned() ? ", ILL-CONDITIONED" : "", ")\n");
+}
+
 }  // namespace
 
 std::string FormatBytes(uint64_t bytes) {
@@ -233,13 +241,7 @@ std::string FormatDeterminant(const v1::DeterminantResponse& r, bool complex_inp
     }
     absl::StrAppend(&out, "  log|det| = ", absl::StrFormat("%.15g", r.log_abs()), "\n");
     if (!r.exact().empty()) absl::StrAppend(&out, "  exact    = ", r.exact(), "\n");
-    if (r.has_accuracy()) {
-      const v1::Accuracy& a = r.accuracy();
-      absl::StrAppend(&out, "  rcond    = ", absl::StrFormat("%.3g", a.rcond()),
-                      "  (relative error <= ", absl::StrFormat("%.3g", a.relative_error_bound()),
-                      ", ", absl::StrFormat("%.1f", a.meaningful_digits()), " digits",
-                      a.ill_conditioned() ? ", ILL-CONDITIONED" : "", ")\n");
-    }
+    if (r.has_accuracy()) absl::StrAppend(&out, "  rcond    = ", FormatAccuracy(r.accuracy()));
   }
   absl::StrAppend(&out, "  method   = ", DeterminantMethodName(r.method_used()), "\n");
   if (r.has_certificate()) absl::StrAppend(&out, FormatCertificate(r.certificate()));
@@ -270,6 +272,7 @@ std::string FormatFactorization(const v1::FactorizeResponse& r) {
   if (r.has_q()) matrix_line("q", r.q());
   if (r.has_r()) matrix_line("r", r.r());
   if (r.has_solution()) matrix_line("solution", r.solution());
+  if (r.has_accuracy()) absl::StrAppend(&out, "  rcond: ", FormatAccuracy(r.accuracy()));
   return out;
 }
 

@@ -6,7 +6,7 @@
 
 namespace matrixd {
 
-Accuracy DeterminantAccuracy(double rcond, int64_t n, double roundoff) {
+Accuracy FactorizationAccuracy(double rcond, int64_t n, double roundoff) {
   Accuracy accuracy;
   accuracy.rcond = rcond;
   const double working_digits = -std::log10(roundoff);
@@ -17,6 +17,18 @@ Accuracy DeterminantAccuracy(double rcond, int64_t n, double roundoff) {
   accuracy.meaningful_digits =
       std::clamp(-std::log10(accuracy.relative_error_bound), 0.0, working_digits);
   accuracy.ill_conditioned = accuracy.meaningful_digits < working_digits / 2.0;
+  return accuracy;
+}
+
+Accuracy DeterminantAccuracy(double rcond, int64_t n, double roundoff) {
+  return FactorizationAccuracy(rcond, n, roundoff);
+}
+
+Accuracy ExactlyRoundedAccuracy(double rcond) {
+  Accuracy accuracy = FactorizationAccuracy(1.0, 1);
+  accuracy.rcond = rcond;
+  accuracy.relative_error_bound = kDoubleRoundoff;
+  accuracy.meaningful_digits = -std::log10(kDoubleRoundoff);
   return accuracy;
 }
 

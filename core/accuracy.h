@@ -7,8 +7,13 @@
 
 namespace matrixd {
 
-// The unit roundoff of IEEE double (2^-53).
+// The unit roundoffs of IEEE double (2^-53) and single (2^-24) precision.
 inline constexpr double kDoubleRoundoff = 0x1p-53;
+inline constexpr double kFloatRoundoff = 0x1p-24;
+// The unit roundoff of a real type, float or double (also of complex numbers made of it).
+template <typename Real>
+inline constexpr double kRoundoffOf = sizeof(Real) == sizeof(float) ? kFloatRoundoff
+                                                                    : kDoubleRoundoff;
 
 struct Accuracy {
   // Reciprocal condition estimate in [0, 1] (LAPACK ?gecon of the factors); 0 for a singular
@@ -28,6 +33,20 @@ struct Accuracy {
 // / rcond (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., sec. 14.6 and 9.3; the
 // growth factor is taken as 1). REQUIRES: rcond in [0, 1], n >= 1.
 Accuracy DeterminantAccuracy(double rcond, int64_t n, double roundoff = kDoubleRoundoff);
+
+// The accuracy of a solve A x = b with a backward-stable factorization (LU with partial pivoting,
+// Cholesky, Householder QR) of A, n x n, computed in arithmetic of unit roundoff `roundoff`: the
+// solve is exact for some A + dA with ||dA|| <~ n u ||A|| (Higham, 2nd ed., Thm 9.4, 10.4, 19.5,
+// the constant and growth factor taken as 1), so ||x^ - x|| / ||x|| <= n u kappa / (1 - n u kappa)
+// with kappa = 1 / rcond (Thm 7.2 with db = 0). The same formula as DeterminantAccuracy: an
+// estimate, not a proof. For least squares (QR of a tall A with a non-zero residual) the error
+// can reach kappa^2 u (sec. 20.1): the bound is that of a consistent system.
+// REQUIRES: rcond in [0, 1], n >= 1.
+Accuracy FactorizationAccuracy(double rcond, int64_t n, double roundoff = kDoubleRoundoff);
+
+// The accuracy of an exact integer determinant rounded to double: its only error is that
+// rounding, whatever `rcond` (kept as computed) says about the matrix.
+Accuracy ExactlyRoundedAccuracy(double rcond);
 
 }  // namespace matrixd
 

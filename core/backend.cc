@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/modular_arithmetic.h"
+#include "core/validation.h"
 
 namespace matrixd {
 namespace {
@@ -83,6 +84,11 @@ absl::Status CheckOptions(const OperationQuery& query) {
     if (batch_count > 0 && query.rows % batch_count != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "matrix.rows = ", query.rows, " is not a multiple of batch_count = ", batch_count));
+    }
+    if (absl::Status s = CheckEstimateCondition(
+            query.factorize, batch_count > 0 ? query.rows / batch_count : query.rows, query.cols);
+        !s.ok()) {
+      return s;
     }
   }
   if (query.operation == Operation::kMultiply && query.multiply.block_size < 0) {

@@ -76,6 +76,10 @@ struct FactorizeOptions {
   // vertically (a.rows = batch_count * rows of each; rhs likewise), each factorized on its own.
   // Every field of the result is then stacked or concatenated in the same order.
   int64_t batch_count = 0;
+  // Also estimate the condition of the factorized matrix (FactorizeResult::accuracy): LU the
+  // 1-norm condition of A, Cholesky of A, QR of R's leading min(m, n) square (A's first min(m, n)
+  // columns). REQUIRES: one matrix (batch_count 0), square for LU (core/validation.h).
+  bool estimate_condition = false;
   // Host memory for the result matrices ("lu", "l", "solution"), where the caller wants them.
   ResultDestinations destinations = {};
 };
@@ -100,6 +104,11 @@ struct FactorizeResult {
   Matrix r;
   // X with A X = rhs when a right-hand side was given.
   std::optional<Matrix> solution;
+  // With FactorizeOptions::estimate_condition: rcond of the factorized matrix and the relative
+  // error bound of a solve with these factors (FactorizationAccuracy in the dtype's roundoff);
+  // rcond 0 when a pivot (LU: U[j, j], QR: R[j, j]) is exactly zero. Its kernel record is
+  // "condition_estimate".
+  std::optional<Accuracy> accuracy;
   ComputeStats stats;
 };
 

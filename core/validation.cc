@@ -144,6 +144,20 @@ absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& 
                       "float32, float64, complex64, complex128 or int64");
 }
 
+absl::Status CheckEstimateCondition(const FactorizeOptions& options, int64_t rows, int64_t cols) {
+  if (!options.estimate_condition) return absl::OkStatus();
+  if (options.batch_count > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("estimate_condition is set with batch_count = ", options.batch_count,
+                     "; condition estimates are for one matrix (batch_count 0)"));
+  }
+  if (options.kind == FactorizationKind::kLu && rows != cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("estimate_condition needs a square matrix for LU, got ", rows, "x", cols));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits) {
   MATRIXD_RETURN_IF_ERROR(ValidateMatrix(a, "matrix", limits));
@@ -170,6 +184,7 @@ absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& opti
       (batch_count > 0 && options.kind == FactorizationKind::kLu)) {
     MATRIXD_RETURN_IF_ERROR(RequireSquare(each, each_name));
   }
+  MATRIXD_RETURN_IF_ERROR(CheckEstimateCondition(options, each.rows, each.cols));
   if (options.kind == FactorizationKind::kCholesky && !a.on_device()) {
     MATRIXD_RETURN_IF_ERROR(RequireHermitian(a, batch_count, "matrix"));
   }

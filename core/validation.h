@@ -29,9 +29,13 @@ bool AllFinite(const MatrixView& m);
 
 absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
                                  const Limits& limits);
+// estimate_condition's rules: one matrix (batch_count 0), square for LU; a factorization of
+// `rows` x `cols` (each matrix of a batch). INVALID_ARGUMENT naming estimate_condition otherwise.
+absl::Status CheckEstimateCondition(const FactorizeOptions& options, int64_t rows, int64_t cols);
 // Also: batch_count >= 0, matrix.rows a multiple of batch_count, and the shape rules (square
 // for CHOLESKY, for a solve and for a batched LU) applied to each matrix of a batch; for
-// CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h).
+// CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h);
+// CheckEstimateCondition.
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits);
 absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,

@@ -350,6 +350,7 @@ void ToProto(const FactorizeResult& result, v1::FactorizeResponse* response) {
   if (!result.q.empty()) ToProto(result.q, response->mutable_q());
   if (!result.r.empty()) ToProto(result.r, response->mutable_r());
   if (result.solution.has_value()) ToProto(*result.solution, response->mutable_solution());
+  if (result.accuracy.has_value()) ToProto(*result.accuracy, response->mutable_accuracy());
   ToProto(result.stats, response->mutable_stats());
 }
 

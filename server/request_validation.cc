@@ -201,7 +201,8 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
   FactorizeInputs inputs{.matrix = *std::move(matrix),
                          .kind = *kind,
                          .rhs = std::nullopt,
-                         .batch_count = request.batch_count()};
+                         .batch_count = request.batch_count(),
+                         .estimate_condition = request.estimate_condition()};
   if (request.has_rhs_ref() || (request.has_rhs() && !IsAbsent(request.rhs()))) {
     absl::StatusOr<InputMatrix> rhs =
         Operand(request.has_rhs_ref(), request.rhs(), request.rhs_ref(), "rhs", sources);

@@ -36,8 +36,11 @@ struct FactorizeInputs {
   FactorizationKind kind;
   std::optional<InputMatrix> rhs;  // absent rhs (rows 0, cols 0, no data): no solve
   int64_t batch_count = 0;         // 0: one matrix; > 0: matrices stacked in `matrix`
+  bool estimate_condition = false;
   const MatrixView* rhs_view() const { return rhs.has_value() ? &rhs->view() : nullptr; }
-  FactorizeOptions options() const { return {.kind = kind, .batch_count = batch_count}; }
+  FactorizeOptions options() const {
+    return {.kind = kind, .batch_count = batch_count, .estimate_condition = estimate_condition};
+  }
 };
 // A solve with a kept factorization: the lease keeps it in place (not spilled, not freed) until
 // the job ends, and `factorization` views its parts where they live.

@@ -232,9 +232,7 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       // exactly when A is singular; its only error is that rounding.
       result.value = exact.rounded;
       if (result.accuracy.has_value()) {
-        result.accuracy->relative_error_bound = kDoubleRoundoff;
-        result.accuracy->meaningful_digits = -std::log10(kDoubleRoundoff);
-        result.accuracy->ill_conditioned = false;
+        result.accuracy = ExactlyRoundedAccuracy(result.accuracy->rcond);
       }
     }
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <limits>
@@ -15,8 +17,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/accuracy.h"
 #include "core/cpu/lapack_types.h"
 #include "core/status_macros.h"
+#include "core/validation.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -49,9 +53,10 @@ struct Batch {
   int64_t count = 1;
   lapack_int rows = 0;
   lapack_int cols = 0;
-  lapack_int rhs_cols = 0;  // 0 without a right-hand side
-  bool requested = false;   // options.batch_count > 0
-  int workers = 1;          // threads to spread the matrices over
+  lapack_int rhs_cols = 0;          // 0 without a right-hand side
+  bool requested = false;           // options.batch_count > 0
+  bool estimate_condition = false;  // one matrix only (CheckEstimateCondition)
+  int workers = 1;                  // threads to spread the matrices over
 
   int64_t size() const { return int64_t{rows} * cols; }
   int64_t rhs_size() const { return int64_t{rows} * rhs_cols; }
@@ -309,19 +314,88 @@ absl::StatusOr<FactorizeResult> Qr(const MatrixView& a, const MatrixView* rhs, c
   return result;
 }
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// FactorizeResult::accuracy of one factorized matrix (a is the input, which the factorization
+// did not touch): ?gecon (LU, 1-norm of A), ?pocon (Cholesky) or ?trcon of R's leading k x k
+// square (QR), each from ||.||_1 by ?lange. Records the factorization and the estimate as two
+// kernels (the backend records the whole operation as one only when no kernel is listed).
+template <typename T>
+absl::Status EstimateCondition(const MatrixView& a, double factor_seconds,
+                               FactorizeResult& result) {
+  using Real = decltype(std::abs(T()));
+  const auto start = std::chrono::steady_clock::now();
+  const auto m = static_cast<lapack_int>(a.rows);
+  const auto n = static_cast<lapack_int>(a.cols);
+  const lapack_int k = std::min(m, n);
+  Real rcond = 0;
+  lapack_int info = 0;
+  const char* routine = "gecon";
+  const char* factor_kernel = "getrf";
+  switch (result.kind) {
+    case FactorizationKind::kLu: {
+      const Real norm = Lapack<T>::lange(LAPACK_ROW_MAJOR, '1', n, n, a.As<T>().data(), n);
+      // An exactly zero pivot: singular, rcond 0 (?gecon would divide by it).
+      if (!result.singular_column.has_value()) {
+        info = Lapack<T>::gecon(LAPACK_ROW_MAJOR, '1', n, Data<T>(result.lu), n, norm, &rcond);
+      }
+      break;
+    }
+    case FactorizationKind::kCholesky: {
+      routine = "pocon";
+      factor_kernel = "potrf";
+      const Real norm = Lapack<T>::lange(LAPACK_ROW_MAJOR, '1', n, n, a.As<T>().data(), n);
+      info = Lapack<T>::pocon(LAPACK_ROW_MAJOR, 'L', n, Data<T>(result.l), n, norm, &rcond);
+      break;
+    }
+    case FactorizationKind::kQr:
+      routine = "trcon";
+      factor_kernel = "geqrf";
+      info = Lapack<T>::trcon(LAPACK_ROW_MAJOR, '1', 'U', 'N', k, Data<T>(result.r), n, &rcond);
+      break;
+  }
+  if (info < 0) return LapackError(routine, info);
+  result.stats.kernels.push_back({.kernel = factor_kernel,
+                                  .seconds = factor_seconds,
+                                  .bytes = result.stats.bytes_moved,
+                                  .flops = result.stats.flops});
+  result.accuracy = FactorizationAccuracy(static_cast<double>(rcond), k, kRoundoffOf<Real>);
+  // ?lange reads the matrix once, LAPACKE's row-major wrappers copy it (transposed) once, and the
+  // estimate takes about five triangular solves with each factor.
+  const double kd = k;
+  const uint64_t square_bytes = static_cast<uint64_t>(kd * kd * sizeof(T));
+  const double flops = kFlopScale<T> * 10.0 * kd * kd;
+  result.stats.flops += flops;
+  result.stats.bytes_moved += 8 * square_bytes;
+  result.stats.kernels.push_back({.kernel = "condition_estimate",
+                                  .seconds = SecondsSince(start),
+                                  .bytes = 8 * square_bytes,
+                                  .flops = flops});
+  return absl::OkStatus();
+}
+
 template <typename T>
 absl::StatusOr<FactorizeResult> FactorizeTyped(const MatrixView& a, FactorizationKind kind,
                                                const MatrixView* rhs, const Batch& batch,
                                                const ResultDestinations& out, JobControl* control) {
-  switch (kind) {
-    case FactorizationKind::kLu:
-      return Lu<T>(a, rhs, batch, out, control);
-    case FactorizationKind::kCholesky:
-      return Cholesky<T>(a, rhs, batch, out, control);
-    case FactorizationKind::kQr:
-      return Qr<T>(a, rhs, batch, out, control);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<FactorizeResult> result = [&]() -> absl::StatusOr<FactorizeResult> {
+    switch (kind) {
+      case FactorizationKind::kLu:
+        return Lu<T>(a, rhs, batch, out, control);
+      case FactorizationKind::kCholesky:
+        return Cholesky<T>(a, rhs, batch, out, control);
+      case FactorizationKind::kQr:
+        return Qr<T>(a, rhs, batch, out, control);
+    }
+    return absl::InvalidArgumentError("unknown factorization kind");
+  }();
+  if (result.ok() && batch.estimate_condition) {
+    MATRIXD_RETURN_IF_ERROR(EstimateCondition<T>(a, SecondsSince(start), *result));
   }
-  return absl::InvalidArgumentError("unknown factorization kind");
+  return result;
 }
 
 // The checks that keep LAPACK inside its buffers; everything else is the caller's validation.
@@ -342,6 +416,8 @@ absl::Status CheckShapes(const MatrixView& a, const FactorizeOptions& options,
   }
   batch.rows = static_cast<lapack_int>(rows);
   batch.cols = static_cast<lapack_int>(a.cols);
+  MATRIXD_RETURN_IF_ERROR(CheckEstimateCondition(options, rows, a.cols));
+  batch.estimate_condition = options.estimate_condition;
   const bool square = batch.rows == batch.cols;
   if (options.kind == FactorizationKind::kCholesky && !square) {
     return absl::InvalidArgumentError(

@@ -25,7 +25,7 @@ template <typename R>
 inline constexpr bool kIsComplex<std::complex<R>> = true;
 
 // The routines of element type T. `orgqr` is ?ungqr for the complex types; `lange` returns the
-// real norm of either.
+// real norm of either, and the condition estimates (`gecon`, `pocon`, `trcon`) a real rcond.
 template <typename T>
 struct Lapack;
 
@@ -40,6 +40,9 @@ struct Lapack<float> {
   static constexpr auto gemm = &cblas_sgemm;
   static constexpr auto trsm = &cblas_strsm;
   static constexpr auto lange = &LAPACKE_slange;
+  static constexpr auto gecon = &LAPACKE_sgecon;
+  static constexpr auto pocon = &LAPACKE_spocon;
+  static constexpr auto trcon = &LAPACKE_strcon;
 };
 
 template <>
@@ -53,6 +56,9 @@ struct Lapack<double> {
   static constexpr auto gemm = &cblas_dgemm;
   static constexpr auto trsm = &cblas_dtrsm;
   static constexpr auto lange = &LAPACKE_dlange;
+  static constexpr auto gecon = &LAPACKE_dgecon;
+  static constexpr auto pocon = &LAPACKE_dpocon;
+  static constexpr auto trcon = &LAPACKE_dtrcon;
 };
 
 template <>
@@ -66,6 +72,9 @@ struct Lapack<std::complex<float>> {
   static constexpr auto gemm = &cblas_cgemm;
   static constexpr auto trsm = &cblas_ctrsm;
   static constexpr auto lange = &LAPACKE_clange;
+  static constexpr auto gecon = &LAPACKE_cgecon;
+  static constexpr auto pocon = &LAPACKE_cpocon;
+  static constexpr auto trcon = &LAPACKE_ctrcon;
 };
 
 template <>
@@ -79,6 +88,9 @@ struct Lapack<std::complex<double>> {
   static constexpr auto gemm = &cblas_zgemm;
   static constexpr auto trsm = &cblas_ztrsm;
   static constexpr auto lange = &LAPACKE_zlange;
+  static constexpr auto gecon = &LAPACKE_zgecon;
+  static constexpr auto pocon = &LAPACKE_zpocon;
+  static constexpr auto trcon = &LAPACKE_ztrcon;
 };
 
 // CBLAS takes real scalars by value and complex ones through a pointer.

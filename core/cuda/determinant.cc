@@ -10,9 +10,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/accuracy.h"
 #include "core/cpu/exact_determinant.h"
 #include "core/cpu/multimodular.h"
 #include "core/cuda/condensation.h"
+#include "core/cuda/condition.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/kernel_timer.h"
@@ -68,12 +70,22 @@ using WideOf = std::conditional_t<std::is_same_v<Source, std::complex<float>> ||
                                       std::is_same_v<Source, std::complex<double>>,
                                   std::complex<double>, double>;
 
+// det(A) and the reciprocal infinity-norm condition estimate of the row-scaled D A (0 when a
+// pivot is exactly zero), as the CPU backend's LuDeterminant.
+struct LuValue {
+  ScaledNumber det;
+  double rcond = 0.0;
+};
+
 // det(A) by getrf. The row-major n x n array read column-major is A^T, and det(A^T) = det(A), so
 // no transpose is needed. Rows are scaled by powers of two first (exact; see LaunchScaleRows),
-// and the pivots are multiplied on the device: only a DeterminantSummary comes back.
+// and the pivots are multiplied on the device: only a DeterminantSummary comes back. The
+// condition estimate is that of the factorized (D A)^T in the 1-norm, i.e. D A's in the
+// infinity-norm (docs/accuracy.md): ||(D A)^T||_1 from column sums before getrf overwrites the
+// copy, then Hager-Higham on getrs with the factors.
 template <typename Source>
-absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext& context,
-                                             ComputeStats* stats) {
+absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& context,
+                                        ComputeStats* stats) {
   using Wide = WideOf<Source>;
   using Traits = LibraryTraits<Wide>;
   const int n = static_cast<int>(a.rows);
@@ -97,6 +109,9 @@ absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext&
     MATRIXD_RETURN_IF_ERROR(scale_timer->Stop());
     // `source` goes back to the pool here, stream-ordered after the scaling kernel.
   }
+  MATRIXD_ASSIGN_OR_RETURN(DeviceOneNorm one_norm,
+                           DeviceOneNorm::Queue(context, work.as<const Wide>(), n, n, n,
+                                                /*upper_triangle=*/false));
 
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf_buffer_size(
@@ -137,19 +152,31 @@ absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext&
     return absl::InternalError(
         absl::StrCat("cusolverDn<t>getrf rejected argument ", -host.info, " (n = ", n, ")"));
   }
-  if (host.zero_rows > 0 || host.zero_pivots > 0 || host.info > 0) return ScaledNumber::Zero();
+  if (host.zero_rows > 0 || host.zero_pivots > 0 || host.info > 0) {
+    return LuValue{.det = ScaledNumber::Zero(), .rcond = 0.0};
+  }
   if (host.nonfinite_pivots > 0) {
     return absl::OutOfRangeError(
         "determinant: element growth during LU overflowed the double range");
   }
-  ScaledNumber det = ScaledNumber::Of({host.mantissa_real, host.mantissa_imag});
-  MultiplyByPowerOfTwo(det, host.exponent2 + host.row_exponent2);
-  if (host.odd_swaps != 0) det.Negate();
-  return det;
+  LuValue value{.det = ScaledNumber::Of({host.mantissa_real, host.mantissa_imag})};
+  MultiplyByPowerOfTwo(value.det, host.exponent2 + host.row_exponent2);
+  if (host.odd_swaps != 0) value.det.Negate();
+
+  MATRIXD_ASSIGN_OR_RETURN(const double norm, one_norm.Value(context, stats));
+  auto solve = [&](bool adjoint, void* x) -> absl::Status {
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs(
+        context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n, 1,
+        LibraryPointer<Wide>(work.data()), n, ipiv, LibraryPointer<Wide>(x), n, info));
+    return absl::OkStatus();
+  };
+  MATRIXD_ASSIGN_OR_RETURN(value.rcond, DeviceReciprocalCondition<Wide>(
+                                            context, n, norm, DeviceInverseApply(solve), stats));
+  return value;
 }
 
-absl::StatusOr<ScaledNumber> LuDeterminant(const MatrixView& a, DeviceContext& context,
-                                           ComputeStats* stats) {
+absl::StatusOr<LuValue> LuDeterminant(const MatrixView& a, DeviceContext& context,
+                                      ComputeStats* stats) {
   switch (a.dtype) {
     case DType::kFloat32:
       return LuDeterminantOf<float>(a, context, stats);
@@ -272,12 +299,13 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
     AddWork(condensed.stats, &result.stats);
   } else {
     result.method_used = DeterminantMethod::kLu;
-    absl::StatusOr<ScaledNumber> value = LuDeterminant(a, context, &result.stats);
+    absl::StatusOr<LuValue> value = LuDeterminant(a, context, &result.stats);
     if (!value.ok()) {
       return Annotate(value.status(), absl::StrCat("LU determinant of a ", n, "x", n, " ",
                                                    std::string(DTypeName(a.dtype)), " matrix"));
     }
-    result.value = *value;
+    result.value = value->det;
+    result.accuracy = DeterminantAccuracy(value->rcond, n);
   }
   ReportProgress(control, value_share);
 
@@ -294,6 +322,9 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       // The exact integer, rounded, is never worse than the floating-point value, and zero
       // exactly when A is singular.
       result.value = DecimalToScaled(result.exact);
+      if (result.accuracy.has_value()) {
+        result.accuracy = ExactlyRoundedAccuracy(result.accuracy->rcond);
+      }
     }
   }
   ReportProgress(control, 1.0);

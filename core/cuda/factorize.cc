@@ -4,6 +4,7 @@
 #include <complex>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -12,6 +13,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/accuracy.h"
+#include "core/cuda/condition.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/device_span.h"
@@ -20,6 +23,7 @@
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/factorization.h"
+#include "core/validation.h"
 
 // Layout: the host's row-major m x n array, read column-major (as cuSOLVER and cuBLAS do), is
 // A^T. LU and QR need A itself in column-major order, so the matrix is transposed on the device
@@ -58,13 +62,27 @@ absl::Status UploadColumnMajor(const MatrixView& view, DeviceBuffer& staging,
   return absl::OkStatus();
 }
 
+// FactorizeResult::accuracy from the estimate of an n x n factorized matrix whose 1-norm was
+// queued before the factorization (rcond 0 without a solve when a pivot is exactly zero).
+template <typename T>
+absl::StatusOr<Accuracy> EstimateAccuracy(DeviceContext& context, int n, DeviceOneNorm& one_norm,
+                                          bool singular, DeviceInverseApply solve,
+                                          ComputeStats* stats) {
+  double rcond = 0.0;
+  if (!singular) {
+    MATRIXD_ASSIGN_OR_RETURN(const double norm, one_norm.Value(context, stats));
+    MATRIXD_ASSIGN_OR_RETURN(rcond, DeviceReciprocalCondition<T>(context, n, norm, solve, stats));
+  }
+  return FactorizationAccuracy(rcond, n, kRoundoffOf<typename LibraryTraits<T>::Real>);
+}
+
 // ---- LU ----
 
 // getrf on A (m x n), getrs for A X = B. ipiv is LAPACK's: 1-based, row i swapped with row
 // ipiv[i] in sequence; applying the same swaps to 0..m-1 gives the permutation with
 // A[perm[i], :] = (L U)[i, :].
 template <typename T>
-absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
+absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs, bool estimate,
                                      const ResultDestinations& out, DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   const int m = static_cast<int>(a.rows);
@@ -86,6 +104,14 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   int* info = ipiv + k;
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
   MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
+  std::optional<DeviceOneNorm> one_norm;
+  if (estimate) {
+    absl::StatusOr<DeviceOneNorm> queued =
+        DeviceOneNorm::Queue(context, factors.as<const T>(), m, n, m,
+                             /*upper_triangle=*/false);
+    if (!queued.ok()) return queued.status();
+    one_norm.emplace(*std::move(queued));
+  }
 
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(
@@ -158,6 +184,19 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   result.stats.bytes_moved = 7 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
   MATRIXD_RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cusolver_getrf", 2 * a.byte_size(),
                                                 kFlopsPerUpdate<T> / 2.0 * LuFlops(m, n)));
+  if (one_norm.has_value()) {
+    // getrs with the factors, which the transposes above only read.
+    auto solve = [&](bool adjoint, void* x) -> absl::Status {
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          Traits::getrs(context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n, 1,
+                        Ptr<T>(factors), m, ipiv, LibraryPointer<T>(x), n, info + kApplyInfo));
+      return absl::OkStatus();
+    };
+    MATRIXD_ASSIGN_OR_RETURN(
+        result.accuracy,
+        EstimateAccuracy<T>(context, n, *one_norm, result.singular_column.has_value(),
+                            DeviceInverseApply(solve), &result.stats));
+  }
   return result;
 }
 
@@ -170,7 +209,8 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
 // R, X read column-major: two right-side triangular solves in place, no transposes.
 template <typename T>
 absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView* rhs,
-                                           const ResultDestinations& out, DeviceContext& context) {
+                                           bool estimate, const ResultDestinations& out,
+                                           DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   if (a.rows != a.cols) {
     return absl::InvalidArgumentError(
@@ -184,6 +224,15 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   int* info = ints.as<int>();
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
+  // ||B||_1 = ||A||_1 for B = conj(A), A Hermitian.
+  std::optional<DeviceOneNorm> one_norm;
+  if (estimate) {
+    absl::StatusOr<DeviceOneNorm> queued =
+        DeviceOneNorm::Queue(context, factor.as<const T>(), n, n, n,
+                             /*upper_triangle=*/false);
+    if (!queued.ok()) return queued.status();
+    one_norm.emplace(*std::move(queued));
+  }
 
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrf_buffer_size(
@@ -242,6 +291,18 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   result.stats.bytes_moved = 4 * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
   MATRIXD_RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf", 2 * a.byte_size(),
                                                 kFlopsPerUpdate<T> * nd * nd * nd / 6.0));
+  if (one_norm.has_value()) {
+    // potrs with B = U^H U; B is Hermitian, so B^-H = B^-1.
+    auto solve = [&](bool /*adjoint*/, void* x) -> absl::Status {
+      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrs(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n, 1,
+                                                 Ptr<T>(factor), n, LibraryPointer<T>(x), n,
+                                                 info + kApplyInfo));
+      return absl::OkStatus();
+    };
+    MATRIXD_ASSIGN_OR_RETURN(result.accuracy,
+                             EstimateAccuracy<T>(context, n, *one_norm, /*singular=*/false,
+                                                 DeviceInverseApply(solve), &result.stats));
+  }
   return result;
 }
 
@@ -251,7 +312,7 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
 // reflectors with Q (m x k). The least-squares solve (m >= n) applies Q^H to B with ormqr/unmqr
 // while the reflectors are still there, then solves R X = (Q^H B)[0:n, :] with trsm.
 template <typename T>
-absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
+absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs, bool estimate,
                                      const ResultDestinations& out, DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   const int m = static_cast<int>(a.rows);
@@ -316,6 +377,26 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
       LaunchTranspose(AsSpan<const T>(factors), k, n, m, AsSpan<T>(r), n, stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchZeroStrictTriangle(AsSpan<T>(r), k, n, Triangle::kLower, stream));
+  // The condition of R's leading k x k square, from the factors before ormqr and orgqr: trsm
+  // with the upper triangle (the reflectors below it are not read).
+  std::optional<Accuracy> accuracy;
+  ComputeStats estimate_stats;
+  if (estimate) {
+    MATRIXD_ASSIGN_OR_RETURN(DeviceOneNorm one_norm,
+                             DeviceOneNorm::Queue(context, factors.as<const T>(), k, k, m,
+                                                  /*upper_triangle=*/true));
+    const typename Traits::Device one = Traits::One();
+    auto solve = [&](bool adjoint, void* x) -> absl::Status {
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
+                       adjoint ? Traits::kAdjoint : CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, k, 1, &one,
+                       Ptr<T>(factors), m, LibraryPointer<T>(x), k));
+      return absl::OkStatus();
+    };
+    MATRIXD_ASSIGN_OR_RETURN(accuracy,
+                             EstimateAccuracy<T>(context, k, one_norm, /*singular=*/false,
+                                                 DeviceInverseApply(solve), &estimate_stats));
+  }
 
   if (rhs != nullptr) {
     MATRIXD_CUDA_RETURN_IF_ERROR(
@@ -378,6 +459,13 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
   result.stats.bytes_moved = 8 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
   MATRIXD_RETURN_IF_ERROR(geqrf_timer->AppendTo(&result.stats, "cusolver_geqrf", 2 * a.byte_size(),
                                                 kFlopsPerUpdate<T> * LuFlops(m, n)));
+  if (accuracy.has_value()) {
+    result.accuracy = accuracy;
+    result.stats.flops += estimate_stats.flops;
+    result.stats.bytes_moved += estimate_stats.bytes_moved;
+    result.stats.kernels.insert(result.stats.kernels.end(), estimate_stats.kernels.begin(),
+                                estimate_stats.kernels.end());
+  }
   return result;
 }
 
@@ -413,18 +501,20 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
     return absl::InvalidArgumentError(absl::StrCat(
         "matrix.rows = ", a.rows, " is not a multiple of batch_count = ", options.batch_count));
   }
+  MATRIXD_RETURN_IF_ERROR(CheckEstimateCondition(
+      options, options.batch_count > 0 ? a.rows / options.batch_count : a.rows, a.cols));
   absl::StatusOr<FactorizeResult> result = [&]() -> absl::StatusOr<FactorizeResult> {
     if (options.batch_count > 0) return FactorizeBatch(a, options, rhs, context);
     return VisitFloatingType(a.dtype, [&](auto type) {
       using T = typename decltype(type)::type;
       switch (kind) {
         case FactorizationKind::kCholesky:
-          return CholeskyOf<T>(a, rhs, options.destinations, context);
+          return CholeskyOf<T>(a, rhs, options.estimate_condition, options.destinations, context);
         case FactorizationKind::kQr:
-          return QrOf<T>(a, rhs, options.destinations, context);
+          return QrOf<T>(a, rhs, options.estimate_condition, options.destinations, context);
         case FactorizationKind::kLu:
         default:
-          return LuOf<T>(a, rhs, options.destinations, context);
+          return LuOf<T>(a, rhs, options.estimate_condition, options.destinations, context);
       }
     });
   }();

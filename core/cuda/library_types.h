@@ -37,6 +37,7 @@ struct LibraryTraits<float> {
   static constexpr auto getrs = &cusolverDnSgetrs;
   static constexpr auto potrf_buffer_size = &cusolverDnSpotrf_bufferSize;
   static constexpr auto potrf = &cusolverDnSpotrf;
+  static constexpr auto potrs = &cusolverDnSpotrs;
   static constexpr auto geqrf_buffer_size = &cusolverDnSgeqrf_bufferSize;
   static constexpr auto geqrf = &cusolverDnSgeqrf;
   static constexpr auto orgqr_buffer_size = &cusolverDnSorgqr_bufferSize;
@@ -66,6 +67,7 @@ struct LibraryTraits<double> {
   static constexpr auto getrs = &cusolverDnDgetrs;
   static constexpr auto potrf_buffer_size = &cusolverDnDpotrf_bufferSize;
   static constexpr auto potrf = &cusolverDnDpotrf;
+  static constexpr auto potrs = &cusolverDnDpotrs;
   static constexpr auto geqrf_buffer_size = &cusolverDnDgeqrf_bufferSize;
   static constexpr auto geqrf = &cusolverDnDgeqrf;
   static constexpr auto orgqr_buffer_size = &cusolverDnDorgqr_bufferSize;
@@ -95,6 +97,7 @@ struct LibraryTraits<std::complex<float>> {
   static constexpr auto getrs = &cusolverDnCgetrs;
   static constexpr auto potrf_buffer_size = &cusolverDnCpotrf_bufferSize;
   static constexpr auto potrf = &cusolverDnCpotrf;
+  static constexpr auto potrs = &cusolverDnCpotrs;
   static constexpr auto geqrf_buffer_size = &cusolverDnCgeqrf_bufferSize;
   static constexpr auto geqrf = &cusolverDnCgeqrf;
   static constexpr auto orgqr_buffer_size = &cusolverDnCungqr_bufferSize;
@@ -124,6 +127,7 @@ struct LibraryTraits<std::complex<double>> {
   static constexpr auto getrs = &cusolverDnZgetrs;
   static constexpr auto potrf_buffer_size = &cusolverDnZpotrf_bufferSize;
   static constexpr auto potrf = &cusolverDnZpotrf;
+  static constexpr auto potrs = &cusolverDnZpotrs;
   static constexpr auto geqrf_buffer_size = &cusolverDnZgeqrf_bufferSize;
   static constexpr auto geqrf = &cusolverDnZgeqrf;
   static constexpr auto orgqr_buffer_size = &cusolverDnZungqr_bufferSize;

@@ -115,7 +115,9 @@ class DistributedBackend final : public BackendWrapper {
 
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
-    if (options.kind != FactorizationKind::kLu || options.batch_count > 0 || !OnGrid(a, rhs)) {
+    // A condition estimate runs on the local backend: pdgecon is not wired to the grid.
+    if (options.kind != FactorizationKind::kLu || options.batch_count > 0 ||
+        options.estimate_condition || !OnGrid(a, rhs)) {
       return target().Factorize(a, options, rhs, control);
     }
     GridJobHeader header{.command = GridCommand::kLu,

@@ -42,6 +42,12 @@ void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Fl
 void BenchVerify(const std::string& label, Backend& backend, const Flags& flags, int warm_up,
                  int runs);
 
+// Condition estimates (Factorize with estimate_condition; on the GPU also the LU determinant)
+// next to the factorization at each of flags.condition_sizes, float64, on `backend` (named
+// `label`): `warm_up` untimed runs, then the medians of `runs`.
+void BenchCondition(const std::string& label, Backend& backend, const Flags& flags, int warm_up,
+                    int runs);
+
 // The CPU backend's tables: determinant and GEMM, factorizations, batched LU.
 void BenchCpu(Backend& cpu, const Flags& flags);
 

@@ -17,12 +17,14 @@
 //                   --no_gpu on the CPU backend)
 //     modular:      [--ntl_n=4096] [--cpu_modular_n=1024] [--primes=2147483629,65521] [--no_ntl]
 //     small:        [--small_sizes=8,32] [--small_count=8192] [--small_threads=1,4,16]
+//     condition:    [--condition_sizes=4096,8192] (Factorize with estimate_condition, GPU and
+//                   CPU; on the GPU also the LU determinant)
 //     cpu:          [--cpu_n=2048] [--cpu_batch=10000] [--batch_sizes]
 //
 // NAME is one of bandwidth, dense, factorize, batched, condensation, sparse, permanent, accuracy,
-// modular, small, cpu; all run by default, the GPU ones only where there is a device. --quick
-// shrinks every size; explicit sizes after or before it win. --no_cpu leaves out the CPU backend
-// (its tables and its column of the modular table).
+// modular, small, verify, condition, cpu; all run by default, the GPU ones only where there is a
+// device. --quick shrinks every size; explicit sizes after or before it win. --no_cpu leaves out
+// the CPU backend (its tables and its column of the modular table).
 //
 // Times are medians over --repeats runs after one warm-up run (CPU references that take seconds:
 // one run). "ours" is ComputeStats::seconds (device events around the whole operation, transfers
@@ -80,6 +82,7 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
   if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
   if (flags.Runs("verify")) BenchVerify("GPU", gpu, flags, 1, flags.repeats);
+  if (flags.Runs("condition")) BenchCondition("GPU", gpu, flags, 1, flags.repeats);
   return *std::move(backend);
 }
 #endif
@@ -118,6 +121,7 @@ int Main(int argc, char** argv) {
   }
   // One run per size on the CPU: a float64 product at n = 8192 takes tens of seconds there.
   if (cpu != nullptr && flags.Runs("verify")) BenchVerify("CPU", *cpu, flags, 0, 1);
+  if (cpu != nullptr && flags.Runs("condition")) BenchCondition("CPU", *cpu, flags, 0, 1);
   if (cpu != nullptr && flags.Runs("cpu")) BenchCpu(*cpu, flags);
   // The CPU walks share the GPU's arithmetic but take 2^n n / cores time: their accuracy table runs
   // only when the GPU tables do not (--no_gpu), at sizes given for it.

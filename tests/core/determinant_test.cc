@@ -694,7 +694,6 @@ DeterminantResult ExpectBoundHolds(DeterminantTest& test, int n,
 }
 
 TEST_P(DeterminantTest, ErrorBoundHoldsOnHilbertMatrices) {
-  if (backend().name() == "cuda") GTEST_SKIP() << "the CUDA determinant reports no rcond yet";
   for (int n = 2; n <= 12; ++n) {
     SCOPED_TRACE(::testing::Message() << "n=" << n);
     const DeterminantResult result = ExpectBoundHolds(*this, n, IntegerHilbert(n));
@@ -711,7 +710,6 @@ TEST_P(DeterminantTest, ErrorBoundHoldsOnHilbertMatrices) {
 }
 
 TEST_P(DeterminantTest, ErrorBoundHoldsOnGradedSingularValues) {
-  if (backend().name() == "cuda") GTEST_SKIP() << "the CUDA determinant reports no rcond yet";
   std::mt19937_64 rng(15);
   for (int n : {2, 4, 8, 16}) {
     for (int decades = 0; decades <= 13; ++decades) {
@@ -734,7 +732,6 @@ TEST_P(DeterminantTest, ErrorBoundHoldsOnGradedSingularValues) {
 }
 
 TEST_P(DeterminantTest, SingularMatrixHasZeroRcondAndNoMeaningfulDigits) {
-  if (backend().name() == "cuda") GTEST_SKIP() << "the CUDA determinant reports no rcond yet";
   const DeterminantResult result =
       Run(3, std::vector<double>{1, 2, 3, 0, 0, 0, 4, 5, 6}, DeterminantMethod::kLu);
   ASSERT_TRUE(result.accuracy.has_value());

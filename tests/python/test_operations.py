@@ -273,3 +273,20 @@ def test_det_accuracy_flags_an_ill_conditioned_matrix(client):
     assert bad.accuracy.ill_conditioned and bad.accuracy.rcond < 1e-10
     assert bad.accuracy.meaningful_digits < 8
     assert client.det(hilbert, method="condensation").accuracy is None
+
+
+def test_factorize_estimate_condition_reports_accuracy(client):
+    a = np.array([[4.0, 2.0], [2.0, 3.0]])  # rcond = 1 / (||A||_1 ||A^-1||_1) = 2 / 9
+    for kind in ("lu", "cholesky", "qr"):
+        result = client.factorize(a, kind, estimate_condition=True)
+        assert result.accuracy is not None, kind
+        assert not result.accuracy.ill_conditioned
+        if kind != "qr":  # QR reports R's condition, not A's
+            assert 2 / 9 * (1 - 1e-12) <= result.accuracy.rcond <= 1.0
+    assert client.factorize(a, "lu").accuracy is None
+    n = 10  # kappa_1(H_10) ~ 3.5e13, still safely positive definite in double
+    hilbert = np.array([[1.0 / (i + j + 1) for j in range(n)] for i in range(n)])
+    bad = client.factorize(hilbert, "cholesky", estimate_condition=True).accuracy
+    assert bad.ill_conditioned and bad.rcond < 1e-10 and bad.meaningful_digits < 8
+    with pytest.raises(matrixd.InvalidArgument, match="estimate_condition"):
+        client.factorize(np.stack([a, a]), "lu", estimate_condition=True)

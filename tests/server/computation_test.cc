@@ -293,6 +293,45 @@ TEST_F(ComputationTest, LuOfSingularMatrixReportsFirstZeroColumn) {
   EXPECT_FALSE(response->has_solution());
 }
 
+TEST_F(ComputationTest, EstimateConditionFillsTheFactorizationsAccuracy) {
+  // A = [[4, 2], [2, 3]]: ||A||_1 = 6, A^-1 = [[3, -2], [-2, 4]] / 8, ||A^-1||_1 = 3 / 4, so
+  // rcond = 2 / 9 exactly; the estimate is never below it (never above ||A^-1||_1) and within 3x.
+  for (const v1::FactorizationKind kind :
+       {v1::FACTORIZATION_KIND_LU, v1::FACTORIZATION_KIND_CHOLESKY}) {
+    SCOPED_TRACE(v1::FactorizationKind_Name(kind));
+    v1::FactorizeRequest request;
+    request.set_kind(kind);
+    request.set_estimate_condition(true);
+    *request.mutable_matrix() = MakeMatrix<double>(2, 2, {4, 2, 2, 3});
+    absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    ASSERT_TRUE(response->has_accuracy());
+    EXPECT_GE(response->accuracy().rcond(), 2.0 / 9.0 * (1 - 1e-12));
+    EXPECT_LE(response->accuracy().rcond(), 3 * 2.0 / 9.0);
+    EXPECT_LT(response->accuracy().relative_error_bound(), 1e-14);
+    EXPECT_GT(response->accuracy().meaningful_digits(), 14.0);
+    EXPECT_FALSE(response->accuracy().ill_conditioned());
+  }
+  // Without the flag: no accuracy.
+  v1::FactorizeRequest plain;
+  plain.set_kind(v1::FACTORIZATION_KIND_QR);
+  *plain.mutable_matrix() = MakeMatrix<double>(2, 2, {4, 2, 2, 3});
+  absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(plain);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_FALSE(response->has_accuracy());
+}
+
+TEST_F(ComputationTest, EstimateConditionOnABatchIsRefusedNamingTheField) {
+  v1::FactorizeRequest request;
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
+  request.set_estimate_condition(true);
+  request.set_batch_count(2);
+  *request.mutable_matrix() = MakeMatrix<double>(4, 2, {4, 2, 2, 3, 1, 0, 0, 1});
+  absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()), HasSubstr("estimate_condition"));
+}
+
 TEST_F(ComputationTest, CholeskyGivesKnownLowerFactor) {
   // [[4, 2], [2, 3]] = L L^T with L = [[2, 0], [1, sqrt 2]].
   v1::FactorizeRequest request;

@@ -166,6 +166,27 @@ TEST(Metrics, AnswersWithAnAccuracyAreCountedByFlag) {
   EXPECT_EQ(count("multiply", "false"), 0.0);
 }
 
+TEST(Metrics, FactorizationsWithAConditionEstimateAreCounted) {
+  Metrics metrics("0", "cpu");
+  FactorizeResult ill;
+  ill.accuracy = Accuracy{.ill_conditioned = true};
+  FactorizeResult well;
+  well.accuracy = Accuracy{.ill_conditioned = false};
+  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, absl::StatusOr<FactorizeResult>(ill));
+  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, absl::StatusOr<FactorizeResult>(well));
+  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, absl::StatusOr<FactorizeResult>(well));
+  // Without estimate_condition: not counted.
+  metrics.RecordOutcome(kOpFactorize, DType::kFloat64,
+                        absl::StatusOr<FactorizeResult>(FactorizeResult{}));
+  const std::string text = metrics.Serialize();
+  EXPECT_EQ(SampleValue(text, "matrixd_accuracy_answers_total",
+                        {{"op", "factorize"}, {"ill_conditioned", "true"}}),
+            1.0);
+  EXPECT_EQ(SampleValue(text, "matrixd_accuracy_answers_total",
+                        {{"op", "factorize"}, {"ill_conditioned", "false"}}),
+            2.0);
+}
+
 TEST(Metrics, ProductChecksAreCountedByVerdict) {
   Metrics metrics("0", "cpu");
   MultiplyResult passed;

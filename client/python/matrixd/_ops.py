@@ -260,7 +260,7 @@ def _accuracy(r) -> results.Accuracy:
 
 
 def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
-              outputs: Optional[dict] = None) -> Call:
+              outputs: Optional[dict] = None, estimate_condition=False) -> Call:
     op = Operand(a, "matrix", allow_batch=True)
     kind_value = _choice(KINDS, kind, "kind")
     rhs_op, vector = None, False
@@ -272,8 +272,9 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
     if rhs is not None:
         rhs_op = Operand(rhs, "rhs", allow_batch=True)
     if check:
-        _check_factorize(op, kind, rhs_op)
-    request = pb.FactorizeRequest(kind=kind_value, batch_count=op.batch, keep_input=keep_input)
+        _check_factorize(op, kind, rhs_op, estimate_condition)
+    request = pb.FactorizeRequest(kind=kind_value, batch_count=op.batch, keep_input=keep_input,
+                                  estimate_condition=estimate_condition)
     op.put(request, "matrix")
     if rhs_op is not None:
         rhs_op.put(request, "rhs")
@@ -295,14 +296,23 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
             q=_matrix_or_kept(r, "q", kept, batch, outputs=outputs),
             r=_matrix_or_kept(r, "r", kept, batch, outputs=outputs),
             solution=_matrix_or_kept(r, "solution", kept, batch, vector, outputs),
-            factorization=kept.get("factorization"), kept=kept)
+            factorization=kept.get("factorization"), kept=kept,
+            accuracy=_accuracy(r) if r.HasField("accuracy") else None)
 
     return Call("Factorize", request, parse, "factorize")
 
 
-def _check_factorize(op: Operand, kind: str, rhs: Optional[Operand]) -> None:
+def _check_factorize(op: Operand, kind: str, rhs: Optional[Operand],
+                     estimate_condition: bool = False) -> None:
     op.require_dtype(_FLOATING, "float32, float64, complex64 or complex128")
     each = "each matrix of the batch" if op.batch else "matrix"
+    if estimate_condition and op.batch:
+        raise errors.InvalidArgument(
+            f"estimate_condition is set with batch_count = {op.batch}; condition estimates are "
+            "for one matrix (batch_count 0)")
+    if estimate_condition and kind == "lu" and op.rows != op.cols:
+        raise errors.InvalidArgument(
+            f"estimate_condition needs a square matrix for LU, got {op.rows}x{op.cols}")
     if kind == "cholesky" or (op.batch and kind == "lu"):
         op.require_square(each)
     if rhs is None:

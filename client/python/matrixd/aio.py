@@ -55,9 +55,11 @@ class Client(_base.ClientBase):
     determinant = det
 
     async def factorize(self, a, kind="lu", rhs=None, keep=False, keep_input=False,
-                        timeout=None, outputs=None) -> results.Factorization:
+                        timeout=None, outputs=None,
+                        estimate_condition=False) -> results.Factorization:
         return await self._send(
-            _ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs), timeout)
+            _ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs,
+                           estimate_condition=estimate_condition), timeout)
 
     async def lu(self, a, rhs=None, **kwargs) -> results.Factorization:
         return await self.factorize(a, "lu", rhs, **kwargs)

@@ -59,12 +59,16 @@ class Client(_base.ClientBase):
 
     def factorize(self, a, kind: str = "lu", rhs=None, keep: bool = False,
                   keep_input: bool = False, timeout: Optional[float] = None,
-                  outputs: Optional[dict] = None) -> results.Factorization:
+                  outputs: Optional[dict] = None,
+                  estimate_condition: bool = False) -> results.Factorization:
         """LU, Cholesky or QR of a (3-D: a batch), optionally solving a @ x = rhs.
         keep=True keeps every result on the server (RemoteMatrix) and the factorization for
         solve(). outputs={"lu": SharedMatrix, ...} writes those results into shared memory (the
-        result's field is then that SharedMatrix's array)."""
-        return self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs),
+        result's field is then that SharedMatrix's array). estimate_condition=True (one matrix)
+        fills result.accuracy: rcond and the relative error bound of a solve
+        (docs/accuracy.md)."""
+        return self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs,
+                                         estimate_condition=estimate_condition),
                           timeout)
 
     def lu(self, a, rhs=None, **kwargs) -> results.Factorization:

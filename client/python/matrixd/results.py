@@ -85,7 +85,8 @@ class Factorization:
     a[permutation] == L @ U (0-based). Cholesky: `l` with a == l @ l.conj().T. QR: `q`, `r`.
     `solution` solves a @ x = rhs when rhs was given. A batch (3-D input) gives 3-D arrays and a
     (batch, n) permutation. With keep=True the matrices are RemoteMatrix handles and
-    `factorization` is the handle Solve takes.
+    `factorization` is the handle Solve takes. `accuracy` (with estimate_condition=True, else
+    None): rcond of the matrix and the relative error bound of a solve (docs/accuracy.md).
     """
     kind: str
     stats: Stats
@@ -100,6 +101,7 @@ class Factorization:
     solution: Optional[object] = None
     factorization: Optional[object] = None
     kept: Dict[str, object] = dataclasses.field(default_factory=dict)
+    accuracy: Optional["Accuracy"] = None
 
 
 @dataclasses.dataclass(frozen=True)

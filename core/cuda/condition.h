@@ -1,0 +1,59 @@
+// Condition estimates on the CUDA backend: ||A||_1 from column sums taken on the device before a
+// factorization overwrites A, and Hager and Higham's estimator (core/condition_estimate.h) driven
+// by solves with the device factors (cuSOLVER has no ?gecon). Each estimate is a few host round
+// trips of one vector: O(n^2) work against the factorization's O(n^3).
+#ifndef MATRIXD_CORE_CUDA_CONDITION_H_
+#define MATRIXD_CORE_CUDA_CONDITION_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/cuda/device_buffer.h"
+#include "core/cuda/device_context.h"
+#include "core/cuda/kernel_timer.h"
+#include "core/operations.h"
+
+namespace matrixd::cuda {
+
+// ||A||_1 of a device matrix: queued at once (stream-ordered before whatever overwrites A), read
+// when needed.
+class DeviceOneNorm {
+ public:
+  // Queues the column sums of |a_ij| of the column-major rows x cols matrix at `a` (leading
+  // dimension ld; only its upper triangle when `upper_triangle`). T is float, double,
+  // std::complex<float> or std::complex<double>.
+  template <typename T>
+  static absl::StatusOr<DeviceOneNorm> Queue(DeviceContext& context, const T* a, int64_t rows,
+                                             int64_t cols, int64_t ld, bool upper_triangle);
+
+  // Downloads the sums (synchronising the stream) and returns their maximum; appends the kernel
+  // record "one_norm" to stats->kernels.
+  absl::StatusOr<double> Value(DeviceContext& context, ComputeStats* stats);
+
+ private:
+  DeviceOneNorm(DeviceBuffer sums, int64_t cols, uint64_t bytes, KernelTimer timer)
+      : sums_(std::move(sums)), cols_(cols), bytes_(bytes), timer_(std::move(timer)) {}
+
+  DeviceBuffer sums_;
+  int64_t cols_;
+  uint64_t bytes_;  // read by the kernel
+  KernelTimer timer_;
+};
+
+// x := A^-1 x (adjoint false) or A^-H x (true): n elements of the factorization's type at device
+// address x, queued on the context's stream.
+using DeviceInverseApply = absl::FunctionRef<absl::Status(bool adjoint, void* x)>;
+
+// EstimateReciprocalCondition (core/condition_estimate.h) of an n x n A with ||A||_1 = one_norm,
+// each vector rounded to T, uploaded, solved by `apply` and downloaded (the estimator's arithmetic
+// is double). Adds the solves' work to stats and the kernel record "condition_estimate".
+template <typename T>
+absl::StatusOr<double> DeviceReciprocalCondition(DeviceContext& context, int64_t n, double one_norm,
+                                                 DeviceInverseApply apply, ComputeStats* stats);
+
+}  // namespace matrixd::cuda
+
+#endif  // MATRIXD_CORE_CUDA_CONDITION_H_
