@@ -69,12 +69,42 @@ struct DeterminantResult {
 // ---- Factorize ----
 enum class FactorizationKind { kLu, kCholesky, kQr };
 
+// The precision an LU factorization runs in for iterative refinement (core/refinement.h).
+enum class RefinePrecision {
+  kInput,    // the input's dtype; the residual in higher precision
+  kFloat32,  // float32 (complex64) factors for float64 (complex128) input
+  kTf32,     // GPU only; the CPU backend runs kFloat32
+  kFloat16,  // GPU only; the CPU backend runs kFloat32
+};
+
+// Iterative refinement of X in an LU solve (docs/accuracy.md, "Iterative refinement").
+struct RefineOptions {
+  bool enabled = false;
+  RefinePrecision factor_precision = RefinePrecision::kInput;
+  // Correction steps at most; 0: kDefaultRefineIterations (kInput) or the library's default.
+  int max_iterations = 0;
+};
+
 struct FactorizeOptions {
   FactorizationKind kind = FactorizationKind::kLu;
   // 0: the input is one matrix. > 0: a batch of that many matrices of one shape, stacked
   // vertically (a.rows = batch_count * rows of each; rhs likewise), each factorized on its own.
   // Every field of the result is then stacked or concatenated in the same order.
   int64_t batch_count = 0;
+  // REQUIRES (core/validation.h): LU of one square matrix with a right-hand side.
+  RefineOptions refine = {};
+};
+
+// What iterative refinement did (FactorizeOptions::refine).
+struct Refinement {
+  int iterations = 0;  // correction steps taken
+  // ||A X - B||_inf / (||A||_inf ||X||_inf + ||B||_inf) of the returned X, the residual computed
+  // in more than the input's precision.
+  double backward_error = 0.0;
+  bool converged = false;        // backward_error <= threshold
+  double threshold = 0.0;        // core/refinement.h's RefineThreshold
+  std::string factor_precision;  // what the factorization ran in: "float32", "tf32", ...
+  bool fell_back = false;        // the low-precision path failed: refactorized in full precision
 };
 
 // In a batch, each Matrix field holds the matrices' results stacked vertically, `permutation`
@@ -97,6 +127,9 @@ struct FactorizeResult {
   Matrix r;
   // X with A X = rhs when a right-hand side was given.
   std::optional<Matrix> solution;
+  // With options.refine. A refinement whose factorization ran in a lower precision than the
+  // input's (the mixed path) returns no factors: lu and permutation are empty.
+  std::optional<Refinement> refinement;
   ComputeStats stats;
 };
 
@@ -126,6 +159,9 @@ struct MultiplyOptions {
   // > 1: one product over this many GPUs of the backend (float64, dense, no transposes).
   int devices = 1;
   MultiplyMethod method = MultiplyMethod::kAuto;
+  // Bit-identical repeats: Freivalds' vectors from kDeterministicFreivaldsSeed (core/freivalds.h).
+  // REQUIRES: !allow_tf32.
+  bool deterministic = false;
 };
 
 // True when `options` asks for one product over several GPUs.

@@ -31,7 +31,8 @@ absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& 
                                  const Limits& limits);
 // Also: batch_count >= 0, matrix.rows a multiple of batch_count, and the shape rules (square
 // for CHOLESKY, for a solve and for a batched LU) applied to each matrix of a batch; for
-// CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h).
+// CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h);
+// the refine options as core/refinement.h's CheckRefineOptions.
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits);
 absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,
