@@ -65,11 +65,17 @@ int RefineIterations(int requested) {
   return requested > 0 ? requested : kDefaultRefineIterations;
 }
 
-bool RefineShouldStop(double backward_error, double previous, double threshold, int steps,
-                      int max_steps) {
-  if (backward_error <= threshold || steps >= max_steps) return true;
-  // A step that does not halve the error is stagnation: rounding now dominates the correction.
-  return !(backward_error <= 0.5 * previous);
+bool RefineStoppingRule::Done(double backward_error, double x_norm) const {
+  if (steps_ >= max_steps_ || !std::isfinite(backward_error)) return true;
+  if (steps_ == 0) return false;  // the first correction's size is not known yet
+  if (backward_error <= threshold_ && last_correction_ <= unit_roundoff_ * x_norm) return true;
+  return steps_ >= 2 && !(last_correction_ <= 0.5 * previous_correction_);
+}
+
+void RefineStoppingRule::Stepped(double correction_norm) {
+  previous_correction_ = last_correction_;
+  last_correction_ = correction_norm;
+  ++steps_;
 }
 
 std::string RefinePrecisionName(RefinePrecision precision, DType input) {

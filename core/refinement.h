@@ -37,11 +37,30 @@ double RefineThreshold(DType input, int64_t n, RefinePrecision precision);
 // The largest number of correction steps: `requested` when > 0, else kDefaultRefineIterations.
 int RefineIterations(int requested);
 
-// True when a same-precision loop should take no further step after reaching `backward_error`
-// with `steps` taken: it converged, used up `max_steps`, or the last step did not at least halve
-// the backward error (`previous`: that before it, +inf before the first).
-bool RefineShouldStop(double backward_error, double previous, double threshold, int steps,
-                      int max_steps);
+// The stopping rule of same-precision refinement, shared by the backends' loops. With residuals
+// in extra precision each step also shrinks the forward error (to about u + cond(A) u^2 instead
+// of cond(A) u), so the loop does not stop at the first X whose backward error is small: it
+// stops once the backward error is <= threshold AND the last correction moved X by at most
+// u ||X||_inf; or after max_steps; or when a correction is not at most half the one before
+// (stagnation: rounding dominates, or cond(A) u is too close to 1 for refinement to contract).
+class RefineStoppingRule {
+ public:
+  RefineStoppingRule(double threshold, double unit_roundoff, int max_steps)
+      : threshold_(threshold), unit_roundoff_(unit_roundoff), max_steps_(max_steps) {}
+  // After the residual of the current X: true when no further correction should be taken.
+  bool Done(double backward_error, double x_norm) const;
+  // A correction of this ||D||_inf is being added to X.
+  void Stepped(double correction_norm);
+  int steps() const { return steps_; }
+
+ private:
+  double threshold_;
+  double unit_roundoff_;
+  int max_steps_;
+  int steps_ = 0;
+  double last_correction_ = 0.0;      // meaningful once steps_ > 0
+  double previous_correction_ = 0.0;  // meaningful once steps_ > 1
+};
 
 // What a factorization in `precision` of `input`'s dtype is called in Refinement: the dtype's
 // name for kInput, else "float32", "tf32" or "float16" (complex: "complex64", "complex tf32",

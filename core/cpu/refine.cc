@@ -150,32 +150,34 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
   const double a_norm = InfNorm(a_data, n, n);
   const double b_norm = InfNorm(b_data, n, nrhs);
   const double threshold = RefineThreshold(a.dtype, n, RefinePrecision::kInput);
-  const int max_steps = RefineIterations(options.max_iterations);
+  RefineStoppingRule rule(threshold, UnitRoundoff(a.dtype), RefineIterations(options.max_iterations));
   Matrix r(n, nrhs, a.dtype);
-  Matrix previous_x(n, nrhs, a.dtype);
   T* r_data = r.As<T>().data();
-  double previous = std::numeric_limits<double>::infinity();
-  double backward_error = previous;
-  int steps = 0;
+  // The X of the smallest backward error, returned if the loop ends above the threshold with a
+  // worse one (a diverging or rounding-dominated last step).
+  Matrix best_x;
+  double best = std::numeric_limits<double>::infinity();
+  double backward_error = best;
   while (true) {
     const double residual = Residual(a_data, x_data, b_data, n, nrhs, r_data, threads);
-    backward_error = BackwardError(residual, a_norm, InfNorm(x_data, n, nrhs), b_norm);
-    if (backward_error > previous) {
-      // The last step made X worse (rounding-dominated): keep the X before it.
-      x = std::move(previous_x);
-      backward_error = previous;
-      break;
+    const double x_norm = InfNorm(x_data, n, nrhs);
+    backward_error = BackwardError(residual, a_norm, x_norm, b_norm);
+    if (backward_error < best) {
+      best = backward_error;
+      best_x = Matrix::CopyOf(x.view());
     }
-    if (RefineShouldStop(backward_error, previous, threshold, steps, max_steps)) break;
-    previous_x = Matrix::CopyOf(x.view());
-    x_data = x.As<T>().data();
+    if (rule.Done(backward_error, x_norm)) break;
     if (const lapack_int s = solve(r_data); s != 0) {
       return absl::InternalError(absl::StrCat("getrs rejected argument ", -s));
     }
+    rule.Stepped(InfNorm(r_data, n, nrhs));
     for (int64_t e = 0; e < int64_t{n} * nrhs; ++e) x_data[e] += r_data[e];
-    previous = backward_error;
-    ++steps;
   }
+  if (backward_error > threshold && best < backward_error) {
+    x = std::move(best_x);
+    backward_error = best;
+  }
+  const int steps = rule.steps();
   result.refinement = Refinement{.iterations = steps,
                                  .backward_error = backward_error,
                                  .converged = backward_error <= threshold,

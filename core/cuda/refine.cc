@@ -201,7 +201,7 @@ absl::Status Singular(int info) {
 }
 
 // Factors in T with getrf, solves with getrs, and refines with double-double residuals until
-// core/refinement.h's RefineShouldStop.
+// core/refinement.h's RefineStoppingRule.
 template <typename T>
 absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixView& b,
                                               const RefineOptions& options,
@@ -212,7 +212,7 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
   const int nrhs = system.nrhs;
   const cudaStream_t stream = context.stream();
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factors, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer previous_x, context.Allocate(b.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer best_x, context.Allocate(b.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ints,
                            context.Allocate((static_cast<size_t>(n) + 2) * sizeof(int)));
   int* ipiv = ints.as<int>();
@@ -248,31 +248,36 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
   MATRIXD_RETURN_IF_ERROR(solve(system.x_columns));
 
   const double threshold = RefineThreshold(a.dtype, n, RefinePrecision::kInput);
-  const int max_steps = RefineIterations(options.max_iterations);
+  RefineStoppingRule rule(threshold, UnitRoundoff(a.dtype), RefineIterations(options.max_iterations));
   const int64_t components = static_cast<int64_t>(n) * nrhs * Components<T>::kParts;
   std::vector<T> x;
-  double previous = std::numeric_limits<double>::infinity();
-  double backward_error = previous;
-  int steps = 0;
+  std::vector<T> correction(static_cast<size_t>(n) * nrhs);
+  // The X of the smallest backward error (in best_x), returned if the loop ends above the
+  // threshold with a worse one, as on the CPU.
+  double best = std::numeric_limits<double>::infinity();
+  double backward_error = best;
   while (true) {
     MATRIXD_ASSIGN_OR_RETURN(backward_error, BackwardErrorOf(system, x, context));
-    if (backward_error > previous) {
-      // The last step made X worse (rounding-dominated): keep the X before it.
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(system.x_columns.data(), previous_x.data(),
+    if (backward_error < best) {
+      best = backward_error;
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(best_x.data(), system.x_columns.data(),
                                                    b.byte_size(), cudaMemcpyDeviceToDevice,
                                                    stream));
-      backward_error = previous;
-      break;
     }
-    if (RefineShouldStop(backward_error, previous, threshold, steps, max_steps)) break;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(previous_x.data(), system.x_columns.data(),
-                                                 b.byte_size(), cudaMemcpyDeviceToDevice, stream));
+    if (rule.Done(backward_error, ColumnMajorInfNorm(x, n, nrhs))) break;
     MATRIXD_RETURN_IF_ERROR(solve(system.residual));
+    MATRIXD_RETURN_IF_ERROR(
+        context.Download(system.residual, correction.data(), correction.size() * sizeof(T)));
+    rule.Stepped(ColumnMajorInfNorm(correction, n, nrhs));
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchAddInPlace(Parts<T>(system.x_columns),
                                                   Parts<T>(system.residual), components, stream));
-    previous = backward_error;
-    ++steps;
   }
+  if (backward_error > threshold && best < backward_error) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(system.x_columns.data(), best_x.data(),
+                                                 b.byte_size(), cudaMemcpyDeviceToDevice, stream));
+    backward_error = best;
+  }
+  const int steps = rule.steps();
 
   FactorizeResult result;
   result.kind = FactorizationKind::kLu;

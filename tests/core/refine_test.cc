@@ -331,13 +331,29 @@ TEST(RefineThreshold, IsFourUnitsSamePrecisionAndSqrtNOnTheMixedPath) {
   EXPECT_EQ(RefineThreshold(DType::kFloat32, 100, RefinePrecision::kFloat32), 4 * 0x1p-24);
 }
 
-TEST(RefineShouldStop, StopsOnConvergenceBudgetOrStagnation) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  EXPECT_TRUE(RefineShouldStop(1e-17, kInf, 1e-16, 0, 10));
-  EXPECT_FALSE(RefineShouldStop(1e-10, kInf, 1e-16, 0, 10));
-  EXPECT_TRUE(RefineShouldStop(1e-10, 1e-8, 1e-16, 10, 10));
-  EXPECT_TRUE(RefineShouldStop(0.6e-10, 1e-10, 1e-16, 3, 10));
-  EXPECT_FALSE(RefineShouldStop(0.4e-10, 1e-10, 1e-16, 3, 10));
+TEST(RefineStoppingRule, AlwaysTakesOneStepThenStopsOnceXIsSettled) {
+  RefineStoppingRule rule(1e-16, 1e-16, 10);
+  EXPECT_FALSE(rule.Done(1e-17, 1.0));  // small backward error, but X may still be inaccurate
+  rule.Stepped(1e-12);
+  EXPECT_FALSE(rule.Done(1e-17, 1.0));  // the last correction still moved X
+  rule.Stepped(1e-17);
+  EXPECT_TRUE(rule.Done(1e-17, 1.0));
+  EXPECT_EQ(rule.steps(), 2);
+}
+
+TEST(RefineStoppingRule, StopsOnTheBudgetOrWhenCorrectionsStopHalving) {
+  RefineStoppingRule budget(1e-16, 1e-16, 1);
+  budget.Stepped(1.0);
+  EXPECT_TRUE(budget.Done(1.0, 1.0));
+  RefineStoppingRule stagnation(1e-16, 1e-16, 10);
+  stagnation.Stepped(1e-3);
+  EXPECT_FALSE(stagnation.Done(1e-5, 1.0));
+  stagnation.Stepped(0.4e-3);
+  EXPECT_FALSE(stagnation.Done(1e-6, 1.0));
+  stagnation.Stepped(0.3e-3);
+  EXPECT_TRUE(stagnation.Done(1e-6, 1.0));
+  RefineStoppingRule not_finite(1e-16, 1e-16, 10);
+  EXPECT_TRUE(not_finite.Done(std::numeric_limits<double>::infinity(), 1.0));
 }
 
 }  // namespace
