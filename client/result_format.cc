@@ -295,10 +295,10 @@ std::string FormatProduct(const v1::MultiplyResponse& r, int64_t block_size) {
   }
   if (r.has_check()) {
     const v1::ProductCheck& check = r.check();
-    absl::StrAppend(&out, "  freivalds: ", check.passed() ? "passed" : "FAILED",
-                    absl::StrFormat(" (discrepancy %.3g, tolerance %.3g, %d vectors, seed %#x)\n",
-                                    check.discrepancy(), check.tolerance(), check.vectors(),
-                                    check.seed()));
+    absl::StrAppend(
+        &out, "  freivalds: ", check.passed() ? "passed" : "FAILED",
+        absl::StrFormat(" (discrepancy %.3g, tolerance %.3g, %d vectors, seed %#x)\n",
+                        check.discrepancy(), check.tolerance(), check.vectors(), check.seed()));
   }
   return out;
 }

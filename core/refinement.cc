@@ -20,8 +20,9 @@ absl::Status CheckRefineOptions(const FactorizeOptions& options, bool has_rhs) {
     return absl::OkStatus();
   }
   if (options.kind != FactorizationKind::kLu) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "refine is set with kind ", FactorizationName(options.kind), "; refinement is for LU only"));
+    return absl::InvalidArgumentError(absl::StrCat("refine is set with kind ",
+                                                   FactorizationName(options.kind),
+                                                   "; refinement is for LU only"));
   }
   if (!has_rhs) {
     return absl::InvalidArgumentError("refine is set without rhs; refinement refines a solve");
@@ -31,9 +32,9 @@ absl::Status CheckRefineOptions(const FactorizeOptions& options, bool has_rhs) {
         "refine is set with batch_count = ", options.batch_count, "; refine one matrix at a time"));
   }
   if (options.refine.max_iterations < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("refine_max_iterations is ", options.refine.max_iterations,
-                     "; want 0 (the default) or more"));
+    return absl::InvalidArgumentError(absl::StrCat("refine_max_iterations is ",
+                                                   options.refine.max_iterations,
+                                                   "; want 0 (the default) or more"));
   }
   return absl::OkStatus();
 }
@@ -61,9 +62,7 @@ double RefineThreshold(DType input, int64_t n, RefinePrecision precision) {
   return std::max(4.0, std::sqrt(static_cast<double>(n))) * u;
 }
 
-int RefineIterations(int requested) {
-  return requested > 0 ? requested : kDefaultRefineIterations;
-}
+int RefineIterations(int requested) { return requested > 0 ? requested : kDefaultRefineIterations; }
 
 bool RefineStoppingRule::Done(double backward_error, double x_norm) const {
   if (steps_ >= max_steps_ || !std::isfinite(backward_error)) return true;

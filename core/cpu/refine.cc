@@ -150,7 +150,8 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
   const double a_norm = InfNorm(a_data, n, n);
   const double b_norm = InfNorm(b_data, n, nrhs);
   const double threshold = RefineThreshold(a.dtype, n, RefinePrecision::kInput);
-  RefineStoppingRule rule(threshold, UnitRoundoff(a.dtype), RefineIterations(options.max_iterations));
+  RefineStoppingRule rule(threshold, UnitRoundoff(a.dtype),
+                          RefineIterations(options.max_iterations));
   Matrix r(n, nrhs, a.dtype);
   T* r_data = r.As<T>().data();
   // The X of the smallest backward error, returned if the loop ends above the threshold with a
@@ -178,18 +179,17 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
     backward_error = best;
   }
   const int steps = rule.steps();
-  result.refinement = Refinement{.iterations = steps,
-                                 .backward_error = backward_error,
-                                 .converged = backward_error <= threshold,
-                                 .threshold = threshold,
-                                 .factor_precision = RefinePrecisionName(RefinePrecision::kInput,
-                                                                         a.dtype),
-                                 .fell_back = false};
+  result.refinement =
+      Refinement{.iterations = steps,
+                 .backward_error = backward_error,
+                 .converged = backward_error <= threshold,
+                 .threshold = threshold,
+                 .factor_precision = RefinePrecisionName(RefinePrecision::kInput, a.dtype),
+                 .fell_back = false};
   result.solution = std::move(x);
   // getrf, one solve per step plus the first, one residual (counted as a plain product) per X.
   const double nd = n;
-  result.stats.flops =
-      kFlopScale<T> * (LuFlops(nd) + (steps + 1) * 4.0 * nd * nd * nrhs);
+  result.stats.flops = kFlopScale<T> * (LuFlops(nd) + (steps + 1) * 4.0 * nd * nd * nrhs);
   result.stats.bytes_moved = 2 * a.byte_size() + (steps + 1) * (a.byte_size() + 3 * b.byte_size());
   return result;
 }
@@ -222,8 +222,8 @@ absl::StatusOr<FactorizeResult> Mixed(const MatrixView& a, const MatrixView& b,
   // No factors are returned, even after a fall-back (when `factors` holds them), so that both
   // backends answer alike: cuSOLVER's IRS solver does not return them.
   const bool fell_back = iter < 0;
-  const double backward_error = BackwardErrorTyped(
-      a.As<T>().data(), x.As<T>().data(), b.As<T>().data(), n, nrhs, threads);
+  const double backward_error =
+      BackwardErrorTyped(a.As<T>().data(), x.As<T>().data(), b.As<T>().data(), n, nrhs, threads);
   // kTf32 and kFloat16 have no CPU kernels: they ran as float32 and say so.
   const double threshold = RefineThreshold(a.dtype, n, precision);
   result.refinement = Refinement{
@@ -237,8 +237,8 @@ absl::StatusOr<FactorizeResult> Mixed(const MatrixView& a, const MatrixView& b,
   result.solution = std::move(x);
   const double nd = n;
   const double steps = std::max<lapack_int>(iter, 0) + 1;
-  result.stats.flops = kFlopScale<T> * ((fell_back ? 2.0 : 1.0) * LuFlops(nd) +
-                                        steps * 4.0 * nd * nd * nrhs);
+  result.stats.flops =
+      kFlopScale<T> * ((fell_back ? 2.0 : 1.0) * LuFlops(nd) + steps * 4.0 * nd * nd * nrhs);
   result.stats.bytes_moved = 2 * a.byte_size() + steps * (a.byte_size() + 3 * b.byte_size());
   if (!fell_back) result.stats.precision = result.refinement->factor_precision + " factors";
   return result;
@@ -249,18 +249,18 @@ absl::StatusOr<FactorizeResult> Mixed(const MatrixView& a, const MatrixView& b,
 absl::StatusOr<FactorizeResult> RefinedLuSolve(const MatrixView& a, const MatrixView& b,
                                                const RefineOptions& options, int threads) {
   if (!IsFloating(a.dtype) || b.dtype != a.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat("refine needs matrix and rhs of one floating "
-                                                   "dtype, got ",
-                                                   DTypeName(a.dtype), " and ",
-                                                   DTypeName(b.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("refine needs matrix and rhs of one floating "
+                     "dtype, got ",
+                     DTypeName(a.dtype), " and ", DTypeName(b.dtype)));
   }
   constexpr int64_t kMaxDim = std::numeric_limits<lapack_int>::max();
   if (a.rows != a.cols || a.rows < 1 || a.rows > kMaxDim || b.rows != a.rows || b.cols < 1 ||
       b.cols > kMaxDim) {
-    return absl::InvalidArgumentError(absl::StrCat("refine needs a square matrix and rhs with as "
-                                                   "many rows, got ",
-                                                   a.rows, "x", a.cols, " and ", b.rows, "x",
-                                                   b.cols));
+    return absl::InvalidArgumentError(
+        absl::StrCat("refine needs a square matrix and rhs with as "
+                     "many rows, got ",
+                     a.rows, "x", a.cols, " and ", b.rows, "x", b.cols));
   }
   const RefinePrecision precision = options.factor_precision;
   switch (a.dtype) {
@@ -289,11 +289,11 @@ double RefinedBackwardError(const MatrixView& a, const MatrixView& x, const Matr
   const int64_t nrhs = b.cols;
   switch (a.dtype) {
     case DType::kFloat32:
-      return BackwardErrorTyped(a.As<float>().data(), x.As<float>().data(), b.As<float>().data(),
-                                n, nrhs, threads);
+      return BackwardErrorTyped(a.As<float>().data(), x.As<float>().data(), b.As<float>().data(), n,
+                                nrhs, threads);
     case DType::kFloat64:
-      return BackwardErrorTyped(a.As<double>().data(), x.As<double>().data(),
-                                b.As<double>().data(), n, nrhs, threads);
+      return BackwardErrorTyped(a.As<double>().data(), x.As<double>().data(), b.As<double>().data(),
+                                n, nrhs, threads);
     case DType::kComplex64:
       return BackwardErrorTyped(a.As<std::complex<float>>().data(),
                                 x.As<std::complex<float>>().data(),

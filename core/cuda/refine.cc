@@ -227,20 +227,20 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
       DeviceBuffer workspace,
       context.Allocate(static_cast<size_t>(std::max(workspace_elements, 1)) * sizeof(T)));
   MATRIXD_ASSIGN_OR_RETURN(KernelTimer getrf_timer, KernelTimer::Start(stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf(context.cusolver(), n, n, Ptr<T>(factors), n,
-                                             Ptr<T>(workspace), ipiv, info));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      Traits::getrf(context.cusolver(), n, n, Ptr<T>(factors), n, Ptr<T>(workspace), ipiv, info));
   MATRIXD_RETURN_IF_ERROR(getrf_timer.Stop());
   std::vector<int> host_ints(static_cast<size_t>(n) + 2);
   MATRIXD_RETURN_IF_ERROR(context.Download(ints, host_ints.data(), host_ints.size() * sizeof(int)));
   if (host_ints[n] < 0) {
-    return absl::InternalError(absl::StrCat("cusolverDn<t>getrf rejected argument ", -host_ints[n]));
+    return absl::InternalError(
+        absl::StrCat("cusolverDn<t>getrf rejected argument ", -host_ints[n]));
   }
   if (host_ints[n] > 0) return Singular(host_ints[n]);
 
   const auto solve = [&](const DeviceBuffer& rhs) -> absl::Status {
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs(context.cusolver(), CUBLAS_OP_N, n, nrhs,
-                                               Ptr<T>(factors), n, ipiv, Ptr<T>(rhs), n,
-                                               info + 1));
+                                               Ptr<T>(factors), n, ipiv, Ptr<T>(rhs), n, info + 1));
     return absl::OkStatus();
   };
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(system.x_columns.data(), system.b_columns.data(),
@@ -248,7 +248,8 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
   MATRIXD_RETURN_IF_ERROR(solve(system.x_columns));
 
   const double threshold = RefineThreshold(a.dtype, n, RefinePrecision::kInput);
-  RefineStoppingRule rule(threshold, UnitRoundoff(a.dtype), RefineIterations(options.max_iterations));
+  RefineStoppingRule rule(threshold, UnitRoundoff(a.dtype),
+                          RefineIterations(options.max_iterations));
   const int64_t components = static_cast<int64_t>(n) * nrhs * Components<T>::kParts;
   std::vector<T> x;
   std::vector<T> correction(static_cast<size_t>(n) * nrhs);
@@ -260,9 +261,8 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
     MATRIXD_ASSIGN_OR_RETURN(backward_error, BackwardErrorOf(system, x, context));
     if (backward_error < best) {
       best = backward_error;
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(best_x.data(), system.x_columns.data(),
-                                                   b.byte_size(), cudaMemcpyDeviceToDevice,
-                                                   stream));
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+          best_x.data(), system.x_columns.data(), b.byte_size(), cudaMemcpyDeviceToDevice, stream));
     }
     if (rule.Done(backward_error, ColumnMajorInfNorm(x, n, nrhs))) break;
     MATRIXD_RETURN_IF_ERROR(solve(system.residual));
@@ -291,14 +291,15 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
       context.Download(system.a_rows, result.lu.mutable_bytes(), result.lu.byte_size()));
   result.permutation.resize(static_cast<size_t>(n));
   std::iota(result.permutation.begin(), result.permutation.end(), int64_t{0});
-  for (int i = 0; i < n; ++i) std::swap(result.permutation[i], result.permutation[host_ints[i] - 1]);
-  result.refinement = Refinement{
-      .iterations = steps,
-      .backward_error = backward_error,
-      .converged = backward_error <= threshold,
-      .threshold = threshold,
-      .factor_precision = RefinePrecisionName(RefinePrecision::kInput, a.dtype),
-      .fell_back = false};
+  for (int i = 0; i < n; ++i)
+    std::swap(result.permutation[i], result.permutation[host_ints[i] - 1]);
+  result.refinement =
+      Refinement{.iterations = steps,
+                 .backward_error = backward_error,
+                 .converged = backward_error <= threshold,
+                 .threshold = threshold,
+                 .factor_precision = RefinePrecisionName(RefinePrecision::kInput, a.dtype),
+                 .fell_back = false};
   const double nd = n;
   result.stats.flops =
       kFlopsPerUpdate<T> / 2.0 * (LuFlops(nd, nd) + (steps + 1) * 4.0 * nd * nd * nrhs);
@@ -326,25 +327,25 @@ absl::StatusOr<FactorizeResult> Mixed(const MatrixView& a, const MatrixView& b,
   MATRIXD_ASSIGN_OR_RETURN(IrsParams params, IrsParams::Create());
   MATRIXD_ASSIGN_OR_RETURN(IrsInfos infos, IrsInfos::Create());
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnIRSParamsSetSolverPrecisions(
-      params.get(), MainPrecision<T>(),
-      LowestPrecision(options.factor_precision, kIsComplex<T>)));
+      params.get(), MainPrecision<T>(), LowestPrecision(options.factor_precision, kIsComplex<T>)));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cusolverDnIRSParamsSetRefinementSolver(params.get(), CUSOLVER_IRS_REFINE_CLASSICAL));
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnIRSParamsEnableFallback(params.get()));
   if (options.max_iterations > 0) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnIRSParamsSetMaxIters(params.get(), options.max_iterations));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cusolverDnIRSParamsSetMaxIters(params.get(), options.max_iterations));
   }
   size_t workspace_bytes = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnIRSXgesv_bufferSize(context.cusolver(), params.get(), n,
-                                                             nrhs, &workspace_bytes));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cusolverDnIRSXgesv_bufferSize(context.cusolver(), params.get(), n, nrhs, &workspace_bytes));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer workspace,
                            context.Allocate(std::max<size_t>(workspace_bytes, 1)));
   MATRIXD_ASSIGN_OR_RETURN(KernelTimer timer, KernelTimer::Start(stream));
   int niters = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnIRSXgesv(
-      context.cusolver(), params.get(), infos.get(), n, nrhs, a_columns.data(), n,
-      system.b_columns.data(), n, system.x_columns.data(), n, workspace.data(), workspace_bytes,
-      &niters, info.as<int>()));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cusolverDnIRSXgesv(context.cusolver(), params.get(), infos.get(), n, nrhs, a_columns.data(),
+                         n, system.b_columns.data(), n, system.x_columns.data(), n,
+                         workspace.data(), workspace_bytes, &niters, info.as<int>()));
   MATRIXD_RETURN_IF_ERROR(timer.Stop());
   int host_info = 0;
   MATRIXD_RETURN_IF_ERROR(context.Download(info, &host_info, sizeof(int)));
@@ -372,12 +373,11 @@ absl::StatusOr<FactorizeResult> Mixed(const MatrixView& a, const MatrixView& b,
   if (!fell_back) result.stats.precision = result.refinement->factor_precision + " factors";
   const double nd = n;
   const double steps = std::max(niters, 0) + 1;
-  result.stats.flops =
-      kFlopsPerUpdate<T> / 2.0 * ((fell_back ? 2.0 : 1.0) * LuFlops(nd, nd) +
-                                  steps * 4.0 * nd * nd * nrhs);
+  result.stats.flops = kFlopsPerUpdate<T> / 2.0 *
+                       ((fell_back ? 2.0 : 1.0) * LuFlops(nd, nd) + steps * 4.0 * nd * nd * nrhs);
   result.stats.bytes_moved = 6 * a.byte_size() + steps * (a.byte_size() + 4 * b.byte_size());
-  MATRIXD_RETURN_IF_ERROR(
-      timer.AppendTo(&result.stats, "cusolver_irs_gesv", steps * a.byte_size(), result.stats.flops));
+  MATRIXD_RETURN_IF_ERROR(timer.AppendTo(&result.stats, "cusolver_irs_gesv", steps * a.byte_size(),
+                                         result.stats.flops));
   return result;
 }
 
@@ -396,7 +396,8 @@ absl::StatusOr<FactorizeResult> RefinedLuSolve(const MatrixView& a, const Matrix
   }
   return VisitFloatingType(a.dtype, [&](auto type) -> absl::StatusOr<FactorizeResult> {
     using T = typename decltype(type)::type;
-    if (IsMixedPrecision(options.factor_precision, a.dtype)) return Mixed<T>(a, b, options, context);
+    if (IsMixedPrecision(options.factor_precision, a.dtype))
+      return Mixed<T>(a, b, options, context);
     return SamePrecision<T>(a, b, options, context);
   });
 }

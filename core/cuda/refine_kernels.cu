@@ -1,7 +1,7 @@
-#include "core/cuda/refine_kernels.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "core/cuda/refine_kernels.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -65,7 +65,8 @@ __global__ void RefineResidualKernel(const R* __restrict__ a, const R* __restric
     for (int stride = kThreads / 2; stride > 0; stride /= 2) {
       if (t < stride) {
         for (int p = 0; p < kParts; ++p) {
-          const DoubleDouble combined = Add({hi[p][t], lo[p][t]}, hi[p][t + stride], lo[p][t + stride]);
+          const DoubleDouble combined =
+              Add({hi[p][t], lo[p][t]}, hi[p][t + stride], lo[p][t + stride]);
           hi[p][t] = combined.hi;
           lo[p][t] = combined.lo;
         }
@@ -127,13 +128,11 @@ cudaError_t LaunchRefineResidual(const R* a, const R* x, const R* b, R* r, doubl
                                  int64_t n, int64_t nrhs, int parts, cudaStream_t stream) {
   if (n <= 0 || nrhs <= 0) return cudaSuccess;
   if (parts == 1) {
-    RefineResidualKernel<R, 1><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(a, x, b, r,
-                                                                                   row_norms, n,
-                                                                                   nrhs);
+    RefineResidualKernel<R, 1>
+        <<<static_cast<unsigned>(n), kThreads, 0, stream>>>(a, x, b, r, row_norms, n, nrhs);
   } else {
-    RefineResidualKernel<R, 2><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(a, x, b, r,
-                                                                                   row_norms, n,
-                                                                                   nrhs);
+    RefineResidualKernel<R, 2>
+        <<<static_cast<unsigned>(n), kThreads, 0, stream>>>(a, x, b, r, row_norms, n, nrhs);
   }
   return cudaGetLastError();
 }

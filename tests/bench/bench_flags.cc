@@ -15,8 +15,8 @@
 namespace matrixd::bench {
 
 const std::vector<std::string_view> kTableNames = {
-    "bandwidth", "dense",    "factorize", "batched", "condensation", "sparse",
-    "permanent", "accuracy", "modular",   "small",   "verify",       "cpu"};
+    "bandwidth", "dense",   "factorize", "batched", "condensation", "sparse",        "permanent",
+    "accuracy",  "modular", "small",     "verify",  "refine",       "deterministic", "cpu"};
 
 bool Flags::Runs(std::string_view name) const {
   return tables.empty() || std::find(tables.begin(), tables.end(), name) != tables.end();
@@ -81,6 +81,7 @@ void Quick(Flags& flags) {
   flags.cpu_batch = 2000;
   flags.small_count = 512;
   flags.verify_sizes = {1024, 2048};
+  flags.refine_sizes = {512, 1024};
   flags.repeats = 2;
 }
 
@@ -132,6 +133,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       ok = ParseList(value, flags.det_sizes);
     } else if (name == "--verify_sizes") {
       ok = ParseList(value, flags.verify_sizes);
+    } else if (name == "--refine_sizes") {
+      ok = ParseList(value, flags.refine_sizes);
     } else if (name == "--gemm_n") {
       ok = ParseNumber(value, flags.gemm_n);
     } else if (name == "--factor_n") {

@@ -52,6 +52,9 @@ struct Flags {
   // verify: Freivalds' check of a product (Multiply with verify) next to the product itself, on
   // each backend at each order.
   std::vector<int> verify_sizes = {4096, 8192};
+  // refine, deterministic: a refined LU solve next to the plain one; each operation with and
+  // without deterministic.
+  std::vector<int> refine_sizes = {4096, 8192};
   // cpu: the CPU backend's own tables.
   int cpu_n = 2048;
   int cpu_batch = 10000;  // matrices per batched LU on the CPU
@@ -65,7 +68,7 @@ struct Flags {
 };
 
 // The tables, in the order they print: bandwidth, dense, factorize, batched, condensation, sparse,
-// permanent, accuracy, modular, small, verify, cpu.
+// permanent, accuracy, modular, small, verify, refine, deterministic, cpu.
 extern const std::vector<std::string_view> kTableNames;
 
 // Parses argv into `flags`. Prints what is wrong to stderr and returns false on an unknown flag, a

@@ -2,6 +2,8 @@
 // backends: the mixed-precision path reaches double precision on float32-factorized systems of
 // condition up to 1e6 and falls back beyond, same-precision refinement reaches working precision
 // and repairs an unstable solve, and the options are checked. CUDA cases skip without a device.
+#include "core/cpu/refine.h"
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/cpu/refine.h"
 #include "core/make_backend.h"
 #include "core/matrix.h"
 #include "core/refinement.h"
@@ -113,11 +114,11 @@ class RefineTest : public testing::BackendTest {
   absl::StatusOr<FactorizeResult> Refine(const Matrix& a, const Matrix& b,
                                          RefinePrecision precision, int max_iterations = 0) {
     const MatrixView rhs = b.view();
-    return backend().Factorize(
-        a.view(),
-        {.refine = {.enabled = true, .factor_precision = precision,
-                    .max_iterations = max_iterations}},
-        &rhs, nullptr);
+    return backend().Factorize(a.view(),
+                               {.refine = {.enabled = true,
+                                           .factor_precision = precision,
+                                           .max_iterations = max_iterations}},
+                               &rhs, nullptr);
   }
 };
 
@@ -281,9 +282,9 @@ TEST_P(RefineTest, TensorCorePrecisionsRunAsFloat32OnTheCpu) {
   for (const RefinePrecision precision : {RefinePrecision::kTf32, RefinePrecision::kFloat16}) {
     auto result = Refine(a, b, precision);
     ASSERT_TRUE(result.ok()) << result.status();
-    const std::string want = GetParam() == "cpu"                      ? "float32"
+    const std::string want = GetParam() == "cpu"                   ? "float32"
                              : precision == RefinePrecision::kTf32 ? "tf32"
-                                                                      : "float16";
+                                                                   : "float16";
     if (!result->refinement->fell_back) {
       EXPECT_EQ(result->refinement->factor_precision, want);
     }

@@ -449,7 +449,7 @@ TEST_F(ComputationTest, RefinedSolveReportsTheRefinement) {
   EXPECT_EQ(refinement.factor_precision(), "float32");
   EXPECT_LE(refinement.backward_error(), refinement.threshold());
   EXPECT_EQ(refinement.threshold(), 4 * 0x1p-53);  // max(4, sqrt(2)) u
-  EXPECT_FALSE(response->has_lu());  // float32 factors are not returned
+  EXPECT_FALSE(response->has_lu());                // float32 factors are not returned
   absl::StatusOr<std::vector<double>> x = ReadMatrix<double>(response->solution());
   ASSERT_TRUE(x.ok());
   EXPECT_THAT(*x, Pointwise(DoubleNear(1e-15), std::vector<double>{1, -2}));
