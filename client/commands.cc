@@ -40,6 +40,8 @@ absl::StatusOr<std::optional<double>> FactorError(const v1::FactorizeRequest& re
   if (Operations(m, n, std::min(m, n)) > kMaxCheckOperations) return std::nullopt;
   switch (request.kind()) {
     case v1::FACTORIZATION_KIND_LU: {
+      // A refinement on low-precision factors returns none: only X can be checked.
+      if (!response.has_lu() && response.has_refinement()) return std::nullopt;
       absl::StatusOr<ComplexValues> lu = ValuesOf(response.lu(), "lu");
       if (!lu.ok()) return lu.status();
       std::vector<int64_t> permutation(response.permutation().begin(),

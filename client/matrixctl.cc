@@ -97,6 +97,17 @@ ABSL_FLAG(bool, estimate_condition, false,
           "error bound of a solve, its meaningful digits and an ill-conditioned flag");
 ABSL_FLAG(bool, verify, false,
           "multiply: also run Freivalds' check of C on the server and print its verdict");
+ABSL_FLAG(bool, refine, false,
+          "factorize --kind lu with a right-hand side: refine X iteratively to working precision "
+          "and print what the refinement did");
+ABSL_FLAG(std::string, refine_precision, "input",
+          "factorize --refine: the factorization's precision: input | float32 | tf32 | float16 "
+          "(tf32 and float16 on a GPU; the CPU backend runs float32)");
+ABSL_FLAG(int, refine_max_iterations, 0,
+          "factorize --refine: correction steps at most (0: the server's default)");
+ABSL_FLAG(bool, deterministic, false,
+          "det, factorize, solve, multiply, permanent: ask for a bit-identical repeat (fixed "
+          "device, fixed Freivalds seed; refuses --allow_tf32, --refine_precision tf32|float16)");
 ABSL_FLAG(double, job_timeout, 0,
           "submit: the job fails with DEADLINE_EXCEEDED unless done this many seconds after "
           "submission; 0 = no limit");
@@ -131,7 +142,8 @@ constexpr absl::string_view kUsage =
     "  det        determinant of one matrix (--method, --modulus, --return_residues)\n"
     "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random; --keep\n"
     "             keeps the factorization for solve, --keep_input A too;\n"
-    "             --estimate_condition: rcond and the error bound)\n"
+    "             --estimate_condition: rcond and the error bound; --refine with\n"
+    "             --refine_precision refines an LU solve)\n"
     "  solve @FACTORIZATION  X for a kept factorization and --rhs or --rhs_random\n"
     "             (--transpose, --residual, --keep, --output)\n"
     "  multiply   product of two matrices (--transpose_a/b, --block_size, --density,\n"
@@ -341,6 +353,7 @@ absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
   request.set_method(*method);
   request.set_modulus(absl::GetFlag(FLAGS_modulus));
   request.set_return_residues(absl::GetFlag(FLAGS_return_residues));
+  request.set_deterministic(absl::GetFlag(FLAGS_deterministic));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   SetOperand(
@@ -407,6 +420,24 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
   }
   request.set_keep_input(absl::GetFlag(FLAGS_keep_input));
   request.set_estimate_condition(absl::GetFlag(FLAGS_estimate_condition));
+  request.set_deterministic(absl::GetFlag(FLAGS_deterministic));
+  const std::string refine_precision = absl::GetFlag(FLAGS_refine_precision);
+  if (refine_precision == "float32") {
+    request.set_refine_factor_precision(v1::REFINE_PRECISION_FLOAT32);
+  } else if (refine_precision == "tf32") {
+    request.set_refine_factor_precision(v1::REFINE_PRECISION_TF32);
+  } else if (refine_precision == "float16") {
+    request.set_refine_factor_precision(v1::REFINE_PRECISION_FLOAT16);
+  } else if (refine_precision != "input") {
+    return UsageError(absl::StrCat("--refine_precision '", refine_precision,
+                                   "': want input, float32, tf32 or float16"));
+  }
+  const bool refine = absl::GetFlag(FLAGS_refine);
+  if (!refine && (refine_precision != "input" || absl::GetFlag(FLAGS_refine_max_iterations) != 0)) {
+    return UsageError("--refine_precision and --refine_max_iterations need --refine");
+  }
+  request.set_refine(refine);
+  request.set_refine_max_iterations(absl::GetFlag(FLAGS_refine_max_iterations));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   const int64_t a_rows = (*inputs)[0].rows();
@@ -450,6 +481,7 @@ absl::StatusOr<v1::SolveRequest> SolveRequestFromFlags(Client& client,
   if (!transpose.ok()) return transpose.status();
   request.set_transpose(*transpose);
   request.set_residual(absl::GetFlag(FLAGS_residual));
+  request.set_deterministic(absl::GetFlag(FLAGS_deterministic));
   *request.mutable_result_options() = ResultOptionsFromFlags();
   // B has op(A)'s rows: A's rows, or its columns when transposed.
   const int64_t rows =
@@ -562,6 +594,7 @@ absl::StatusOr<v1::MultiplyRequest> MultiplyRequestFromFlags(
   request.set_transpose_b(absl::GetFlag(FLAGS_transpose_b));
   request.set_allow_tf32(absl::GetFlag(FLAGS_allow_tf32));
   request.set_verify(absl::GetFlag(FLAGS_verify));
+  request.set_deterministic(absl::GetFlag(FLAGS_deterministic));
   const int64_t block_size = absl::GetFlag(FLAGS_block_size);
   const double density = absl::GetFlag(FLAGS_density);
   if (block_size < 0) return UsageError("--block_size must be >= 0");
@@ -623,6 +656,7 @@ absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
   absl::StatusOr<v1::PermanentMethod> method = ParsePermanentMethod(absl::GetFlag(FLAGS_method));
   if (!method.ok()) return UsageError(method.status().message());
   request.set_method(*method);
+  request.set_deterministic(absl::GetFlag(FLAGS_deterministic));
   absl::StatusOr<v1::PermanentPrecision> precision =
       ParsePermanentPrecision(absl::GetFlag(FLAGS_precision));
   if (!precision.ok()) return UsageError(precision.status().message());

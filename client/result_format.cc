@@ -273,6 +273,15 @@ std::string FormatFactorization(const v1::FactorizeResponse& r) {
   if (r.has_r()) matrix_line("r", r.r());
   if (r.has_solution()) matrix_line("solution", r.solution());
   if (r.has_accuracy()) absl::StrAppend(&out, "  rcond: ", FormatAccuracy(r.accuracy()));
+  if (r.has_refinement()) {
+    const v1::Refinement& refinement = r.refinement();
+    absl::StrAppend(
+        &out, "  refinement: ", refinement.converged() ? "converged" : "NOT converged",
+        absl::StrFormat(" after %d steps (backward error %.3g, threshold %.3g, %s factors%s)\n",
+                        refinement.iterations(), refinement.backward_error(),
+                        refinement.threshold(), refinement.factor_precision(),
+                        refinement.fell_back() ? ", fell back from the low precision" : ""));
+  }
   return out;
 }
 
@@ -289,9 +298,10 @@ std::string FormatProduct(const v1::MultiplyResponse& r, int64_t block_size) {
   }
   if (r.has_check()) {
     const v1::ProductCheck& check = r.check();
-    absl::StrAppend(&out, "  freivalds: ", check.passed() ? "passed" : "FAILED",
-                    absl::StrFormat(" (discrepancy %.3g, tolerance %.3g, %d vectors)\n",
-                                    check.discrepancy(), check.tolerance(), check.vectors()));
+    absl::StrAppend(
+        &out, "  freivalds: ", check.passed() ? "passed" : "FAILED",
+        absl::StrFormat(" (discrepancy %.3g, tolerance %.3g, %d vectors, seed %#x)\n",
+                        check.discrepancy(), check.tolerance(), check.vectors(), check.seed()));
   }
   return out;
 }

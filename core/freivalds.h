@@ -69,6 +69,15 @@ absl::StatusOr<ProductShape> FreivaldsShape(const MatrixView& a, const MatrixVie
 // A fresh seed for FreivaldsOptions (from std::random_device).
 uint64_t RandomFreivaldsSeed();
 
+// The seed of every check of a deterministic request (MultiplyOptions::deterministic), reported
+// like any other; the digits of pi's fraction in hex.
+inline constexpr uint64_t kDeterministicFreivaldsSeed = 0x243F6A8885A308D3;
+
+// kDeterministicFreivaldsSeed when `deterministic`, else RandomFreivaldsSeed().
+inline uint64_t FreivaldsSeed(bool deterministic) {
+  return deterministic ? kDeterministicFreivaldsSeed : RandomFreivaldsSeed();
+}
+
 // X: n x s random +-1 entries of `dtype` (floating), row-major, the same for the same seed.
 Matrix FreivaldsVectors(int64_t n, int vectors, uint64_t seed, DType dtype);
 

@@ -70,6 +70,22 @@ struct DeterminantResult {
 // ---- Factorize ----
 enum class FactorizationKind { kLu, kCholesky, kQr };
 
+// The precision an LU factorization runs in for iterative refinement (core/refinement.h).
+enum class RefinePrecision {
+  kInput,    // the input's dtype; the residual in higher precision
+  kFloat32,  // float32 (complex64) factors for float64 (complex128) input
+  kTf32,     // GPU only; the CPU backend runs kFloat32
+  kFloat16,  // GPU only; the CPU backend runs kFloat32
+};
+
+// Iterative refinement of X in an LU solve (docs/accuracy.md, "Iterative refinement").
+struct RefineOptions {
+  bool enabled = false;
+  RefinePrecision factor_precision = RefinePrecision::kInput;
+  // Correction steps at most; 0: kDefaultRefineIterations (kInput) or the library's default.
+  int max_iterations = 0;
+};
+
 struct FactorizeOptions {
   FactorizationKind kind = FactorizationKind::kLu;
   // 0: the input is one matrix. > 0: a batch of that many matrices of one shape, stacked
@@ -80,8 +96,22 @@ struct FactorizeOptions {
   // 1-norm condition of A, Cholesky of A, QR of R's leading min(m, n) square (A's first min(m, n)
   // columns). REQUIRES: one matrix (batch_count 0), square for LU (core/validation.h).
   bool estimate_condition = false;
+  // REQUIRES (core/validation.h): LU of one square matrix with a right-hand side.
+  RefineOptions refine = {};
   // Host memory for the result matrices ("lu", "l", "solution"), where the caller wants them.
   ResultDestinations destinations = {};
+};
+
+// What iterative refinement did (FactorizeOptions::refine).
+struct Refinement {
+  int iterations = 0;  // correction steps taken
+  // ||A X - B||_inf / (||A||_inf ||X||_inf + ||B||_inf) of the returned X, the residual computed
+  // in more than the input's precision.
+  double backward_error = 0.0;
+  bool converged = false;        // backward_error <= threshold
+  double threshold = 0.0;        // core/refinement.h's RefineThreshold
+  std::string factor_precision;  // what the factorization ran in: "float32", "tf32", ...
+  bool fell_back = false;        // the low-precision path failed: refactorized in full precision
 };
 
 // In a batch, each Matrix field holds the matrices' results stacked vertically, `permutation`
@@ -109,6 +139,9 @@ struct FactorizeResult {
   // rcond 0 when a pivot (LU: U[j, j], QR: R[j, j]) is exactly zero. Its kernel record is
   // "condition_estimate".
   std::optional<Accuracy> accuracy;
+  // With options.refine. A refinement whose factorization ran in a lower precision than the
+  // input's (the mixed path) returns no factors: lu and permutation are empty.
+  std::optional<Refinement> refinement;
   ComputeStats stats;
 };
 
@@ -138,6 +171,9 @@ struct MultiplyOptions {
   // > 1: one product over this many GPUs of the backend (float64, dense, no transposes).
   int devices = 1;
   MultiplyMethod method = MultiplyMethod::kAuto;
+  // Bit-identical repeats: Freivalds' vectors from kDeterministicFreivaldsSeed (core/freivalds.h).
+  // REQUIRES: !allow_tf32.
+  bool deterministic = false;
 };
 
 // True when `options` asks for one product over several GPUs.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/hermitian_check.h"
 #include "core/modular_arithmetic.h"
+#include "core/refinement.h"
 #include "core/status_macros.h"
 
 namespace matrixd {
@@ -163,6 +164,7 @@ absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& opti
   MATRIXD_RETURN_IF_ERROR(ValidateMatrix(a, "matrix", limits));
   MATRIXD_RETURN_IF_ERROR(
       RequireDType(a, "matrix", IsFloating(a.dtype), "float32, float64, complex64 or complex128"));
+  MATRIXD_RETURN_IF_ERROR(CheckRefineOptions(options, rhs != nullptr));
   const int64_t batch_count = options.batch_count;
   if (batch_count < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

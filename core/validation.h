@@ -35,7 +35,7 @@ absl::Status CheckEstimateCondition(const FactorizeOptions& options, int64_t row
 // Also: batch_count >= 0, matrix.rows a multiple of batch_count, and the shape rules (square
 // for CHOLESKY, for a solve and for a batched LU) applied to each matrix of a batch; for
 // CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h);
-// CheckEstimateCondition.
+// CheckEstimateCondition; the refine options as core/refinement.h's CheckRefineOptions.
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits);
 absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,

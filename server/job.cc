@@ -18,10 +18,13 @@ Job::Job(std::string id, JobSpec spec, bool large, absl::Time submitted)
       device_bytes_(spec.device_bytes),
       deadline_(spec.deadline),
       large_(large),
+      pinned_device_(spec.pinned_device),
       submitted_(submitted),
       result_(std::move(spec.result)),
       work_(std::move(spec.work)),
-      on_finished_(std::move(spec.on_finished)) {}
+      on_finished_(std::move(spec.on_finished)) {
+  if (pinned_device_ != JobControl::kAnyDevice) control_.set_device_index(pinned_device_);
+}
 
 JobSnapshot Job::Snapshot() const {
   const absl::Time now = absl::Now();

@@ -67,6 +67,9 @@ struct JobSpec {
   std::string owner;
   // The most jobs `owner` may have queued and running at once (its max_jobs quota); 0 = no quota.
   int owner_max_jobs = 0;
+  // A deterministic request's device (an index into Backend::DeviceMemory()): the job starts
+  // placed there, and admission places it nowhere else. JobControl::kAnyDevice: no pin.
+  int pinned_device = JobControl::kAnyDevice;
 };
 
 // A job's state at one moment.
@@ -98,6 +101,8 @@ class Job {
   // the backend through the job's JobControl; JobControl::kAnyDevice until placed.
   void PlaceOnDevice(int index) { control_.set_device_index(index); }
   int device_index() const { return control_.device_index(); }
+  // JobSpec::pinned_device.
+  int pinned_device() const { return pinned_device_; }
 
   JobSnapshot Snapshot() const;
   JobState state() const;
@@ -141,6 +146,7 @@ class Job {
   const uint64_t device_bytes_;
   const absl::Time deadline_;
   const bool large_;
+  const int pinned_device_;
   const absl::Time submitted_;
   const std::shared_ptr<const v1::JobUpdate> result_;
   JobWork work_;         // touched by the scheduler under its lock, or by the one worker running it

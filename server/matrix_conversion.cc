@@ -351,6 +351,15 @@ void ToProto(const FactorizeResult& result, v1::FactorizeResponse* response) {
   if (!result.r.empty()) ToProto(result.r, response->mutable_r());
   if (result.solution.has_value()) ToProto(*result.solution, response->mutable_solution());
   if (result.accuracy.has_value()) ToProto(*result.accuracy, response->mutable_accuracy());
+  if (result.refinement.has_value()) {
+    v1::Refinement* refinement = response->mutable_refinement();
+    refinement->set_iterations(result.refinement->iterations);
+    refinement->set_backward_error(result.refinement->backward_error);
+    refinement->set_converged(result.refinement->converged);
+    refinement->set_factor_precision(result.refinement->factor_precision);
+    refinement->set_fell_back(result.refinement->fell_back);
+    refinement->set_threshold(result.refinement->threshold);
+  }
   ToProto(result.stats, response->mutable_stats());
 }
 

@@ -31,6 +31,11 @@ bool MemoryJobAdmission::TryAdmit(Job& job) {
     return devices_[x]->capacity() - devices_[x]->reserved() >
            devices_[y]->capacity() - devices_[y]->reserved();
   });
+  // A deterministic job runs on its pinned device or waits for it.
+  if (const int pinned = job.pinned_device();
+      pinned >= 0 && pinned < static_cast<int>(devices_.size())) {
+    order.assign(1, pinned);
+  }
   for (const int index : order) {
     if (!devices_[index]->TryReserve(job.device_bytes())) continue;
     ++admitted_jobs_[index];

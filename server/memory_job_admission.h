@@ -1,7 +1,8 @@
 // The scheduler's admission policy for device memory, over one or more devices: a job starts only
 // when the device memory it stated (JobSpec::device_bytes) fits under some device's limit next to
 // the jobs already admitted there. The job is placed on that device (JobControl::device_index),
-// preferring the device with the fewest admitted jobs, then the one with the most room.
+// preferring the device with the fewest admitted jobs, then the one with the most room. A job
+// pinned to a device (JobSpec::pinned_device, deterministic requests) goes there or waits.
 #ifndef MATRIXD_SERVER_MEMORY_JOB_ADMISSION_H_
 #define MATRIXD_SERVER_MEMORY_JOB_ADMISSION_H_
 

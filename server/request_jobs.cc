@@ -156,6 +156,13 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
 
 namespace {
 
+// The device a deterministic request runs on: the first one, always, so that a repeat meets the
+// same device (docs/accuracy.md, "Bit-identical repeats"); JobControl::kAnyDevice otherwise.
+constexpr int kDeterministicDevice = 0;
+int PinnedDevice(bool deterministic) {
+  return deterministic ? kDeterministicDevice : JobControl::kAnyDevice;
+}
+
 // `work` followed, when it succeeds, by the provenance stamp of its response (server/provenance.h):
 // last, so that the result hash covers what the response carries (not what went to shared memory
 // or into kept matrices).
@@ -195,6 +202,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   }
   JobSpec spec;
   spec.op = "determinant";
+  spec.pinned_device = PinnedDevice(request.deterministic());
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.DeterminantDeviceBytes(inputs->matrix.view(), inputs->options);
   const DType input_dtype = inputs->matrix.view().dtype;
@@ -229,6 +237,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   }
   JobSpec spec;
   spec.op = "factorize";
+  spec.pinned_device = PinnedDevice(request.deterministic());
   spec.estimated_flops = EstimatedFlops(*inputs);
   FactorizeOptions options = inputs->options();
   spec.device_bytes =
@@ -275,6 +284,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "solve";
+  spec.pinned_device = PinnedDevice(request.deterministic());
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes =
       backend.SolveDeviceBytes(inputs->factorization, inputs->rhs.view(), inputs->options);
@@ -327,6 +337,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
   }
   JobSpec spec;
   spec.op = "multiply";
+  spec.pinned_device = PinnedDevice(request.deterministic());
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes =
       backend.MultiplyDeviceBytes(inputs->a.view(), inputs->b.view(), inputs->options);
@@ -380,6 +391,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
   }
   JobSpec spec;
   spec.op = "permanent";
+  spec.pinned_device = PinnedDevice(request.deterministic());
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.PermanentDeviceBytes(inputs->matrix.view(), inputs->options);
   const DType input_dtype = inputs->matrix.view().dtype;

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/factorization.h"
+#include "core/refinement.h"
 
 namespace matrixd::server {
 namespace {
@@ -48,6 +49,42 @@ absl::StatusOr<FactorizationKind> FromProto(v1::FactorizationKind kind) {
       absl::StrCat("kind is ", static_cast<int>(kind),
                    ", not a known FactorizationKind; want FACTORIZATION_KIND_LU, "
                    "FACTORIZATION_KIND_CHOLESKY or FACTORIZATION_KIND_QR"));
+}
+
+absl::StatusOr<RefinePrecision> FromProto(v1::RefinePrecision precision) {
+  switch (precision) {
+    case v1::REFINE_PRECISION_UNSPECIFIED:
+      return RefinePrecision::kInput;
+    case v1::REFINE_PRECISION_FLOAT32:
+      return RefinePrecision::kFloat32;
+    case v1::REFINE_PRECISION_TF32:
+      return RefinePrecision::kTf32;
+    case v1::REFINE_PRECISION_FLOAT16:
+      return RefinePrecision::kFloat16;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("refine_factor_precision is ", static_cast<int>(precision),
+                   ", not a known RefinePrecision; want REFINE_PRECISION_UNSPECIFIED, "
+                   "REFINE_PRECISION_FLOAT32, REFINE_PRECISION_TF32 or REFINE_PRECISION_FLOAT16"));
+}
+
+// The refine fields of a Factorize that do not depend on the operands: the precision is known,
+// and a deterministic request refuses the tensor-core precisions (as it refuses allow_tf32).
+absl::StatusOr<RefineOptions> RefineOptionsOf(const v1::FactorizeRequest& request) {
+  absl::StatusOr<RefinePrecision> precision = FromProto(request.refine_factor_precision());
+  if (!precision.ok()) return precision.status();
+  if (request.deterministic() &&
+      (*precision == RefinePrecision::kTf32 || *precision == RefinePrecision::kFloat16)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "refine_factor_precision is ", v1::RefinePrecision_Name(request.refine_factor_precision()),
+        " with deterministic; a deterministic request factorizes in FLOAT32 or the input's "
+        "precision"));
+  }
+  return RefineOptions{.enabled = request.refine(),
+                       .factor_precision = *precision,
+                       .max_iterations = request.refine_max_iterations()};
 }
 
 absl::StatusOr<SolveTranspose> FromProto(v1::SolveTranspose transpose) {
@@ -198,11 +235,14 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
     return absl::InvalidArgumentError(
         "keep_input is set without result_options.keep_result; only a kept factorization keeps A");
   }
+  absl::StatusOr<RefineOptions> refine = RefineOptionsOf(request);
+  if (!refine.ok()) return refine.status();
   FactorizeInputs inputs{.matrix = *std::move(matrix),
                          .kind = *kind,
                          .rhs = std::nullopt,
                          .batch_count = request.batch_count(),
-                         .estimate_condition = request.estimate_condition()};
+                         .estimate_condition = request.estimate_condition(),
+                         .refine = *refine};
   if (request.has_rhs_ref() || (request.has_rhs() && !IsAbsent(request.rhs()))) {
     absl::StatusOr<InputMatrix> rhs =
         Operand(request.has_rhs_ref(), request.rhs(), request.rhs_ref(), "rhs", sources);
@@ -219,6 +259,14 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
           LimitsFor(limits, {&inputs.matrix, inputs.rhs ? &*inputs.rhs : nullptr}));
       !s.ok()) {
     return s;
+  }
+  // The mixed-precision path returns no factors (core/operations.h), so there is none to keep.
+  if (inputs.refine.enabled && request.result_options().keep_result() &&
+      IsMixedPrecision(inputs.refine.factor_precision, inputs.matrix.view().dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "refine_factor_precision ", v1::RefinePrecision_Name(request.refine_factor_precision()),
+        " with result_options.keep_result: a ", DTypeName(inputs.matrix.view().dtype),
+        " system factorized in lower precision keeps no factors; leave one of them out"));
   }
   return inputs;
 }
@@ -286,6 +334,11 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
     return absl::InvalidArgumentError(
         absl::StrCat("devices is ", request.devices(), "; want 0 or 1 (one device) or more"));
   }
+  if (request.deterministic() && request.allow_tf32()) {
+    return absl::InvalidArgumentError(
+        "allow_tf32 is set with deterministic; a deterministic product runs in the operands' "
+        "precision (TF32 results differ from float32 ones); leave one of them out");
+  }
   absl::StatusOr<InputMatrix> a =
       Operand(request.has_a_ref(), request.a(), request.a_ref(), "a", sources);
   if (!a.ok()) return a.status();
@@ -300,7 +353,8 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
                                     .allow_tf32 = request.allow_tf32(),
                                     .verify = request.verify(),
                                     .devices = std::max(request.devices(), 1),
-                                    .method = *method}};
+                                    .method = *method,
+                                    .deterministic = request.deterministic()}};
   if (sources.backend == nullptr ||
       !sources.backend->MultiplyReadsOnDevice(inputs.a.view(), inputs.b.view(), inputs.options)) {
     if (absl::Status s = inputs.a.CopyToHost(); !s.ok()) return s;

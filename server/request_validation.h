@@ -37,9 +37,13 @@ struct FactorizeInputs {
   std::optional<InputMatrix> rhs;  // absent rhs (rows 0, cols 0, no data): no solve
   int64_t batch_count = 0;         // 0: one matrix; > 0: matrices stacked in `matrix`
   bool estimate_condition = false;
+  RefineOptions refine = {};
   const MatrixView* rhs_view() const { return rhs.has_value() ? &rhs->view() : nullptr; }
   FactorizeOptions options() const {
-    return {.kind = kind, .batch_count = batch_count, .estimate_condition = estimate_condition};
+    return {.kind = kind,
+            .batch_count = batch_count,
+            .estimate_condition = estimate_condition,
+            .refine = refine};
   }
 };
 // A solve with a kept factorization: the lease keeps it in place (not spilled, not freed) until
@@ -66,7 +70,10 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
 absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& request,
                                                 const Limits& limits,
                                                 const OperandSources& sources = {});
-// Also: keep_input only with result_options.keep_result.
+// Also: keep_input only with result_options.keep_result; the refine fields as core/refinement.h's
+// CheckRefineOptions, REFINE_PRECISION_TF32 and _FLOAT16 refused with deterministic, and a
+// lower-precision refine_factor_precision refused with keep_result (it keeps no factors).
+// MultiplyRequest: allow_tf32 refused with deterministic.
 // SolveRequest: the factorization handle names a kept factorization (INVALID_ARGUMENT for a plain
 // matrix, NOT_FOUND for an unknown handle, FAILED_PRECONDITION without a registry), rhs is given,
 // well-formed and fits it (core/factorization.h's CheckSolve, FAILED_PRECONDITION when singular).

@@ -37,6 +37,8 @@ const char* KernelNameOf(const FactorizeResult& result) {
     case FactorizationKind::kLu:
       break;
   }
+  // A refinement: LAPACK's mixed-precision solver (no factors returned), or getrf refined.
+  if (result.refinement.has_value()) return result.lu.empty() ? "gesv_mixed" : "getrf+refine";
   return "getrf";
 }
 const char* KernelNameOf(const SolveResult& /*result*/) { return "solve"; }

@@ -19,6 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/accuracy.h"
 #include "core/cpu/lapack_types.h"
+#include "core/cpu/refine.h"
+#include "core/refinement.h"
 #include "core/status_macros.h"
 #include "core/validation.h"
 
@@ -456,6 +458,8 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
         absl::StrCat("matrix.dtype is ", DTypeName(a.dtype),
                      "; want float32, float64, complex64 or complex128"));
   }
+  MATRIXD_RETURN_IF_ERROR(CheckRefineOptions(options, rhs != nullptr));
+  if (options.refine.enabled) return RefinedLuSolve(a, *rhs, options.refine, threads);
   Batch batch;
   MATRIXD_RETURN_IF_ERROR(CheckShapes(a, options, rhs, batch));
   batch.workers = Workers(batch, threads);

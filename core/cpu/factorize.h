@@ -12,7 +12,8 @@ namespace matrixd::cpu {
 
 // See Backend::Factorize. A batch of small matrices is spread over up to `threads` threads (one
 // LAPACK call per matrix); one matrix, or a batch of large ones, runs on the calling thread and
-// leaves the parallelism to OpenBLAS. Fills result.stats.bytes_moved and .flops, not the timing.
+// leaves the parallelism to OpenBLAS. With options.refine, core/cpu/refine.h's RefinedLuSolve.
+// Fills result.stats.bytes_moved and .flops, not the timing.
 absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                           const MatrixView* rhs, int threads, JobControl* control);
 

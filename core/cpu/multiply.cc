@@ -117,7 +117,7 @@ absl::Status VerifyProduct(const MatrixView& a, const MatrixView& b, const Multi
                                   .bytes = result.stats.bytes_moved,
                                   .flops = result.stats.flops});
   const auto start = std::chrono::steady_clock::now();
-  const FreivaldsOptions freivalds{.seed = RandomFreivaldsSeed()};
+  const FreivaldsOptions freivalds{.seed = FreivaldsSeed(options.deterministic)};
   MATRIXD_ASSIGN_OR_RETURN(result.check, CheckProduct(a, b, result.c.view(), options.transpose_a,
                                                       options.transpose_b, freivalds));
   const double m = static_cast<double>(result.c.rows());

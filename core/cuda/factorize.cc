@@ -22,8 +22,10 @@
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
+#include "core/cuda/refine.h"
 #include "core/factorization.h"
 #include "core/validation.h"
+#include "core/refinement.h"
 
 // Layout: the host's row-major m x n array, read column-major (as cuSOLVER and cuBLAS do), is
 // A^T. LU and QR need A itself in column-major order, so the matrix is transposed on the device
@@ -503,7 +505,9 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
   }
   MATRIXD_RETURN_IF_ERROR(CheckEstimateCondition(
       options, options.batch_count > 0 ? a.rows / options.batch_count : a.rows, a.cols));
+  MATRIXD_RETURN_IF_ERROR(CheckRefineOptions(options, rhs != nullptr));
   absl::StatusOr<FactorizeResult> result = [&]() -> absl::StatusOr<FactorizeResult> {
+    if (options.refine.enabled) return RefinedLuSolve(a, *rhs, options.refine, context);
     if (options.batch_count > 0) return FactorizeBatch(a, options, rhs, context);
     return VisitFloatingType(a.dtype, [&](auto type) {
       using T = typename decltype(type)::type;

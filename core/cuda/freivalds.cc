@@ -94,7 +94,8 @@ absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView&
 absl::Status VerifyProduct(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                            const MultiplyOptions& options, DeviceContext& context,
                            MultiplyResult* result) {
-  const FreivaldsOptions freivalds{.seed = RandomFreivaldsSeed(), .tf32 = options.allow_tf32};
+  const FreivaldsOptions freivalds{.seed = FreivaldsSeed(options.deterministic),
+                                   .tf32 = options.allow_tf32};
   MATRIXD_ASSIGN_OR_RETURN(KernelTimer timer, KernelTimer::Start(context.stream()));
   MATRIXD_ASSIGN_OR_RETURN(result->check, CheckProduct(a, b, c, options.transpose_a,
                                                        options.transpose_b, context, freivalds));

@@ -24,8 +24,8 @@ absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView&
                                           DeviceContext& context, const FreivaldsOptions& options);
 
 // A product's verify step: CheckProduct of c = op(a) op(b) as `options` (a Multiply's) describes
-// it, with a fresh seed, into result->check, timed as the kernel record "freivalds". Same
-// requirements and errors as CheckProduct.
+// it, with FreivaldsSeed(options.deterministic), into result->check, timed as the kernel record
+// "freivalds". Same requirements and errors as CheckProduct.
 absl::Status VerifyProduct(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                            const MultiplyOptions& options, DeviceContext& context,
                            MultiplyResult* result);

@@ -48,7 +48,10 @@ uint64_t FactorizeDeviceBytes(const MatrixView& a, const FactorizeOptions& optio
   const int64_t rows = a.rows / matrices;
   // Staging (layout change), factors, and R or a second copy for QR; the right-hand side staged
   // and solved; one workspace (a batch's matrices are factorized together or one after another).
-  const uint64_t rhs_bytes = rhs != nullptr ? 2 * rhs->byte_size() : 0;
+  // Refinement keeps B, X, the residual and the previous X, and a row-major copy of A next to the
+  // factors; cuSOLVER IRS's workspace (a low-precision copy of A) fits in `workspace`'s share.
+  const uint64_t rhs_bytes =
+      rhs != nullptr ? (options.refine.enabled ? 5 : 2) * rhs->byte_size() : 0;
   const uint64_t workspace = LibraryWorkspace(rows, a.cols, element);
   // A batch adds, per matrix, pointer arrays (two), 32- and 64-bit pivots and status words.
   const uint64_t per_matrix =

@@ -15,8 +15,9 @@
 namespace matrixd::bench {
 
 const std::vector<std::string_view> kTableNames = {
-    "bandwidth", "dense",   "factorize", "batched", "condensation", "sparse", "permanent",
-    "accuracy",  "modular", "small",     "verify",  "condition",    "cpu"};
+    "bandwidth", "dense",  "factorize", "batched", "condensation", "sparse",        "permanent",
+    "accuracy",  "modular", "small",    "verify",  "condition",    "refine",        "deterministic",
+    "cpu"};
 
 bool Flags::Runs(std::string_view name) const {
   return tables.empty() || std::find(tables.begin(), tables.end(), name) != tables.end();
@@ -82,6 +83,7 @@ void Quick(Flags& flags) {
   flags.small_count = 512;
   flags.verify_sizes = {1024, 2048};
   flags.condition_sizes = {512, 1024};
+  flags.refine_sizes = {512, 1024};
   flags.repeats = 2;
 }
 
@@ -135,6 +137,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       ok = ParseList(value, flags.verify_sizes);
     } else if (name == "--condition_sizes") {
       ok = ParseList(value, flags.condition_sizes);
+    } else if (name == "--refine_sizes") {
+      ok = ParseList(value, flags.refine_sizes);
     } else if (name == "--gemm_n") {
       ok = ParseNumber(value, flags.gemm_n);
     } else if (name == "--factor_n") {

@@ -55,6 +55,9 @@ struct Flags {
   // condition: condition estimates (Factorize with estimate_condition) next to the
   // factorization, on each backend at each order.
   std::vector<int> condition_sizes = {4096, 8192};
+  // refine, deterministic: a refined LU solve next to the plain one; each operation with and
+  // without deterministic.
+  std::vector<int> refine_sizes = {4096, 8192};
   // cpu: the CPU backend's own tables.
   int cpu_n = 2048;
   int cpu_batch = 10000;  // matrices per batched LU on the CPU
@@ -68,7 +71,7 @@ struct Flags {
 };
 
 // The tables, in the order they print: bandwidth, dense, factorize, batched, condensation, sparse,
-// permanent, accuracy, modular, small, verify, condition, cpu.
+// permanent, accuracy, modular, small, verify, condition, refine, deterministic, cpu.
 extern const std::vector<std::string_view> kTableNames;
 
 // Parses argv into `flags`. Prints what is wrong to stderr and returns false on an unknown flag, a

@@ -47,6 +47,13 @@ void BenchVerify(const std::string& label, Backend& backend, const Flags& flags,
 // `label`): `warm_up` untimed runs, then the medians of `runs`.
 void BenchCondition(const std::string& label, Backend& backend, const Flags& flags, int warm_up,
                     int runs);
+// An LU solve refined with float32, TF32 and float64 factors next to the plain one, and each
+// operation with and without deterministic, at each of flags.refine_sizes on `backend` (named
+// `label`): `warm_up` untimed runs, then the medians of `runs`.
+void BenchRefine(const std::string& label, Backend& backend, const Flags& flags, int warm_up,
+                 int runs);
+void BenchDeterministic(const std::string& label, Backend& backend, const Flags& flags, int warm_up,
+                        int runs);
 
 // The CPU backend's tables: determinant and GEMM, factorizations, batched LU.
 void BenchCpu(Backend& cpu, const Flags& flags);

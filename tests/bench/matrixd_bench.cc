@@ -83,6 +83,8 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
   if (flags.Runs("verify")) BenchVerify("GPU", gpu, flags, 1, flags.repeats);
   if (flags.Runs("condition")) BenchCondition("GPU", gpu, flags, 1, flags.repeats);
+  if (flags.Runs("refine")) BenchRefine("GPU", gpu, flags, 1, flags.repeats);
+  if (flags.Runs("deterministic")) BenchDeterministic("GPU", gpu, flags, 1, flags.repeats);
   return *std::move(backend);
 }
 #endif
@@ -122,6 +124,10 @@ int Main(int argc, char** argv) {
   // One run per size on the CPU: a float64 product at n = 8192 takes tens of seconds there.
   if (cpu != nullptr && flags.Runs("verify")) BenchVerify("CPU", *cpu, flags, 0, 1);
   if (cpu != nullptr && flags.Runs("condition")) BenchCondition("CPU", *cpu, flags, 0, 1);
+  if (cpu != nullptr && flags.Runs("refine")) BenchRefine("CPU", *cpu, flags, 0, flags.repeats);
+  if (cpu != nullptr && flags.Runs("deterministic")) {
+    BenchDeterministic("CPU", *cpu, flags, 1, flags.repeats);
+  }
   if (cpu != nullptr && flags.Runs("cpu")) BenchCpu(*cpu, flags);
   // The CPU walks share the GPU's arithmetic but take 2^n n / cores time: their accuracy table runs
   // only when the GPU tables do not (--no_gpu), at sizes given for it.

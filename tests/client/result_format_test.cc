@@ -119,9 +119,26 @@ TEST(FormatProduct, ShowsTheFreivaldsVerdict) {
   r.mutable_check()->set_discrepancy(0.25);
   r.mutable_check()->set_tolerance(1e-12);
   r.mutable_check()->set_vectors(8);
-  EXPECT_THAT(FormatProduct(r, 0),
-              HasSubstr("freivalds: FAILED (discrepancy 0.25, tolerance 1e-12, 8 vectors)"));
+  r.mutable_check()->set_seed(0x2a);
+  EXPECT_THAT(FormatProduct(r, 0), HasSubstr("freivalds: FAILED (discrepancy 0.25, tolerance "
+                                             "1e-12, 8 vectors, seed 0x2a)"));
   EXPECT_THAT(FormatProduct(v1::MultiplyResponse(), 0), Not(HasSubstr("freivalds")));
+}
+
+TEST(FormatFactorization, ShowsTheRefinement) {
+  v1::FactorizeResponse r;
+  r.set_kind(v1::FACTORIZATION_KIND_LU);
+  r.mutable_refinement()->set_iterations(3);
+  r.mutable_refinement()->set_backward_error(1.5e-17);
+  r.mutable_refinement()->set_threshold(4.4e-16);
+  r.mutable_refinement()->set_converged(true);
+  r.mutable_refinement()->set_factor_precision("float32");
+  EXPECT_THAT(FormatFactorization(r),
+              HasSubstr("refinement: converged after 3 steps (backward error 1.5e-17, threshold "
+                        "4.4e-16, float32 factors)"));
+  r.mutable_refinement()->set_fell_back(true);
+  EXPECT_THAT(FormatFactorization(r), HasSubstr("fell back from the low precision"));
+  EXPECT_THAT(FormatFactorization(v1::FactorizeResponse()), Not(HasSubstr("refinement")));
 }
 
 TEST(FormatStats, ShowsProvenanceWhenTheServerSendsIt) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/backend.h"
+#include "core/freivalds.h"
 #include "core/matrix.h"
 #include "gtest/gtest.h"
 #include "tests/core/backend_fixture.h"
@@ -47,6 +48,36 @@ TEST_P(RepeatabilityTest, DeterminantsAndFactorizationsRepeatBitForBit) {
   ASSERT_TRUE(lu.ok() && lu_again.ok());
   ExpectSameBytes(lu->lu, lu_again->lu);
   ExpectSameBytes(*lu->solution, *lu_again->solution);
+}
+
+TEST_P(RepeatabilityTest, RefinedSolvesRepeatBitForBit) {
+  const Matrix a = RandomMatrix<double>(150, 150, 6);
+  const Matrix rhs = RandomMatrix<double>(150, 2, 7);
+  const MatrixView rhs_view = rhs.view();
+  for (const RefinePrecision precision : {RefinePrecision::kInput, RefinePrecision::kFloat32}) {
+    const FactorizeOptions options{.refine = {.enabled = true, .factor_precision = precision}};
+    auto first = backend().Factorize(a.view(), options, &rhs_view, nullptr);
+    auto second = backend().Factorize(a.view(), options, &rhs_view, nullptr);
+    ASSERT_TRUE(first.ok() && second.ok());
+    ExpectSameBytes(*first->solution, *second->solution);
+    EXPECT_EQ(first->refinement->iterations, second->refinement->iterations);
+    EXPECT_EQ(first->refinement->backward_error, second->refinement->backward_error);
+  }
+}
+
+TEST_P(RepeatabilityTest, DeterministicProductChecksUseTheFixedSeed) {
+  const Matrix a = RandomMatrix<float>(120, 90, 8);
+  const Matrix b = RandomMatrix<float>(90, 70, 9);
+  const MultiplyOptions options{.verify = true, .deterministic = true};
+  auto first = backend().Multiply(a.view(), b.view(), options, nullptr);
+  auto second = backend().Multiply(a.view(), b.view(), options, nullptr);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ExpectSameBytes(first->c, second->c);
+  ASSERT_TRUE(first->check.has_value() && second->check.has_value());
+  EXPECT_EQ(first->check->seed, kDeterministicFreivaldsSeed);
+  EXPECT_EQ(second->check->seed, kDeterministicFreivaldsSeed);
+  EXPECT_EQ(first->check->discrepancy, second->check->discrepancy);
+  EXPECT_TRUE(first->check->passed);
 }
 
 TEST_P(RepeatabilityTest, FloatingPermanentsRepeatBitForBit) {

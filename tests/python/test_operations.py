@@ -136,6 +136,40 @@ def test_stats_carry_provenance_and_a_checkable_result_crc32c(client, rng):
     assert s.result_crc32c == "%08x" % _crc32c.crc32c(bare.SerializeToString(deterministic=True))
 
 
+@pytest.mark.parametrize("precision", ["input", "float32"])
+def test_refined_solve_reports_its_refinement(client, rng, precision):
+    a, x = rng.standard_normal((40, 40)), rng.standard_normal(40)
+    f = client.factorize(a, rhs=a @ x, refine=True, refine_precision=precision)
+    r = f.refinement
+    assert r is not None and r.converged and not r.fell_back
+    assert r.backward_error <= r.threshold
+    assert r.factor_precision == ("float64" if precision == "input" else "float32")
+    np.testing.assert_allclose(f.solution, x, rtol=1e-10)
+    assert (f.lu is None) == (precision == "float32")
+    assert client.factorize(a, rhs=a @ x).refinement is None
+    with pytest.raises(matrixd.InvalidArgument, match="refine"):
+        client.factorize(a, refine=True)
+
+
+def test_deterministic_repeats_are_identical_and_refuse_tf32(client, rng):
+    a, b = rng.standard_normal((30, 30)), rng.standard_normal((30, 30))
+    first = client.multiply(a, b, verify=True, deterministic=True)
+    second = client.multiply(a, b, verify=True, deterministic=True)
+    assert first.check.seed == second.check.seed == 0x243F6A8885A308D3
+    assert first.check.discrepancy == second.check.discrepancy
+    assert first.stats.result_crc32c == second.stats.result_crc32c
+    assert np.array_equal(first.c, second.c)
+    with pytest.raises(matrixd.InvalidArgument, match="allow_tf32"):
+        client.multiply(a.astype(np.float32), b.astype(np.float32), allow_tf32=True,
+                        deterministic=True)
+    # The same request with the client's own checks off: the server refuses it too.
+    from matrixd import _ops
+    call = _ops.multiply(a.astype(np.float32), b.astype(np.float32), allow_tf32=True,
+                         check=False, deterministic=True)
+    with pytest.raises(matrixd.InvalidArgument, match="allow_tf32"):
+        client._send(call, None)
+
+
 def test_exact_answers_carry_certificates(client):
     a = np.array([[10**18, 1], [1, 10**18]], dtype=np.int64)
     d = client.det(a)

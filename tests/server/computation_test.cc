@@ -471,6 +471,119 @@ TEST_F(ComputationTest, VerifyOfUint32IsRejectedNamingTheField) {
   EXPECT_THAT(std::string(response.status().message()), HasSubstr("verify"));
 }
 
+TEST_F(ComputationTest, RefinedSolveReportsTheRefinement) {
+  // A = [[4, 1], [2, 3]], x = (1, -2): b = (2, -4).
+  v1::FactorizeRequest request;
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
+  *request.mutable_matrix() = MakeMatrix<double>(2, 2, {4, 1, 2, 3});
+  *request.mutable_rhs() = MakeMatrix<double>(2, 1, {2, -4});
+  request.set_refine(true);
+  request.set_refine_factor_precision(v1::REFINE_PRECISION_FLOAT32);
+  absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_TRUE(response->has_refinement());
+  const v1::Refinement& refinement = response->refinement();
+  EXPECT_TRUE(refinement.converged());
+  EXPECT_FALSE(refinement.fell_back());
+  EXPECT_EQ(refinement.factor_precision(), "float32");
+  EXPECT_LE(refinement.backward_error(), refinement.threshold());
+  EXPECT_EQ(refinement.threshold(), 4 * 0x1p-53);  // max(4, sqrt(2)) u
+  EXPECT_FALSE(response->has_lu());                // float32 factors are not returned
+  absl::StatusOr<std::vector<double>> x = ReadMatrix<double>(response->solution());
+  ASSERT_TRUE(x.ok());
+  EXPECT_THAT(*x, Pointwise(DoubleNear(1e-15), std::vector<double>{1, -2}));
+
+  request.set_refine_factor_precision(v1::REFINE_PRECISION_UNSPECIFIED);
+  response = client().Factorize(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->refinement().factor_precision(), "float64");
+  EXPECT_TRUE(response->has_lu());
+}
+
+TEST_F(ComputationTest, RefineIsRejectedNamingTheField) {
+  v1::FactorizeRequest request;
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
+  *request.mutable_matrix() = MakeMatrix<double>(2, 2, {4, 1, 2, 3});
+  request.set_refine(true);
+  absl::StatusOr<v1::FactorizeResponse> response = client().Factorize(request);
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()), HasSubstr("refine is set without rhs"));
+
+  *request.mutable_rhs() = MakeMatrix<double>(2, 1, {2, -4});
+  request.set_kind(v1::FACTORIZATION_KIND_QR);
+  response = client().Factorize(request);
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()), HasSubstr("refine"));
+
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
+  request.set_refine_factor_precision(v1::REFINE_PRECISION_TF32);
+  request.set_deterministic(true);
+  response = client().Factorize(request);
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()), HasSubstr("refine_factor_precision"));
+
+  request.set_deterministic(false);
+  request.set_refine_factor_precision(v1::REFINE_PRECISION_FLOAT32);
+  request.mutable_result_options()->set_keep_result(true);
+  response = client().Factorize(request);
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()), HasSubstr("keep_result"));
+}
+
+TEST_F(ComputationTest, DeterministicProductRefusesAllowTf32NamingTheField) {
+  v1::MultiplyRequest request;
+  *request.mutable_a() = MakeMatrix<float>(1, 1, {2});
+  *request.mutable_b() = MakeMatrix<float>(1, 1, {3});
+  request.set_allow_tf32(true);
+  request.set_deterministic(true);
+  absl::StatusOr<v1::MultiplyResponse> response = client().Multiply(request);
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()), HasSubstr("allow_tf32"));
+}
+
+// The response without its stats (which carry timings), serialized deterministically.
+template <typename Response>
+std::string ResultBytes(Response response) {
+  response.clear_stats();
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  EXPECT_TRUE(response.SerializeToCodedStream(&coded));
+  coded.Trim();
+  return bytes;
+}
+
+TEST_F(ComputationTest, DeterministicRepeatsAreByteIdentical) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<double> a(64 * 64), b(64 * 64);
+  for (double& v : a) v = uniform(rng);
+  for (double& v : b) v = uniform(rng);
+  v1::MultiplyRequest product;
+  *product.mutable_a() = MakeMatrix<double>(64, 64, a);
+  *product.mutable_b() = MakeMatrix<double>(64, 64, b);
+  product.set_verify(true);
+  product.set_deterministic(true);
+  absl::StatusOr<v1::MultiplyResponse> first = client().Multiply(product);
+  absl::StatusOr<v1::MultiplyResponse> second = client().Multiply(product);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->check().seed(), kDeterministicFreivaldsSeed);
+  EXPECT_EQ(ResultBytes(*first), ResultBytes(*second));
+  EXPECT_EQ(first->stats().result_crc32c(), second->stats().result_crc32c());
+
+  v1::FactorizeRequest solve;
+  solve.set_kind(v1::FACTORIZATION_KIND_LU);
+  *solve.mutable_matrix() = MakeMatrix<double>(64, 64, a);
+  *solve.mutable_rhs() = MakeMatrix<double>(64, 1, std::vector<double>(b.begin(), b.begin() + 64));
+  solve.set_refine(true);
+  solve.set_deterministic(true);
+  absl::StatusOr<v1::FactorizeResponse> solved = client().Factorize(solve);
+  absl::StatusOr<v1::FactorizeResponse> solved_again = client().Factorize(solve);
+  ASSERT_TRUE(solved.ok() && solved_again.ok());
+  EXPECT_EQ(ResultBytes(*solved), ResultBytes(*solved_again));
+}
+
 TEST_F(ComputationTest, MultiplyHonoursTransposes) {
   // A^T B^T with A 3x2 and B 2x3 stored as given: (A^T)(B^T) = (B A)^T.
   v1::MultiplyRequest request;

@@ -272,5 +272,32 @@ TEST(MemoryJobAdmission, PlacesJobsOnTheLeastLoadedDeviceThatHasRoom) {
   EXPECT_EQ(policy.admitted_jobs(1), 0);
 }
 
+TEST(MemoryJobAdmission, PinnedJobsGoToTheirDeviceOrWait) {
+  MemoryAdmission first_device(1000);
+  MemoryAdmission second_device(3000);
+  MemoryJobAdmission policy({&first_device, &second_device});
+  const auto pinned_spec = [] {
+    JobSpec spec = SpecNeeding(800);
+    spec.pinned_device = 0;
+    return spec;
+  };
+  // Placed on device 0 from the start, before admission (the backend reads it there too).
+  Job pinned("", pinned_spec(), false, absl::Now());
+  EXPECT_EQ(pinned.device_index(), 0);
+  EXPECT_EQ(pinned.pinned_device(), 0);
+  // Device 1 has more room, but a pinned job goes to device 0 only.
+  ASSERT_TRUE(policy.TryAdmit(pinned));
+  EXPECT_EQ(pinned.device_index(), 0);
+  // A second one does not fit device 0 now: it waits rather than go to device 1.
+  Job waiting("", pinned_spec(), false, absl::Now());
+  EXPECT_FALSE(policy.TryAdmit(waiting));
+  policy.Release(pinned);
+  ASSERT_TRUE(policy.TryAdmit(waiting));
+  EXPECT_EQ(waiting.device_index(), 0);
+  policy.Release(waiting);
+  EXPECT_EQ(first_device.reserved(), 0u);
+  EXPECT_EQ(second_device.reserved(), 0u);
+}
+
 }  // namespace
 }  // namespace matrixd::server

@@ -22,7 +22,8 @@ from matrixd.errors import (Aborted, AlreadyExists, Cancelled, DataLoss, Deadlin
                             Unauthenticated, Unavailable, Unimplemented, Unknown)
 from matrixd.remote import RemoteFactorization, RemoteMatrix
 from matrixd.results import (Determinant, ExactCertificate, Factorization, JobStatus, Permanent,
-                             Product, ProductCheck, SharedMemoryInfo, Solution, Stats)
+                             Product, ProductCheck, Refinement, SharedMemoryInfo, Solution,
+                             Stats)
 from matrixd.shared_memory import SharedMatrix, SharedMemoryRegion
 
 __version__ = "0.1.0"
@@ -30,7 +31,7 @@ __all__ = [
     "Client", "Job", "RemoteMatrix", "RemoteFactorization", "SharedMatrix", "SharedMemoryRegion",
     "SharedMemoryInfo",
     "Determinant", "ExactCertificate", "Factorization", "JobStatus", "Permanent", "Product",
-    "ProductCheck", "Solution", "Stats",
+    "ProductCheck", "Refinement", "Solution", "Stats",
     "MatrixdError", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
     "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
     "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented",

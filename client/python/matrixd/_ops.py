@@ -27,6 +27,9 @@ PERMANENT_WALKS = {"auto": pb.PERMANENT_WALK_AUTO, "dense": pb.PERMANENT_WALK_DE
                    "sparse": pb.PERMANENT_WALK_SPARSE}
 KINDS = {"lu": pb.FACTORIZATION_KIND_LU, "cholesky": pb.FACTORIZATION_KIND_CHOLESKY,
          "qr": pb.FACTORIZATION_KIND_QR}
+REFINE_PRECISIONS = {"input": pb.REFINE_PRECISION_UNSPECIFIED,
+                     "float32": pb.REFINE_PRECISION_FLOAT32, "tf32": pb.REFINE_PRECISION_TF32,
+                     "float16": pb.REFINE_PRECISION_FLOAT16}
 TRANSPOSES = {"N": pb.SOLVE_TRANSPOSE_NONE, "T": pb.SOLVE_TRANSPOSE_TRANSPOSE,
               "C": pb.SOLVE_TRANSPOSE_CONJUGATE}
 JOB_STATES = {pb.JOB_STATE_QUEUED: "queued", pb.JOB_STATE_RUNNING: "running",
@@ -202,7 +205,7 @@ def _matrix_or_kept(response, name: str, kept: dict, batch: int = 0, vector: boo
 
 
 def determinant(a, method="auto", modulus: int = 0, check: bool = True,
-                return_residues: bool = False) -> Call:
+                return_residues: bool = False, deterministic: bool = False) -> Call:
     op = Operand(a, "matrix")
     modulus = int(modulus)
     if check:
@@ -215,7 +218,7 @@ def determinant(a, method="auto", modulus: int = 0, check: bool = True,
             op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_INT64,),
                              "float32, float64, complex64, complex128 or int64")
     request = pb.DeterminantRequest(method=_choice(DET_METHODS, method, "method"), modulus=modulus,
-                                    return_residues=return_residues)
+                                    return_residues=return_residues, deterministic=deterministic)
     op.put(request, "matrix")
     complex_input = op.is_complex
 
@@ -252,6 +255,13 @@ def _product_check(r) -> results.ProductCheck:
                                 passed=c.passed, vectors=c.vectors, seed=c.seed)
 
 
+def _refinement(r) -> results.Refinement:
+    f = r.refinement
+    return results.Refinement(iterations=f.iterations, backward_error=f.backward_error,
+                              converged=f.converged, factor_precision=f.factor_precision,
+                              fell_back=f.fell_back, threshold=f.threshold)
+
+
 def _accuracy(r) -> results.Accuracy:
     a = r.accuracy
     return results.Accuracy(rcond=a.rcond, relative_error_bound=a.relative_error_bound,
@@ -260,7 +270,9 @@ def _accuracy(r) -> results.Accuracy:
 
 
 def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
-              outputs: Optional[dict] = None, estimate_condition=False) -> Call:
+              outputs: Optional[dict] = None, estimate_condition=False, refine: bool = False,
+              refine_precision: str = "input", refine_max_iterations: int = 0,
+              deterministic: bool = False) -> Call:
     op = Operand(a, "matrix", allow_batch=True)
     kind_value = _choice(KINDS, kind, "kind")
     rhs_op, vector = None, False
@@ -273,8 +285,14 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
         rhs_op = Operand(rhs, "rhs", allow_batch=True)
     if check:
         _check_factorize(op, kind, rhs_op, estimate_condition)
-    request = pb.FactorizeRequest(kind=kind_value, batch_count=op.batch, keep_input=keep_input,
-                                  estimate_condition=estimate_condition)
+        if refine and (kind != "lu" or rhs_op is None or op.batch):
+            raise errors.InvalidArgument(
+                "refine is set; refinement refines an LU solve of one matrix (kind 'lu', rhs)")
+    request = pb.FactorizeRequest(
+        kind=kind_value, batch_count=op.batch, keep_input=keep_input,
+        estimate_condition=estimate_condition, refine=refine,
+        refine_factor_precision=_choice(REFINE_PRECISIONS, refine_precision, "refine_precision"),
+        refine_max_iterations=refine_max_iterations, deterministic=deterministic)
     op.put(request, "matrix")
     if rhs_op is not None:
         rhs_op.put(request, "rhs")
@@ -297,7 +315,8 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
             r=_matrix_or_kept(r, "r", kept, batch, outputs=outputs),
             solution=_matrix_or_kept(r, "solution", kept, batch, vector, outputs),
             factorization=kept.get("factorization"), kept=kept,
-            accuracy=_accuracy(r) if r.HasField("accuracy") else None)
+            accuracy=_accuracy(r) if r.HasField("accuracy") else None,
+            refinement=_refinement(r) if r.HasField("refinement") else None)
 
     return Call("Factorize", request, parse, "factorize")
 
@@ -336,7 +355,7 @@ def shared_memory_info(region) -> results.SharedMemoryInfo:
 
 
 def solve(factorization: RemoteFactorization, b, transpose="N", residual=False, keep=False,
-          check=True, outputs: Optional[dict] = None) -> Call:
+          check=True, outputs: Optional[dict] = None, deterministic: bool = False) -> Call:
     """Solve with a kept factorization."""
     vector = not isinstance(b, (RemoteMatrix, SharedMatrix)) and np.ndim(b) == 1
     rhs = Operand(np.asarray(b)[:, np.newaxis] if vector else b, "rhs")
@@ -344,7 +363,7 @@ def solve(factorization: RemoteFactorization, b, transpose="N", residual=False, 
         raise errors.InvalidArgument(
             f"rhs has {rhs.rows} rows; want the factorization's {factorization.shape[0]}")
     request = pb.SolveRequest(transpose=_choice(TRANSPOSES, transpose, "transpose"),
-                              residual=residual)
+                              residual=residual, deterministic=deterministic)
     request.factorization.handle = factorization.handle
     rhs.put(request, "rhs")
     _result_options(request, keep, outputs=outputs)
@@ -373,7 +392,8 @@ def solve_inline(a, b, kind="lu", check=True, outputs: Optional[dict] = None) ->
 
 
 def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf32=False,
-             keep=False, check=True, outputs: Optional[dict] = None, verify=False) -> Call:
+             keep=False, check=True, outputs: Optional[dict] = None, verify=False,
+             deterministic: bool = False) -> Call:
     a_op, b_op = Operand(a, "a"), Operand(b, "b")
     if check:
         a_op.require_dtype(_FLOATING + (matrix_pb2.DTYPE_UINT32,),
@@ -388,12 +408,17 @@ def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf3
                 f"op(a) is {ar}x{ac} and op(b) is {br}x{bc}; inner dimensions must agree")
         if block_size < 0:
             raise errors.InvalidArgument(f"block_size is {block_size}; want 0 (dense) or > 0")
+        if deterministic and allow_tf32:
+            raise errors.InvalidArgument(
+                "allow_tf32 is set with deterministic; a deterministic product runs in the "
+                "operands' precision")
         if verify and a_op.wire not in _FLOATING:
             raise errors.InvalidArgument(
                 f"verify is set but a.dtype is {a_op.dtype_name}; Freivalds' check takes "
                 "float32, float64, complex64 or complex128")
     request = pb.MultiplyRequest(transpose_a=transpose_a, transpose_b=transpose_b,
-                                 block_size=block_size, allow_tf32=allow_tf32, verify=verify)
+                                 block_size=block_size, allow_tf32=allow_tf32, verify=verify,
+                                 deterministic=deterministic)
     a_op.put(request, "a")
     b_op.put(request, "b")
     _result_options(request, keep, outputs=outputs)
@@ -410,7 +435,7 @@ def multiply(a, b, transpose_a=False, transpose_b=False, block_size=0, allow_tf3
 
 
 def permanent(a, method="auto", check=True, precision="extended", walk="auto",
-              return_residues=False) -> Call:
+              return_residues=False, deterministic: bool = False) -> Call:
     op = Operand(a, "matrix")
     if check:
         op.require_square()
@@ -420,7 +445,7 @@ def permanent(a, method="auto", check=True, precision="extended", walk="auto",
         method=_choice(PERMANENT_METHODS, method, "method"),
         precision=_choice(PERMANENT_PRECISIONS, precision, "precision"),
         walk=_choice(PERMANENT_WALKS, walk, "walk"),
-        return_residues=return_residues)
+        return_residues=return_residues, deterministic=deterministic)
     op.put(request, "matrix")
     complex_input = op.is_complex
 

@@ -55,11 +55,12 @@ class Client(_base.ClientBase):
     determinant = det
 
     async def factorize(self, a, kind="lu", rhs=None, keep=False, keep_input=False,
-                        timeout=None, outputs=None,
-                        estimate_condition=False) -> results.Factorization:
+                        timeout=None, outputs=None, **options) -> results.Factorization:
+        """options: estimate_condition, refine, refine_precision, refine_max_iterations, deterministic (as
+        Client.factorize)."""
         return await self._send(
-            _ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs,
-                           estimate_condition=estimate_condition), timeout)
+            _ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs, **options),
+            timeout)
 
     async def lu(self, a, rhs=None, **kwargs) -> results.Factorization:
         return await self.factorize(a, "lu", rhs, **kwargs)
@@ -79,10 +80,11 @@ class Client(_base.ClientBase):
 
     async def multiply(self, a, b, transpose_a=False, transpose_b=False, block_size=0,
                        allow_tf32=False, keep=False, timeout=None, outputs=None,
-                       verify=False) -> results.Product:
+                       verify=False, deterministic=False) -> results.Product:
         return await self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size,
                                               allow_tf32, keep, self.check, outputs,
-                                              verify=verify), timeout)
+                                              verify=verify, deterministic=deterministic),
+                                timeout)
 
     async def permanent(self, a, method="auto", timeout=None, precision="extended",
                         walk="auto", return_residues=False) -> results.Permanent:

@@ -49,27 +49,36 @@ class Client(_base.ClientBase):
     # ---- operations ----
 
     def det(self, a, method: str = "auto", modulus: int = 0, timeout: Optional[float] = None,
-            return_residues: bool = False) -> results.Determinant:
+            return_residues: bool = False, deterministic: bool = False) -> results.Determinant:
         """det(a): method "auto", "lu" or "condensation"; modulus p > 0 (int64 a): det mod p.
-        return_residues=True: certificate.residues holds the residues behind an exact answer."""
+        return_residues=True: certificate.residues holds the residues behind an exact answer.
+        deterministic=True (here and on every operation): a bit-identical repeat
+        (docs/accuracy.md, "Bit-identical repeats")."""
         return self._send(_ops.determinant(a, method, modulus, self.check,
-                                           return_residues=return_residues), timeout)
+                                           return_residues=return_residues,
+                                           deterministic=deterministic), timeout)
 
     determinant = det
 
     def factorize(self, a, kind: str = "lu", rhs=None, keep: bool = False,
                   keep_input: bool = False, timeout: Optional[float] = None,
-                  outputs: Optional[dict] = None,
-                  estimate_condition: bool = False) -> results.Factorization:
+                  outputs: Optional[dict] = None, estimate_condition: bool = False,
+                  refine: bool = False, refine_precision: str = "input",
+                  refine_max_iterations: int = 0,
+                  deterministic: bool = False) -> results.Factorization:
         """LU, Cholesky or QR of a (3-D: a batch), optionally solving a @ x = rhs.
         keep=True keeps every result on the server (RemoteMatrix) and the factorization for
         solve(). outputs={"lu": SharedMatrix, ...} writes those results into shared memory (the
         result's field is then that SharedMatrix's array). estimate_condition=True (one matrix)
         fills result.accuracy: rcond and the relative error bound of a solve
-        (docs/accuracy.md)."""
+        (docs/accuracy.md). refine=True (LU with rhs) refines x to working precision;
+        refine_precision "input", "float32", "tf32" or "float16" is the factorization's
+        precision (result.refinement says what ran)."""
         return self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs,
-                                         estimate_condition=estimate_condition),
-                          timeout)
+                                         estimate_condition=estimate_condition, refine=refine,
+                                         refine_precision=refine_precision,
+                                         refine_max_iterations=refine_max_iterations,
+                                         deterministic=deterministic), timeout)
 
     def lu(self, a, rhs=None, **kwargs) -> results.Factorization:
         return self.factorize(a, "lu", rhs, **kwargs)
@@ -94,23 +103,25 @@ class Client(_base.ClientBase):
     def multiply(self, a, b, transpose_a: bool = False, transpose_b: bool = False,
                  block_size: int = 0, allow_tf32: bool = False, keep: bool = False,
                  timeout: Optional[float] = None, outputs: Optional[dict] = None,
-                 verify: bool = False) -> results.Product:
+                 verify: bool = False, deterministic: bool = False) -> results.Product:
         """op(a) @ op(b) (plain transposes); block_size > 0: block-sparse.
         outputs={"c": SharedMatrix} writes the product there. verify=True also runs
         Freivalds' check of the product on the server (result.check)."""
         return self._send(_ops.multiply(a, b, transpose_a, transpose_b, block_size, allow_tf32,
-                                        keep, self.check, outputs, verify=verify), timeout)
+                                        keep, self.check, outputs, verify=verify,
+                                        deterministic=deterministic), timeout)
 
     def permanent(self, a, method: str = "auto", timeout: Optional[float] = None,
                   precision: str = "extended", walk: str = "auto",
-                  return_residues: bool = False) -> results.Permanent:
+                  return_residues: bool = False, deterministic: bool = False) -> results.Permanent:
         """per(a): method "auto", "ryser" or "glynn"; int64 a also gives the exact value (and with
         return_residues=True the residues behind it, certificate.residues).
         precision "extended" (double-double products, ~1e-14) or "fast" (plain double, ~1e-12);
         walk "auto" (sparse at <= 50% non-zeros; dense for "fast" on a GPU), "dense" or "sparse".
         The result says which precision and walk ran."""
         return self._send(_ops.permanent(a, method, self.check, precision, walk,
-                                         return_residues=return_residues), timeout)
+                                         return_residues=return_residues,
+                                         deterministic=deterministic), timeout)
 
     # ---- jobs ----
 

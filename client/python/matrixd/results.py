@@ -102,6 +102,21 @@ class Factorization:
     factorization: Optional[object] = None
     kept: Dict[str, object] = dataclasses.field(default_factory=dict)
     accuracy: Optional["Accuracy"] = None
+    refinement: Optional["Refinement"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Refinement:
+    """What refine=True did (docs/accuracy.md, "Iterative refinement"): correction steps taken,
+    the backward error ||A X - B|| / (||A|| ||X|| + ||B||) (inf-norms) of the returned X, whether
+    it reached `threshold`, the precision the factorization ran in and whether the
+    low-precision path fell back to a full-precision factorization."""
+    iterations: int
+    backward_error: float
+    converged: bool
+    factor_precision: str
+    fell_back: bool
+    threshold: float
 
 
 @dataclasses.dataclass(frozen=True)
