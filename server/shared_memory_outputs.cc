@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <span>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -64,6 +65,16 @@ absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
   return outputs;
 }
 
+ResidentMatrix* SharedMemoryOutputs::LendDeviceTarget(const std::string& field) const {
+  for (const Target& target : targets_) {
+    if (target.field == field && target.matrix.device != nullptr) {
+      target.lent = true;
+      return target.matrix.device.get();
+    }
+  }
+  return nullptr;
+}
+
 absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) const {
   const google::protobuf::Reflection& reflection = *response.GetReflection();
   for (const Target& target : targets_) {
@@ -76,6 +87,10 @@ absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) con
                                                      target.field));
     }
     const auto& result = static_cast<const v1::Matrix&>(reflection.GetMessage(response, field));
+    if (target.lent && IsAbsent(result)) {  // the operation wrote it in place
+      reflection.ClearField(&response, field);
+      continue;
+    }
     absl::StatusOr<DType> dtype = FromProto(result.dtype(), target.field);
     if (!dtype.ok()) return dtype.status();
     if (result.rows() != to.rows || result.cols() != to.cols || *dtype != to.dtype ||
@@ -85,7 +100,16 @@ absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) con
                        Shape(to.rows, to.cols, to.dtype), "; the result is ",
                        Shape(result.rows(), result.cols(), *dtype)));
     }
-    std::memcpy(target.matrix.writable, result.data().data(), result.data().size());
+    if (target.matrix.device != nullptr) {
+      if (absl::Status written = target.matrix.device->Write(
+              0, std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data().data()),
+                                            result.data().size()));
+          !written.ok()) {
+        return written;
+      }
+    } else {
+      std::memcpy(target.matrix.writable, result.data().data(), result.data().size());
+    }
     reflection.ClearField(&response, field);
   }
   return absl::OkStatus();
