@@ -14,7 +14,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "core/ipc_memory.h"
 #include "core/job_control.h"
 #include "core/matrix.h"
@@ -195,10 +194,7 @@ class Backend {
   // handle of the wrong size, a device the backend does not use, a handle the driver refuses or a
   // size beyond the allocation. UNIMPLEMENTED by default (a backend without CUDA devices).
   virtual absl::StatusOr<std::unique_ptr<IpcMemory>> OpenCudaIpc(
-      std::span<const std::byte> /*raw_handle*/, int /*device_id*/, uint64_t /*byte_size*/) {
-    return absl::UnimplementedError(absl::StrCat(
-        "the ", name(), " backend cannot open CUDA IPC memory; run matrixd with --backend=cuda"));
-  }
+      std::span<const std::byte> raw_handle, int device_id, uint64_t byte_size);
 
   // Whether the operation reads its matrix operands only through the device, so that a resident
   // matrix's device view (MatrixView::space == kDevice) may be passed instead of host bytes.
