@@ -16,11 +16,10 @@ absl::Status RunSharedMemoryList(Client& client, std::ostream& out) {
                              absl::StrCat("device ", region.device_id()), "",
                              FormatBytes(region.byte_size()), FormatSeconds(region.age_seconds()));
     } else {
-      out << absl::StrFormat("%-24s %-6s %-25s offset %-10u %10s %-10s age %s\n", region.name(),
-                             "system", region.key(), region.offset(),
-                             FormatBytes(region.byte_size()),
-                             region.pinned() ? "pinned" : "not-pinned",
-                             FormatSeconds(region.age_seconds()));
+      out << absl::StrFormat(
+          "%-24s %-6s %-25s offset %-10u %10s %-10s age %s\n", region.name(), "system",
+          region.key(), region.offset(), FormatBytes(region.byte_size()),
+          region.pinned() ? "pinned" : "not-pinned", FormatSeconds(region.age_seconds()));
     }
     total += region.byte_size();
   }

@@ -35,7 +35,8 @@ class InputMatrix {
   // Whether the operand is viewed in a client's shared-memory region.
   bool in_shared_memory() const { return shared_memory_ != nullptr; }
   // Replaces a device view (a resident matrix, or a CUDA shared-memory region) by a host copy of
-  // its bytes, for an operation that reads its operands on the host. No-op for a host view. RESOURCE_EXHAUSTED when host memory runs out.
+  // its bytes, for an operation that reads its operands on the host. No-op for a host view.
+  // RESOURCE_EXHAUSTED when host memory runs out.
   absl::Status CopyToHost();
 
  private:
@@ -50,7 +51,7 @@ class InputMatrix {
   Matrix aligned_copy_;  // empty unless the message's bytes were misaligned, or copied to host
   std::optional<ResidentLease> resident_;
   std::shared_ptr<const MappedRegion> shared_memory_;  // the region a shared-memory view is in
-  std::shared_ptr<ResidentMatrix> shared_device_;  // a CUDA region's matrix (after its region)
+  std::shared_ptr<ResidentMatrix> shared_device_;      // a CUDA region's matrix (after its region)
 };
 
 // Checks, before touching the data, that the dtype is a known, specified DType, rows and cols are

@@ -102,8 +102,9 @@ absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) con
     }
     if (target.matrix.device != nullptr) {
       if (absl::Status written = target.matrix.device->Write(
-              0, std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data().data()),
-                                            result.data().size()));
+              0,
+              std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data().data()),
+                                         result.data().size()));
           !written.ok()) {
         return written;
       }

@@ -136,8 +136,8 @@ absl::Status SharedMemoryRegistry::CheckRoomLocked(const std::string& name,
     if (owned >= owner_max_regions) {
       return absl::ResourceExhaustedError(
           absl::StrCat("quota max_shm_regions: ", owner.empty() ? "this client" : owner, " has ",
-                       owned, " shared-memory regions registered, its most is ",
-                       owner_max_regions, "; unregister one first"));
+                       owned, " shared-memory regions registered, its most is ", owner_max_regions,
+                       "; unregister one first"));
     }
   }
   return absl::OkStatus();
@@ -211,9 +211,9 @@ absl::StatusOr<SharedMemoryRegionInfo> SharedMemoryRegistry::RegisterCuda(
   }
   if (name.empty()) return absl::InvalidArgumentError("name is empty; name the region");
   if (raw_handle.size() != kCudaIpcHandleBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("raw_handle has ", raw_handle.size(), " bytes; want the ",
-                     kCudaIpcHandleBytes, " bytes of a cudaIpcMemHandle_t"));
+    return absl::InvalidArgumentError(absl::StrCat("raw_handle has ", raw_handle.size(),
+                                                   " bytes; want the ", kCudaIpcHandleBytes,
+                                                   " bytes of a cudaIpcMemHandle_t"));
   }
   if (byte_size == 0) return absl::InvalidArgumentError("byte_size is 0; want the region's size");
   {
@@ -265,10 +265,10 @@ absl::StatusOr<int> SharedMemoryRegistry::Unregister(absl::string_view name,
                                             "\" is registered (or its object was removed)"));
   }
   if (it->second->info().kind != kind) {
-    return absl::NotFoundError(absl::StrCat(
-        "no ", KindName(kind), " region \"", name, "\" is registered: it is a ",
-        KindName(it->second->info().kind), " region; unregister it with Unregister",
-        kind == SharedMemoryKind::kCuda ? "System" : "Cuda", "SharedMemory"));
+    return absl::NotFoundError(
+        absl::StrCat("no ", KindName(kind), " region \"", name, "\" is registered: it is a ",
+                     KindName(it->second->info().kind), " region; unregister it with Unregister",
+                     kind == SharedMemoryKind::kCuda ? "System" : "Cuda", "SharedMemory"));
   }
   dropped.push_back(std::move(it->second));
   regions_.erase(it);

@@ -4,9 +4,9 @@
 // views. CUDA regions (RegisterCudaSharedMemory): device allocations that clients on the host share
 // by CUDA IPC handle, opened once through the backend (Backend::OpenCudaIpc) and resolved into
 // device views used in place. Either way operands and results move without gRPC.
-// A system region whose object was unlinked (its client removed it, or died and its files were cleaned
-// up) is dropped the next time the registry looks at it: every call sweeps. A resolved matrix
-// keeps its mapping alive, so an unregister never pulls memory from under a running job.
+// A system region whose object was unlinked (its client removed it, or died and its files were
+// cleaned up) is dropped the next time the registry looks at it: every call sweeps. A resolved
+// matrix keeps its mapping alive, so an unregister never pulls memory from under a running job.
 // Regions belong to the client that registered them (owner; "" is the anonymous client of a
 // server without tokens): names are per owner, and another owner's region is NOT_FOUND.
 // Thread-safe.
@@ -43,7 +43,7 @@ struct SharedMemoryRegionInfo {
   bool pinned = false;
   absl::Time registered;
   SharedMemoryKind kind = SharedMemoryKind::kSystem;
-  int device_id = -1;      // CUDA regions: the device as the client numbered it
+  int device_id = -1;       // CUDA regions: the device as the client numbered it
   std::string device = {};  // CUDA regions: where it lives, as ComputeStats::device
 };
 

@@ -104,8 +104,7 @@ absl::StatusOr<IpcMapping> IpcMapping::Open(std::span<const std::byte> raw_handl
   std::memcpy(&handle, raw_handle.data(), sizeof(handle));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   void* data = nullptr;
-  if (const cudaError_t code =
-          cudaIpcOpenMemHandle(&data, handle, cudaIpcMemLazyEnablePeerAccess);
+  if (const cudaError_t code = cudaIpcOpenMemHandle(&data, handle, cudaIpcMemLazyEnablePeerAccess);
       code != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
     return absl::InvalidArgumentError(absl::StrCat(

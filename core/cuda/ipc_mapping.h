@@ -17,8 +17,8 @@ namespace matrixd::cuda {
 
 // Where an opened allocation really lives and how large it is.
 struct IpcAllocation {
-  int device = -1;      // the CUDA ordinal (this process's numbering) of its memory
-  uint64_t bytes = 0;   // the allocation's size; 0 when the driver cannot tell
+  int device = -1;     // the CUDA ordinal (this process's numbering) of its memory
+  uint64_t bytes = 0;  // the allocation's size; 0 when the driver cannot tell
 };
 
 class IpcMapping {

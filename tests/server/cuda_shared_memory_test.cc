@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/backend_wrapper.h"
+#include "core/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
@@ -309,8 +311,7 @@ TEST_F(CudaSharedMemoryServerTest, BadReferencesAndRegistrationsNameTheProblem) 
   product = client_.Multiply(multiply);
   EXPECT_EQ(product.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(product.status().message(), HasSubstr("a_ref.shared_memory.region \"gpu\""));
-  EXPECT_EQ(client_.UnregisterCudaSharedMemory("gpu").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_.UnregisterCudaSharedMemory("gpu").status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

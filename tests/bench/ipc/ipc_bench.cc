@@ -41,13 +41,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-#define IPC_BENCH_CHECK(call)                                                               \
-  do {                                                                                      \
-    if (const auto code = (call); code != 0) {                                              \
-      std::fprintf(stderr, "%s:%d: %s failed (%d)\n", __FILE__, __LINE__, #call,            \
-                   static_cast<int>(code));                                                 \
-      std::exit(2);                                                                         \
-    }                                                                                       \
+#define IPC_BENCH_CHECK(call)                                                    \
+  do {                                                                           \
+    if (const auto code = (call); code != 0) {                                   \
+      std::fprintf(stderr, "%s:%d: %s failed (%d)\n", __FILE__, __LINE__, #call, \
+                   static_cast<int>(code));                                      \
+      std::exit(2);                                                              \
+    }                                                                            \
   } while (0)
 
 double Median(std::vector<double> values) {
@@ -101,8 +101,7 @@ v1::MultiplyRequest Product(int64_t n) {
   v1::MultiplyRequest request;
   *request.mutable_a_ref()->mutable_shared_memory() = Ref("ipc_a", 0, n, n);
   *request.mutable_b_ref()->mutable_shared_memory() = Ref("ipc_b", 0, n, n);
-  (*request.mutable_result_options()->mutable_shared_memory_outputs())["c"] =
-      Ref("ipc_c", 0, n, n);
+  (*request.mutable_result_options()->mutable_shared_memory_outputs())["c"] = Ref("ipc_c", 0, n, n);
   return request;
 }
 
@@ -208,7 +207,8 @@ int Run() {
   std::printf("\n## CUDA IPC GEMM, float64 n = %lld, %s (device %d), median of %d\n\n",
               static_cast<long long>(n), properties.name, device, repeats);
   std::printf("| path | seconds | TFLOP/s | x cuBLAS alone |\n|---|---|---|---|\n");
-  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  const double flops =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   std::printf("| (i) cublasDgemm in this process | %.4f | %.1f | 1.00 |\n", cublas_median,
               flops / cublas_median / 1e12, 1.0);
   std::printf("| (ii) Multiply round trip via CUDA IPC | %.4f | %.1f | %.3f |\n", round_trip_median,
@@ -218,9 +218,10 @@ int Run() {
               Median(server_seconds) / cublas_median);
   std::printf("\ntarget (issue 9): (ii) <= 1.1 x (i): %s\n",
               round_trip_median <= 1.1 * cublas_median ? "met" : "NOT met");
-  std::printf("C vs cublasDgemm: %zu of %zu elements differ in their bits; max relative "
-              "difference %.3g (tolerance %.3g): %s\n",
-              differing, got.size(), max_relative, tolerance, correct ? "pass" : "FAIL");
+  std::printf(
+      "C vs cublasDgemm: %zu of %zu elements differ in their bits; max relative "
+      "difference %.3g (tolerance %.3g): %s\n",
+      differing, got.size(), max_relative, tolerance, correct ? "pass" : "FAIL");
 
   // The error cases on the real GPU.
   std::printf("\n## error cases\n\n| case | want | got | |\n|---|---|---|---|\n");
@@ -246,13 +247,13 @@ int Run() {
     expect.Check("result target of the wrong shape", absl::StatusCode::kInvalidArgument,
                  client.Multiply(request).status());
   }
-  expect.Check("byte_size beyond the allocation", absl::StatusCode::kInvalidArgument,
-               client.RegisterCudaSharedMemory("ipc_big", Bytes(c.Handle()), device, 2 * c_bytes)
-                   .status());
-  expect.Check("a handle the driver refuses (64 zero bytes)", absl::StatusCode::kInvalidArgument,
-               client.RegisterCudaSharedMemory("ipc_bad", Bytes(std::string(64, '\0')), device,
-                                               1024)
-                   .status());
+  expect.Check(
+      "byte_size beyond the allocation", absl::StatusCode::kInvalidArgument,
+      client.RegisterCudaSharedMemory("ipc_big", Bytes(c.Handle()), device, 2 * c_bytes).status());
+  expect.Check(
+      "a handle the driver refuses (64 zero bytes)", absl::StatusCode::kInvalidArgument,
+      client.RegisterCudaSharedMemory("ipc_bad", Bytes(std::string(64, '\0')), device, 1024)
+          .status());
   expect.Check("raw_handle of 10 bytes", absl::StatusCode::kInvalidArgument,
                client.RegisterCudaSharedMemory("ipc_bad", Bytes(std::string(10, 'x')), device, 1024)
                    .status());
