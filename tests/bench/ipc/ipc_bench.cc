@@ -210,7 +210,7 @@ int Run() {
   const double flops =
       2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   std::printf("| (i) cublasDgemm in this process | %.4f | %.1f | 1.00 |\n", cublas_median,
-              flops / cublas_median / 1e12, 1.0);
+              flops / cublas_median / 1e12);
   std::printf("| (ii) Multiply round trip via CUDA IPC | %.4f | %.1f | %.3f |\n", round_trip_median,
               flops / round_trip_median / 1e12, round_trip_median / cublas_median);
   std::printf("| server's device time (stats.seconds) | %.4f | %.1f | %.3f |\n",
