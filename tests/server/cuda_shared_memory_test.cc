@@ -10,10 +10,12 @@
 
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/shared_memory_commands.h"
 #include "core/backend_wrapper.h"
 #include "core/status_macros.h"
 #include "gmock/gmock.h"
@@ -312,6 +314,15 @@ TEST_F(CudaSharedMemoryServerTest, BadReferencesAndRegistrationsNameTheProblem) 
   EXPECT_EQ(product.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(product.status().message(), HasSubstr("a_ref.shared_memory.region \"gpu\""));
   EXPECT_EQ(client_.UnregisterCudaSharedMemory("gpu").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(CudaSharedMemoryServerTest, MatrixctlShmListShowsKindAndDevice) {
+  const auto handle = std::as_bytes(std::span<const char>(kHandle));
+  ASSERT_TRUE(client_.RegisterCudaSharedMemory("gpu", handle, 0, kBytes).ok());
+  std::ostringstream out;
+  ASSERT_TRUE(RunSharedMemoryList(client_, out).ok());
+  EXPECT_THAT(out.str(), ::testing::MatchesRegex("gpu +cuda +device 0 .*\n1 shared-memory "
+                                                 "region\(s\), .*\n"));
 }
 
 }  // namespace
