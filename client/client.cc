@@ -408,6 +408,29 @@ absl::StatusOr<int> Client::UnregisterSharedMemory(const std::string& name) {
   return unregistered->unregistered();
 }
 
+absl::StatusOr<v1::SharedMemoryRegion> Client::RegisterCudaSharedMemory(
+    const std::string& name, std::span<const std::byte> raw_handle, int device_id,
+    uint64_t byte_size) {
+  v1::RegisterCudaSharedMemoryRequest request;
+  request.set_name(name);
+  request.set_raw_handle(reinterpret_cast<const char*>(raw_handle.data()), raw_handle.size());
+  request.set_device_id(device_id);
+  request.set_byte_size(byte_size);
+  absl::StatusOr<v1::RegisterCudaSharedMemoryResponse> registered =
+      Call(&v1::MatrixService::Stub::RegisterCudaSharedMemory, request);
+  if (!registered.ok()) return registered.status();
+  return registered->region();
+}
+
+absl::StatusOr<int> Client::UnregisterCudaSharedMemory(const std::string& name) {
+  v1::UnregisterCudaSharedMemoryRequest request;
+  request.set_name(name);
+  absl::StatusOr<v1::UnregisterCudaSharedMemoryResponse> unregistered =
+      Call(&v1::MatrixService::Stub::UnregisterCudaSharedMemory, request);
+  if (!unregistered.ok()) return unregistered.status();
+  return unregistered->unregistered();
+}
+
 absl::StatusOr<v1::ListSharedMemoryResponse> Client::ListSharedMemory() {
   return Call(&v1::MatrixService::Stub::ListSharedMemory, v1::ListSharedMemoryRequest());
 }

@@ -139,7 +139,19 @@ class Client {
                                                               uint64_t offset, uint64_t byte_size);
   // Unregisters `name` (every region for ""); returns how many were. NOT_FOUND for an unknown name.
   absl::StatusOr<int> UnregisterSharedMemory(const std::string& name);
-  // The registered regions, in name order.
+  // Registers the device allocation of a CUDA IPC handle (the 64 bytes of the cudaIpcMemHandle_t
+  // from cudaIpcGetMemHandle, in this process) as `name`: its first byte_size bytes, on CUDA device
+  // `device_id` as this process numbers it. References into it are then used on the device in
+  // place, operands and results. Keep the allocation alive and write it only between calls until
+  // it is unregistered. The server's error as is (ALREADY_EXISTS, INVALID_ARGUMENT naming the
+  // field, UNIMPLEMENTED on a server without CUDA).
+  absl::StatusOr<v1::SharedMemoryRegion> RegisterCudaSharedMemory(
+      const std::string& name, std::span<const std::byte> raw_handle, int device_id,
+      uint64_t byte_size);
+  // Unregisters the CUDA region `name` (every CUDA region for ""); returns how many were.
+  // NOT_FOUND for an unknown name.
+  absl::StatusOr<int> UnregisterCudaSharedMemory(const std::string& name);
+  // The registered regions of both kinds, in name order.
   absl::StatusOr<v1::ListSharedMemoryResponse> ListSharedMemory();
 
   // The grpc.health.v1 status of the whole server: true when SERVING.

@@ -9,8 +9,9 @@
 
 namespace matrixd {
 
-// One line per registered region (name, key, offset, size, pinned, age), then their count and
-// total size. The RPC's error unprinted.
+// One line per registered region (name, kind, then key, offset, size and pinned for a system
+// region or device and size for a CUDA one, age), then their count and total size. The RPC's error
+// unprinted.
 absl::Status RunSharedMemoryList(Client& client, std::ostream& out);
 
 }  // namespace matrixd

@@ -197,6 +197,13 @@ absl::Status CheckBackendLimits(const OperationQuery& query, const BackendLimits
                            query.second_cols, limits);
 }
 
+absl::StatusOr<std::unique_ptr<IpcMemory>> Backend::OpenCudaIpc(
+    std::span<const std::byte> /*raw_handle*/, int /*device_id*/, uint64_t /*byte_size*/) {
+  return absl::UnimplementedError(absl::StrCat("the ", std::string(name()),
+                                               " backend cannot open CUDA IPC memory; run "
+                                               "matrixd with --backend=cuda"));
+}
+
 absl::Status Backend::Supports(const OperationQuery& query) const {
   if (absl::Status s = CheckDType(query); !s.ok()) return s;
   if (absl::Status s = CheckShapes(query); !s.ok()) return s;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/ipc_memory.h"
 #include "core/job_control.h"
 #include "core/matrix.h"
 #include "core/operations.h"
@@ -183,6 +185,16 @@ class Backend {
                                                                            int /*device_index*/) {
     return absl::UnimplementedError("this backend keeps no resident matrices");
   }
+
+  // Opens device memory that another process on this host shared with cudaIpcGetMemHandle:
+  // `raw_handle` is the cudaIpcMemHandle_t's kCudaIpcHandleBytes bytes, `device_id` the CUDA
+  // ordinal the allocation lives on as the sharing process numbers it (the server checks where it
+  // really lives), `byte_size` the bytes from the allocation's start that may be used. Closed when
+  // the IpcMemory is destroyed. INVALID_ARGUMENT naming raw_handle, device_id or byte_size for a
+  // handle of the wrong size, a device the backend does not use, a handle the driver refuses or a
+  // size beyond the allocation. UNIMPLEMENTED by default (a backend without CUDA devices).
+  virtual absl::StatusOr<std::unique_ptr<IpcMemory>> OpenCudaIpc(
+      std::span<const std::byte> raw_handle, int device_id, uint64_t byte_size);
 
   // Whether the operation reads its matrix operands only through the device, so that a resident
   // matrix's device view (MatrixView::space == kDevice) may be passed instead of host bytes.

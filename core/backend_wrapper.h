@@ -79,6 +79,11 @@ class BackendWrapper : public Backend {
                                                                    int device_index) override {
     return target_->AllocateResident(rows, cols, dtype, device_index);
   }
+  absl::StatusOr<std::unique_ptr<IpcMemory>> OpenCudaIpc(std::span<const std::byte> raw_handle,
+                                                         int device_id,
+                                                         uint64_t byte_size) override {
+    return target_->OpenCudaIpc(raw_handle, device_id, byte_size);
+  }
   bool DeterminantReadsOnDevice(const MatrixView& a,
                                 const DeterminantOptions& options) const override {
     return target_->DeterminantReadsOnDevice(a, options);

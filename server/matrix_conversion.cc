@@ -138,6 +138,7 @@ absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegist
     InputMatrix input;
     input.view_ = matrix->view;
     input.shared_memory_ = std::move(matrix->region);
+    input.shared_device_ = std::move(matrix->device);
     return input;
   }
   if (proto.source_case() != v1::MatrixRef::kHandle || proto.handle().empty()) {
@@ -167,10 +168,11 @@ absl::Status InputMatrix::CopyToHost() {
     aligned_copy_ = Matrix(view_.rows, view_.cols, view_.dtype);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("cannot copy a ", view_.byte_size(), "-byte resident operand to host memory"));
+        absl::StrCat("cannot copy a ", view_.byte_size(), "-byte device operand to host memory"));
   }
-  if (absl::Status read = resident_->Read(
-          0, std::span<std::byte>(aligned_copy_.mutable_bytes(), aligned_copy_.byte_size()));
+  const std::span<std::byte> bytes(aligned_copy_.mutable_bytes(), aligned_copy_.byte_size());
+  if (absl::Status read =
+          shared_device_ != nullptr ? shared_device_->Read(0, bytes) : resident_->Read(0, bytes);
       !read.ok()) {
     return read;
   }

@@ -34,8 +34,9 @@ class InputMatrix {
   const ResidentLease* resident() const { return resident_ ? &*resident_ : nullptr; }
   // Whether the operand is viewed in a client's shared-memory region.
   bool in_shared_memory() const { return shared_memory_ != nullptr; }
-  // Replaces a device view by a host copy of its bytes, for an operation that reads its operands
-  // on the host. No-op for a host view. RESOURCE_EXHAUSTED when host memory runs out.
+  // Replaces a device view (a resident matrix, or a CUDA shared-memory region) by a host copy of
+  // its bytes, for an operation that reads its operands on the host. No-op for a host view.
+  // RESOURCE_EXHAUSTED when host memory runs out.
   absl::Status CopyToHost();
 
  private:
@@ -50,6 +51,7 @@ class InputMatrix {
   Matrix aligned_copy_;  // empty unless the message's bytes were misaligned, or copied to host
   std::optional<ResidentLease> resident_;
   std::shared_ptr<const MappedRegion> shared_memory_;  // the region a shared-memory view is in
+  std::shared_ptr<ResidentMatrix> shared_device_;      // a CUDA region's matrix (after its region)
 };
 
 // Checks, before touching the data, that the dtype is a known, specified DType, rows and cols are
@@ -63,7 +65,8 @@ absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view
 // handle, FAILED_PRECONDITION when `registry` is null; INVALID_ARGUMENT for a device-resident
 // matrix with non-finite entries (a host one is checked entry by entry by core/validation.h).
 // A shared-memory reference is resolved in `shared_memory` (SharedMemoryRegistry::Resolve's
-// errors; FAILED_PRECONDITION when null) and viewed in place, its region held meanwhile.
+// errors; FAILED_PRECONDITION when null) and viewed in place, its region held meanwhile: a host
+// view in a system region, a device view in a CUDA region (its entries are not checked).
 // Only `owner`'s matrices and regions are found (NOT_FOUND for another client's).
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
                                       absl::string_view field,

@@ -97,6 +97,12 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   grpc::ServerUnaryReactor* UnregisterSystemSharedMemory(
       grpc::CallbackServerContext* context, const v1::UnregisterSystemSharedMemoryRequest* request,
       v1::UnregisterSystemSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* RegisterCudaSharedMemory(
+      grpc::CallbackServerContext* context, const v1::RegisterCudaSharedMemoryRequest* request,
+      v1::RegisterCudaSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterCudaSharedMemory(
+      grpc::CallbackServerContext* context, const v1::UnregisterCudaSharedMemoryRequest* request,
+      v1::UnregisterCudaSharedMemoryResponse* response) override;
   grpc::ServerUnaryReactor* ListSharedMemory(grpc::CallbackServerContext* context,
                                              const v1::ListSharedMemoryRequest* request,
                                              v1::ListSharedMemoryResponse* response) override;

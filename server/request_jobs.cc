@@ -303,7 +303,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
             PendingResult(keep, inputs.factorization.members() * inputs.factorization.cols(),
                           rhs.cols, rhs.dtype, "solution", control);
         if (!pending.ok()) return pending.status();
-        if (*pending != nullptr) options.output = &(*pending)->matrix();
+        options.output =
+            *pending != nullptr ? &(*pending)->matrix() : outputs.LendDeviceTarget("solution");
         absl::StatusOr<SolveResult> result =
             backend.Solve(inputs.factorization, rhs, options, &control);
         if (!result.ok()) return result.status();
@@ -359,7 +360,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
             PendingResult(keep, options.transpose_a ? a.cols : a.rows,
                           options.transpose_b ? b.rows : b.cols, a.dtype, "c", control);
         if (!pending.ok()) return pending.status();
-        if (*pending != nullptr) options.output = &(*pending)->matrix();
+        options.output =
+            *pending != nullptr ? &(*pending)->matrix() : outputs.LendDeviceTarget("c");
         absl::StatusOr<MultiplyResult> result = backend.Multiply(a, b, options, &control);
         if (!result.ok()) return result.status();
         MATRIXD_RETURN_IF_ERROR(CheckMultiplyResultShape(a, b, options, *result));

@@ -80,6 +80,11 @@ MatrixServer::MatrixServer(std::unique_ptr<Backend> backend, const ServerOptions
       shared_memory_(std::make_unique<SharedMemoryRegistry>(
           [backend = backend_.get()](const void* data, size_t bytes) {
             return backend->PinHostMemory(data, bytes);
+          },
+          256,
+          [backend = backend_.get()](std::span<const std::byte> raw_handle, int device_id,
+                                     uint64_t byte_size) {
+            return backend->OpenCudaIpc(raw_handle, device_id, byte_size);
           })),
       scheduler_observer_(std::make_unique<MetricsSchedulerObserver>(*metrics_)),
       scheduler_(std::make_unique<Scheduler>(

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <span>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -66,8 +67,20 @@ absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
 
 void SharedMemoryOutputs::OfferTo(ResultDestinations& destinations) const {
   for (const Target& target : targets_) {
+    // Host memory only: a CUDA region's target is lent as a device output (LendDeviceTarget).
+    if (target.matrix.device != nullptr || target.matrix.writable == nullptr) continue;
     destinations.Add(target.field, {target.matrix.writable, target.matrix.view.byte_size()});
   }
+}
+
+ResidentMatrix* SharedMemoryOutputs::LendDeviceTarget(const std::string& field) const {
+  for (const Target& target : targets_) {
+    if (target.field == field && target.matrix.device != nullptr) {
+      target.lent = true;
+      return target.matrix.device.get();
+    }
+  }
+  return nullptr;
 }
 
 absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) const {
@@ -82,6 +95,10 @@ absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) con
                                                      target.field));
     }
     const auto& result = static_cast<const v1::Matrix&>(reflection.GetMessage(response, field));
+    if (target.lent && IsAbsent(result)) {  // the operation wrote it in place
+      reflection.ClearField(&response, field);
+      continue;
+    }
     absl::StatusOr<DType> dtype = FromProto(result.dtype(), target.field);
     if (!dtype.ok()) return dtype.status();
     // Written in place by the operation: the shape came back without the bytes.
@@ -93,7 +110,19 @@ absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) con
                        Shape(to.rows, to.cols, to.dtype), "; the result is ",
                        Shape(result.rows(), result.cols(), *dtype)));
     }
-    if (!in_place) std::memcpy(target.matrix.writable, result.data().data(), result.data().size());
+    if (in_place) {
+      // Written by the operation into the host target it was offered (OfferTo).
+    } else if (target.matrix.device != nullptr) {
+      if (absl::Status written = target.matrix.device->Write(
+              0,
+              std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data().data()),
+                                         result.data().size()));
+          !written.ok()) {
+        return written;
+      }
+    } else {
+      std::memcpy(target.matrix.writable, result.data().data(), result.data().size());
+    }
     reflection.ClearField(&response, field);
   }
   return absl::OkStatus();

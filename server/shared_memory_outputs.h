@@ -1,6 +1,8 @@
 // Results written into client shared memory instead of the response
 // (ResultOptions.shared_memory_outputs): the targets are resolved and checked before a job is
 // queued, and the job copies each result matrix into its target and leaves the inline field out.
+// A target in a CUDA region can be lent to the operation as its resident output, so that a device
+// backend writes the result there in place (device to device, no host copy).
 #ifndef MATRIXD_SERVER_SHARED_MEMORY_OUTPUTS_H_
 #define MATRIXD_SERVER_SHARED_MEMORY_OUTPUTS_H_
 
@@ -32,6 +34,11 @@ class SharedMemoryOutputs {
   // nothing to copy.
   void OfferTo(ResultDestinations& destinations) const;
 
+  // The device matrix of the target of result `field` when it is in a CUDA region, to pass as the
+  // operation's output (MultiplyOptions::output, SolveOptions::output); null otherwise. Write then
+  // takes an empty result for that field as written in place.
+  ResidentMatrix* LendDeviceTarget(const std::string& field) const;
+
   // Copies each target's matrix field of `response` into its target and clears the field; a field
   // with its shape but no data (the operation wrote it in place, see OfferTo) is only checked.
   // INVALID_ARGUMENT naming both when a result's shape or dtype is not its target's, or when the
@@ -42,6 +49,7 @@ class SharedMemoryOutputs {
   struct Target {
     std::string field;
     SharedMemoryMatrix matrix;
+    mutable bool lent = false;  // given to the operation as its output (LendDeviceTarget)
   };
   std::vector<Target> targets_;
 };

@@ -18,6 +18,7 @@
 #include "core/cuda/device_streams.h"
 #include "core/cuda/factorize.h"
 #include "core/cuda/host_registration.h"
+#include "core/cuda/ipc_mapping.h"
 #include "core/cuda/library_versions.h"
 #include "core/cuda/memory_estimate.h"
 #include "core/cuda/multiply.h"
@@ -165,6 +166,44 @@ class CudaBackend final : public Backend {
                      usage.limit, " bytes are free on ", usage.device));
   }
 
+  absl::StatusOr<std::unique_ptr<IpcMemory>> OpenCudaIpc(std::span<const std::byte> raw_handle,
+                                                         int device_id,
+                                                         uint64_t byte_size) override {
+    if (byte_size == 0) {
+      return absl::InvalidArgumentError("byte_size is 0; want the bytes requests may use");
+    }
+    if (device_id < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_id is ", device_id, "; want the CUDA device of the allocation"));
+    }
+    // The sharing process may number its devices differently (another CUDA_VISIBLE_DEVICES):
+    // open on the device of the same ordinal if this backend uses one, else on its first, then
+    // ask the driver where the memory really lives and reopen there if it is elsewhere.
+    int index = IndexOfOrdinal(device_id);
+    MATRIXD_ASSIGN_OR_RETURN(
+        cuda::IpcMapping mapping,
+        cuda::IpcMapping::Open(raw_handle, devices_[index < 0 ? 0 : index]->primary().device()));
+    MATRIXD_ASSIGN_OR_RETURN(cuda::IpcAllocation allocation, mapping.Allocation());
+    index = IndexOfOrdinal(allocation.device);
+    if (index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device_id ", device_id, ": the allocation lives on CUDA device ", allocation.device,
+          PciBusId(allocation.device), ", which this server does not use; it uses ", device_,
+          " (the same GPU must be visible to the server: see CUDA_VISIBLE_DEVICES)"));
+    }
+    if (allocation.device != mapping.device()) {
+      mapping = cuda::IpcMapping();  // closed before it is opened again
+      MATRIXD_ASSIGN_OR_RETURN(mapping, cuda::IpcMapping::Open(raw_handle, allocation.device));
+    }
+    if (allocation.bytes != 0 && byte_size > allocation.bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("byte_size ", byte_size,
+                                                     " is larger than the shared allocation (",
+                                                     allocation.bytes, " bytes)"));
+    }
+    MATRIXD_ASSIGN_OR_RETURN(cuda::TransferChannel * channel, Channel(index));
+    return cuda::MakeIpcMemory(std::move(mapping), byte_size, *channel);
+  }
+
   // The float determinant and the dense products read their operands only by device copies;
   // modular and exact determinants and block-sparse products also read them on the host.
   bool DeterminantReadsOnDevice(const MatrixView& a,
@@ -221,6 +260,24 @@ class CudaBackend final : public Backend {
       }
     }
     return best;
+  }
+
+  // The index of the device with CUDA ordinal `ordinal`, or -1 when this backend does not use it.
+  int IndexOfOrdinal(int ordinal) const {
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      if (devices_[i]->primary().device() == ordinal) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // " (PCI 0000:1B:00.0)" for a device the driver knows, else "".
+  static std::string PciBusId(int ordinal) {
+    char id[32] = {};
+    if (cudaDeviceGetPCIBusId(id, sizeof(id), ordinal) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      return "";
+    }
+    return absl::StrCat(" (PCI ", id, ")");
   }
 
   // The transfer channel of device `index`, made on first use (a stream and staging of its own on

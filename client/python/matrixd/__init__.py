@@ -10,7 +10,8 @@
 
 Same host: client.shared_memory(size) makes a registered /dev/shm region; arrays placed in it
 (region.put(a), region.empty(shape)) are sent by reference and results written into them
-(outputs={"c": ...}).
+(outputs={"c": ...}). Device arrays (cupy, torch) are shared the same way by CUDA IPC handle:
+client.register_cuda_shared_memory(name, handle, device_id, nbytes).
 
 matrixd.aio.Client is the same client on asyncio.
 """
@@ -24,12 +25,13 @@ from matrixd.remote import RemoteFactorization, RemoteMatrix
 from matrixd.results import (Determinant, ExactCertificate, Factorization, JobStatus, Permanent,
                              Product, ProductCheck, Refinement, SharedMemoryInfo, Solution,
                              Stats)
+from matrixd.cuda_shared_memory import CudaSharedMatrix, CudaSharedRegion
 from matrixd.shared_memory import SharedMatrix, SharedMemoryRegion
 
 __version__ = "0.1.0"
 __all__ = [
     "Client", "Job", "RemoteMatrix", "RemoteFactorization", "SharedMatrix", "SharedMemoryRegion",
-    "SharedMemoryInfo",
+    "SharedMemoryInfo", "CudaSharedRegion", "CudaSharedMatrix",
     "Determinant", "ExactCertificate", "Factorization", "JobStatus", "Permanent", "Product",
     "ProductCheck", "Refinement", "Solution", "Stats",
     "MatrixdError", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",

@@ -195,6 +195,8 @@ def _matrix_or_kept(response, name: str, kept: dict, batch: int = 0, vector: boo
                     outputs: Optional[dict] = None):
     if outputs and name in outputs:  # written into shared memory: its view
         array = outputs[name].array
+        if array is None:  # a CUDA region: the caller reads its own device memory
+            return outputs[name]
         return array[..., 0] if vector else array
     if name in kept and not response.HasField(name):
         return kept[name]
@@ -350,8 +352,10 @@ def _check_factorize(op: Operand, kind: str, rhs: Optional[Operand],
 
 
 def shared_memory_info(region) -> results.SharedMemoryInfo:
+    kind = "cuda" if region.kind == pb.SHARED_MEMORY_KIND_CUDA else "system"
     return results.SharedMemoryInfo(region.name, region.key, region.offset, region.byte_size,
-                                    region.pinned, region.age_seconds)
+                                    region.pinned, region.age_seconds, kind,
+                                    region.device_id if kind == "cuda" else None)
 
 
 def solve(factorization: RemoteFactorization, b, transpose="N", residual=False, keep=False,

@@ -6,6 +6,7 @@ import grpc
 
 from matrixd import _base, _ops, _transfer, errors, results
 from matrixd.remote import RemoteFactorization, RemoteMatrix
+from matrixd.cuda_shared_memory import CudaSharedRegion
 from matrixd.shared_memory import SharedMemoryRegion
 from matrixd.v1 import matrixd_pb2
 
@@ -191,6 +192,41 @@ class Client(_base.ClientBase):
         """Unregisters `name` (every region for ""); returns how many. NotFound if unknown."""
         request = pb.UnregisterSystemSharedMemoryRequest(name=name)
         return self._invoke("UnregisterSystemSharedMemory", request, timeout).unregistered
+
+    def register_cuda_shared_memory(self, name: str, raw_handle: bytes, device_id: int,
+                                    byte_size: int, timeout: Optional[float] = None
+                                    ) -> CudaSharedRegion:
+        """Registers device memory of this process, shared by CUDA IPC handle, as `name`: the
+        first byte_size bytes of the allocation `raw_handle` (the 64 bytes of a
+        cudaIpcMemHandle_t) names, on CUDA device `device_id` as this process numbers it. Returns
+        a CudaSharedRegion; region.matrix(offset, shape, dtype) refers to a matrix in it, an
+        operand or an output used on the device in place. With cupy:
+
+            cupy.cuda.set_allocator(None)      # each array its own allocation
+            a = cupy.asarray(host_a); c = cupy.empty((n, n))
+            cupy.cuda.runtime.deviceSynchronize()
+            with client.register_cuda_shared_memory(
+                    "a", cupy.cuda.runtime.ipcGetMemHandle(a.data.ptr), a.device.id,
+                    a.nbytes) as ra, client.register_cuda_shared_memory(
+                    "c", cupy.cuda.runtime.ipcGetMemHandle(c.data.ptr), c.device.id,
+                    c.nbytes) as rc:
+                client.multiply(ra.matrix(0, (n, n)), ra.matrix(0, (n, n)),
+                                outputs={"c": rc.matrix(0, (n, n))})   # c = a @ a
+
+        AlreadyExists for a name in use; InvalidArgument for a handle that is not 64 bytes, a
+        device the server does not use or a handle the driver refuses; Unimplemented on a server
+        without CUDA (see matrixd.cuda_shared_memory)."""
+        request = pb.RegisterCudaSharedMemoryRequest(name=name, raw_handle=bytes(raw_handle),
+                                                     device_id=device_id, byte_size=byte_size)
+        self._invoke("RegisterCudaSharedMemory", request, timeout)
+        return CudaSharedRegion(self, name, device_id, byte_size)
+
+    def unregister_cuda_shared_memory(self, name: str = "",
+                                      timeout: Optional[float] = None) -> int:
+        """Unregisters the CUDA region `name` (every CUDA region for ""); returns how many.
+        NotFound if unknown."""
+        request = pb.UnregisterCudaSharedMemoryRequest(name=name)
+        return self._invoke("UnregisterCudaSharedMemory", request, timeout).unregistered
 
     def list_shared_memory(self, timeout: Optional[float] = None
                            ) -> List[results.SharedMemoryInfo]:

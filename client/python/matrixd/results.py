@@ -190,3 +190,5 @@ class SharedMemoryInfo:
     byte_size: int
     pinned: bool  # page-locked for the GPU
     age_seconds: float
+    kind: str = "system"  # or "cuda" (register_cuda_shared_memory)
+    device_id: Optional[int] = None  # a CUDA region's device, as its client numbers it
