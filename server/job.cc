@@ -20,6 +20,7 @@ Job::Job(std::string id, JobSpec spec, bool large, absl::Time submitted)
       large_(large),
       submitted_(submitted),
       result_(std::move(spec.result)),
+      coalescible_(std::move(spec.coalescible)),
       work_(std::move(spec.work)),
       on_finished_(std::move(spec.on_finished)) {}
 
