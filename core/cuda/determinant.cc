@@ -15,6 +15,7 @@
 #include "core/cuda/condensation.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/determinant_batch.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/modular_lu.h"
@@ -22,15 +23,6 @@
 
 namespace matrixd::cuda {
 namespace {
-
-// Multiplies x by 2^exponent2 in exact steps that stay inside the double range.
-void MultiplyByPowerOfTwo(ScaledNumber& x, int64_t exponent2) {
-  while (exponent2 != 0) {
-    const int64_t step = std::clamp<int64_t>(exponent2, -1000, 1000);
-    x *= std::ldexp(1.0, static_cast<int>(step));
-    exponent2 -= step;
-  }
-}
 
 // A decimal integer ("-123...") as a ScaledNumber. Up to 19 digits it is exactly the double
 // nearest to the integer (as static_cast<double> of an int64 would give); longer ones multiply
@@ -133,19 +125,7 @@ absl::StatusOr<ScaledNumber> LuDeterminantOf(const MatrixView& a, DeviceContext&
   MATRIXD_RETURN_IF_ERROR(getrf_timer.AppendTo(stats, "cusolver_getrf", 2 * elements * sizeof(Wide),
                                                flops_per_update * nd * nd * nd / 3.0));
 
-  if (host.info < 0) {
-    return absl::InternalError(
-        absl::StrCat("cusolverDn<t>getrf rejected argument ", -host.info, " (n = ", n, ")"));
-  }
-  if (host.zero_rows > 0 || host.zero_pivots > 0 || host.info > 0) return ScaledNumber::Zero();
-  if (host.nonfinite_pivots > 0) {
-    return absl::OutOfRangeError(
-        "determinant: element growth during LU overflowed the double range");
-  }
-  ScaledNumber det = ScaledNumber::Of({host.mantissa_real, host.mantissa_imag});
-  MultiplyByPowerOfTwo(det, host.exponent2 + host.row_exponent2);
-  if (host.odd_swaps != 0) det.Negate();
-  return det;
+  return DeterminantOfSummary(host, n);
 }
 
 absl::StatusOr<ScaledNumber> LuDeterminant(const MatrixView& a, DeviceContext& context,
