@@ -84,7 +84,7 @@ struct SchedulerOptions {
   absl::Duration job_ttl = absl::Minutes(10);  // how long finished asynchronous jobs are kept
   SchedulerObserver* observer = nullptr;       // optional; must outlive the scheduler
   JobAdmission* admission = nullptr;           // optional; must outlive the scheduler
-  CoalesceOptions coalesce;                    // small jobs run together; off by default
+  CoalesceOptions coalesce = {};               // small jobs run together; off by default
 };
 
 // INVALID_ARGUMENT naming the option when one is out of range.

@@ -43,8 +43,8 @@ class GroupRecorder final : public SchedulerObserver {
   std::vector<int> sizes_ ABSL_GUARDED_BY(mutex_);
 };
 
-// A random n x n matrix (rows x cols) of `dtype` (float64 or complex64); with `singular`, its
-// second row repeats its first.
+// A random rows x cols matrix of `dtype` (float64 or complex64); with `singular`, its second row
+// is zero (exactly singular: LU meets an exactly zero pivot).
 v1::Matrix RandomMatrix(int64_t rows, int64_t cols, v1::DType dtype, uint32_t seed,
                         bool singular = false) {
   std::mt19937 random(seed);
@@ -57,12 +57,12 @@ v1::Matrix RandomMatrix(int64_t rows, int64_t cols, v1::DType dtype, uint32_t se
   if (dtype == v1::DTYPE_COMPLEX64) {
     std::vector<std::complex<float>> values(static_cast<size_t>(rows * cols));
     for (auto& v : values) v = {static_cast<float>(normal(random)), static_cast<float>(normal(random))};
-    if (singular) std::copy_n(values.begin(), cols, values.begin() + cols);
+    if (singular) std::fill_n(values.begin() + cols, cols, 0);
     bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(values[0]));
   } else {
     std::vector<double> values(static_cast<size_t>(rows * cols));
     for (auto& v : values) v = normal(random);
-    if (singular) std::copy_n(values.begin(), cols, values.begin() + cols);
+    if (singular) std::fill_n(values.begin() + cols, cols, 0);
     bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(values[0]));
   }
   matrix.set_data(std::move(bytes));
@@ -111,10 +111,12 @@ class CoalescingTest : public ::testing::Test {
   // Occupies a worker until the returned notification is notified.
   std::shared_ptr<absl::Notification> Block(Scheduler& scheduler) {
     auto release = std::make_shared<absl::Notification>();
-    JobSpec spec{.op = "block", .work = [release](JobControl&) {
-                   release->WaitForNotification();
-                   return absl::OkStatus();
-                 }};
+    JobSpec spec;
+    spec.op = "block";
+    spec.work = [release](JobControl&) {
+      release->WaitForNotification();
+      return absl::OkStatus();
+    };
     absl::StatusOr<std::shared_ptr<Job>> job = scheduler.Submit(std::move(spec), false);
     EXPECT_TRUE(job.ok());
     (*job)->AwaitStateOtherThan(JobState::kQueued, absl::Now() + absl::Seconds(10));
