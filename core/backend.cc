@@ -127,8 +127,8 @@ absl::Status CheckDeterminantBatch(const MatrixView& a, int64_t batch_count,
                                                    " square non-empty matrices stacked"));
   }
   if (!IsFloating(a.dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "matrix.dtype is ", DTypeName(a.dtype), "; want a floating dtype for a batch"));
+    return absl::InvalidArgumentError(absl::StrCat("matrix.dtype is ", DTypeName(a.dtype),
+                                                   "; want a floating dtype for a batch"));
   }
   if (options.modulus != 0) {
     return absl::InvalidArgumentError("modulus: a batch of determinants is over R or C only");

@@ -46,10 +46,9 @@ std::vector<absl::Status> RunCoalesced(std::span<CoalescibleWork* const> members
   std::vector<Work*> live;
   std::vector<size_t> index;
   const auto cancelled = [](const CoalescibleWork& work) {
-    return absl::CancelledError(
-        absl::StrCat(work.key().kind == CoalesceKey::Kind::kDeterminantLu ? "determinant"
-                                                                           : "factorize",
-                     " cancelled"));
+    return absl::CancelledError(absl::StrCat(
+        work.key().kind == CoalesceKey::Kind::kDeterminantLu ? "determinant" : "factorize",
+        " cancelled"));
   };
   for (size_t i = 0; i < members.size(); ++i) {
     if (controls[i]->cancelled()) {

@@ -27,8 +27,7 @@ std::shared_ptr<CoalescibleWork> MakeCoalescible(const v1::DeterminantRequest& r
                                                  Backend& backend);
 std::shared_ptr<CoalescibleWork> MakeCoalescible(const v1::FactorizeRequest& request,
                                                  FactorizeInputs& inputs,
-                                                 v1::FactorizeResponse* response,
-                                                 Backend& backend);
+                                                 v1::FactorizeResponse* response, Backend& backend);
 
 }  // namespace matrixd::server
 

@@ -14,9 +14,8 @@ absl::Status ValidateCoalesceOptions(const CoalesceOptions& options) {
         absl::StrCat("coalesce max_order is ", options.max_order, "; want >= 1"));
   }
   if (options.window < absl::ZeroDuration() || options.window > absl::Seconds(1)) {
-    return absl::InvalidArgumentError(absl::StrCat("coalesce window is ",
-                                                   absl::FormatDuration(options.window),
-                                                   "; want between 0 and 1s"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "coalesce window is ", absl::FormatDuration(options.window), "; want between 0 and 1s"));
   }
   return absl::OkStatus();
 }

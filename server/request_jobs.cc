@@ -198,7 +198,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   spec.op = "determinant";
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.DeterminantDeviceBytes(inputs->matrix.view(), inputs->options);
-  if (std::shared_ptr<CoalescibleWork> work = MakeCoalescible(request, *inputs, response, backend)) {
+  if (std::shared_ptr<CoalescibleWork> work =
+          MakeCoalescible(request, *inputs, response, backend)) {
     spec.work = [work](JobControl& control) { return work->Run(control); };
     spec.coalescible = std::move(work);
     return spec;
@@ -243,7 +244,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));
   if (!outputs.ok()) return outputs.status();
-  if (std::shared_ptr<CoalescibleWork> work = MakeCoalescible(request, *inputs, response, backend)) {
+  if (std::shared_ptr<CoalescibleWork> work =
+          MakeCoalescible(request, *inputs, response, backend)) {
     spec.work = [work](JobControl& control) { return work->Run(control); };
     spec.coalescible = std::move(work);
     return spec;

@@ -45,7 +45,8 @@ absl::AnyInvocable<void()> Notification(std::vector<JobStateListener> listeners,
 
 // Runs a coalesced group (its members' CoalescibleWorks, the head's first) as one call on the
 // head's device; an exception fails every member, as RunGuarded fails one job.
-std::vector<absl::Status> Scheduler::RunGroupGuarded(const std::vector<std::shared_ptr<Job>>& group) {
+std::vector<absl::Status> Scheduler::RunGroupGuarded(
+    const std::vector<std::shared_ptr<Job>>& group) {
   std::vector<CoalescibleWork*> members;
   std::vector<JobControl*> controls;
   members.reserve(group.size());
@@ -307,8 +308,8 @@ void Scheduler::TakePartnersLocked(std::vector<std::shared_ptr<Job>>& group) {
   const CoalesceKey& key = head.coalescible()->key();
   std::deque<Queued>& lane = head.large() ? large_ : small_;
   const absl::Time now = absl::Now();
-  for (size_t i = 0; i < lane.size() && static_cast<int>(group.size()) <
-                                            options_.coalesce.max_group;) {
+  for (size_t i = 0;
+       i < lane.size() && static_cast<int>(group.size()) < options_.coalesce.max_group;) {
     Job& job = *lane[i].job;
     // An expired job is the housekeeper's (or TakeNextLocked's) to drop.
     if (job.coalescible() == nullptr || !(job.coalescible()->key() == key) ||

@@ -75,9 +75,10 @@ class CudaBackend final : public Backend {
   }
   // One batched getrf for the whole batch (core/cuda/determinant_batch.h); each member's stats are
   // its share of the call's.
-  absl::StatusOr<std::vector<DeterminantResult>> DeterminantBatch(
-      const MatrixView& a, int64_t batch_count, const DeterminantOptions& options,
-      JobControl* control) override {
+  absl::StatusOr<std::vector<DeterminantResult>> DeterminantBatch(const MatrixView& a,
+                                                                  int64_t batch_count,
+                                                                  const DeterminantOptions& options,
+                                                                  JobControl* control) override {
     MATRIXD_RETURN_IF_ERROR(CheckDeterminantBatch(a, batch_count, options));
     if (a.on_device()) return Backend::DeterminantBatch(a, batch_count, options, control);
     MATRIXD_ASSIGN_OR_RETURN(cuda::BatchedDeterminants batch,

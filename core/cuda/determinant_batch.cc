@@ -47,9 +47,9 @@ absl::StatusOr<BatchedDeterminants> BatchedLu(const MatrixView& a, int64_t count
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer source, context.Allocate(a.byte_size()));
     MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, source, a.byte_size()));
     MATRIXD_ASSIGN_OR_RETURN(KernelTimer scale_timer, KernelTimer::Start(stream));
-    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedScaleRows(source.as<const Source>(), work.as<Wide>(),
-                                                        count, n,
-                                                        summaries.as<DeterminantSummary>(), stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        LaunchBatchedScaleRows(source.as<const Source>(), work.as<Wide>(), count, n,
+                               summaries.as<DeterminantSummary>(), stream));
     MATRIXD_RETURN_IF_ERROR(scale_timer.Stop());
     MATRIXD_RETURN_IF_ERROR(scale_timer.AppendTo(&result.stats, "scale_rows",
                                                  a.byte_size() + elements * sizeof(Wide),
@@ -57,17 +57,16 @@ absl::StatusOr<BatchedDeterminants> BatchedLu(const MatrixView& a, int64_t count
   }
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pointers,
                            context.Allocate(static_cast<size_t>(count) * sizeof(void*)));
-  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchFillPointers(pointers.as<void*>(), work.data(),
-                                                  static_cast<size_t>(n) * n * sizeof(Wide), count,
-                                                  stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchFillPointers(
+      pointers.as<void*>(), work.data(), static_cast<size_t>(n) * n * sizeof(Wide), count, stream));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivots,
                            context.Allocate(static_cast<size_t>(count) * (n + 1) * sizeof(int)));
   int* ipiv = pivots.as<int>();
   int* info = ipiv + count * n;
   Device** lu = pointers.as<Device*>();
   const double nd = static_cast<double>(n);
-  const double flops = (std::is_same_v<Wide, double> ? 2.0 : 8.0) * nd * nd * nd / 3.0 *
-                       static_cast<double>(count);
+  const double flops =
+      (std::is_same_v<Wide, double> ? 2.0 : 8.0) * nd * nd * nd / 3.0 * static_cast<double>(count);
   MATRIXD_ASSIGN_OR_RETURN(KernelTimer getrf_timer, KernelTimer::Start(stream));
   for (int64_t first = 0; first < count; first += kMaxMatricesPerCall) {
     const int size = static_cast<int>(std::min(count - first, kMaxMatricesPerCall));
@@ -77,10 +76,8 @@ absl::StatusOr<BatchedDeterminants> BatchedLu(const MatrixView& a, int64_t count
   MATRIXD_RETURN_IF_ERROR(getrf_timer.Stop());
   MATRIXD_RETURN_IF_ERROR(getrf_timer.AppendTo(&result.stats, "cublas_getrf_batched",
                                                2 * elements * sizeof(Wide), flops));
-  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedLuPivotSummary(work.as<const Wide>(), count, n, ipiv,
-                                                           info,
-                                                           summaries.as<DeterminantSummary>(),
-                                                           stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedLuPivotSummary(
+      work.as<const Wide>(), count, n, ipiv, info, summaries.as<DeterminantSummary>(), stream));
   std::vector<DeterminantSummary> host(static_cast<size_t>(count));
   MATRIXD_RETURN_IF_ERROR(context.Download(summaries, host.data(), summary_bytes));
   result.stats.flops = flops;

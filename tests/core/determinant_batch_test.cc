@@ -34,9 +34,8 @@ int64_t ExactDeterminant(std::vector<int64_t> m, int n) {
     }
     for (int i = k + 1; i < n; ++i) {
       for (int j = k + 1; j < n; ++j) {
-        m[i * n + j] = static_cast<int64_t>((Int128{m[i * n + j]} * m[k * n + k] -
-                                             Int128{m[i * n + k]} * m[k * n + j]) /
-                                            previous);
+        m[i * n + j] = static_cast<int64_t>(
+            (Int128{m[i * n + j]} * m[k * n + k] - Int128{m[i * n + k]} * m[k * n + j]) / previous);
       }
     }
     previous = m[k * n + k];
@@ -45,8 +44,8 @@ int64_t ExactDeterminant(std::vector<int64_t> m, int n) {
 }
 
 struct IntegerBatch {
-  Matrix stacked;                // float64, members stacked vertically
-  std::vector<int64_t> exact;    // each member's determinant
+  Matrix stacked;              // float64, members stacked vertically
+  std::vector<int64_t> exact;  // each member's determinant
 };
 
 // `count` random n x n matrices with entries in [-5, 5]; member `singular` (if >= 0) gets a zero

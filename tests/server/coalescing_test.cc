@@ -56,7 +56,8 @@ v1::Matrix RandomMatrix(int64_t rows, int64_t cols, v1::DType dtype, uint32_t se
   std::string bytes;
   if (dtype == v1::DTYPE_COMPLEX64) {
     std::vector<std::complex<float>> values(static_cast<size_t>(rows * cols));
-    for (auto& v : values) v = {static_cast<float>(normal(random)), static_cast<float>(normal(random))};
+    for (auto& v : values)
+      v = {static_cast<float>(normal(random)), static_cast<float>(normal(random))};
     if (singular) std::fill_n(values.begin() + cols, cols, 0);
     bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(values[0]));
   } else {
@@ -161,15 +162,13 @@ TEST_F(CoalescingTest, CoalescedDeterminantsEqualTheirAnswersAloneBitForBit) {
   std::vector<std::unique_ptr<DetCall>> calls;
   for (int i = 0; i < 16; ++i) {
     calls.push_back(std::make_unique<DetCall>());
-    calls.back()->request =
-        i % 2 == 0 ? Det(8, 100 + i) : Det(5, 100 + i, v1::DTYPE_COMPLEX64);
+    calls.back()->request = i % 2 == 0 ? Det(8, 100 + i) : Det(5, 100 + i, v1::DTYPE_COMPLEX64);
     Submit(*scheduler, *calls.back());
   }
   release->Notify();
   for (const auto& call : calls) {
     ASSERT_TRUE(Finished(*call->job).ok()) << call->job->status();
-    absl::StatusOr<v1::DeterminantResponse> alone =
-        Alone<v1::DeterminantResponse>(call->request);
+    absl::StatusOr<v1::DeterminantResponse> alone = Alone<v1::DeterminantResponse>(call->request);
     ASSERT_TRUE(alone.ok()) << alone.status();
     EXPECT_EQ(ResultBytes(call->response), ResultBytes(*alone));
     EXPECT_EQ(call->response.stats().result_crc32c(), alone->stats().result_crc32c());
@@ -293,8 +292,7 @@ TEST_F(CoalescingTest, AMemberCancelledBeforeTheBatchedCallIsNotAnswered) {
   std::vector<CoalescibleWork*> members = {works[0].get(), works[1].get(), works[2].get()};
   std::vector<JobControl*> member_controls = {&controls[0], &controls[1], &controls[2]};
   JobControl group;
-  const std::vector<absl::Status> statuses =
-      works[0]->RunGroup(members, member_controls, group);
+  const std::vector<absl::Status> statuses = works[0]->RunGroup(members, member_controls, group);
   ASSERT_EQ(statuses.size(), 3u);
   EXPECT_TRUE(statuses[0].ok());
   EXPECT_EQ(statuses[1].code(), absl::StatusCode::kCancelled);
