@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -42,18 +44,17 @@ absl::StatusOr<BatchedDeterminants> BatchedLu(const MatrixView& a, int64_t count
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer summaries, context.Allocate(summary_bytes));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summaries.data(), 0, summary_bytes, stream));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer work, context.Allocate(elements * sizeof(Wide)));
-  BatchedDeterminants result;
+  std::optional<KernelTimer> scale_timer;  // read after the download: no wait in between
   {
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer source, context.Allocate(a.byte_size()));
     MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, source, a.byte_size()));
-    MATRIXD_ASSIGN_OR_RETURN(KernelTimer scale_timer, KernelTimer::Start(stream));
+    MATRIXD_ASSIGN_OR_RETURN(KernelTimer started, KernelTimer::Start(stream));
+    scale_timer.emplace(std::move(started));
     MATRIXD_CUDA_RETURN_IF_ERROR(
         LaunchBatchedScaleRows(source.as<const Source>(), work.as<Wide>(), count, n,
                                summaries.as<DeterminantSummary>(), stream));
-    MATRIXD_RETURN_IF_ERROR(scale_timer.Stop());
-    MATRIXD_RETURN_IF_ERROR(scale_timer.AppendTo(&result.stats, "scale_rows",
-                                                 a.byte_size() + elements * sizeof(Wide),
-                                                 2.0 * static_cast<double>(elements)));
+    MATRIXD_RETURN_IF_ERROR(scale_timer->Stop());
+    // `source` goes back to the pool here, stream-ordered after the scaling kernel.
   }
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pointers,
                            context.Allocate(static_cast<size_t>(count) * sizeof(void*)));
@@ -74,12 +75,16 @@ absl::StatusOr<BatchedDeterminants> BatchedLu(const MatrixView& a, int64_t count
                                                        ipiv + first * n, info + first, size));
   }
   MATRIXD_RETURN_IF_ERROR(getrf_timer.Stop());
-  MATRIXD_RETURN_IF_ERROR(getrf_timer.AppendTo(&result.stats, "cublas_getrf_batched",
-                                               2 * elements * sizeof(Wide), flops));
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedLuPivotSummary(
       work.as<const Wide>(), count, n, ipiv, info, summaries.as<DeterminantSummary>(), stream));
   std::vector<DeterminantSummary> host(static_cast<size_t>(count));
   MATRIXD_RETURN_IF_ERROR(context.Download(summaries, host.data(), summary_bytes));
+  BatchedDeterminants result;
+  MATRIXD_RETURN_IF_ERROR(scale_timer->AppendTo(&result.stats, "scale_rows",
+                                                a.byte_size() + elements * sizeof(Wide),
+                                                2.0 * static_cast<double>(elements)));
+  MATRIXD_RETURN_IF_ERROR(getrf_timer.AppendTo(&result.stats, "cublas_getrf_batched",
+                                               2 * elements * sizeof(Wide), flops));
   result.stats.flops = flops;
   result.stats.bytes_moved = a.byte_size() + 3 * elements * sizeof(Wide) + summary_bytes;
   result.values.reserve(host.size());
