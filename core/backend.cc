@@ -1,6 +1,8 @@
 #include "core/backend.h"
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -121,6 +123,62 @@ absl::Status RequireDimensions(const char* field, int64_t rows, int64_t cols,
 }
 
 }  // namespace
+
+absl::Status CheckDeterminantBatch(const MatrixView& a, int64_t batch_count,
+                                   const DeterminantOptions& options) {
+  if (batch_count < 1 || a.rows % batch_count != 0 || a.rows / batch_count != a.cols ||
+      a.cols < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("matrix has shape ", a.rows, "x", a.cols,
+                                                   "; want batch_count = ", batch_count,
+                                                   " square non-empty matrices stacked"));
+  }
+  if (!IsFloating(a.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("matrix.dtype is ", DTypeName(a.dtype),
+                                                   "; want a floating dtype for a batch"));
+  }
+  if (options.modulus != 0) {
+    return absl::InvalidArgumentError("modulus: a batch of determinants is over R or C only");
+  }
+  return absl::OkStatus();
+}
+
+MatrixView BatchMember(const MatrixView& a, int64_t batch_count, int64_t index) {
+  MatrixView member = a;
+  member.rows = a.rows / batch_count;
+  member.data = a.data + static_cast<size_t>(index) * member.byte_size();
+  return member;
+}
+
+ComputeStats ShareOf(const ComputeStats& stats, int64_t members) {
+  ComputeStats share = stats;
+  const double d = static_cast<double>(members);
+  share.seconds /= d;
+  share.bytes_moved /= static_cast<uint64_t>(members);
+  share.flops /= d;
+  for (KernelRecord& kernel : share.kernels) {
+    kernel.seconds /= d;
+    kernel.bytes /= static_cast<uint64_t>(members);
+    kernel.flops /= d;
+  }
+  return share;
+}
+
+absl::StatusOr<std::vector<DeterminantResult>> Backend::DeterminantBatch(
+    const MatrixView& a, int64_t batch_count, const DeterminantOptions& options,
+    JobControl* control) {
+  if (absl::Status valid = CheckDeterminantBatch(a, batch_count, options); !valid.ok()) {
+    return valid;
+  }
+  std::vector<DeterminantResult> results;
+  results.reserve(static_cast<size_t>(batch_count));
+  for (int64_t i = 0; i < batch_count; ++i) {
+    absl::StatusOr<DeterminantResult> result =
+        Determinant(BatchMember(a, batch_count, i), options, control);
+    if (!result.ok()) return result.status();
+    results.push_back(*std::move(result));
+  }
+  return results;
+}
 
 OperationQuery DeterminantQuery(const MatrixView& a, const DeterminantOptions& options) {
   return {.operation = Operation::kDeterminant,

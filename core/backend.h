@@ -53,6 +53,16 @@ OperationQuery MultiplyQuery(const MatrixView& a, const MatrixView& b,
                              const MultiplyOptions& options);
 OperationQuery PermanentQuery(const MatrixView& a, const PermanentOptions& options);
 
+// Backend::DeterminantBatch's arguments: INVALID_ARGUMENT, naming the field, unless batch_count
+// >= 1 divides a.rows into square members, a is floating and options.modulus is 0.
+absl::Status CheckDeterminantBatch(const MatrixView& a, int64_t batch_count,
+                                   const DeterminantOptions& options);
+// Member `index` of a batch of batch_count matrices stacked vertically in `a`.
+MatrixView BatchMember(const MatrixView& a, int64_t batch_count, int64_t index);
+// One member's share of the stats of a call that ran `members` matrices together: seconds, bytes
+// and flops (the whole call's and each kernel's) divided by members.
+ComputeStats ShareOf(const ComputeStats& stats, int64_t members);
+
 // What a backend's kernels and libraries can take, for Backend::Supports.
 struct BackendLimits {
   const char* backend = "";     // named in the messages: "cpu", "cuda"
@@ -113,6 +123,17 @@ class Backend {
   virtual absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                         const DeterminantOptions& options,
                                                         JobControl* control) = 0;
+
+  // det of each of batch_count n x n matrices stacked vertically in `a` (a.rows = batch_count * n,
+  // a.cols = n), in order, each as Determinant(member, options) would give it over R/C; each
+  // result's stats are its share of the call (seconds, bytes, flops and kernels divided by
+  // batch_count where the members ran together). A singular member gives det 0, not an error; an
+  // error (e.g. one member's element growth overflowing) fails the whole call.
+  // REQUIRES: a floating and finite; options.modulus == 0; batch_count >= 1.
+  // The default calls Determinant once per member (the CPU backend's way).
+  virtual absl::StatusOr<std::vector<DeterminantResult>> DeterminantBatch(
+      const MatrixView& a, int64_t batch_count, const DeterminantOptions& options,
+      JobControl* control);
 
   // LU, Cholesky (FAILED_PRECONDITION if not positive definite) or QR of a, or of each matrix of
   // a batch (options.batch_count > 0); solves A X = rhs when rhs is not null

@@ -33,6 +33,12 @@ class BackendWrapper : public Backend {
                                                 JobControl* control) override {
     return target_->Determinant(a, options, control);
   }
+  absl::StatusOr<std::vector<DeterminantResult>> DeterminantBatch(const MatrixView& a,
+                                                                  int64_t batch_count,
+                                                                  const DeterminantOptions& options,
+                                                                  JobControl* control) override {
+    return target_->DeterminantBatch(a, batch_count, options, control);
+  }
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
     return target_->Factorize(a, options, rhs, control);

@@ -21,6 +21,7 @@ Job::Job(std::string id, JobSpec spec, bool large, absl::Time submitted)
       pinned_device_(spec.pinned_device),
       submitted_(submitted),
       result_(std::move(spec.result)),
+      coalescible_(std::move(spec.coalescible)),
       work_(std::move(spec.work)),
       on_finished_(std::move(spec.on_finished)) {
   if (pinned_device_ != JobControl::kAnyDevice) control_.set_device_index(pinned_device_);

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "core/job_control.h"
 #include "matrixd/v1/matrixd.pb.h"
+#include "server/coalescing.h"
 
 namespace matrixd::server {
 
@@ -57,6 +58,10 @@ struct JobSpec {
   // queued, cancelled if running.
   absl::Time deadline = absl::InfiniteFuture();
   JobWork work;
+  // Optional, beside `work`: the same computation in a form that may run together with other
+  // queued jobs of its key as one batched backend call (server/coalescing.h); `work` runs when
+  // the job runs alone. Null: the job always runs alone.
+  std::shared_ptr<CoalescibleWork> coalescible;
   // Where `work` leaves an asynchronous job's result (one of JobUpdate's result fields), kept
   // with the job after it finishes; null for a synchronous job, whose caller keeps its own.
   std::shared_ptr<const v1::JobUpdate> result;
@@ -103,6 +108,8 @@ class Job {
   int device_index() const { return control_.device_index(); }
   // JobSpec::pinned_device.
   int pinned_device() const { return pinned_device_; }
+  // JobSpec::coalescible; null when the job always runs alone.
+  CoalescibleWork* coalescible() const { return coalescible_.get(); }
 
   JobSnapshot Snapshot() const;
   JobState state() const;
@@ -149,6 +156,7 @@ class Job {
   const int pinned_device_;
   const absl::Time submitted_;
   const std::shared_ptr<const v1::JobUpdate> result_;
+  const std::shared_ptr<CoalescibleWork> coalescible_;
   JobWork work_;         // touched by the scheduler under its lock, or by the one worker running it
   JobDone on_finished_;  // touched by the scheduler under its lock
   JobControl control_;

@@ -57,6 +57,15 @@ ABSL_FLAG(int, streams_per_device, 2, "jobs the cuda backend runs at once per de
 ABSL_FLAG(double, large_job_flops, matrixd::server::SchedulerOptions{}.large_job_flops,
           "estimated flops from which a job goes to the large lane (large jobs leave one worker "
           "to small ones)");
+ABSL_FLAG(int, coalesce_window_us, -1,
+          "small determinants and LU factorizations (n <= --coalesce_max_n) of one dtype and shape "
+          "that are queued together run as one batched backend call; the first job of a group "
+          "waits up to this many microseconds for partners, only while other jobs are queued or "
+          "running. -1: 200 for the cuda backend, coalescing off for the cpu backend. 0: "
+          "coalesce what is queued, never wait");
+ABSL_FLAG(int, coalesce_max_group, 64, "the most jobs in one coalesced group; 1: never coalesce");
+ABSL_FLAG(int64_t, coalesce_max_n, matrixd::server::CoalesceOptions{}.max_order,
+          "the largest matrix order that coalesces");
 ABSL_FLAG(absl::Duration, job_ttl, matrixd::server::SchedulerOptions{}.job_ttl,
           "how long a finished asynchronous job stays visible to GetJob/Watch, e.g. 10m");
 ABSL_FLAG(std::string, metrics, "0.0.0.0:9464",
@@ -253,6 +262,26 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
                                      .state_dir = absl::GetFlag(FLAGS_state_dir)});
 }
 
+// Coalescing (server/coalescing.h): on by default for the cuda backend only (docs/benchmarks.md,
+// "Small-request batching": on the CPU a batch costs what its members cost alone).
+absl::StatusOr<matrixd::server::CoalesceOptions> CoalesceFromFlags(
+    const matrixd::Backend& backend) {
+  const int window_us = absl::GetFlag(FLAGS_coalesce_window_us);
+  if (window_us < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--coalesce_window_us is ", window_us, "; want -1 (auto) or >= 0"));
+  }
+  const bool on = window_us >= 0 || backend.name() == "cuda";
+  matrixd::server::CoalesceOptions options{
+      .max_group = on ? absl::GetFlag(FLAGS_coalesce_max_group) : 1,
+      .max_order = absl::GetFlag(FLAGS_coalesce_max_n),
+      .window = absl::Microseconds(window_us >= 0 ? window_us : 200)};
+  if (absl::Status valid = matrixd::server::ValidateCoalesceOptions(options); !valid.ok()) {
+    return valid;
+  }
+  return options;
+}
+
 // Jobs run at once: --cpu_workers for the CPU backend, --streams_per_device per device for CUDA.
 int WorkersFromFlags(const matrixd::Backend& backend) {
   if (backend.name() != "cuda") return absl::GetFlag(FLAGS_cpu_workers);
@@ -329,6 +358,17 @@ int main(int argc, char** argv) {
 #endif
 
   options->scheduler.workers = WorkersFromFlags(**backend);
+  absl::StatusOr<matrixd::server::CoalesceOptions> coalesce = CoalesceFromFlags(**backend);
+  if (!coalesce.ok()) {
+    Log(std::string(coalesce.status().message()));
+    return kExitBadConfig;
+  }
+  options->scheduler.coalesce = *coalesce;
+  if (coalesce->max_group > 1) {
+    Log(absl::StrCat("coalescing small jobs (n <= ", coalesce->max_order, ") up to ",
+                     coalesce->max_group, " at once, window ",
+                     absl::FormatDuration(coalesce->window)));
+  }
   Log(absl::StrCat(options->scheduler.workers, " workers, up to ", options->scheduler.queue_depth,
                    " waiting jobs per lane"));
 

@@ -85,6 +85,15 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
                 .Name("matrixd_jobs_total")
                 .Help("Jobs that ended, by operation and final status code.")
                 .Register(*registry_)),
+      coalesced_groups_(prometheus::BuildCounter()
+                            .Name("matrixd_coalesced_groups_total")
+                            .Help("Groups of small jobs that ran as one batched backend call "
+                                  "(--coalesce_window_us), by operation.")
+                            .Register(*registry_)),
+      coalesced_group_size_(prometheus::BuildHistogram()
+                                .Name("matrixd_coalesced_group_size")
+                                .Help("Jobs in each coalesced group, by operation.")
+                                .Register(*registry_)),
       client_jobs_(prometheus::BuildCounter()
                        .Name("matrixd_client_jobs_total")
                        .Help("Jobs that ended or were refused, by client (--auth_tokens name) "
@@ -197,6 +206,13 @@ void Metrics::RecordClientRejection(absl::string_view client, absl::string_view 
 
 void Metrics::RecordJob(absl::string_view op, absl::StatusCode code) {
   jobs_.Add({{"op", std::string(op)}, {"status", CodeName(code)}}).Increment();
+}
+
+void Metrics::RecordCoalescedGroup(absl::string_view op, int size) {
+  static const auto* const bounds =
+      new Histogram::BucketBoundaries{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  coalesced_groups_.Add({{"op", std::string(op)}}).Increment();
+  coalesced_group_size_.Add({{"op", std::string(op)}}, *bounds).Observe(size);
 }
 
 void Metrics::RecordAccuracy(absl::string_view op, bool ill_conditioned) {

@@ -58,6 +58,9 @@ class Metrics {
   // One job that ended, with its final code (matrixd_jobs_total{op, status}; status is the
   // canonical code name: "OK", "CANCELLED", "RESOURCE_EXHAUSTED", ...). `op` is one of kOp*.
   void RecordJob(absl::string_view op, absl::StatusCode code);
+  // `size` jobs of `op` started as one coalesced group (server/coalescing.h):
+  // matrixd_coalesced_groups_total{op} and matrixd_coalesced_group_size{op}.
+  void RecordCoalescedGroup(absl::string_view op, int size);
 
   // ---- Clients (--auth_tokens) ----
   // One job of `client` that ended (or was refused at submission) with `code`
@@ -145,6 +148,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& queue_depth_family_;
   prometheus::Family<prometheus::Histogram>& queue_wait_family_;
   prometheus::Family<prometheus::Counter>& jobs_;
+  prometheus::Family<prometheus::Counter>& coalesced_groups_;
+  prometheus::Family<prometheus::Histogram>& coalesced_group_size_;
   prometheus::Family<prometheus::Counter>& client_jobs_;
   prometheus::Family<prometheus::Counter>& client_rejections_;
   prometheus::Family<prometheus::Counter>& accuracy_answers_;

@@ -25,6 +25,19 @@ absl::StatusOr<DeterminantResult> MeteredBackend::Determinant(const MatrixView& 
   return Recorded(metrics_, kOpDeterminant, a.dtype, target().Determinant(a, options, control));
 }
 
+absl::StatusOr<std::vector<DeterminantResult>> MeteredBackend::DeterminantBatch(
+    const MatrixView& a, int64_t batch_count, const DeterminantOptions& options,
+    JobControl* control) {
+  absl::StatusOr<std::vector<DeterminantResult>> results =
+      target().DeterminantBatch(a, batch_count, options, control);
+  if (!results.ok()) return results;
+  for (DeterminantResult& result : *results) {
+    result = *Recorded(metrics_, kOpDeterminant, a.dtype,
+                       absl::StatusOr<DeterminantResult>(std::move(result)));
+  }
+  return results;
+}
+
 absl::StatusOr<FactorizeResult> MeteredBackend::Factorize(const MatrixView& a,
                                                           const FactorizeOptions& options,
                                                           const MatrixView* rhs,

@@ -19,6 +19,11 @@ class MeteredBackend final : public BackendWrapper {
   MeteredBackend(std::unique_ptr<Backend> inner, Metrics& metrics)
       : BackendWrapper(std::move(inner)), metrics_(metrics) {}
 
+  // Each member's result is recorded as one determinant's.
+  absl::StatusOr<std::vector<DeterminantResult>> DeterminantBatch(const MatrixView& a,
+                                                                  int64_t batch_count,
+                                                                  const DeterminantOptions& options,
+                                                                  JobControl* control) override;
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
                                                 JobControl* control) override;

@@ -26,6 +26,9 @@ class MetricsSchedulerObserver final : public SchedulerObserver {
   void ClientJobEnded(absl::string_view client, const absl::Status& status) override {
     metrics_.RecordClientJob(client, status.code());
   }
+  void GroupStarted(absl::string_view op, int size) override {
+    metrics_.RecordCoalescedGroup(op, size);
+  }
 
  private:
   Metrics& metrics_;

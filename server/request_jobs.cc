@@ -14,6 +14,7 @@
 #include "core/validation.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "server/coalesced_jobs.h"
 #include "server/job_cost.h"
 #include "server/matrix_conversion.h"
 #include "server/provenance.h"
@@ -205,6 +206,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   spec.pinned_device = PinnedDevice(request.deterministic());
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.DeterminantDeviceBytes(inputs->matrix.view(), inputs->options);
+  if (std::shared_ptr<CoalescibleWork> work =
+          MakeCoalescible(request, *inputs, response, backend)) {
+    spec.work = [work](JobControl& control) { return work->Run(control); };
+    spec.coalescible = std::move(work);
+    return spec;
+  }
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(
       backend, input_dtype, response,
@@ -248,6 +255,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   if (!outputs.ok()) return outputs.status();
   // The regions stay mapped while `outputs` lives, i.e. as long as the job.
   outputs->OfferTo(options.destinations);
+  if (std::shared_ptr<CoalescibleWork> work =
+          MakeCoalescible(request, *inputs, response, backend)) {
+    spec.work = [work](JobControl& control) { return work->Run(control); };
+    spec.coalescible = std::move(work);
+    return spec;
+  }
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(
       backend, input_dtype, response,

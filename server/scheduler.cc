@@ -43,6 +43,33 @@ absl::AnyInvocable<void()> Notification(std::vector<JobStateListener> listeners,
 
 }  // namespace
 
+// Runs a coalesced group (its members' CoalescibleWorks, the head's first) as one call on the
+// head's device; an exception fails every member, as RunGuarded fails one job.
+std::vector<absl::Status> Scheduler::RunGroupGuarded(
+    const std::vector<std::shared_ptr<Job>>& group) {
+  std::vector<CoalescibleWork*> members;
+  std::vector<JobControl*> controls;
+  members.reserve(group.size());
+  controls.reserve(group.size());
+  for (const std::shared_ptr<Job>& job : group) {
+    members.push_back(job->coalescible());
+    controls.push_back(&job->control());
+  }
+  JobControl control;
+  control.set_device_index(group.front()->device_index());
+  absl::Status failed;
+  try {
+    return members.front()->RunGroup(members, controls, control);
+  } catch (const std::bad_alloc&) {
+    failed = absl::ResourceExhaustedError(absl::StrCat(group.front()->op(), ": out of memory"));
+  } catch (const std::exception& e) {
+    failed = absl::InternalError(absl::StrCat(group.front()->op(), ": ", e.what()));
+  } catch (...) {
+    failed = absl::InternalError(absl::StrCat(group.front()->op(), ": unknown exception"));
+  }
+  return std::vector<absl::Status>(group.size(), failed);
+}
+
 Scheduler::NotifyingLock::NotifyingLock(Scheduler* scheduler) : scheduler_(scheduler) {
   scheduler_->mutex_.Lock();
 }
@@ -65,6 +92,9 @@ absl::Status ValidateSchedulerOptions(const SchedulerOptions& options) {
   if (!(options.large_job_flops > 0) || std::isinf(options.large_job_flops)) {
     return absl::InvalidArgumentError(
         absl::StrCat("large_job_flops is ", options.large_job_flops, "; want a finite value > 0"));
+  }
+  if (absl::Status coalesce = ValidateCoalesceOptions(options.coalesce); !coalesce.ok()) {
+    return coalesce;
   }
   if (options.job_ttl < absl::ZeroDuration() || options.job_ttl == absl::InfiniteDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -211,11 +241,13 @@ int Scheduler::running() const {
 }
 
 void Scheduler::WorkerLoop() {
+  std::vector<std::shared_ptr<Job>> group;
+  std::vector<JobWork> works;
+  std::vector<absl::Status> statuses;
   for (;;) {
-    std::shared_ptr<Job> job;
-    JobWork work;
     {
       NotifyingLock lock(this);
+      std::shared_ptr<Job> job;
       // Jobs dropped on the way (expired heads) are told before this worker waits.
       while (!stopping_ && (job = TakeNextLocked()) == nullptr && deferred_.empty()) {
         work_changed_.Wait(&mutex_);
@@ -224,19 +256,77 @@ void Scheduler::WorkerLoop() {
         if (stopping_) return;
         continue;
       }
-      work = job->TakeWork();
+      group.push_back(std::move(job));
+      if (options_.coalesce.max_group > 1 && group.front()->coalescible() != nullptr &&
+          group.front()->coalescible()->key().order <= options_.coalesce.max_order) {
+        GatherGroupLocked(group);
+      }
+      for (const std::shared_ptr<Job>& member : group) works.push_back(member->TakeWork());
     }
-    absl::Status status = RunGuarded(job->op(), work, job->control());
-    // Free the request (and anything else the work holds) before anyone sees the job finished.
-    work = nullptr;
+    if (group.size() == 1) {
+      statuses.push_back(RunGuarded(group.front()->op(), works.front(), group.front()->control()));
+    } else {
+      statuses = RunGroupGuarded(group);
+    }
+    // Free the requests (and anything else the works hold) before anyone sees the jobs finished.
+    works.clear();
     NotifyingLock lock(this);
-    running_.erase(std::find(running_.begin(), running_.end(), job));
-    if (job->large()) --running_large_;
-    if (--running_by_owner_[job->owner()] <= 0) running_by_owner_.erase(job->owner());
-    if (options_.admission != nullptr) options_.admission->Release(*job);
-    FinishLocked(*job, std::move(status));
+    for (size_t i = 0; i < group.size(); ++i) EndRunningLocked(group[i], std::move(statuses[i]));
+    group.clear();
+    statuses.clear();
     // A worker slot for a large job, or admitted resources, came free.
     work_changed_.SignalAll();
+  }
+}
+
+void Scheduler::EndRunningLocked(const std::shared_ptr<Job>& job, absl::Status status) {
+  running_.erase(std::find(running_.begin(), running_.end(), job));
+  if (job->large()) --running_large_;
+  if (--running_by_owner_[job->owner()] <= 0) running_by_owner_.erase(job->owner());
+  if (options_.admission != nullptr) options_.admission->Release(*job);
+  FinishLocked(*job, std::move(status));
+}
+
+void Scheduler::GatherGroupLocked(std::vector<std::shared_ptr<Job>>& group) {
+  const absl::Time until = absl::Now() + options_.coalesce.window;
+  const auto full = [&] { return static_cast<int>(group.size()) >= options_.coalesce.max_group; };
+  TakePartnersLocked(group);
+  // Waiting pays only on a busy server: on an idle one a lone job starts at once.
+  while (!full() && !stopping_ && options_.coalesce.window > absl::ZeroDuration() &&
+         (QueuedLocked() > 0 || running_.size() > group.size())) {
+    const bool timed_out = work_changed_.WaitWithDeadline(&mutex_, until);
+    TakePartnersLocked(group);
+    if (timed_out) break;
+  }
+  if (group.size() > 1 && options_.observer != nullptr) {
+    options_.observer->GroupStarted(group.front()->op(), static_cast<int>(group.size()));
+  }
+}
+
+void Scheduler::TakePartnersLocked(std::vector<std::shared_ptr<Job>>& group) {
+  const Job& head = *group.front();
+  const CoalesceKey& key = head.coalescible()->key();
+  std::deque<Queued>& lane = head.large() ? large_ : small_;
+  const absl::Time now = absl::Now();
+  for (size_t i = 0;
+       i < lane.size() && static_cast<int>(group.size()) < options_.coalesce.max_group;) {
+    Job& job = *lane[i].job;
+    // An expired job is the housekeeper's (or TakeNextLocked's) to drop.
+    if (job.coalescible() == nullptr || !(job.coalescible()->key() == key) ||
+        job.deadline() <= now) {
+      ++i;
+      continue;
+    }
+    if (options_.admission != nullptr) {
+      // As for a lane head: a partner that does not fit is not overtaken by the ones behind it.
+      if (!options_.admission->TryAdmit(job)) break;
+      if (job.device_index() != head.device_index()) {
+        options_.admission->Release(job);
+        break;
+      }
+    }
+    group.push_back(lane[i].job);
+    StartLocked(lane, i, now);
   }
 }
 
@@ -268,20 +358,25 @@ std::shared_ptr<Job> Scheduler::TakeNextLocked() {
     std::deque<Queued>& lane = *candidates[c];
     std::shared_ptr<Job> job = lane[heads[c]].job;
     if (options_.admission != nullptr && !options_.admission->TryAdmit(*job)) continue;
-    lane.erase(lane.begin() + static_cast<std::ptrdiff_t>(heads[c]));
-    running_.push_back(job);
-    if (job->large()) ++running_large_;
-    ++running_by_owner_[job->owner()];
-    if (std::vector<JobStateListener> listeners = job->MarkRunning(now); !listeners.empty()) {
-      DeferLocked(Notification(std::move(listeners), nullptr, absl::OkStatus()));
-    }
-    if (options_.observer != nullptr) {
-      options_.observer->QueueDepthChanged(QueuedLocked());
-      options_.observer->JobStarted(*job, now - job->submitted());
-    }
+    StartLocked(lane, heads[c], now);
     return job;
   }
   return nullptr;
+}
+
+void Scheduler::StartLocked(std::deque<Queued>& lane, size_t position, absl::Time now) {
+  std::shared_ptr<Job> job = std::move(lane[position].job);
+  lane.erase(lane.begin() + static_cast<std::ptrdiff_t>(position));
+  if (job->large()) ++running_large_;
+  ++running_by_owner_[job->owner()];
+  if (std::vector<JobStateListener> listeners = job->MarkRunning(now); !listeners.empty()) {
+    DeferLocked(Notification(std::move(listeners), nullptr, absl::OkStatus()));
+  }
+  if (options_.observer != nullptr) {
+    options_.observer->QueueDepthChanged(QueuedLocked());
+    options_.observer->JobStarted(*job, now - job->submitted());
+  }
+  running_.push_back(std::move(job));
 }
 
 size_t Scheduler::FairHeadLocked(const std::deque<Queued>& lane) const {

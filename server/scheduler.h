@@ -14,6 +14,12 @@
 // already running. A client's queued and running jobs together are capped by its max_jobs quota
 // (JobSpec::owner_max_jobs), and Find only finds a job for the client that submitted it.
 //
+// Coalescing (SchedulerOptions::coalesce, server/coalescing.h): when a worker takes a job that
+// carries a CoalescibleWork, it also takes the jobs of the same key queued in its lane, oldest
+// first, each admitted on the head's device like any job (up to max_group), and runs them as one
+// group; with a window it waits up to that long for more, only while other jobs are queued or
+// running. Members are running jobs from then on: Cancel and deadlines reach each one alone.
+//
 // Notification: a job's on_finished hook (JobSpec) and its state listeners run after the
 // scheduler's lock is released, on the thread that changed the job (a worker, the housekeeper,
 // the caller of Submit or Cancel), so they may call back into the scheduler or into gRPC.
@@ -54,6 +60,8 @@ class SchedulerObserver {
   virtual void JobEnded(absl::string_view /*op*/, const absl::Status& /*status*/) {}
   // The same, by the client the job belongs to (JobSpec::owner, "" for the anonymous client).
   virtual void ClientJobEnded(absl::string_view /*client*/, const absl::Status& /*status*/) {}
+  // `size` (>= 2) jobs of `op` started as one coalesced group.
+  virtual void GroupStarted(absl::string_view /*op*/, int /*size*/) {}
 };
 
 // Decides when a queued job may start, by a resource that jobs reserve (device memory). Called
@@ -76,6 +84,7 @@ struct SchedulerOptions {
   absl::Duration job_ttl = absl::Minutes(10);  // how long finished asynchronous jobs are kept
   SchedulerObserver* observer = nullptr;       // optional; must outlive the scheduler
   JobAdmission* admission = nullptr;           // optional; must outlive the scheduler
+  CoalesceOptions coalesce = {};               // small jobs run together; off by default
 };
 
 // INVALID_ARGUMENT naming the option when one is out of range.
@@ -150,9 +159,25 @@ class Scheduler {
     deferred_.push_back(std::move(call));
   }
   void WorkerLoop();
+  // Runs a coalesced group (its members' CoalescibleWorks, the head's first) as one call on the
+  // head's device; an exception fails every member, as RunGuarded fails one job.
+  static std::vector<absl::Status> RunGroupGuarded(const std::vector<std::shared_ptr<Job>>& group);
   void HousekeepingLoop();
   // The next job to run, taken off its lane and marked running; null when none may start now.
   std::shared_ptr<Job> TakeNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Takes `job` (at `position` in `lane`) off it and marks it running.
+  void StartLocked(std::deque<Queued>& lane, size_t position, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Adds to group (its head first) the queued jobs that may run with it, waiting up to the
+  // coalescing window for more while the server is busy. May release mutex_ while it waits.
+  void GatherGroupLocked(std::vector<std::shared_ptr<Job>>& group)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // GatherGroupLocked's one look at the head's lane.
+  void TakePartnersLocked(std::vector<std::shared_ptr<Job>>& group)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // A running job's work returned `status`: frees its worker slot and admission, and ends it.
+  void EndRunningLocked(const std::shared_ptr<Job>& job, absl::Status status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // StopAll under the lock.
   int StopAllLocked(const absl::Status& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Removes a queued job from its lane and ends it with `status`, unrun.

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/cuda/copy_bandwidth.h"
 #include "core/cuda/determinant.h"
+#include "core/cuda/determinant_batch.h"
 #include "core/cuda/device_context.h"
 #include "core/cuda/device_streams.h"
 #include "core/cuda/factorize.h"
@@ -75,6 +76,27 @@ class CudaBackend final : public Backend {
     return Timed(control, [&](cuda::DeviceContext& context) {
       return cuda::Determinant(a, options, context, control);
     });
+  }
+  // One batched getrf for the whole batch (core/cuda/determinant_batch.h); each member's stats are
+  // its share of the call's.
+  absl::StatusOr<std::vector<DeterminantResult>> DeterminantBatch(const MatrixView& a,
+                                                                  int64_t batch_count,
+                                                                  const DeterminantOptions& options,
+                                                                  JobControl* control) override {
+    MATRIXD_RETURN_IF_ERROR(CheckDeterminantBatch(a, batch_count, options));
+    if (a.on_device()) return Backend::DeterminantBatch(a, batch_count, options, control);
+    MATRIXD_ASSIGN_OR_RETURN(cuda::BatchedDeterminants batch,
+                             Timed(control, [&](cuda::DeviceContext& context) {
+                               return cuda::DeterminantBatch(a, batch_count, context, control);
+                             }));
+    const ComputeStats share = ShareOf(batch.stats, batch_count);
+    std::vector<DeterminantResult> results(batch.values.size());
+    for (size_t b = 0; b < results.size(); ++b) {
+      results[b].value = batch.values[b];
+      results[b].method_used = DeterminantMethod::kLu;
+      results[b].stats = share;
+    }
+    return results;
   }
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {

@@ -124,7 +124,7 @@ constexpr int kWarpSize = 32;
 template <typename S, typename D>
 __global__ void __launch_bounds__(kScaleThreads)
     ScaleRowsKernel(const S* __restrict__ src, D* __restrict__ dst, int64_t rows, int64_t cols,
-                    DeterminantSummary* summary) {
+                    DeterminantSummary* summaries, int64_t rows_per_summary) {
   __shared__ double warp_largest[kScaleThreads / kWarpSize];
   __shared__ double row_largest;
   const int tid = threadIdx.x;
@@ -160,6 +160,7 @@ __global__ void __launch_bounds__(kScaleThreads)
       Store(out + j, make_double2(ldexp(z.x, shift), ldexp(z.y, shift)));
     }
     if (tid == 0) {
+      DeterminantSummary* summary = summaries + row / rows_per_summary;
       if (row_largest == 0.0) {
         atomicAdd(&summary->zero_rows, 1);
       } else {
@@ -176,10 +177,12 @@ __global__ void __launch_bounds__(kScaleThreads)
 
 template <typename S, typename D>
 cudaError_t ScaleRowsOf(const S* src, D* dst, int64_t rows, int64_t cols,
-                        DeterminantSummary* summary, cudaStream_t stream) {
+                        DeterminantSummary* summary, cudaStream_t stream,
+                        int64_t rows_per_summary = 0) {
   if (rows == 0) return cudaSuccess;
   const unsigned blocks = static_cast<unsigned>(std::min(rows, kMaxBlocks));
-  ScaleRowsKernel<S, D><<<blocks, kScaleThreads, 0, stream>>>(src, dst, rows, cols, summary);
+  ScaleRowsKernel<S, D><<<blocks, kScaleThreads, 0, stream>>>(
+      src, dst, rows, cols, summary, rows_per_summary > 0 ? rows_per_summary : rows);
   return cudaGetLastError();
 }
 
@@ -217,7 +220,12 @@ __device__ __forceinline__ Scaled Multiply(const Scaled& a, const Scaled& b) {
 template <typename T>
 __global__ void __launch_bounds__(kSummaryThreads)
     LuPivotSummaryKernel(const T* lu, int n, int lda, const int* ipiv, const int* info,
-                         DeterminantSummary* summary) {
+                         DeterminantSummary* summary, int64_t matrix_stride) {
+  // Matrix blockIdx.x of a batch (one block per matrix; the single matrix is block 0).
+  lu += blockIdx.x * matrix_stride;
+  ipiv += static_cast<int64_t>(blockIdx.x) * n;
+  info += blockIdx.x;
+  summary += blockIdx.x;
   __shared__ Scaled products[kSummaryThreads];
   __shared__ int swaps[kSummaryThreads];
   __shared__ int zeros[kSummaryThreads];
@@ -271,7 +279,7 @@ __global__ void __launch_bounds__(kSummaryThreads)
 template <typename T>
 cudaError_t LuPivotSummaryOf(const T* lu, int n, int lda, const int* ipiv, const int* info,
                              DeterminantSummary* summary, cudaStream_t stream) {
-  LuPivotSummaryKernel<T><<<1, kSummaryThreads, 0, stream>>>(lu, n, lda, ipiv, info, summary);
+  LuPivotSummaryKernel<T><<<1, kSummaryThreads, 0, stream>>>(lu, n, lda, ipiv, info, summary, 0);
   return cudaGetLastError();
 }
 
@@ -334,6 +342,52 @@ cudaError_t LaunchLuPivotSummary(const std::complex<double>* lu, int n, int lda,
                                  cudaStream_t stream) {
   return LuPivotSummaryOf(reinterpret_cast<const double2*>(lu), n, lda, ipiv, info, summary,
                           stream);
+}
+
+cudaError_t LaunchBatchedScaleRows(const float* src, double* dst, int64_t count, int64_t n,
+                                   DeterminantSummary* summaries, cudaStream_t stream) {
+  return ScaleRowsOf(src, dst, count * n, n, summaries, stream, n);
+}
+cudaError_t LaunchBatchedScaleRows(const double* src, double* dst, int64_t count, int64_t n,
+                                   DeterminantSummary* summaries, cudaStream_t stream) {
+  return ScaleRowsOf(src, dst, count * n, n, summaries, stream, n);
+}
+cudaError_t LaunchBatchedScaleRows(const std::complex<float>* src, std::complex<double>* dst,
+                                   int64_t count, int64_t n, DeterminantSummary* summaries,
+                                   cudaStream_t stream) {
+  return ScaleRowsOf(reinterpret_cast<const float2*>(src), reinterpret_cast<double2*>(dst),
+                     count * n, n, summaries, stream, n);
+}
+cudaError_t LaunchBatchedScaleRows(const std::complex<double>* src, std::complex<double>* dst,
+                                   int64_t count, int64_t n, DeterminantSummary* summaries,
+                                   cudaStream_t stream) {
+  return ScaleRowsOf(reinterpret_cast<const double2*>(src), reinterpret_cast<double2*>(dst),
+                     count * n, n, summaries, stream, n);
+}
+
+template <typename T>
+cudaError_t BatchedLuPivotSummaryOf(const T* lu, int64_t count, int n, const int* ipiv,
+                                    const int* info, DeterminantSummary* summaries,
+                                    cudaStream_t stream) {
+  for (int64_t first = 0; first < count; first += kMaxBlocks) {
+    const int64_t size = std::min<int64_t>(count - first, kMaxBlocks);
+    LuPivotSummaryKernel<T><<<static_cast<unsigned>(size), kSummaryThreads, 0, stream>>>(
+        lu + first * n * n, n, n, ipiv + first * n, info + first, summaries + first,
+        int64_t{n} * n);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBatchedLuPivotSummary(const double* lu, int64_t count, int n, const int* ipiv,
+                                        const int* info, DeterminantSummary* summaries,
+                                        cudaStream_t stream) {
+  return BatchedLuPivotSummaryOf(lu, count, n, ipiv, info, summaries, stream);
+}
+cudaError_t LaunchBatchedLuPivotSummary(const std::complex<double>* lu, int64_t count, int n,
+                                        const int* ipiv, const int* info,
+                                        DeterminantSummary* summaries, cudaStream_t stream) {
+  return BatchedLuPivotSummaryOf(reinterpret_cast<const double2*>(lu), count, n, ipiv, info,
+                                 summaries, stream);
 }
 
 }  // namespace matrixd::cuda

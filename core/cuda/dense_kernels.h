@@ -101,6 +101,26 @@ cudaError_t LaunchLuPivotSummary(const double* lu, int n, int lda, const int* ip
 cudaError_t LaunchLuPivotSummary(const std::complex<double>* lu, int n, int lda, const int* ipiv,
                                  const int* info, DeterminantSummary* summary, cudaStream_t stream);
 
+// The same for `count` n x n matrices stacked in src/dst/lu, one summary each (summaries[b]
+// for matrix b, zeroed first): row scaling, then the summary of getrfBatched's factors (each
+// n x n, leading dimension n, ipiv n per matrix, one info per matrix).
+cudaError_t LaunchBatchedScaleRows(const float* src, double* dst, int64_t count, int64_t n,
+                                   DeterminantSummary* summaries, cudaStream_t stream);
+cudaError_t LaunchBatchedScaleRows(const double* src, double* dst, int64_t count, int64_t n,
+                                   DeterminantSummary* summaries, cudaStream_t stream);
+cudaError_t LaunchBatchedScaleRows(const std::complex<float>* src, std::complex<double>* dst,
+                                   int64_t count, int64_t n, DeterminantSummary* summaries,
+                                   cudaStream_t stream);
+cudaError_t LaunchBatchedScaleRows(const std::complex<double>* src, std::complex<double>* dst,
+                                   int64_t count, int64_t n, DeterminantSummary* summaries,
+                                   cudaStream_t stream);
+cudaError_t LaunchBatchedLuPivotSummary(const double* lu, int64_t count, int n, const int* ipiv,
+                                        const int* info, DeterminantSummary* summaries,
+                                        cudaStream_t stream);
+cudaError_t LaunchBatchedLuPivotSummary(const std::complex<double>* lu, int64_t count, int n,
+                                        const int* ipiv, const int* info,
+                                        DeterminantSummary* summaries, cudaStream_t stream);
+
 }  // namespace matrixd::cuda
 
 #endif  // MATRIXD_CORE_CUDA_DENSE_KERNELS_H_

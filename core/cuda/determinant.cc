@@ -17,6 +17,7 @@
 #include "core/cuda/condition.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/determinant_batch.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/modular_lu.h"
@@ -24,15 +25,6 @@
 
 namespace matrixd::cuda {
 namespace {
-
-// Multiplies x by 2^exponent2 in exact steps that stay inside the double range.
-void MultiplyByPowerOfTwo(ScaledNumber& x, int64_t exponent2) {
-  while (exponent2 != 0) {
-    const int64_t step = std::clamp<int64_t>(exponent2, -1000, 1000);
-    x *= std::ldexp(1.0, static_cast<int>(step));
-    exponent2 -= step;
-  }
-}
 
 // A decimal integer ("-123...") as a ScaledNumber. Up to 19 digits it is exactly the double
 // nearest to the integer (as static_cast<double> of an int64 would give); longer ones multiply
@@ -148,20 +140,10 @@ absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& cont
   MATRIXD_RETURN_IF_ERROR(getrf_timer.AppendTo(stats, "cusolver_getrf", 2 * elements * sizeof(Wide),
                                                flops_per_update * nd * nd * nd / 3.0));
 
-  if (host.info < 0) {
-    return absl::InternalError(
-        absl::StrCat("cusolverDn<t>getrf rejected argument ", -host.info, " (n = ", n, ")"));
-  }
-  if (host.zero_rows > 0 || host.zero_pivots > 0 || host.info > 0) {
-    return LuValue{.det = ScaledNumber::Zero(), .rcond = 0.0};
-  }
-  if (host.nonfinite_pivots > 0) {
-    return absl::OutOfRangeError(
-        "determinant: element growth during LU overflowed the double range");
-  }
-  LuValue value{.det = ScaledNumber::Of({host.mantissa_real, host.mantissa_imag})};
-  MultiplyByPowerOfTwo(value.det, host.exponent2 + host.row_exponent2);
-  if (host.odd_swaps != 0) value.det.Negate();
+  MATRIXD_ASSIGN_OR_RETURN(const ScaledNumber det, DeterminantOfSummary(host, n));
+  // A zero determinant (a zero row or pivot) needs no condition estimate: rcond is 0.
+  if (det.is_zero()) return LuValue{.det = det, .rcond = 0.0};
+  LuValue value{.det = det};
 
   MATRIXD_ASSIGN_OR_RETURN(const double norm, one_norm.Value(context, stats));
   auto solve = [&](bool adjoint, void* x) -> absl::Status {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One device call for issue 13's small-request targets (>= 50 K requests/s for det and lu at
+# n = 8 and 32, concurrency 64, p99 <= 5 ms; a lone request <= 0.3 ms round trip): matrixd on
+# cuda with coalescing on (the default: --coalesce_window_us=200) and off
+# (--coalesce_max_group=1), `matrixctl load` for det and lu at n = 8 and 32, concurrency 64, 10 s
+# each, then a lone-request run (concurrency 1) on an idle server, and the server's coalescing
+# metrics. Runs from the repository root on the device with the binaries bundled in .gpu/:
+#
+#   ../shared/gpu/bundle.sh .gpu build/server/matrixd build/client/matrixctl
+#   device tool: tests/gpu/coalesce-run.sh   (carry [".gpu"]); everything in $OUT/coalesce.txt
+#
+# SIZES, OPS, DURATION, CONCURRENCY and WINDOWS (window values in us; "off" = no coalescing)
+# narrow the run; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
+# OUT=/tmp/x DURATION=2).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:?OUT must name the output directory}
+export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bin=${BIN:-.gpu/bin}
+backend=${BACKEND:-cuda}
+sizes=${SIZES:-8 32}
+ops=${OPS:-det lu}
+duration=${DURATION:-10}
+concurrency=${CONCURRENCY:-64}
+windows=${WINDOWS:-off 0 200}
+report=${out}/coalesce.txt
+summary=${out}/coalesce-summary.txt
+log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${report}"; }
+
+command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${report}"
+echo "# $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "${report}"
+printf '| coalescing | op | n | concurrency | req/s | p50 ms | p99 ms |\n| --- | --- | --- | --- | --- | --- | --- |\n' >"${summary}"
+
+port=50081
+start_server() {  # $1: window (us) or "off"
+  local flags=(--coalesce_window_us="$1")
+  [[ $1 == off ]] && flags=(--coalesce_max_group=1)
+  "${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9469 \
+    "${flags[@]}" >"${out}/matrixd-$1.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 60); do
+    "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && return
+    sleep 0.5
+  done
+}
+# `matrixctl load` prints a table; keep it, and pull req/s and the percentiles for the summary.
+run_load() {  # $1 label, $2 op, $3 n, $4 concurrency
+  local text
+  text=$(timeout $((duration + 60)) "${bin}/matrixctl" --server=127.0.0.1:${port} load --op="$2" \
+    --n="$3" --concurrency="$4" --duration="${duration}" --requests=0 2>&1)
+  echo "${text}" >>"${report}"
+  local rate p50 p99
+  rate=$(awk '$1 == "requests/s" {print $2}' <<<"${text}")
+  p50=$(awk '$1 == "p50_ms" {print $2}' <<<"${text}")
+  p99=$(awk '$1 == "p99_ms" {print $2}' <<<"${text}")
+  echo "| $1 | $2 | $3 | $4 | ${rate:-?} | ${p50:-?} | ${p99:-?} |" >>"${summary}"
+}
+
+for window in ${windows}; do
+  log "matrixd --backend=${backend} coalescing ${window} (window us, or off)"
+  start_server "${window}"
+  # Warm-up: the first calls create the streams' handles and pools.
+  "${bin}/matrixctl" --server=127.0.0.1:${port} load --op=det --n=8 --concurrency=8 --requests=2000 \
+    >/dev/null 2>&1
+  for op in ${ops}; do
+    for n in ${sizes}; do
+      log "load --op=${op} --n=${n} --concurrency=${concurrency} --duration=${duration}"
+      run_load "${window}" "${op}" "${n}" "${concurrency}"
+    done
+  done
+  for op in ${ops}; do
+    log "lone requests: load --op=${op} --n=8 --concurrency=1 --duration=${duration} (idle server)"
+    run_load "${window}" "${op}" 8 1
+  done
+  log "coalescing metrics"
+  curl -s http://127.0.0.1:9469/metrics 2>/dev/null | grep -E '^matrixd_coalesced' >>"${report}"
+  kill "${pid}"; wait "${pid}" 2>/dev/null
+done
+cat "${summary}" | tee -a "${report}"
