@@ -194,9 +194,12 @@ class CudaBackend final : public Backend {
     if (byte_size == 0) {
       return absl::InvalidArgumentError("byte_size is 0; want the bytes requests may use");
     }
-    if (device_id < 0) {
+    if (device_id < 0 || device_id >= CudaDeviceCount()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("device_id is ", device_id, "; want the CUDA device of the allocation"));
+          absl::StrCat("device_id is ", device_id,
+                       "; want the CUDA device of the allocation (this "
+                       "host has ",
+                       CudaDeviceCount(), ": 0 to ", CudaDeviceCount() - 1, ")"));
     }
     // The sharing process may number its devices differently (another CUDA_VISIBLE_DEVICES):
     // open on the device of the same ordinal if this backend uses one, else on its first, then

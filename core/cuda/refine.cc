@@ -356,6 +356,13 @@ absl::StatusOr<FactorizeResult> Mixed(const MatrixView& a, const MatrixView& b,
 
   std::vector<T> x;
   MATRIXD_ASSIGN_OR_RETURN(const double backward_error, BackwardErrorOf(system, x, context));
+  // IRS reports no zero pivot in info (seen on the H100 with a zero matrix): a solution that is
+  // not finite means the matrix is singular, or too close to it for either precision.
+  if (!std::isfinite(backward_error)) {
+    return absl::FailedPreconditionError(
+        "matrix is singular (or too ill-conditioned): cuSOLVER's refined solve gave a "
+        "non-finite X; cannot solve A X = rhs");
+  }
   FactorizeResult result;
   result.kind = FactorizationKind::kLu;
   MATRIXD_ASSIGN_OR_RETURN(Matrix solution, SolutionOf(system, context));

@@ -80,8 +80,12 @@ TEST_P(DeterminantBatchTest, EachMemberMatchesItsExactDeterminant) {
     for (int b = 0; b < count; ++b) {
       const double exact = static_cast<double>(batch.exact[static_cast<size_t>(b)]);
       const std::complex<double> value = (*results)[static_cast<size_t>(b)].value.ToComplex();
-      if (exact == 0.0) {
+      if (exact == 0.0 && b == 7) {  // the zero row: exactly zero
         EXPECT_EQ(value, std::complex<double>(0.0)) << "n = " << n << ", member " << b;
+      } else if (exact == 0.0) {
+        // Singular only in exact arithmetic (rows proportional by chance): LU leaves rounding,
+        // ~1e-16 of the entries' products (member 23 of n = 2 gave -2.8e-16 on the H100).
+        EXPECT_LE(std::abs(value), 1e-12 * std::pow(5.0 * n, n)) << "n = " << n << ", member " << b;
       } else {
         EXPECT_NEAR(value.real() / exact, 1.0, 1e-11) << "n = " << n << ", member " << b;
         EXPECT_EQ(value.imag(), 0.0);

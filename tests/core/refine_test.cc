@@ -144,8 +144,10 @@ TEST_P(RefineTest, Float32FactorsGiveDoublePrecisionUpToCondition1e6) {
     EXPECT_TRUE(result->lu.empty());
     EXPECT_TRUE(result->permutation.empty());
     // The reported backward error is the double-double one of the returned X.
-    EXPECT_DOUBLE_EQ(r.backward_error,
-                     cpu::RefinedBackwardError(a.view(), result->solution->view(), b.view()));
+    // (To rounding: the GPU sums the residual in another order; 5 ulps apart on the H100.)
+    const double reference =
+        cpu::RefinedBackwardError(a.view(), result->solution->view(), b.view());
+    EXPECT_NEAR(r.backward_error, reference, 1e-12 * reference);
   }
 }
 
