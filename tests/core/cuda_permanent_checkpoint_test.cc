@@ -2,8 +2,6 @@
 // and asked again resumes from its file and gives the uninterrupted value bit for bit, for real,
 // complex and exact (INT64) walks; the file goes once the walk completes. Skips where there is no
 // CUDA device.
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <complex>
@@ -18,22 +16,13 @@
 #include "core/cuda/cuda_backend.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/core/scratch_dir.h"
 
 namespace matrixd {
 namespace {
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name + "-" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
-int FilesIn(const std::string& dir) {
-  if (!std::filesystem::exists(dir)) return 0;
-  int count = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++count;
-  return count;
-}
+using ::matrixd::testing::FilesIn;
+using ::matrixd::testing::FreshDir;
 
 // The permanent on a CUDA backend checkpointing under `dir` (none when empty), cancelled once
 // `stop_at` of it is done (never when stop_at >= 1).

@@ -2,8 +2,6 @@
 // the uninterrupted value bit for bit; the file goes once the walk completes.
 #include "core/walk_checkpoint.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -15,22 +13,13 @@
 #include "core/cpu/permanent.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/core/scratch_dir.h"
 
 namespace matrixd {
 namespace {
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name + "-" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
-int FilesIn(const std::string& dir) {
-  if (!std::filesystem::exists(dir)) return 0;
-  int count = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++count;
-  return count;
-}
+using ::matrixd::testing::FilesIn;
+using ::matrixd::testing::FreshDir;
 
 TEST(WalkCheckpoint, RecordsSurviveReopenAndOtherWalksStartAfresh) {
   const std::string dir = FreshDir("walk-reopen");
