@@ -270,6 +270,13 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
         absl::StatusOr<FactorizeResult> result =
             backend.Factorize(inputs.matrix.view(), options, inputs.rhs_view(), &control);
         if (!result.ok()) return result.status();
+        // Index results asked into shared memory go there and stay out of the response.
+        for (auto [name, values] : {std::pair{"permutation", &result->permutation},
+                                    std::pair{"singular_columns", &result->singular_columns}}) {
+          absl::StatusOr<bool> placed = outputs.WriteIndices(name, *values);
+          if (!placed.ok()) return placed.status();
+          if (*placed) values->clear();
+        }
         ToProto(*result, response);
         if (!outputs.empty()) return outputs.Write(*response);
         if (!keep.registry) return absl::OkStatus();

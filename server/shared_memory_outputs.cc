@@ -1,5 +1,6 @@
 #include "server/shared_memory_outputs.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <span>
@@ -29,6 +30,23 @@ std::string Shape(int64_t rows, int64_t cols, DType dtype) {
   return absl::StrCat(rows, "x", cols, " ", DTypeName(dtype));
 }
 
+// The response's repeated int64 fields (index results such as pivots), by name.
+std::vector<std::string> IndexFields(const google::protobuf::Descriptor& type) {
+  std::vector<std::string> names;
+  for (int i = 0; i < type.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = type.field(i);
+    if (field->is_repeated() &&
+        field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
+      names.push_back(std::string(field->name()));
+    }
+  }
+  return names;
+}
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 }  // namespace
 
 absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
@@ -46,21 +64,30 @@ absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
         "one place");
   }
   const std::vector<std::string> fields = MatrixFields(response_type);
+  const std::vector<std::string> index_fields = IndexFields(response_type);
   // In name order, so that errors and writes do not depend on the map's order.
   const std::map<std::string, v1::SharedMemoryRef> targets(options.shared_memory_outputs().begin(),
                                                            options.shared_memory_outputs().end());
   for (const auto& [name, proto] : targets) {
     const std::string where = absl::StrCat("result_options.shared_memory_outputs[\"", name, "\"]");
-    if (std::find(fields.begin(), fields.end(), name) == fields.end()) {
+    const bool indices = Contains(index_fields, name);
+    if (!indices && !Contains(fields, name)) {
+      std::vector<std::string> all = fields;
+      all.insert(all.end(), index_fields.begin(), index_fields.end());
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": ", response_type.name(), " has no result matrix \"", name, "\"",
-                       fields.empty() ? "" : "; it has ", absl::StrJoin(fields, ", ")));
+                       all.empty() ? "" : "; it has ", absl::StrJoin(all, ", ")));
     }
     absl::StatusOr<SharedMemoryReference> reference = FromProto(proto, where);
     if (!reference.ok()) return reference.status();
     absl::StatusOr<SharedMemoryMatrix> matrix = registry->Resolve(*reference, where, owner);
     if (!matrix.ok()) return matrix.status();
-    outputs.targets_.push_back({name, *std::move(matrix)});
+    if (indices && matrix->view.dtype != DType::kInt64) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", name,
+                                                     " is a list of int64 indices; the target is ",
+                                                     DTypeName(matrix->view.dtype)));
+    }
+    outputs.targets_.push_back({.field = name, .matrix = *std::move(matrix), .indices = indices});
   }
   return outputs;
 }
@@ -68,7 +95,9 @@ absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
 void SharedMemoryOutputs::OfferTo(ResultDestinations& destinations) const {
   for (const Target& target : targets_) {
     // Host memory only: a CUDA region's target is lent as a device output (LendDeviceTarget).
-    if (target.matrix.device != nullptr || target.matrix.writable == nullptr) continue;
+    if (target.indices || target.matrix.device != nullptr || target.matrix.writable == nullptr) {
+      continue;
+    }
     destinations.Add(target.field, {target.matrix.writable, target.matrix.view.byte_size()});
   }
 }
@@ -83,9 +112,42 @@ ResidentMatrix* SharedMemoryOutputs::LendDeviceTarget(const std::string& field) 
   return nullptr;
 }
 
+absl::StatusOr<bool> SharedMemoryOutputs::WriteIndices(const std::string& field,
+                                                       std::span<const int64_t> values) const {
+  for (const Target& target : targets_) {
+    if (!target.indices || target.field != field) continue;
+    const MatrixView& to = target.matrix.view;
+    if (static_cast<uint64_t>(to.size()) != values.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("result_options.shared_memory_outputs[\"", field, "\"] holds ", to.size(),
+                       " int64 values (", Shape(to.rows, to.cols, to.dtype), "); the result has ",
+                       values.size()));
+    }
+    const std::span<const std::byte> bytes = std::as_bytes(values);
+    if (target.matrix.device != nullptr) {
+      if (absl::Status written = target.matrix.device->Write(0, bytes); !written.ok()) {
+        return written;
+      }
+    } else {
+      std::memcpy(target.matrix.writable, bytes.data(), bytes.size());
+    }
+    target.written = true;
+    return true;
+  }
+  return false;
+}
+
 absl::Status SharedMemoryOutputs::Write(google::protobuf::Message& response) const {
   const google::protobuf::Reflection& reflection = *response.GetReflection();
   for (const Target& target : targets_) {
+    if (target.indices) {
+      if (!target.written) {
+        return absl::InvalidArgumentError(absl::StrCat("result_options.shared_memory_outputs[\"",
+                                                       target.field, "\"]: this call produced no ",
+                                                       target.field));
+      }
+      continue;
+    }
     const google::protobuf::FieldDescriptor* field =
         response.GetDescriptor()->FindFieldByName(target.field);
     const MatrixView& to = target.matrix.view;

@@ -6,6 +6,8 @@
 #ifndef MATRIXD_SERVER_SHARED_MEMORY_OUTPUTS_H_
 #define MATRIXD_SERVER_SHARED_MEMORY_OUTPUTS_H_
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,14 @@ class SharedMemoryOutputs {
   // takes an empty result for that field as written in place.
   ResidentMatrix* LendDeviceTarget(const std::string& field) const;
 
+  // Index results (a response's repeated int64 fields, e.g. FactorizeResponse.permutation: a
+  // batch's 3.2 M pivots cost more to encode and decode than the factors to copy) are targets too:
+  // an INT64 matrix of exactly as many entries. If `field` is one, copies `values` there and
+  // returns true (the caller then leaves the field out of the response); false when it is not a
+  // target. INVALID_ARGUMENT naming the entry when the sizes differ.
+  absl::StatusOr<bool> WriteIndices(const std::string& field,
+                                    std::span<const int64_t> values) const;
+
   // Copies each target's matrix field of `response` into its target and clears the field; a field
   // with its shape but no data (the operation wrote it in place, see OfferTo) is only checked.
   // INVALID_ARGUMENT naming both when a result's shape or dtype is not its target's, or when the
@@ -49,7 +59,9 @@ class SharedMemoryOutputs {
   struct Target {
     std::string field;
     SharedMemoryMatrix matrix;
-    mutable bool lent = false;  // given to the operation as its output (LendDeviceTarget)
+    bool indices = false;          // a repeated int64 field (WriteIndices), not a Matrix field
+    mutable bool lent = false;     // given to the operation as its output (LendDeviceTarget)
+    mutable bool written = false;  // indices written by WriteIndices
   };
   std::vector<Target> targets_;
 };

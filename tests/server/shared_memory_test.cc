@@ -151,6 +151,62 @@ TEST_F(SharedMemoryTest, OperandsAndResultsInSharedMemoryMatchTheInlinePath) {
   EXPECT_EQ(std::memcmp(object.data() + 2 * kBytes, inline_c->c().data().data(), kBytes), 0);
 }
 
+// A batched LU with its factors and its pivots written into shared memory: the factors land in
+// place, the pivots leave the response, and both equal the inline answer bit for bit.
+TEST_F(SharedMemoryTest, BatchedFactorsAndPivotsGoIntoSharedMemory) {
+  constexpr int64_t kBatch = 50;
+  constexpr int64_t kN = 6;
+  constexpr int64_t kRows = kBatch * kN;
+  constexpr size_t kBytes = kRows * kN * sizeof(double);
+  constexpr size_t kPivotBytes = kRows * sizeof(int64_t);
+  TestObject object(2 * kBytes + kPivotBytes);
+  const std::vector<double> a = RandomValues(kRows * kN, 3);
+  std::memcpy(object.data(), a.data(), kBytes);
+  ASSERT_TRUE(Register("lu", object.key(), 0, 2 * kBytes + kPivotBytes).ok());
+
+  v1::FactorizeRequest request;
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
+  request.set_batch_count(kBatch);
+  *request.mutable_matrix_ref() = Ref("lu", 0, kRows, kN);
+  auto& outputs = *request.mutable_result_options()->mutable_shared_memory_outputs();
+  outputs["lu"] = Ref("lu", kBytes, kRows, kN).shared_memory();
+  v1::SharedMemoryRef pivots = Ref("lu", 2 * kBytes, kRows, 1).shared_memory();
+  pivots.set_dtype(v1::DTYPE_INT64);
+  outputs["permutation"] = pivots;
+  absl::StatusOr<v1::FactorizeResponse> placed = client().Factorize(request);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_FALSE(placed->has_lu());
+  EXPECT_EQ(placed->permutation_size(), 0);
+  EXPECT_EQ(placed->singular_columns_size(), kBatch);  // not asked for: still inline
+
+  v1::FactorizeRequest inline_request;
+  inline_request.set_kind(v1::FACTORIZATION_KIND_LU);
+  inline_request.set_batch_count(kBatch);
+  *inline_request.mutable_matrix() = MakeMatrix<double>(kRows, kN, a);
+  absl::StatusOr<v1::FactorizeResponse> by_value = client().Factorize(inline_request);
+  ASSERT_TRUE(by_value.ok()) << by_value.status();
+  EXPECT_EQ(std::memcmp(object.data() + kBytes, by_value->lu().data().data(), kBytes), 0);
+  ASSERT_EQ(by_value->permutation_size(), kRows);
+  EXPECT_EQ(std::memcmp(object.data() + 2 * kBytes, by_value->permutation().data(), kPivotBytes),
+            0);
+
+  // A pivot target of the wrong size or dtype is refused, naming the entry.
+  v1::FactorizeRequest short_target = request;
+  v1::SharedMemoryRef too_short = pivots;
+  too_short.set_rows(kRows - 1);
+  (*short_target.mutable_result_options()->mutable_shared_memory_outputs())["permutation"] =
+      too_short;
+  absl::StatusOr<v1::FactorizeResponse> refused = client().Factorize(short_target);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("shared_memory_outputs[\"permutation\"]"));
+  v1::FactorizeRequest double_target = request;
+  (*double_target.mutable_result_options()->mutable_shared_memory_outputs())["permutation"] =
+      Ref("lu", 2 * kBytes, kRows, 1).shared_memory();
+  refused = client().Factorize(double_target);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("int64 indices"));
+}
+
 TEST_F(SharedMemoryTest, BadRegistrationsAndReferencesNameTheProblem) {
   TestObject object(4096);
   EXPECT_EQ(Register("r", "/matrixd_no_such_object", 0, 64).error_code(),
