@@ -104,6 +104,12 @@ def test_factorizations_and_solves_through_shared_memory_equal_inline(client, rn
         client.lu(region.put(batch), outputs={"lu": lus})
         assert lus.array.tobytes() == client.lu(batch).lu.tobytes()
 
+        # Its pivots too (an INT64 target of batch * n entries): out of the response.
+        pivots = region.empty((50, 8), dtype=np.int64)
+        placed = client.lu(region.put(batch), outputs={"lu": lus, "permutation": pivots})
+        assert np.array_equal(placed.permutation, client.lu(batch).permutation)
+        assert np.shares_memory(placed.permutation, pivots.array)
+
 
 def test_outputs_with_keep_and_closed_regions_are_refused(client, rng):
     a = random_matrix(rng, (4, 4), np.float64)

@@ -303,7 +303,10 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
 
     def parse(r, client):
         kept = _kept(r, client)
-        permutation = np.array(r.permutation, dtype=np.int64)
+        if outputs and "permutation" in outputs:  # written into shared memory
+            permutation = outputs["permutation"].array.reshape(-1)
+        else:
+            permutation = np.array(r.permutation, dtype=np.int64)
         if batch and permutation.size:
             permutation = permutation.reshape(batch, -1)
         return results.Factorization(
@@ -311,7 +314,10 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
             lu=_matrix_or_kept(r, "lu", kept, batch, outputs=outputs),
             permutation=permutation if permutation.size else None,
             singular=r.singular, singular_column=r.singular_column,
-            singular_columns=np.array(r.singular_columns, dtype=np.int64) if batch else None,
+            singular_columns=(outputs["singular_columns"].array.reshape(-1)
+                              if outputs and "singular_columns" in outputs
+                              else np.array(r.singular_columns, dtype=np.int64)
+                              if batch else None),
             l=_matrix_or_kept(r, "l", kept, batch, outputs=outputs),
             q=_matrix_or_kept(r, "q", kept, batch, outputs=outputs),
             r=_matrix_or_kept(r, "r", kept, batch, outputs=outputs),
