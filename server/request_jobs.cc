@@ -185,6 +185,15 @@ void DropResiduesUnlessAsked(bool return_residues, Response* response) {
   }
 }
 
+// Makes `spec` run `work`, which the scheduler may group with queued jobs of its key
+// (server/coalescing.h); false, spec untouched, when the job cannot be grouped (work is null).
+bool RunsCoalesced(std::shared_ptr<CoalescibleWork> work, JobSpec& spec) {
+  if (work == nullptr) return false;
+  spec.work = [work](JobControl& control) { return work->Run(control); };
+  spec.coalescible = std::move(work);
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
@@ -206,12 +215,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   spec.pinned_device = PinnedDevice(request.deterministic());
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.DeterminantDeviceBytes(inputs->matrix.view(), inputs->options);
-  if (std::shared_ptr<CoalescibleWork> work =
-          MakeCoalescible(request, *inputs, response, backend)) {
-    spec.work = [work](JobControl& control) { return work->Run(control); };
-    spec.coalescible = std::move(work);
-    return spec;
-  }
+  if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(
       backend, input_dtype, response,
@@ -255,12 +259,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   if (!outputs.ok()) return outputs.status();
   // The regions stay mapped while `outputs` lives, i.e. as long as the job.
   outputs->OfferTo(options.destinations);
-  if (std::shared_ptr<CoalescibleWork> work =
-          MakeCoalescible(request, *inputs, response, backend)) {
-    spec.work = [work](JobControl& control) { return work->Run(control); };
-    spec.coalescible = std::move(work);
-    return spec;
-  }
+  if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(
       backend, input_dtype, response,

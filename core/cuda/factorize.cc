@@ -24,8 +24,8 @@
 #include "core/cuda/library_types.h"
 #include "core/cuda/refine.h"
 #include "core/factorization.h"
-#include "core/validation.h"
 #include "core/refinement.h"
+#include "core/validation.h"
 
 // Layout: the host's row-major m x n array, read column-major (as cuSOLVER and cuBLAS do), is
 // A^T. LU and QR need A itself in column-major order, so the matrix is transposed on the device

@@ -2,19 +2,17 @@
 // and asked again resumes from its file and gives the uninterrupted value bit for bit, for real,
 // complex and exact (INT64) walks; the file goes once the walk completes. Skips where there is no
 // CUDA device.
-#include <atomic>
-#include <chrono>
 #include <complex>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/cuda/cuda_backend.h"
 #include "gtest/gtest.h"
+#include "tests/core/cancel_at_progress.h"
 #include "tests/core/dense_test_support.h"
 #include "tests/core/scratch_dir.h"
 
@@ -29,21 +27,9 @@ using ::matrixd::testing::FreshDir;
 absl::StatusOr<PermanentResult> RunUntil(const Matrix& a, const std::string& dir, double stop_at) {
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeCudaBackend({0}, {}, 1, dir);
   if (!backend.ok()) return backend.status();
-  JobControl control;
-  std::atomic<bool> finished{false};
-  std::thread watcher([&] {
-    while (!finished.load() && stop_at < 1.0) {
-      if (control.progress() >= stop_at) {
-        control.Cancel();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+  return testing::RunCancellingAt(stop_at, [&](JobControl& control) {
+    return (*backend)->Permanent(a.view(), {.method = PermanentMethod::kGlynn}, &control);
   });
-  auto result = (*backend)->Permanent(a.view(), {.method = PermanentMethod::kGlynn}, &control);
-  finished.store(true);
-  watcher.join();
-  return result;
 }
 
 class CudaPermanentCheckpoint : public ::testing::Test {

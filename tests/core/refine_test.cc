@@ -221,17 +221,22 @@ TEST_P(RefineTest, SamePrecisionFloat32ReachesWorkingPrecision) {
 }
 
 // Wilkinson's matrix (1 on the diagonal and in the last column, -1 below the diagonal) makes
-// partial pivoting grow U's last column to 2^(n-1): a float64 LU solve is then far from backward
-// stable, and refinement with double-double residuals repairs it.
+// partial pivoting grow U's last column to 2^(n-1).
+Matrix WilkinsonMatrix(int64_t n) {
+  std::vector<double> values(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < i; ++j) values[i * n + j] = -1.0;
+    values[i * n + i] = 1.0;
+    values[i * n + n - 1] = 1.0;
+  }
+  return Matrix::FromValues<double>(n, n, values);
+}
+
+// A float64 LU solve of Wilkinson's matrix is far from backward stable, and refinement with
+// double-double residuals repairs it.
 TEST_P(RefineTest, SamePrecisionFloat64RepairsAnUnstableSolve) {
   constexpr int64_t kN = 40;
-  std::vector<double> values(kN * kN, 0.0);
-  for (int64_t i = 0; i < kN; ++i) {
-    for (int64_t j = 0; j < i; ++j) values[i * kN + j] = -1.0;
-    values[i * kN + i] = 1.0;
-    values[i * kN + kN - 1] = 1.0;
-  }
-  const Matrix a = Matrix::FromValues<double>(kN, kN, values);
+  const Matrix a = WilkinsonMatrix(kN);
   const Matrix b = RandomMatrix<double>(kN, 1, 51);
   const MatrixView b_view = b.view();
   auto plain = backend().Factorize(a.view(), {}, &b_view, nullptr);
@@ -264,13 +269,7 @@ TEST_P(RefineTest, SamePrecisionFloat64OnAnIllConditionedSystemEndsAtWorkingPrec
 
 TEST_P(RefineTest, MaxIterationsBoundsTheSteps) {
   constexpr int64_t kN = 40;
-  std::vector<double> values(kN * kN, 0.0);
-  for (int64_t i = 0; i < kN; ++i) {
-    for (int64_t j = 0; j < i; ++j) values[i * kN + j] = -1.0;
-    values[i * kN + i] = 1.0;
-    values[i * kN + kN - 1] = 1.0;
-  }
-  const Matrix a = Matrix::FromValues<double>(kN, kN, values);
+  const Matrix a = WilkinsonMatrix(kN);
   const Matrix b = RandomMatrix<double>(kN, 1, 71);
   auto result = Refine(a, b, RefinePrecision::kInput, 1);
   ASSERT_TRUE(result.ok()) << result.status();

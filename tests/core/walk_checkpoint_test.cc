@@ -2,16 +2,14 @@
 // the uninterrupted value bit for bit; the file goes once the walk completes.
 #include "core/walk_checkpoint.h"
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/cpu/permanent.h"
 #include "gtest/gtest.h"
+#include "tests/core/cancel_at_progress.h"
 #include "tests/core/dense_test_support.h"
 #include "tests/core/scratch_dir.h"
 
@@ -48,21 +46,9 @@ TEST(WalkCheckpoint, RecordsSurviveReopenAndOtherWalksStartAfresh) {
 
 // Runs the permanent, cancelling it once `stop_at` of it is done (never when stop_at >= 1).
 absl::StatusOr<PermanentResult> RunUntil(const Matrix& a, const std::string& dir, double stop_at) {
-  JobControl control;
-  std::atomic<bool> finished{false};
-  std::thread watcher([&] {
-    while (!finished.load() && stop_at < 1.0) {
-      if (control.progress() >= stop_at) {
-        control.Cancel();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+  return testing::RunCancellingAt(stop_at, [&](JobControl& control) {
+    return cpu::Permanent(a.view(), {.method = PermanentMethod::kGlynn}, 2, &control, dir);
   });
-  auto result = cpu::Permanent(a.view(), {.method = PermanentMethod::kGlynn}, 2, &control, dir);
-  finished.store(true);
-  watcher.join();
-  return result;
 }
 
 TEST(PermanentCheckpoint, RestartAfterCancelGivesTheUninterruptedValue) {

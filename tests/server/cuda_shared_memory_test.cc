@@ -21,20 +21,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
+#include "tests/server/random_values.h"
+#include "tests/server/shared_memory_rpcs.h"
 #include "tests/server/test_server.h"
 
 namespace matrixd::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::vector<double> RandomValues(int64_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  std::vector<double> values(static_cast<size_t>(count));
-  for (double& v : values) v = uniform(rng);
-  return values;
-}
 
 v1::SharedMemoryRef Ref(const std::string& region, uint64_t offset, int64_t rows, int64_t cols) {
   v1::SharedMemoryRef ref;
@@ -45,58 +39,6 @@ v1::SharedMemoryRef Ref(const std::string& region, uint64_t offset, int64_t rows
   ref.set_dtype(v1::DTYPE_FLOAT64);
   return ref;
 }
-
-// The RPCs, by stub, so that each status comes back as the server sent it.
-class Rpcs {
- public:
-  explicit Rpcs(const std::string& address)
-      : stub_(v1::MatrixService::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
-
-  grpc::Status RegisterCuda(const std::string& name, const std::string& handle, int device_id,
-                            uint64_t bytes) {
-    grpc::ClientContext context;
-    v1::RegisterCudaSharedMemoryRequest request;
-    request.set_name(name);
-    request.set_raw_handle(handle);
-    request.set_device_id(device_id);
-    request.set_byte_size(bytes);
-    v1::RegisterCudaSharedMemoryResponse response;
-    return stub_->RegisterCudaSharedMemory(&context, request, &response);
-  }
-  grpc::Status UnregisterCuda(const std::string& name) {
-    grpc::ClientContext context;
-    v1::UnregisterCudaSharedMemoryRequest request;
-    request.set_name(name);
-    v1::UnregisterCudaSharedMemoryResponse response;
-    return stub_->UnregisterCudaSharedMemory(&context, request, &response);
-  }
-  grpc::Status RegisterSystem(const std::string& name, const std::string& key, uint64_t bytes) {
-    grpc::ClientContext context;
-    v1::RegisterSystemSharedMemoryRequest request;
-    request.set_name(name);
-    request.set_key(key);
-    request.set_byte_size(bytes);
-    v1::RegisterSystemSharedMemoryResponse response;
-    return stub_->RegisterSystemSharedMemory(&context, request, &response);
-  }
-  grpc::Status UnregisterSystem(const std::string& name) {
-    grpc::ClientContext context;
-    v1::UnregisterSystemSharedMemoryRequest request;
-    request.set_name(name);
-    v1::UnregisterSystemSharedMemoryResponse response;
-    return stub_->UnregisterSystemSharedMemory(&context, request, &response);
-  }
-  v1::ListSharedMemoryResponse List() {
-    grpc::ClientContext context;
-    v1::ListSharedMemoryResponse response;
-    EXPECT_TRUE(stub_->ListSharedMemory(&context, {}, &response).ok());
-    return response;
-  }
-
- private:
-  std::unique_ptr<v1::MatrixService::Stub> stub_;
-};
 
 const std::string kHandle(64, '\x5a');  // the right size; no driver will take it
 
@@ -119,13 +61,13 @@ class SystemObject {
 class CudaSharedMemoryOnCpuTest : public ServerTest {
  protected:
   void TearDown() override {
-    Rpcs rpcs(server().address());
+    SharedMemoryRpcs rpcs(server().address());
     static_cast<void>(rpcs.UnregisterSystem(""));
   }
 };
 
 TEST_F(CudaSharedMemoryOnCpuTest, CpuBackendAnswersUnimplemented) {
-  Rpcs rpcs(server().address());
+  SharedMemoryRpcs rpcs(server().address());
   const grpc::Status status = rpcs.RegisterCuda("gpu", kHandle, 0, 1024);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(status.error_message(), HasSubstr("--backend=cuda"));
@@ -134,7 +76,7 @@ TEST_F(CudaSharedMemoryOnCpuTest, CpuBackendAnswersUnimplemented) {
 }
 
 TEST_F(CudaSharedMemoryOnCpuTest, BadRegistrationsNameTheField) {
-  Rpcs rpcs(server().address());
+  SharedMemoryRpcs rpcs(server().address());
   grpc::Status status = rpcs.RegisterCuda("gpu", std::string(10, 'x'), 0, 1024);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("raw_handle has 10 bytes; want the 64 bytes"));
@@ -148,7 +90,7 @@ TEST_F(CudaSharedMemoryOnCpuTest, BadRegistrationsNameTheField) {
 }
 
 TEST_F(CudaSharedMemoryOnCpuTest, OneNamespaceWithSystemRegions) {
-  Rpcs rpcs(server().address());
+  SharedMemoryRpcs rpcs(server().address());
   SystemObject object;
   ASSERT_TRUE(rpcs.RegisterSystem("taken", object.key(), 4096).ok());
   grpc::Status status = rpcs.RegisterCuda("taken", kHandle, 0, 1024);
@@ -240,7 +182,7 @@ class CudaSharedMemoryServerTest : public ::testing::Test {
   std::vector<std::byte> memory_;  // the "device allocation": A, B, C
   std::unique_ptr<MatrixServer> server_;
   Client client_;
-  Rpcs rpcs_;
+  SharedMemoryRpcs rpcs_;
 };
 
 TEST_F(CudaSharedMemoryServerTest, OperandsAndResultsInACudaRegionMatchTheInlinePath) {

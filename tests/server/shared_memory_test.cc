@@ -16,6 +16,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
+#include "tests/server/random_values.h"
+#include "tests/server/shared_memory_rpcs.h"
 #include "tests/server/test_server.h"
 
 namespace matrixd::server::testing {
@@ -51,14 +53,6 @@ class TestObject {
   std::byte* data_ = nullptr;
 };
 
-std::vector<double> RandomValues(int64_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  std::vector<double> values(static_cast<size_t>(count));
-  for (double& v : values) v = uniform(rng);
-  return values;
-}
-
 v1::MatrixRef Ref(const std::string& region, uint64_t offset, int64_t rows, int64_t cols) {
   v1::MatrixRef ref;
   v1::SharedMemoryRef* shm = ref.mutable_shared_memory();
@@ -80,28 +74,13 @@ class SharedMemoryTest : public ServerTest {
 
   grpc::Status Register(const std::string& name, const std::string& key, uint64_t offset,
                         uint64_t bytes) {
-    grpc::ClientContext context;
-    v1::RegisterSystemSharedMemoryRequest request;
-    request.set_name(name);
-    request.set_key(key);
-    request.set_offset(offset);
-    request.set_byte_size(bytes);
-    v1::RegisterSystemSharedMemoryResponse response;
-    return stub_->RegisterSystemSharedMemory(&context, request, &response);
+    return rpcs_.RegisterSystem(name, key, bytes, offset);
   }
-  grpc::Status Unregister(const std::string& name) {
-    grpc::ClientContext context;
-    v1::UnregisterSystemSharedMemoryRequest request;
-    request.set_name(name);
-    v1::UnregisterSystemSharedMemoryResponse response;
-    return stub_->UnregisterSystemSharedMemory(&context, request, &response);
-  }
+  grpc::Status Unregister(const std::string& name) { return rpcs_.UnregisterSystem(name); }
   std::vector<std::string> Listed() {
-    grpc::ClientContext context;
-    v1::ListSharedMemoryResponse response;
-    EXPECT_TRUE(stub_->ListSharedMemory(&context, {}, &response).ok());
     std::vector<std::string> names;
-    for (const auto& region : response.regions()) names.push_back(region.name());
+    const v1::ListSharedMemoryResponse listed = rpcs_.List();
+    for (const auto& region : listed.regions()) names.push_back(region.name());
     return names;
   }
   grpc::Status Determinant(const v1::MatrixRef& ref, v1::DeterminantResponse* response) {
@@ -112,6 +91,7 @@ class SharedMemoryTest : public ServerTest {
   }
 
   std::unique_ptr<v1::MatrixService::Stub> stub_;
+  SharedMemoryRpcs rpcs_{server().address()};
 };
 
 TEST_F(SharedMemoryTest, OperandsAndResultsInSharedMemoryMatchTheInlinePath) {

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
+#include "tests/server/random_values.h"
 #include "tests/server/test_server.h"
 
 namespace matrixd::server::testing {
@@ -22,14 +23,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr int64_t kN = 48;
-
-std::vector<double> RandomValues(int64_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  std::vector<double> values(static_cast<size_t>(count));
-  for (double& v : values) v = uniform(rng);
-  return values;
-}
 
 // Random plus n at [i, i + 1 mod n]: well conditioned, and LU has to permute the rows.
 v1::Matrix WellConditioned(int64_t n, uint64_t seed) {
