@@ -69,31 +69,13 @@ void GemmSubtract(blasint m, blasint n, blasint k, const std::complex<double>* a
               c, ldc);
 }
 
-// ||A||_1 of the column-major n x n A, and its reciprocal condition estimate from A's packed LU
-// factors (L and U of P A = L U, every row swap applied to L).
+// ||A||_1 of the column-major n x n A.
 double OneNorm(lapack_int n, const double* a) {
   return LAPACKE_dlange_work(LAPACK_COL_MAJOR, '1', n, n, a, n, nullptr);
 }
 double OneNorm(lapack_int n, const std::complex<double>* a) {
   return LAPACKE_zlange_work(LAPACK_COL_MAJOR, '1', n, n, a, n, nullptr);
 }
-double Rcond(lapack_int n, const double* lu, double norm) {
-  double rcond = 0.0;
-  std::vector<double> work(4 * static_cast<size_t>(n));
-  std::vector<lapack_int> iwork(static_cast<size_t>(n));
-  const lapack_int info =
-      LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', n, lu, n, norm, &rcond, work.data(), iwork.data());
-  return info == 0 ? rcond : 0.0;
-}
-double Rcond(lapack_int n, const std::complex<double>* lu, double norm) {
-  double rcond = 0.0;
-  std::vector<std::complex<double>> work(2 * static_cast<size_t>(n));
-  std::vector<double> rwork(2 * static_cast<size_t>(n));
-  const lapack_int info =
-      LAPACKE_zgecon_work(LAPACK_COL_MAJOR, '1', n, lu, n, norm, &rcond, work.data(), rwork.data());
-  return info == 0 ? rcond : 0.0;
-}
-
 bool IsFinite(double x) { return std::isfinite(x); }
 bool IsFinite(std::complex<double> z) { return std::isfinite(z.real()) && std::isfinite(z.imag()); }
 
@@ -161,13 +143,32 @@ absl::StatusOr<LuDeterminantResult> Factor(std::vector<T> a, int64_t n,
   }
   if (odd_permutation) det.Negate();
   // ?gecon: a few triangular solves, O(n^2).
-  const double rcond = Rcond(ld, a.data(), norm);
+  const double rcond = LuReciprocalCondition(ld, a.data(), norm);
   stats->flops += FlopsPerUpdate(T()) * 5.0 * static_cast<double>(n) * static_cast<double>(n);
   stats->bytes_moved += static_cast<uint64_t>(5.0 * sizeof(T) * static_cast<double>(n * n));
   return LuDeterminantResult{.det = det, .rcond = rcond};
 }
 
 }  // namespace
+
+double LuReciprocalCondition(int64_t n, const double* lu, double norm) {
+  double rcond = 0.0;
+  std::vector<double> work(4 * static_cast<size_t>(n));
+  std::vector<lapack_int> iwork(static_cast<size_t>(n));
+  const lapack_int info =
+      LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', static_cast<lapack_int>(n), lu,
+                          static_cast<lapack_int>(n), norm, &rcond, work.data(), iwork.data());
+  return info == 0 ? rcond : 0.0;
+}
+double LuReciprocalCondition(int64_t n, const std::complex<double>* lu, double norm) {
+  double rcond = 0.0;
+  std::vector<std::complex<double>> work(2 * static_cast<size_t>(n));
+  std::vector<double> rwork(2 * static_cast<size_t>(n));
+  const lapack_int info =
+      LAPACKE_zgecon_work(LAPACK_COL_MAJOR, '1', static_cast<lapack_int>(n), lu,
+                          static_cast<lapack_int>(n), norm, &rcond, work.data(), rwork.data());
+  return info == 0 ? rcond : 0.0;
+}
 
 absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<double> a, int64_t n,
                                                   const ProgressRange& progress,

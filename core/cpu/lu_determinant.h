@@ -33,6 +33,12 @@ absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<std::complex<doubl
                                                   const ProgressRange& progress,
                                                   ComputeStats* stats);
 
+// The reciprocal 1-norm condition estimate (LAPACK ?gecon) of the column-major n x n matrix
+// whose packed LU factors are `lu` (L and U of P A = L U with every row swap applied to L, as
+// getrf leaves them, LAPACK's or cuSOLVER's) and whose 1-norm is `norm`; 0 when ?gecon fails.
+double LuReciprocalCondition(int64_t n, const double* lu, double norm);
+double LuReciprocalCondition(int64_t n, const std::complex<double>* lu, double norm);
+
 }  // namespace matrixd::cpu
 
 #endif  // MATRIXD_CORE_CPU_LU_DETERMINANT_H_
