@@ -49,6 +49,9 @@ struct DeterminantOptions {
   DeterminantMethod method = DeterminantMethod::kAuto;
   // 0: over the reals / complex numbers. Otherwise a prime p < 2^62: det over Z/p.
   uint64_t modulus = 0;
+  // One determinant over several GPUs (FLOAT64 LU): 1 = one device; > 1 = that many GPUs of the
+  // server (docs/distributed.md). Not yet honoured by any backend: callers refuse > 1.
+  int devices = 1;
 };
 
 struct DeterminantResult {

@@ -206,6 +206,15 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
                                                   const OperandSources& sources) {
   absl::StatusOr<DeterminantMethod> method = FromProto(request.method());
   if (!method.ok()) return method.status();
+  if (request.devices() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices is ", request.devices(), "; want 0 or 1 (one device) or more"));
+  }
+  if (request.devices() > 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "devices is ", request.devices(),
+        "; a determinant over several GPUs is not served yet: leave devices at 0 or 1"));
+  }
   absl::StatusOr<InputMatrix> matrix =
       Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
   if (!matrix.ok()) return matrix.status();

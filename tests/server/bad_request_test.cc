@@ -170,6 +170,20 @@ TEST_F(BadRequestTest, PermanentOverSeveralDevicesOnTheCpuBackendNamesDevices) {
   ExpectInvalid(client().Permanent(request), "devices is -3");
 }
 
+TEST_F(BadRequestTest, DeterminantOverSeveralDevicesIsRefusedNamingDevices) {
+  v1::DeterminantRequest request;
+  *request.mutable_matrix() = Identity3();
+  request.set_devices(-2);
+  ExpectInvalid(client().Determinant(request), "devices is -2");
+  request.set_devices(2);
+  ExpectRejected(client().Determinant(request), absl::StatusCode::kUnimplemented,
+                 "devices is 2; a determinant over several GPUs is not served yet");
+  request.set_devices(1);
+  absl::StatusOr<v1::DeterminantResponse> det = client().Determinant(request);
+  ASSERT_TRUE(det.ok()) << det.status();
+  EXPECT_DOUBLE_EQ(det->value(), 1.0);
+}
+
 TEST_F(BadRequestTest, NegativeDevicesAndUnknownMultiplyMethod) {
   v1::MultiplyRequest request;
   *request.mutable_a() = Identity3();
