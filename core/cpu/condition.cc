@@ -15,49 +15,64 @@ namespace matrixd::cpu {
 namespace {
 
 // Rows of a diagonal block. Each block costs t ?trsv and t ?gemv calls; the off-diagonal ?gemv
-// reads its block column once per right-hand side, the second time from cache while a 64-wide
-// column (64 n elements) fits in L2/L3. 64 was the fastest of 64, 128 and 256 at n = 4096 on
-// the 2-core VM.
+// reads its block of M once per right-hand side, the second time from cache while 64 n elements
+// fit in L2/L3. 64 was the fastest of 64, 128 and 256 at n = 4096 on the 2-core VM.
 constexpr int64_t kBlock = 64;
 
 // One triangular solve op(M) x = b, M the n x n triangle (uplo) of the array, for each of the t
-// columns of the column-major x (leading dimension n), by block columns: with op = N the solved
-// block updates the rest (right-looking ?gemv), with op = T/C the block first takes the solved
-// part's contribution (left-looking ?gemv with op), so that ?gemv always reads M's block column
-// (i, j in the block column) in place, in either storage.
+// columns of the column-major x (leading dimension n), by blocks of rows: each block takes the
+// solved part's contribution (left-looking) or hands its own to the unsolved part (right-looking)
+// through one ?gemv, chosen so that the ?gemv reads M by contiguous runs: block columns of a
+// column-major array, block rows of a row-major one.
 template <typename T>
 void SolveTriangle(CBLAS_UPLO uplo, CBLAS_TRANSPOSE op, CBLAS_DIAG diag, int64_t n, const T* a,
                    int64_t ld, Storage storage, T* x, int t) {
-  const CBLAS_ORDER order = storage == Storage::kRowMajor ? CblasRowMajor : CblasColMajor;
-  const auto at = [&](int64_t i, int64_t j) {
-    return storage == Storage::kRowMajor ? a + i * ld + j : a + i + j * ld;
-  };
-  const bool lower = uplo == CblasLower;
-  const bool forward = lower == (op == CblasNoTrans);
+  const bool row_major = storage == Storage::kRowMajor;
+  const CBLAS_ORDER order = row_major ? CblasRowMajor : CblasColMajor;
+  const auto at = [&](int64_t i, int64_t j) { return row_major ? a + i * ld + j : a + i + j * ld; };
+  const bool plain = op == CblasNoTrans;
+  const bool forward = (uplo == CblasLower) == plain;
+  // op = N reads M[block, solved] (a block row) left-looking, M[unsolved, block] (a block column)
+  // right-looking; op = T/C the other way round.
+  const bool left_looking = plain == row_major;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   const T one = 1;
   const T minus_one = -1;
   const auto lda = static_cast<blasint>(ld);
+  const auto gemv = [&](CBLAS_TRANSPOSE trans, int64_t rows, int64_t cols, const T* m, const T* in,
+                        T* out) {
+    if (rows > 0 && cols > 0) {
+      Lapack<T>::gemv(order, trans, static_cast<blasint>(rows), static_cast<blasint>(cols),
+                      BlasScalar(minus_one), m, lda, in, 1, BlasScalar(one), out, 1);
+    }
+  };
   for (int64_t step = 0; step < blocks; ++step) {
-    const int64_t block = forward ? step : blocks - 1 - step;
-    const int64_t r0 = block * kBlock;
+    const int64_t r0 = (forward ? step : blocks - 1 - step) * kBlock;
     const int64_t w = std::min(kBlock, n - r0);
-    // The rows of M's block column off the diagonal block: below it (lower) or above (upper).
-    const int64_t p0 = lower ? r0 + w : 0;
-    const int64_t rest = lower ? n - (r0 + w) : r0;
+    // Rows already solved and rows still to solve.
+    const int64_t solved0 = forward ? 0 : r0 + w;
+    const int64_t solved = forward ? r0 : n - (r0 + w);
+    const int64_t unsolved0 = forward ? r0 + w : 0;
+    const int64_t unsolved = forward ? n - (r0 + w) : r0;
     for (int j = 0; j < t; ++j) {
       T* column = x + j * n;
-      if (op != CblasNoTrans && rest > 0) {
-        Lapack<T>::gemv(order, op, static_cast<blasint>(rest), static_cast<blasint>(w),
-                        BlasScalar(minus_one), at(p0, r0), lda, column + p0, 1, BlasScalar(one),
-                        column + r0, 1);
+      if (left_looking) {
+        // x_b -= op(M)[b, solved] x_solved.
+        if (plain) {
+          gemv(CblasNoTrans, w, solved, at(r0, solved0), column + solved0, column + r0);
+        } else {
+          gemv(op, solved, w, at(solved0, r0), column + solved0, column + r0);
+        }
       }
       Lapack<T>::trsv(order, uplo, op, diag, static_cast<blasint>(w), at(r0, r0), lda, column + r0,
                       1);
-      if (op == CblasNoTrans && rest > 0) {
-        Lapack<T>::gemv(order, CblasNoTrans, static_cast<blasint>(rest), static_cast<blasint>(w),
-                        BlasScalar(minus_one), at(p0, r0), lda, column + r0, 1, BlasScalar(one),
-                        column + p0, 1);
+      if (!left_looking) {
+        // x_unsolved -= op(M)[unsolved, b] x_b.
+        if (plain) {
+          gemv(CblasNoTrans, unsolved, w, at(unsolved0, r0), column + r0, column + unsolved0);
+        } else {
+          gemv(op, w, unsolved, at(r0, unsolved0), column + r0, column + unsolved0);
+        }
       }
     }
   }
