@@ -2,7 +2,9 @@
 # Issue 15 on a lent GPU: the condition-estimate tests on the device (the block estimator,
 # Factorize with estimate_condition, the CUDA determinant's rcond and error bound, repeatability),
 # then the `condition` table (the estimate next to cuSOLVER getrf/potrf/geqrf and the LU
-# determinant at n = 4096 and 8192, float64; the determinant LU rows are the determinant path).
+# determinant at n = 4096 and 8192, float64; the determinant LU rows are the determinant path),
+# followed by the table of where the estimate's time goes (getrs with 1 and 2 right-hand sides,
+# the number of block solves, the time not spent solving).
 # One device call, under the tool's 10 minutes. Runs from the repository root with the binaries
 # bundled in .gpu/ and writes its logs under $OUT:
 #
