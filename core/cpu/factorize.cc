@@ -370,7 +370,8 @@ absl::Status EstimateCondition(const MatrixView& a, double factor_seconds,
   using Real = decltype(std::abs(T()));
   result.accuracy = FactorizationAccuracy(*rcond, k, kRoundoffOf<Real>);
   // ||A||_1 reads A once; each block solve reads the factors once (both triangles of LU and
-  // Cholesky, R's one) and does k^2 multiply-adds per triangle and right-hand side.
+  // Cholesky, R's one: `triangles` k^2 elements) and does k^2 / 2 multiply-adds per triangle and
+  // right-hand side.
   const double kd = k;
   const double triangles = result.kind == FactorizationKind::kQr ? 0.5 : 1.0;
   const auto bytes = static_cast<uint64_t>((1.0 + solves * triangles) * kd * kd * sizeof(T));
