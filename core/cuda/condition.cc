@@ -58,7 +58,8 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer x, context.Allocate(bytes));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer s, context.Allocate(bytes));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer s_old, context.Allocate(bytes));
-    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer h, context.Allocate(static_cast<size_t>(n) * 8));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer h,
+                             context.Allocate(static_cast<size_t>(n) * sizeof(double)));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer solved, context.Allocate(sizeof(SolveSummary)));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ranked, context.Allocate(sizeof(AdjointSummary)));
     // S_old starts as zero: nothing is parallel to it.
