@@ -62,8 +62,8 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
                              context.Allocate(static_cast<size_t>(n) * sizeof(double)));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer solved, context.Allocate(sizeof(SolveSummary)));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ranked, context.Allocate(sizeof(AdjointSummary)));
-    // S_old starts as zero: nothing is parallel to it.
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s_old.data(), 0, bytes, context.stream()));
+    // S starts as zero (the first Solve makes it S_old): nothing is parallel to it.
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.data(), 0, bytes, context.stream()));
     return DeviceInverseNormBlock(context, n, t, apply, std::move(x), std::move(s),
                                   std::move(s_old), std::move(h), std::move(solved),
                                   std::move(ranked));
