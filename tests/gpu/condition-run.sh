@@ -25,7 +25,7 @@ log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 nvidia-smi -L | tee -a "${out}/summary.txt"
 log "matrixd_core_test: condition estimates, factorize accuracy, determinant error bounds"
 timeout 240 "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='ConditionEstimate*:CpuCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*' \
+  --gtest_filter='ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*' \
   >"${out}/core.txt" 2>&1
 log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core.txt" | tr '\n' ' ')"
 grep -E '^\[  FAILED  \]' "${out}/core.txt" | tee -a "${out}/summary.txt"
