@@ -84,7 +84,10 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
   if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
   if (flags.Runs("verify")) BenchVerify("GPU", gpu, flags, 1, flags.repeats);
-  if (flags.Runs("condition")) BenchCondition("GPU", gpu, flags, 1, flags.repeats);
+  if (flags.Runs("condition")) {
+    BenchCondition("GPU", gpu, flags, 1, flags.repeats);
+    BenchConditionSolves(device, flags);
+  }
   if (flags.Runs("refine")) BenchRefine("GPU", gpu, flags, 1, flags.repeats);
   if (flags.Runs("deterministic")) BenchDeterministic("GPU", gpu, flags, 1, flags.repeats);
   return *std::move(backend);
