@@ -360,19 +360,25 @@ __global__ void ResetStateKernel(ModularLuState* state) {
   state->status = 0;
 }
 
+// Rows x cols kernels: rows along the grid's y (no division per entry), columns along x.
+dim3 RowsGrid(int64_t rows, int64_t cols) {
+  return dim3(static_cast<unsigned>(
+                  std::min<int64_t>((cols + kElementwiseThreads - 1) / kElementwiseThreads, 1024)),
+              static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535)));
+}
+
 __global__ void __launch_bounds__(kElementwiseThreads)
     SplitPiecesKernel(const double* __restrict__ b, int64_t ldb, int depth, int64_t cols,
                       double* __restrict__ pieces, const ModularLuState* state) {
   if (state->status != 0) return;
-  const int64_t count = static_cast<int64_t>(depth) * cols;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x;
-       idx < count; idx += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
-    const int64_t s = idx / cols;
-    const int64_t v = idx - s * cols;
-    const double x = b[s * ldb + v];
-    const double high = HighPiece(x);
-    pieces[s * 2 * cols + v] = LowPiece(x, high);
-    pieces[s * 2 * cols + cols + v] = high;
+  for (int64_t s = blockIdx.y; s < depth; s += gridDim.y) {
+    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x;
+         v < cols; v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
+      const double x = b[s * ldb + v];
+      const double high = HighPiece(x);
+      pieces[s * 2 * cols + v] = LowPiece(x, high);
+      pieces[s * 2 * cols + cols + v] = high;
+    }
   }
 }
 
@@ -381,19 +387,18 @@ __global__ void __launch_bounds__(kElementwiseThreads)
                         int64_t cols, const double* __restrict__ product,
                         const ModularLuState* state) {
   if (state->status != 0) return;
-  const int64_t count = rows * cols;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x;
-       idx < count; idx += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
-    const int64_t i = idx / cols;
-    const int64_t v = idx - i * cols;
-    double& x = c[i * ldc + v];
-    if (product == nullptr) {
-      x = f.Reduce(x);
-    } else {
-      // Each piece's sum is below 2^53; reduced, the three terms stay below 2^48.
-      const double low = f.Reduce(product[i * 2 * cols + v]);
-      const double high = f.Reduce(product[i * 2 * cols + cols + v]);
-      x = f.Reduce(x - low - kPieceBase * high);
+  for (int64_t i = blockIdx.y; i < rows; i += gridDim.y) {
+    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x;
+         v < cols; v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
+      double& x = c[i * ldc + v];
+      if (product == nullptr) {
+        x = f.Reduce(x);
+      } else {
+        // Each piece's sum is below 2^53; reduced, the three terms stay below 2^48.
+        const double low = f.Reduce(product[i * 2 * cols + v]);
+        const double high = f.Reduce(product[i * 2 * cols + cols + v]);
+        x = f.Reduce(x - low - kPieceBase * high);
+      }
     }
   }
 }
@@ -456,8 +461,8 @@ absl::Status LaunchSolveLowerUnitLeft(cudaStream_t stream, const BalancedModulus
 
 absl::Status LaunchSplitPieces(cudaStream_t stream, const double* b, int64_t ldb, int depth,
                                int64_t cols, double* pieces, const ModularLuState* state) {
-  SplitPiecesKernel<<<ElementwiseBlocks(static_cast<int64_t>(depth) * cols), kElementwiseThreads,
-                      0, stream>>>(b, ldb, depth, cols, pieces, state);
+  SplitPiecesKernel<<<RowsGrid(depth, cols), kElementwiseThreads, 0, stream>>>(b, ldb, depth, cols,
+                                                                             pieces, state);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(SplitPiecesKernel);
   return absl::OkStatus();
 }
@@ -465,7 +470,7 @@ absl::Status LaunchSplitPieces(cudaStream_t stream, const double* b, int64_t ldb
 absl::Status LaunchReduceProduct(cudaStream_t stream, const BalancedModulus& modulus, double* c,
                                  int64_t ldc, int64_t rows, int64_t cols, const double* product,
                                  const ModularLuState* state) {
-  ReduceProductKernel<<<ElementwiseBlocks(rows * cols), kElementwiseThreads, 0, stream>>>(
+  ReduceProductKernel<<<RowsGrid(rows, cols), kElementwiseThreads, 0, stream>>>(
       modulus, c, ldc, rows, cols, product, state);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ReduceProductKernel);
   return absl::OkStatus();
