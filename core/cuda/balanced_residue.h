@@ -107,9 +107,7 @@ class BalancedModulus {
 MATRIXD_HOST_DEVICE inline double HighPiece(double b) {
   return BalancedModulus::NearestInteger(b * (1.0 / kPieceBase));
 }
-MATRIXD_HOST_DEVICE inline double LowPiece(double b, double high) {
-  return b - kPieceBase * high;
-}
+MATRIXD_HOST_DEVICE inline double LowPiece(double b, double high) { return b - kPieceBase * high; }
 
 // How many pieces a trailing product C -= A B of inner dimension `depth` needs so that every
 // partial sum is an exact integer below 2^53 (and C plus the sum too, for one piece): 1 when

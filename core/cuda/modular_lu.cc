@@ -98,9 +98,10 @@ class BalancedLu {
     if (ProductPieces(modulus_.modulus(), kPanelWidth) > 1 && n_ > 1) {
       MATRIXD_ASSIGN_OR_RETURN(
           pieces_, context_.Allocate(static_cast<size_t>(kPanelWidth * 2 * n_) * sizeof(double)));
-      // The two-piece products of a trailing update go through this buffer in row blocks; an
-      // n x n buffer (as large as the matrix) takes the first updates in two blocks.
-      product_capacity_ = std::max(n_ * n_, 2 * n_);
+      // The two-piece products of a trailing update go through this buffer in row blocks; with
+      // the pieces it is as large as the matrix (the memory estimate's 2 n^2 words) and takes the
+      // first updates in two blocks.
+      product_capacity_ = std::max(n_ * n_ - kPanelWidth * 2 * n_, 2 * n_);
       MATRIXD_ASSIGN_OR_RETURN(
           product_, context_.Allocate(static_cast<size_t>(product_capacity_) * sizeof(double)));
     }
@@ -198,10 +199,9 @@ class BalancedLu {
     if (ProductPieces(modulus_.modulus(), depth) == 1) {
       const double minus_one = -1.0;
       const double one = 1.0;
-      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N,
-                                               static_cast<int>(cols), static_cast<int>(rows),
-                                               static_cast<int>(depth), &minus_one, b, ld, a, ld,
-                                               &one, c, ld));
+      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(
+          cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows),
+          static_cast<int>(depth), &minus_one, b, ld, a, ld, &one, c, ld));
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(reduce, stream));
       MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(stream, modulus_, c, n_, rows, cols,
                                                   /*product=*/nullptr, state()));
@@ -223,8 +223,8 @@ class BalancedLu {
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(gemm, stream));
       MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(
           cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(2 * cols), static_cast<int>(block),
-          static_cast<int>(depth), &one, pieces, static_cast<int>(2 * cols), a + r0 * n_, ld,
-          &zero, product, static_cast<int>(2 * cols)));
+          static_cast<int>(depth), &one, pieces, static_cast<int>(2 * cols), a + r0 * n_, ld, &zero,
+          product, static_cast<int>(2 * cols)));
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(reduce, stream));
       MATRIXD_RETURN_IF_ERROR(
           LaunchReduceProduct(stream, modulus_, c + r0 * n_, n_, block, cols, product, state()));

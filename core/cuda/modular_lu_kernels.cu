@@ -1,5 +1,3 @@
-#include "core/cuda/modular_lu_kernels.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include "absl/status/status.h"
 #include "core/cuda/balanced_residue.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/modular_lu_kernels.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -37,16 +36,16 @@ constexpr int kLeafColumnsPerLane = kMaxLeafWidth / 32;
 // taken in parallel: l_ij = x_ij / held u_jj and u_jc = held u_jc / s_j.
 struct LeafShared {
   double block[kMaxLeafWidth * kLeafStride];
-  double pivot_inverse[kMaxLeafWidth];   // 1 / held u_jj
-  double scale[kMaxLeafWidth];           // s_j
-  double scale_inverse[kMaxLeafWidth];   // 1 / s_j
-  int64_t origin[kMaxLeafWidth];         // the row of `a` whose data block row r holds now
-  int64_t moved_position[kMaxLeafWidth]; // rows below the block that took a block row's data,
-  int64_t moved_origin[kMaxLeafWidth];   // and whose data that is
+  double pivot_inverse[kMaxLeafWidth];    // 1 / held u_jj
+  double scale[kMaxLeafWidth];            // s_j
+  double scale_inverse[kMaxLeafWidth];    // 1 / s_j
+  int64_t origin[kMaxLeafWidth];          // the row of `a` whose data block row r holds now
+  int64_t moved_position[kMaxLeafWidth];  // rows below the block that took a block row's data,
+  int64_t moved_origin[kMaxLeafWidth];    // and whose data that is
   int moved_count;
   int swaps;
-  int pivot;                  // first block row with a non-zero entry in the column
-  unsigned long long found;   // first row below the block with one
+  int pivot;                 // first block row with a non-zero entry in the column
+  unsigned long long found;  // first row below the block with one
 };
 
 // x[e] for the lane's columns lane + 32 e, selected without indexing registers at run time.
@@ -372,8 +371,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
                       double* __restrict__ pieces, const ModularLuState* state) {
   if (state->status != 0) return;
   for (int64_t s = blockIdx.y; s < depth; s += gridDim.y) {
-    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x;
-         v < cols; v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
+    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; v < cols;
+         v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
       const double x = b[s * ldb + v];
       const double high = HighPiece(x);
       pieces[s * 2 * cols + v] = LowPiece(x, high);
@@ -388,8 +387,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
                         const ModularLuState* state) {
   if (state->status != 0) return;
   for (int64_t i = blockIdx.y; i < rows; i += gridDim.y) {
-    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x;
-         v < cols; v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
+    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; v < cols;
+         v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
       double& x = c[i * ldc + v];
       if (product == nullptr) {
         x = f.Reduce(x);
@@ -422,8 +421,8 @@ absl::Status LaunchResetState(cudaStream_t stream, ModularLuState* state) {
 absl::Status LaunchFactorLeaf(cudaStream_t stream, const BalancedModulus& modulus, const double* a,
                               int64_t n, int64_t c, int w, double* lu, double* inverse_diagonal,
                               int* ipiv, ModularLuState* state) {
-  FactorLeafKernel<<<1, kLeafThreads, 0, stream>>>(modulus, a, n, c, w, lu, inverse_diagonal,
-                                                   ipiv, state);
+  FactorLeafKernel<<<1, kLeafThreads, 0, stream>>>(modulus, a, n, c, w, lu, inverse_diagonal, ipiv,
+                                                   state);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(FactorLeafKernel);
   return absl::OkStatus();
 }
@@ -442,8 +441,8 @@ absl::Status LaunchSolveUpperRight(cudaStream_t stream, const BalancedModulus& m
   const int64_t rows = n - c - w;
   if (rows <= 0) return absl::OkStatus();
   const int blocks = static_cast<int>((rows + kSolveVectors - 1) / kSolveVectors);
-  TriangularSolveKernel<true><<<blocks, kSolveThreads, 0, stream>>>(
-      modulus, a, n, c, w, c + w, n, inverse_diagonal, state);
+  TriangularSolveKernel<true><<<blocks, kSolveThreads, 0, stream>>>(modulus, a, n, c, w, c + w, n,
+                                                                    inverse_diagonal, state);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(TriangularSolveKernel<true>);
   return absl::OkStatus();
 }
@@ -453,8 +452,8 @@ absl::Status LaunchSolveLowerUnitLeft(cudaStream_t stream, const BalancedModulus
                                       int64_t cols, const ModularLuState* state) {
   if (cols <= 0 || h <= 1) return absl::OkStatus();  // L of order 1 is the identity
   const int blocks = static_cast<int>((cols + kSolveVectors - 1) / kSolveVectors);
-  TriangularSolveKernel<false><<<blocks, kSolveThreads, 0, stream>>>(modulus, a, n, c, h, j,
-                                                                      j + cols, nullptr, state);
+  TriangularSolveKernel<false>
+      <<<blocks, kSolveThreads, 0, stream>>>(modulus, a, n, c, h, j, j + cols, nullptr, state);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(TriangularSolveKernel<false>);
   return absl::OkStatus();
 }
@@ -462,7 +461,7 @@ absl::Status LaunchSolveLowerUnitLeft(cudaStream_t stream, const BalancedModulus
 absl::Status LaunchSplitPieces(cudaStream_t stream, const double* b, int64_t ldb, int depth,
                                int64_t cols, double* pieces, const ModularLuState* state) {
   SplitPiecesKernel<<<RowsGrid(depth, cols), kElementwiseThreads, 0, stream>>>(b, ldb, depth, cols,
-                                                                             pieces, state);
+                                                                               pieces, state);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(SplitPiecesKernel);
   return absl::OkStatus();
 }

@@ -19,8 +19,8 @@ namespace {
 __extension__ typedef __int128 Int128;
 
 std::vector<uint64_t> Primes() {
-  return {2,          3,          5,          65521,      (uint64_t{1} << 24) - 3,
-          16777259,   67108859,   2147483629, 2147483647, 4294967291};
+  return {2,        3,        5,          65521,      (uint64_t{1} << 24) - 3,
+          16777259, 67108859, 2147483629, 2147483647, 4294967291};
 }
 
 // The balanced residue of an exact integer.
@@ -59,8 +59,8 @@ TEST(BalancedModulus, MulSubMatchesInt128) {
     for (const double a : values) {
       for (const double b : values) {
         for (const double c : {values[3], values[4], values[7], values[20]}) {
-          const Int128 exact = static_cast<Int128>(a) -
-                               static_cast<Int128>(b) * static_cast<Int128>(c);
+          const Int128 exact =
+              static_cast<Int128>(a) - static_cast<Int128>(b) * static_cast<Int128>(c);
           ExpectResidue(f.MulSub(a, b, c), exact, p);
         }
         ExpectResidue(f.Mul(a, b), static_cast<Int128>(a) * static_cast<Int128>(b), p);
@@ -78,8 +78,8 @@ TEST(BalancedModulus, ReduceTakesSumsUpToTwoToThe53) {
       ExpectResidue(f.Reduce(x), static_cast<Int128>(x), p);
     }
     for (int i = 0; i < 1000; ++i) {
-      const int64_t x = static_cast<int64_t>(rng() % static_cast<uint64_t>(limit)) *
-                        (i % 2 == 0 ? 1 : -1);
+      const int64_t x =
+          static_cast<int64_t>(rng() % static_cast<uint64_t>(limit)) * (i % 2 == 0 ? 1 : -1);
       ExpectResidue(f.Reduce(static_cast<double>(x)), x, p);
     }
   }
@@ -132,9 +132,9 @@ TEST(BalancedModulus, ProductPiecesKeepEverySumExact) {
       const int pieces = ProductPieces(p, depth);
       const double half = static_cast<double>(p / 2);
       const double factor = pieces == 1 ? half : 32768.0;
-      const Int128 bound = static_cast<Int128>(depth) * static_cast<Int128>(half) *
-                               static_cast<Int128>(factor) +
-                           (pieces == 1 ? static_cast<Int128>(half) : 0);
+      const Int128 bound =
+          static_cast<Int128>(depth) * static_cast<Int128>(half) * static_cast<Int128>(factor) +
+          (pieces == 1 ? static_cast<Int128>(half) : 0);
       EXPECT_LE(bound, static_cast<Int128>(1) << 53) << "p=" << p << " depth=" << depth;
       double sum = pieces == 1 ? half : 0.0;
       for (int64_t t = 0; t < depth; ++t) sum += half * factor;

@@ -150,8 +150,8 @@ TEST_F(CudaModularLuTest, SingularModPGivesZero) {
     for (int64_t j = 0; j < n; ++j) {
       // Multiples of p where they fit in int64.
       const int64_t multiple = p < (uint64_t{1} << 40) ? static_cast<int64_t>(p) : 0;
-      values[200 * n + j] =
-          values[3 * n + j] + values[150 * n + j] + multiple * (static_cast<int64_t>(rng() % 7) - 3);
+      values[200 * n + j] = values[3 * n + j] + values[150 * n + j] +
+                            multiple * (static_cast<int64_t>(rng() % 7) - 3);
     }
     const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
     EXPECT_EQ(Gpu(a, p), Cpu(a, p));
@@ -186,15 +186,16 @@ TEST_F(CudaModularLuTest, OneByOneReducesNegativeEntries) {
 TEST_F(CudaModularLuTest, ReportsPhaseTimesAndWork) {
   std::mt19937_64 rng(7);
   const Matrix a = Matrix::FromValues<int64_t>(500, 500, RandomEntries(500, rng));
-  absl::StatusOr<DeterminantResult> r = ModularLuDeterminant(a.view(), kPrime31, *context_, nullptr);
+  absl::StatusOr<DeterminantResult> r =
+      ModularLuDeterminant(a.view(), kPrime31, *context_, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   std::vector<std::string> names;
   for (const KernelRecord& k : r->stats.kernels) {
     names.push_back(k.kernel);
     EXPECT_GT(k.seconds, 0.0) << k.kernel;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"modp_residues", "modp_panel", "modp_gemm",
-                                             "modp_reduce"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"modp_residues", "modp_panel", "modp_gemm", "modp_reduce"}));
   // At least the 2/3 n^3 of the LU's multiply-adds (the DGEMMs do two pieces' worth).
   EXPECT_GT(r->stats.flops, 2.0 / 3.0 * 500.0 * 500.0 * 500.0);
 }
@@ -207,10 +208,8 @@ TEST_F(CudaModularLuTest, CancellationStopsBetweenPanels) {
   control.Cancel();
   EXPECT_EQ(ModularLuDeterminant(a.view(), kPrime31, *context_, &control).status().code(),
             absl::StatusCode::kCancelled);
-  const absl::StatusOr<DeterminantResult> stopped =
-      testing::RunCancellingAt(0.2, [&](JobControl& c) {
-        return ModularLuDeterminant(a.view(), kPrime31, *context_, &c);
-      });
+  const absl::StatusOr<DeterminantResult> stopped = testing::RunCancellingAt(
+      0.2, [&](JobControl& c) { return ModularLuDeterminant(a.view(), kPrime31, *context_, &c); });
   // The run may finish before the watcher sees 20 %; if it stopped, it says so.
   if (!stopped.ok()) {
     EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
