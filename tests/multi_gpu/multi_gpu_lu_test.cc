@@ -99,7 +99,7 @@ TEST(MultiGpuLu, SingularMatrixIsZeroNotNan) {
   auto values = repeated.As<double>();
   for (int64_t j = 0; j < n; ++j) values[40 * n + j] = values[3 * n + j];  // row 40 = row 3
   const Matrix zero(n, n, DType::kFloat64);
-  for (const Matrix* a : {&repeated, &zero}) {
+  for (const Matrix* a : std::vector<const Matrix*>{&repeated, &zero}) {
     for (int gpus = 1; gpus <= max_gpus; ++gpus) {
       auto det = MultiGpuDeterminant(FirstDevices(gpus), a->view(), 32);
       ASSERT_TRUE(det.ok()) << det.status();
