@@ -44,8 +44,8 @@ cudaError_t LaunchOffsetPivots(int* pivots, int64_t count, int offset, cudaStrea
   return cudaGetLastError();
 }
 
-cudaError_t LaunchRowSwaps(double* data, int64_t ld, int64_t cols, const int* pivots,
-                           int64_t first, int64_t count, cudaStream_t stream) {
+cudaError_t LaunchRowSwaps(double* data, int64_t ld, int64_t cols, const int* pivots, int64_t first,
+                           int64_t count, cudaStream_t stream) {
   if (cols <= 0 || count <= 0) return cudaSuccess;
   const auto blocks = static_cast<unsigned>((cols + kThreads - 1) / kThreads);
   RowSwapsKernel<<<blocks, kThreads, 0, stream>>>(data, ld, cols, pivots, first, count);

@@ -18,8 +18,8 @@ cudaError_t LaunchOffsetPivots(int* pivots, int64_t count, int offset, cudaStrea
 // For i = 0 .. count-1 in order, swaps rows first + i and pivots[i] - 1 (1-based global rows) of
 // the `cols` columns at data[r + j * ld], j in [0, cols). REQUIRES: every pivots[i] - 1 lies in
 // [first + i, ld) (what getrf returns, offset as above).
-cudaError_t LaunchRowSwaps(double* data, int64_t ld, int64_t cols, const int* pivots,
-                           int64_t first, int64_t count, cudaStream_t stream);
+cudaError_t LaunchRowSwaps(double* data, int64_t ld, int64_t cols, const int* pivots, int64_t first,
+                           int64_t count, cudaStream_t stream);
 
 }  // namespace matrixd::cuda
 

@@ -18,8 +18,8 @@ absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<i
                                                                    int64_t n, int64_t block) {
   if (devices.empty()) return absl::InvalidArgumentError("CusolverMgLu: no devices");
   if (n < 1 || n >= std::numeric_limits<int>::max() || block < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CusolverMgLu: n=", n, " block=", block, " (want 1 <= n < 2^31 - 1 and block >= 1)"));
+    return absl::InvalidArgumentError(absl::StrCat("CusolverMgLu: n=", n, " block=", block,
+                                                   " (want 1 <= n < 2^31 - 1 and block >= 1)"));
   }
   std::unique_ptr<CusolverMgLu> self(new CusolverMgLu());
   MATRIXD_ASSIGN_OR_RETURN(self->library_, CusolverMgLibrary::Load());
@@ -34,15 +34,15 @@ absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<i
   // One process row: the row tile is the whole column (NVIDIA's example does the same).
   MATRIXD_CUDA_RETURN_IF_ERROR(mg.create_device_grid(&self->grid_, 1, gpus, self->devices_.data(),
                                                      CUDALIBMG_GRID_MAPPING_COL_MAJOR));
-  MATRIXD_CUDA_RETURN_IF_ERROR(mg.create_matrix_desc(&self->desc_, n, n, n, self->block_,
-                                                     CUDA_R_64F, self->grid_));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      mg.create_matrix_desc(&self->desc_, n, n, n, self->block_, CUDA_R_64F, self->grid_));
   const distributed::BlockCyclicLayout layout{
       .rows = n, .cols = n, .block = self->block_, .grid = {.rows = 1, .cols = gpus}};
   for (int g = 0; g < gpus; ++g) {
     const int device = self->devices_[g];
     self->parts_.push_back(PartOf(layout, g));
-    MATRIXD_ASSIGN_OR_RETURN(auto matrix,
-                             DeviceAllocation<double>::Allocate(device, PartElements(self->parts_[g])));
+    MATRIXD_ASSIGN_OR_RETURN(
+        auto matrix, DeviceAllocation<double>::Allocate(device, PartElements(self->parts_[g])));
     self->matrix_pointers_.push_back(matrix.get());
     self->matrices_.push_back(std::move(matrix));
     MATRIXD_ASSIGN_OR_RETURN(auto pivots,
@@ -58,9 +58,9 @@ absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<i
       self->desc_, self->pivot_pointers_.data(), CUDA_R_64F, &self->work_elements_));
   for (int g = 0; g < gpus; ++g) {
     MATRIXD_ASSIGN_OR_RETURN(
-        auto work, DeviceAllocation<double>::Allocate(
-                       self->devices_[g],
-                       static_cast<size_t>(std::max<int64_t>(self->work_elements_, 1))));
+        auto work,
+        DeviceAllocation<double>::Allocate(
+            self->devices_[g], static_cast<size_t>(std::max<int64_t>(self->work_elements_, 1))));
     self->work_pointers_.push_back(work.get());
     self->work_.push_back(std::move(work));
   }
@@ -127,8 +127,8 @@ absl::StatusOr<DistributedDeterminant> CusolverMgLu::Determinant() {
         cudaMemcpy(local.data(), summary_[g].get(), sizeof(local), cudaMemcpyDeviceToHost));
     for (int i = 0; i < 3; ++i) total[i] += local[i];
     std::vector<int> pivots(pivots_[g].count());
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy(pivots.data(), pivots_[g].get(), pivots_[g].bytes(),
-                                            cudaMemcpyDeviceToHost));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(pivots.data(), pivots_[g].get(), pivots_[g].bytes(), cudaMemcpyDeviceToHost));
     const std::vector<int64_t> wide(pivots.begin(), pivots.end());
     const PivotCounts part = CountPivots(wide, parts_[g].local_cols, n_, block_, gpus(), g);
     const auto sum = as_row.ToArray();

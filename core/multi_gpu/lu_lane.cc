@@ -22,8 +22,8 @@ absl::StatusOr<std::unique_ptr<LuLane>> LuLane::Create(int device) {
   MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(lane->update_blas, lane->update));
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnCreate(&lane->solver));
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnSetStream(lane->solver, lane->panel));
-  for (auto* events : {&lane->factored, &lane->sent, &lane->lookahead_done, &lane->released,
-                       &lane->update_done}) {
+  for (auto* events :
+       {&lane->factored, &lane->sent, &lane->lookahead_done, &lane->released, &lane->update_done}) {
     for (cudaEvent_t& event : *events) {
       MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
     }

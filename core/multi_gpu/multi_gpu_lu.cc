@@ -15,8 +15,8 @@
 
 namespace matrixd::multi_gpu {
 
-absl::StatusOr<std::unique_ptr<MultiGpuLu>> MultiGpuLu::Create(std::vector<int> devices,
-                                                               int64_t n, int64_t block) {
+absl::StatusOr<std::unique_ptr<MultiGpuLu>> MultiGpuLu::Create(std::vector<int> devices, int64_t n,
+                                                               int64_t block) {
   if (devices.empty()) return absl::InvalidArgumentError("MultiGpuLu: no devices");
   std::vector<int> sorted = devices;
   std::sort(sorted.begin(), sorted.end());
@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<MultiGpuLu>> MultiGpuLu::Create(std::vector<int> 
     return absl::InvalidArgumentError("MultiGpuLu: a device is listed twice");
   }
   if (n < 1 || n >= std::numeric_limits<int>::max() || block < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "MultiGpuLu: n=", n, " block=", block, " (want 1 <= n < 2^31 - 1 and block >= 1)"));
+    return absl::InvalidArgumentError(absl::StrCat("MultiGpuLu: n=", n, " block=", block,
+                                                   " (want 1 <= n < 2^31 - 1 and block >= 1)"));
   }
   std::unique_ptr<MultiGpuLu> self(new MultiGpuLu());
   self->n_ = n;
@@ -40,8 +40,8 @@ absl::StatusOr<std::unique_ptr<MultiGpuLu>> MultiGpuLu::Create(std::vector<int> 
     MATRIXD_ASSIGN_OR_RETURN(auto lane, LuLane::Create(device));
     self->lanes_.push_back(std::move(lane));
     self->parts_.push_back(PartOf(layout, g));
-    MATRIXD_ASSIGN_OR_RETURN(auto matrix,
-                             DeviceAllocation<double>::Allocate(device, PartElements(self->parts_[g])));
+    MATRIXD_ASSIGN_OR_RETURN(
+        auto matrix, DeviceAllocation<double>::Allocate(device, PartElements(self->parts_[g])));
     self->matrices_.push_back(std::move(matrix));
     std::array<DeviceAllocation<double>, 2> copies;
     if (gpus > 1) {
@@ -76,9 +76,7 @@ MultiGpuLu::~MultiGpuLu() {
   SynchronizeAll().IgnoreError();
 }
 
-int64_t MultiGpuLu::Width(int64_t panel) const {
-  return std::min(block_, n_ - panel * block_);
-}
+int64_t MultiGpuLu::Width(int64_t panel) const { return std::min(block_, n_ - panel * block_); }
 
 const double* MultiGpuLu::PanelOn(int g, int64_t panel) const {
   if (Owner(panel) == g) return matrices_[g].get() + LocalColumn(panel) * n_;
@@ -194,8 +192,7 @@ absl::Status MultiGpuLu::UpdateTrailing(int64_t panel) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
     MATRIXD_RETURN_IF_ERROR(WaitForPanel(g, panel, lane.update));
     // The look-ahead owner has taken panel + 1's columns onto its panel stream.
-    const auto [first, cols] =
-        TrailingColumns(g, g == lookahead_owner ? panel + 2 : panel + 1);
+    const auto [first, cols] = TrailingColumns(g, g == lookahead_owner ? panel + 2 : panel + 1);
     MATRIXD_RETURN_IF_ERROR(ApplyPanel(g, panel, first, cols, lane.update_blas, lane.update));
     if (g == lookahead_owner) {
       MATRIXD_CUDA_RETURN_IF_ERROR(
@@ -229,10 +226,10 @@ absl::Status MultiGpuLu::Upload(const MatrixView& a) {
   for (int64_t panel = 0; panel < panels_; ++panel) {
     const int g = Owner(panel);
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-        matrices_[g].get() + LocalColumn(panel) * n_, source + panel * block_ * n_,
-        static_cast<size_t>(Width(panel) * n_) * sizeof(double), cudaMemcpyDefault,
-        lanes_[g]->update));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(matrices_[g].get() + LocalColumn(panel) * n_, source + panel * block_ * n_,
+                        static_cast<size_t>(Width(panel) * n_) * sizeof(double), cudaMemcpyDefault,
+                        lanes_[g]->update));
   }
   return SynchronizeAll();
 }

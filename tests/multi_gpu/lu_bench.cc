@@ -40,7 +40,8 @@
 #include "core/status_macros.h"
 #include "tests/multi_gpu/single_gpu_lu.h"
 
-ABSL_FLAG(std::string, op, "own", "getrf1 (one GPU's cuSOLVER), mg (cusolverMg) or own (MultiGpuLu)");
+ABSL_FLAG(std::string, op, "own",
+          "getrf1 (one GPU's cuSOLVER), mg (cusolverMg) or own (MultiGpuLu)");
 ABSL_FLAG(int64_t, n, 4096, "matrix order");
 ABSL_FLAG(int, gpus, 1, "GPUs, ordinals 0 .. gpus-1 (getrf1: 1)");
 ABSL_FLAG(int, repeats, 3, "timed runs after one untimed warm-up run");
@@ -173,10 +174,11 @@ absl::Status BenchDistributed(const Options& o) {
     MATRIXD_ASSIGN_OR_RETURN(DistributedDeterminant det, lu->Determinant());
     const double seconds = factored - start;
     if (repeat == 0) continue;  // warm-up
-    std::printf("%s %s repeat=%d seconds=%.4f tflops=%.2f det_seconds=%.4f sign=%d "
-                "log_abs_det=%.10g\n",
-                o.op.c_str(), Describe(o).c_str(), repeat, seconds,
-                LuFlops(o.n) / seconds * 1e-12, Now() - factored, det.sign, det.log_abs);
+    std::printf(
+        "%s %s repeat=%d seconds=%.4f tflops=%.2f det_seconds=%.4f sign=%d "
+        "log_abs_det=%.10g\n",
+        o.op.c_str(), Describe(o).c_str(), repeat, seconds, LuFlops(o.n) / seconds * 1e-12,
+        Now() - factored, det.sign, det.log_abs);
     std::fflush(stdout);
   }
   return absl::OkStatus();
@@ -193,9 +195,9 @@ absl::Status CheckDistributed(const Options& o) {
   bool all_pass = true;
   for (const std::string matrix : {"uniform", "reversed_laplacian", "singular"}) {
     const bool laplacian = matrix == "reversed_laplacian";
-    MATRIXD_RETURN_IF_ERROR(lu->Generate(laplacian ? cuda::GeneratedMatrix::kReversedLaplacian
-                                                   : cuda::GeneratedMatrix::kUniform,
-                                         o.seed));
+    MATRIXD_RETURN_IF_ERROR(lu->Generate(
+        laplacian ? cuda::GeneratedMatrix::kReversedLaplacian : cuda::GeneratedMatrix::kUniform,
+        o.seed));
     if (matrix == "singular") MATRIXD_RETURN_IF_ERROR(MakeSingular(*lu, o));
     MATRIXD_RETURN_IF_ERROR(lu->Factor());
     MATRIXD_ASSIGN_OR_RETURN(DistributedDeterminant det, lu->Determinant());
@@ -266,8 +268,7 @@ int Run(const Options& o) {
     status = o.check ? CheckDistributed(o) : BenchDistributed(o);
   }
   if (status.ok()) return 0;
-  std::fprintf(stderr, "%s %s: %s\n", o.op.c_str(), Describe(o).c_str(),
-               status.ToString().c_str());
+  std::fprintf(stderr, "%s %s: %s\n", o.op.c_str(), Describe(o).c_str(), status.ToString().c_str());
   if (absl::IsResourceExhausted(status)) return kExitDoesNotFit;
   if (absl::IsUnavailable(status)) return kExitUnavailable;
   return kExitFailure;

@@ -84,8 +84,8 @@ absl::Status SingleGpuLu(
         cudaMemcpyAsync(&host_info, info.get(), sizeof(int), cudaMemcpyDeviceToHost, stream));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     if (host_info < 0) {
-      return absl::InternalError(absl::StrCat("cusolverDnXgetrf: argument ", -host_info,
-                                              " is wrong"));
+      return absl::InternalError(
+          absl::StrCat("cusolverDnXgetrf: argument ", -host_info, " is wrong"));
     }
     DistributedDeterminant det{.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()};
     if (diagonal[2] == 0) {
