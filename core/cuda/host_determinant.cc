@@ -23,12 +23,14 @@ absl::StatusOr<DeterminantResult> HostDeterminant(const MatrixView& a,
   stats.backend = "cuda";
   stats.device = kHostDeterminantDevice;
   stats.seconds = seconds;
-  stats.kernels.push_back(KernelRecord{
-      .kernel =
-          result->method_used == DeterminantMethod::kCondensation ? "host_condensation" : "host_lu",
-      .seconds = seconds,
-      .bytes = stats.bytes_moved,
-      .flops = stats.flops});
+  if (stats.kernels.empty()) {
+    stats.kernels.push_back(KernelRecord{
+        .kernel = result->method_used == DeterminantMethod::kCondensation ? "condensation" : "lu",
+        .seconds = seconds,
+        .bytes = stats.bytes_moved,
+        .flops = stats.flops});
+  }
+  for (KernelRecord& record : stats.kernels) record.kernel = "host_" + record.kernel;
   return result;
 }
 

@@ -23,9 +23,9 @@ inline constexpr char kHostDeterminantDevice[] = "host CPU";
 bool DeterminantRunsOnHost(const MatrixView& a, const DeterminantOptions& options,
                            int64_t max_order);
 
-// cpu::Determinant on one thread, timed: stats.seconds, one KernelRecord named "host_lu" or
-// "host_condensation" (by method_used), stats.backend "cuda" and stats.device
-// kHostDeterminantDevice.
+// cpu::Determinant on one thread, timed: stats.seconds, the CPU code's kernel records with
+// "host_" before each name (one record "host_lu" or "host_condensation", by method_used, where
+// the CPU code timed none), stats.backend "cuda" and stats.device kHostDeterminantDevice.
 absl::StatusOr<DeterminantResult> HostDeterminant(const MatrixView& a,
                                                   const DeterminantOptions& options,
                                                   JobControl* control);

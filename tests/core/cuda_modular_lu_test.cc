@@ -106,7 +106,9 @@ TEST_F(CudaModularLuTest, VanishingLeadingMinorsTakePivotsFromBelowTheBlock) {
   // The top-left 70 x 70 block is zero: no leaf finds a pivot in its diagonal block for the first
   // 64 columns and must take rows from below (and from below the second leaf, too).
   std::mt19937_64 rng(3);
-  for (const int64_t n : {71, 200, 300}) {
+  // n >= 140: below that the first 70 columns, non-zero only in the last n - 70 rows, have rank
+  // below 70 and every residue is 0 (n = 71 was such a case).
+  for (const int64_t n : {141, 200, 300}) {
     std::vector<int64_t> values = RandomEntries(n, rng);
     for (int64_t i = 0; i < 70; ++i) {
       for (int64_t j = 0; j < 70; ++j) values[i * n + j] = 0;
