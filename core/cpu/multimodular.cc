@@ -108,8 +108,7 @@ uint64_t RandomPrimeSource::Next() {
   }
 }
 
-double AllDivideProbability(double value_bits, double min_prime_bits, int confirming,
-                            double pool) {
+double AllDivideProbability(double value_bits, double min_prime_bits, int confirming, double pool) {
   const double divisors = std::floor(std::max(value_bits, 0.0) / min_prime_bits);
   double probability = 1.0;
   for (int i = 0; i < confirming; ++i) {

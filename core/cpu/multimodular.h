@@ -48,8 +48,7 @@ class RandomPrimeSource {
 // from `pool` primes, each at least 2^min_prime_bits, all divide one fixed non-zero integer
 // below 2^value_bits: such an integer has at most t = floor(value_bits / min_prime_bits) of them,
 // and the chance is C(t, m) / C(pool, m), m = confirming (0 when t < m).
-double AllDivideProbability(double value_bits, double min_prime_bits, int confirming,
-                            double pool);
+double AllDivideProbability(double value_bits, double min_prime_bits, int confirming, double pool);
 
 }  // namespace matrixd::cpu
 

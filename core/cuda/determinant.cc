@@ -17,8 +17,8 @@
 #include "core/cuda/condition.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
-#include "core/cuda/exact_determinant.h"
 #include "core/cuda/determinant_batch.h"
+#include "core/cuda/exact_determinant.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/modular_lu.h"
@@ -280,8 +280,8 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       absl::StatusOr<ExactValue> exact =
           ExactDeterminant(a, plan, context, control, value_share, &result.stats);
       if (!exact.ok()) {
-        return Annotate(exact.status(), absl::StrCat("exact determinant of a ", n, "x", n,
-                                                     " int64 matrix"));
+        return Annotate(exact.status(),
+                        absl::StrCat("exact determinant of a ", n, "x", n, " int64 matrix"));
       }
       result.exact = std::move(exact->decimal);
       result.certificate = std::move(exact->certificate);

@@ -58,8 +58,8 @@ ExactPlan PlanExactDeterminant(const MatrixView& a) {
   plan.bound_bits = cpu::HadamardBoundBits(a.As<int64_t>(), n);
   if (std::isinf(plan.bound_bits)) return plan;
   // Each prime exceeds 2^23; the product must exceed 2 * 2^bound_bits (the sign).
-  plan.primes = std::max(1, static_cast<int>(std::ceil((plan.bound_bits + 2.0) /
-                                                       kExactPrimeMinBits)));
+  plan.primes =
+      std::max(1, static_cast<int>(std::ceil((plan.bound_bits + 2.0) / kExactPrimeMinBits)));
   const double cube = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   plan.affordable = plan.primes * cube <= kCudaExactDeterminantBudget;
   return plan;
@@ -108,10 +108,9 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
     }
     // Half the free memory at most: other jobs share the device.
     const MemoryStatistics memory = context.memory_statistics();
-    const uint64_t free_bytes =
-        context.memory_limit() > memory.current_bytes
-            ? context.memory_limit() - memory.current_bytes
-            : 0;
+    const uint64_t free_bytes = context.memory_limit() > memory.current_bytes
+                                    ? context.memory_limit() - memory.current_bytes
+                                    : 0;
     const uint64_t per_prime = ModularLuBatchBytesPerPrime(n, kExactPrimeHigh - 1);
     const size_t fits = static_cast<size_t>(std::max<uint64_t>(1, free_bytes / 2 / per_prime));
     size_t done = 0;
@@ -126,10 +125,10 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
         continue;
       }
       if (!batch_residues.ok()) {
-        return absl::Status(batch_residues.status().code(),
-                            absl::StrCat("exact determinant, primes ", primes.size() + done + 1,
-                                         " to ", primes.size() + done + count, ": ",
-                                         batch_residues.status().message()));
+        return absl::Status(
+            batch_residues.status().code(),
+            absl::StrCat("exact determinant, primes ", primes.size() + done + 1, " to ",
+                         primes.size() + done + count, ": ", batch_residues.status().message()));
       }
       primes.insert(primes.end(), group.begin(), group.end());
       residues.insert(residues.end(), batch_residues->begin(), batch_residues->end());
@@ -167,10 +166,10 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
     batch = std::min(batch * kBatchGrowth, kMaxResidueBatch);
   }
   std::string decimal = cpu::ReconstructSigned(residues, primes);
-  return ExactValue{std::move(decimal),
-                    MultimodularCertificate(
-                        "multimodular: batched LU mod random 24-bit primes on the GPU, CRT",
-                        std::move(primes), std::move(residues), plan.bound_bits)};
+  return ExactValue{
+      std::move(decimal),
+      MultimodularCertificate("multimodular: batched LU mod random 24-bit primes on the GPU, CRT",
+                              std::move(primes), std::move(residues), plan.bound_bits)};
 }
 
 }  // namespace matrixd::cuda

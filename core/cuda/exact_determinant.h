@@ -47,7 +47,9 @@ struct ExactPlan {
 ExactPlan PlanExactDeterminant(const MatrixView& a);
 
 // The device bytes ExactDeterminant takes at most for an n x n matrix under `plan` (0 when not
-// affordable): the uploaded entries and its largest batch of primes.
+// affordable): the uploaded entries and its largest batch of primes (at most 8 GiB of residue
+// matrices; a batch also takes at most half of what the context's limit leaves free, and shrinks
+// rather than fails when an allocation is refused).
 uint64_t ExactDeterminantDeviceBytes(int64_t n, const ExactPlan& plan);
 
 struct ExactValue {

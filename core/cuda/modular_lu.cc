@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <span>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -107,8 +107,8 @@ class BalancedLu {
     MATRIXD_ASSIGN_OR_RETURN(moduli_, context_.Allocate(count * sizeof(BalancedModulus)));
     MATRIXD_RETURN_IF_ERROR(
         context_.Upload(moduli.data(), moduli_, count * sizeof(BalancedModulus)));
-    MATRIXD_ASSIGN_OR_RETURN(
-        lu_, context_.Allocate(count * kLeafWidth * kLeafWidth * sizeof(double)));
+    MATRIXD_ASSIGN_OR_RETURN(lu_,
+                             context_.Allocate(count * kLeafWidth * kLeafWidth * sizeof(double)));
     MATRIXD_ASSIGN_OR_RETURN(inverse_diagonal_,
                              context_.Allocate(count * kLeafWidth * sizeof(double)));
     MATRIXD_ASSIGN_OR_RETURN(ipiv_, context_.Allocate(count * kLeafWidth * sizeof(int)));
@@ -241,13 +241,14 @@ class BalancedLu {
       const double one = 1.0;
       MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
           cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows),
-          static_cast<int>(depth), &minus_one, a_ + b_offset, ld, stride, a_ + a_offset, ld,
-          stride, &one, a_ + c_offset, ld, stride, count));
+          static_cast<int>(depth), &minus_one, a_ + b_offset, ld, stride, a_ + a_offset, ld, stride,
+          &one, a_ + c_offset, ld, stride, count));
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(reduce, stream));
       MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(stream, batch_, c_offset, rows, cols,
                                                   /*product=*/nullptr, /*product_stride=*/0));
       work_.flops[gemm] += 2.0 * r * m * k;
-      work_.bytes[gemm] += static_cast<uint64_t>((r * k + batch_size() * k * m + 2.0 * r * m) * 8.0);
+      work_.bytes[gemm] +=
+          static_cast<uint64_t>((r * k + batch_size() * k * m + 2.0 * r * m) * 8.0);
       work_.bytes[reduce] += static_cast<uint64_t>(2.0 * r * m * 8.0);
       return absl::OkStatus();
     }
@@ -305,8 +306,9 @@ void AddPhases(const PhaseWork& work, const std::array<double, kPhaseCount>& sec
   for (int phase = 0; phase < kPhaseCount; ++phase) {
     stats->flops += work.flops[phase];
     stats->bytes_moved += work.bytes[phase];
-    auto record = std::find_if(stats->kernels.begin(), stats->kernels.end(),
-                               [&](const KernelRecord& r) { return r.kernel == kPhaseNames[phase]; });
+    auto record =
+        std::find_if(stats->kernels.begin(), stats->kernels.end(),
+                     [&](const KernelRecord& r) { return r.kernel == kPhaseNames[phase]; });
     if (record == stats->kernels.end()) {
       stats->kernels.push_back(
           {kPhaseNames[phase], seconds[phase], work.bytes[phase], work.flops[phase]});
@@ -384,8 +386,8 @@ absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
     const int64_t* entries, int64_t n, std::span<const uint64_t> primes, DeviceContext& context,
     JobControl* control, ComputeStats* stats) {
   if (primes.empty() || primes.size() > static_cast<size_t>(kMaxResidueBatch)) {
-    return absl::InvalidArgumentError(absl::StrCat("a batch of ", primes.size(),
-                                                   " primes; want 1 to ", kMaxResidueBatch));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch of ", primes.size(), " primes; want 1 to ", kMaxResidueBatch));
   }
   for (const uint64_t p : primes) {
     if (p < 2 || p >= kBalancedResidueLimit) {
@@ -396,13 +398,13 @@ absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
   if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
   PhaseClock clock;
   PhaseWork work;
-  const size_t bytes = primes.size() * static_cast<size_t>(n) * static_cast<size_t>(n) *
-                       sizeof(double);
+  const size_t bytes =
+      primes.size() * static_cast<size_t>(n) * static_cast<size_t>(n) * sizeof(double);
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer matrices, context.Allocate(bytes));
   MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
-  MATRIXD_ASSIGN_OR_RETURN(std::vector<uint64_t> residues,
-                           FactorBatch(entries, matrices.as<double>(), n, primes, context, control,
-                                       clock, work));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::vector<uint64_t> residues,
+      FactorBatch(entries, matrices.as<double>(), n, primes, context, control, clock, work));
   MATRIXD_ASSIGN_OR_RETURN(auto seconds, clock.Seconds());
   AddPhases(work, seconds, stats);
   return residues;

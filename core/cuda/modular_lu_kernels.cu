@@ -423,7 +423,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   const BalancedModulus f = batch.moduli[m];
   double* __restrict__ c = MatrixOf(batch, m) + c_offset;
   const int64_t ldc = batch.n;
-  const double* __restrict__ product = products != nullptr ? products + m * product_stride : nullptr;
+  const double* __restrict__ product =
+      products != nullptr ? products + m * product_stride : nullptr;
   for (int64_t i = blockIdx.y; i < rows; i += gridDim.y) {
     for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; v < cols;
          v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
@@ -479,8 +480,8 @@ absl::Status LaunchSolveUpperRight(cudaStream_t stream, const ResidueBatch& batc
   if (rows <= 0) return absl::OkStatus();
   const dim3 grid(static_cast<unsigned>((rows + kSolveVectors - 1) / kSolveVectors),
                   static_cast<unsigned>(batch.count));
-  TriangularSolveKernel<true><<<grid, kSolveThreads, 0, stream>>>(batch, c, w, c + w, batch.n,
-                                                                  scratch.inverse_diagonal);
+  TriangularSolveKernel<true>
+      <<<grid, kSolveThreads, 0, stream>>>(batch, c, w, c + w, batch.n, scratch.inverse_diagonal);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(TriangularSolveKernel<true>);
   return absl::OkStatus();
 }

@@ -15,9 +15,9 @@
 namespace matrixd::bench {
 
 const std::vector<std::string_view> kTableNames = {
-    "bandwidth", "dense",     "factorize", "batched",       "condensation",
-    "sparse",    "permanent", "accuracy",  "modular",       "exact",     "small",
-    "verify",    "condition", "refine",    "deterministic", "cpu"};
+    "bandwidth", "dense",    "factorize",     "batched", "condensation", "sparse",
+    "permanent", "accuracy", "modular",       "exact",   "small",        "verify",
+    "condition", "refine",   "deterministic", "cpu"};
 
 bool Flags::Runs(std::string_view name) const {
   return tables.empty() || std::find(tables.begin(), tables.end(), name) != tables.end();

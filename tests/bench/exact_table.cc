@@ -67,7 +67,7 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
     } else if (gpu != nullptr && timing.error.empty() && last.exact.empty()) {
       values = "GPU gave no exact value (over its budget)";
     }
-    const ExactCertificate& c = last.certificate;
+    const ExactCertificate c = last.certificate.value_or(ExactCertificate{});
     const std::string early =
         c.early_stop ? absl::StrCat("yes (", c.error_probability, ")") : std::string("no");
     std::printf("%-6d %-8zu %-7zu %-6s %-12s %-10s %-10s %s\n", n,

@@ -23,9 +23,9 @@
 //     cpu:          [--cpu_n=2048] [--cpu_batch=10000] [--batch_sizes]
 //
 // NAME is one of bandwidth, dense, factorize, batched, condensation, sparse, permanent, accuracy,
-// modular, exact, small, verify, condition, cpu; all run by default, the GPU ones only where there is a
-// device. --quick shrinks every size; explicit sizes after or before it win. --no_cpu leaves out
-// the CPU backend (its tables and its column of the modular table).
+// modular, exact, small, verify, condition, cpu; all run by default, the GPU ones only where there
+// is a device. --quick shrinks every size; explicit sizes after or before it win. --no_cpu leaves
+// out the CPU backend (its tables and its column of the modular table).
 //
 // Times are medians over --repeats runs after one warm-up run (CPU references that take seconds:
 // one run). "ours" is ComputeStats::seconds (device events around the whole operation, transfers

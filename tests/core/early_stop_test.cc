@@ -105,7 +105,11 @@ TEST(EarlyStop, PlanCountsPrimesAndKeepsTheGpuBudget) {
   EXPECT_NEAR(plan.bound_bits, bits, 1e-6 * bits);
   EXPECT_EQ(plan.primes, static_cast<int>(std::ceil((bits + 2.0) / 23.0)));
   EXPECT_TRUE(plan.affordable);
-  EXPECT_GT(cuda::ExactDeterminantDeviceBytes(n, plan), uint64_t{8} * n * n);
+  // The entries and the largest batch: at most 8 GiB of residue matrices, about 1070 of order
+  // 1000 (nearly all the primes).
+  const uint64_t bytes = cuda::ExactDeterminantDeviceBytes(n, plan);
+  EXPECT_GT(bytes, uint64_t{8} * 1000 * n * n);
+  EXPECT_LE(bytes, (uint64_t{8} << 30) + uint64_t{8} * n * n);
 
   const Matrix zero_row = Matrix::FromValues<int64_t>(3, 3, {1, 2, 3, 0, 0, 0, 4, 5, 6});
   const cuda::ExactPlan none = cuda::PlanExactDeterminant(zero_row.view());
