@@ -70,8 +70,11 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
     const ExactCertificate c = last.certificate.value_or(ExactCertificate{});
     const std::string early =
         c.early_stop ? absl::StrCat("yes (", c.error_probability, ")") : std::string("no");
-    std::printf("%-6d %-8zu %-7zu %-6s %-12s %-10s %-10s %s\n", n,
-                last.exact.size() - (last.exact.starts_with("-") ? 1 : 0), c.primes.size(),
+    const std::string digits =
+        last.exact.empty()
+            ? std::string("-")
+            : std::to_string(last.exact.size() - (last.exact.starts_with("-") ? 1 : 0));
+    std::printf("%-6d %-8s %-7zu %-6s %-12s %-10s %-10s %s\n", n, digits.c_str(), c.primes.size(),
                 early.c_str(), Seconds(timing.seconds).c_str(), Seconds(flint_seconds).c_str(),
                 Ratio(flint_seconds, timing.seconds).c_str(), values.c_str());
     if (!last.stats.kernels.empty()) {
