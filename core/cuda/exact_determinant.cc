@@ -27,6 +27,9 @@ constexpr int kBatchGrowth = 4;
 // A batch takes at most this much device memory (n = 1000: ~1000 primes), and at most half of
 // what the context's limit leaves free.
 constexpr uint64_t kMaxBatchBytes = uint64_t{8} << 30;
+// The primes cover the bound once log2 of their product, less the sign's bit, exceeds bound_bits
+// by this much: room for the rounding of the two sums of logarithms.
+constexpr double kCoverMarginBits = 0.01;
 
 int BatchCapacity(int64_t n) {
   const uint64_t per_prime = ModularLuBatchBytesPerPrime(n, kExactPrimeHigh - 1);
@@ -57,9 +60,9 @@ ExactPlan PlanExactDeterminant(const MatrixView& a) {
   ExactPlan plan;
   plan.bound_bits = cpu::HadamardBoundBits(a.As<int64_t>(), n);
   if (std::isinf(plan.bound_bits)) return plan;
-  // Each prime exceeds 2^23; the product must exceed 2 * 2^bound_bits (the sign).
-  plan.primes =
-      std::max(1, static_cast<int>(std::ceil((plan.bound_bits + 2.0) / kExactPrimeMinBits)));
+  // Each prime exceeds 2^23; the product must exceed 2 * 2^bound_bits (the sign), with the margin.
+  plan.primes = std::max(1, static_cast<int>(std::ceil((plan.bound_bits + 2.0 + kCoverMarginBits) /
+                                                       kExactPrimeMinBits)));
   const double cube = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   plan.affordable = plan.primes * cube <= kCudaExactDeterminantBudget;
   return plan;
@@ -102,7 +105,7 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
     // Never more primes than cover the bound (at most plan.primes in all).
     std::vector<uint64_t> next;
     while (static_cast<int>(next.size()) < std::min(batch, capacity) &&
-           covered_bits <= plan.bound_bits) {
+           covered_bits <= plan.bound_bits + kCoverMarginBits) {
       next.push_back(source.Next());
       covered_bits += std::log2(static_cast<double>(next.back()));
     }
@@ -139,7 +142,7 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
                                                                   plan.primes));
     covered_bits = -1.0;
     for (const uint64_t p : primes) covered_bits += std::log2(static_cast<double>(p));
-    if (covered_bits > plan.bound_bits) break;  // certain
+    if (covered_bits > plan.bound_bits + kCoverMarginBits) break;  // certain
 
     const double value_bits = std::max(plan.bound_bits, covered_bits) + 1.0;
     // The confirming primes were drawn from the pool less every prime drawn before them: counting
