@@ -25,7 +25,8 @@ struct ExactCertificate {
   // its residues. covered_bits > bound_bits whenever the reconstruction is certain.
   double covered_bits = 0.0;
   // Whether the reconstruction stopped before the primes covered the bound (its answer then right
-  // only with probability 1 - error_probability). No backend stops early today.
+  // with probability at least 1 - error_probability): the CUDA backend's exact determinant
+  // (core/cuda/exact_determinant.h).
   bool early_stop = false;
   double error_probability = 0.0;
 };

@@ -14,7 +14,7 @@ packages=(
   libopenmpi-dev openmpi-bin libscalapack-openmpi-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libntl-dev prometheus python3-numpy python3-grpcio python3-grpc-tools
+  packages+=(libntl-dev libflint-dev prometheus python3-numpy python3-grpcio python3-grpc-tools
              python3-pytest python3-setuptools python3-crc32c python3-venv
              clang libfuzzer-14-dev openssl)
 fi

@@ -12,14 +12,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/accuracy.h"
-#include "core/cpu/exact_determinant.h"
 #include "core/cpu/lu_determinant.h"
-#include "core/cpu/multimodular.h"
 #include "core/cuda/condensation.h"
 #include "core/cuda/condition.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/determinant_batch.h"
+#include "core/cuda/exact_determinant.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/modular_lu.h"
@@ -204,41 +203,6 @@ void AddWork(const ComputeStats& from, ComputeStats* to) {
   to->bytes_moved += from.bytes_moved;
 }
 
-// An exact integer determinant in decimal, and how it was obtained.
-struct ExactValue {
-  std::string decimal;
-  ExactCertificate certificate;
-};
-
-// det(A) over Z from det mod enough primes for Hadamard's bound (the same primes and rule as the
-// CPU backend), one ModularLuDeterminant per prime, then Chinese remaindering on the host.
-absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, int primes, DeviceContext& context,
-                                            JobControl* control, double progress_from,
-                                            ComputeStats* stats) {
-  const std::vector<uint64_t> moduli = cpu::LargePrimes(primes);
-  std::vector<uint64_t> residues;
-  residues.reserve(moduli.size());
-  for (size_t k = 0; k < moduli.size(); ++k) {
-    if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
-    // No control below: the per-prime call would report its own 0..1 on the whole job.
-    absl::StatusOr<DeterminantResult> residue =
-        ModularLuDeterminant(a, moduli[k], context, /*control=*/nullptr);
-    if (!residue.ok()) {
-      return Annotate(residue.status(), absl::StrCat("exact determinant, prime ", k + 1, " of ",
-                                                     moduli.size(), " (", moduli[k], ")"));
-    }
-    residues.push_back(residue->residue);
-    AddWork(residue->stats, stats);
-    ReportProgress(control, progress_from + (1.0 - progress_from) * static_cast<double>(k + 1) /
-                                                static_cast<double>(moduli.size()));
-  }
-  std::string decimal = cpu::ReconstructSigned(residues, moduli);
-  return ExactValue{std::move(decimal),
-                    MultimodularCertificate("multimodular: LU mod each prime on the GPU, CRT",
-                                            moduli, std::move(residues),
-                                            cpu::HadamardBoundBits(a.As<int64_t>(), a.rows))};
-}
-
 absl::StatusOr<DeterminantResult> ModularDeterminant(const MatrixView& a,
                                                      const DeterminantOptions& options,
                                                      DeviceContext& context, JobControl* control) {
@@ -281,16 +245,13 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
   }
   const int64_t n = a.rows;
 
-  // For INT64 the exact determinant follows when affordable (the CPU backend's rule).
-  int primes = 0;
-  bool exact_affordable = false;
-  if (a.dtype == DType::kInt64) {
-    primes = cpu::HadamardPrimeCount(a.As<int64_t>(), n);
-    const double cube = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-    exact_affordable = primes > 0 && primes * cube <= cpu::kExactDeterminantBudget;
-  }
-  // Progress: the floating-point value, then one step per prime (each about as costly).
-  const double value_share = exact_affordable ? 1.0 / (1.0 + primes) : 1.0;
+  // For INT64 the exact determinant follows when affordable (the GPU's own budget,
+  // kCudaExactDeterminantBudget).
+  ExactPlan plan;
+  if (a.dtype == DType::kInt64) plan = PlanExactDeterminant(a);
+  const bool exact_affordable = plan.primes > 0 && plan.affordable;
+  // Progress: the floating-point value (weighed as 16 primes of a batch), then the primes.
+  const double value_share = exact_affordable ? 16.0 / (16.0 + plan.primes) : 1.0;
 
   DeterminantResult result;
   if (options.method == DeterminantMethod::kCondensation) {
@@ -313,15 +274,19 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
   ReportProgress(control, value_share);
 
   if (a.dtype == DType::kInt64) {
-    if (primes == 0) {
+    if (plan.primes == 0) {
       result.exact = std::string(1, '0');  // a zero row (assigning "0" trips GCC 12's -Wrestrict)
       result.value = ScaledNumber::Zero();
       result.certificate = ZeroRowCertificate();
     } else if (exact_affordable) {
-      MATRIXD_ASSIGN_OR_RETURN(ExactValue exact, ExactDeterminant(a, primes, context, control,
-                                                                  value_share, &result.stats));
-      result.exact = std::move(exact.decimal);
-      result.certificate = std::move(exact.certificate);
+      absl::StatusOr<ExactValue> exact =
+          ExactDeterminant(a, plan, context, control, value_share, &result.stats);
+      if (!exact.ok()) {
+        return Annotate(exact.status(),
+                        absl::StrCat("exact determinant of a ", n, "x", n, " int64 matrix"));
+      }
+      result.exact = std::move(exact->decimal);
+      result.certificate = std::move(exact->certificate);
       // The exact integer, rounded, is never worse than the floating-point value, and zero
       // exactly when A is singular.
       result.value = DecimalToScaled(result.exact);

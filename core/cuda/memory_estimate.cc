@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/cuda/exact_determinant.h"
 #include "core/freivalds.h"
 
 namespace matrixd::cuda {
@@ -36,8 +37,16 @@ uint64_t DeterminantDeviceBytes(const MatrixView& a, const DeterminantOptions& o
   // workspace but may keep a second copy).
   const uint64_t floating =
       a.byte_size() + n2 * wide + std::max(n2 * wide, LibraryWorkspace(a.rows, a.cols, wide));
-  // An INT64 determinant may go on to the exact value, one modular elimination per prime.
-  const uint64_t peak = a.dtype == DType::kInt64 ? std::max(floating, modular) : floating;
+  // An INT64 determinant may go on to the exact value: the entries and a batch of residue
+  // matrices, one per prime (core/cuda/exact_determinant.h). Its host bytes are read for
+  // Hadamard's bound (an INT64 determinant is always given host bytes).
+  uint64_t peak = floating;
+  if (a.dtype == DType::kInt64) {
+    peak = std::max(floating, modular);
+    if (!a.on_device() && a.rows == a.cols && a.rows >= 1) {
+      peak = std::max(peak, ExactDeterminantDeviceBytes(a.rows, PlanExactDeterminant(a)));
+    }
+  }
   return peak + kMargin;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,31 +83,60 @@ struct PhaseWork {
   std::array<uint64_t, kPhaseCount> bytes = {};
 };
 
-// The blocked LU of one n x n matrix of balanced residues held at `a` on the device.
+// The blocked LU of a batch of n x n matrices of balanced residues (one prime each), held side
+// by side at `a` on the device: every step is one launch for the whole batch, and the trailing
+// products one strided-batched DGEMM.
 class BalancedLu {
  public:
-  BalancedLu(DeviceContext& context, const BalancedModulus& modulus, int64_t n, double* a,
+  BalancedLu(DeviceContext& context, std::span<const uint64_t> primes, int64_t n, double* a,
              PhaseClock& clock, PhaseWork& work)
-      : context_(context), modulus_(modulus), n_(n), a_(a), clock_(clock), work_(work) {}
+      : context_(context),
+        primes_(primes.begin(), primes.end()),
+        largest_(*std::max_element(primes.begin(), primes.end())),
+        n_(n),
+        a_(a),
+        clock_(clock),
+        work_(work) {}
 
-  // Allocates the scratch buffers and resets the device state.
+  // Allocates the scratch buffers, uploads the moduli and resets the device states.
   absl::Status Prepare() {
-    MATRIXD_ASSIGN_OR_RETURN(lu_, context_.Allocate(kLeafWidth * kLeafWidth * sizeof(double)));
-    MATRIXD_ASSIGN_OR_RETURN(inverse_diagonal_, context_.Allocate(kLeafWidth * sizeof(double)));
-    MATRIXD_ASSIGN_OR_RETURN(ipiv_, context_.Allocate(kLeafWidth * sizeof(int)));
-    MATRIXD_ASSIGN_OR_RETURN(state_, context_.Allocate(sizeof(ModularLuState)));
-    if (ProductPieces(modulus_.modulus(), kPanelWidth) > 1 && n_ > 1) {
+    const size_t count = primes_.size();
+    std::vector<BalancedModulus> moduli;
+    moduli.reserve(count);
+    for (const uint64_t p : primes_) moduli.push_back(BalancedModulus::Of(p));
+    MATRIXD_ASSIGN_OR_RETURN(moduli_, context_.Allocate(count * sizeof(BalancedModulus)));
+    MATRIXD_RETURN_IF_ERROR(
+        context_.Upload(moduli.data(), moduli_, count * sizeof(BalancedModulus)));
+    MATRIXD_ASSIGN_OR_RETURN(lu_,
+                             context_.Allocate(count * kLeafWidth * kLeafWidth * sizeof(double)));
+    MATRIXD_ASSIGN_OR_RETURN(inverse_diagonal_,
+                             context_.Allocate(count * kLeafWidth * sizeof(double)));
+    MATRIXD_ASSIGN_OR_RETURN(ipiv_, context_.Allocate(count * kLeafWidth * sizeof(int)));
+    MATRIXD_ASSIGN_OR_RETURN(states_, context_.Allocate(count * sizeof(ModularLuState)));
+    if (ProductPieces(largest_, kPanelWidth) > 1 && n_ > 1) {
+      pieces_stride_ = kPanelWidth * 2 * n_;
       MATRIXD_ASSIGN_OR_RETURN(
-          pieces_, context_.Allocate(static_cast<size_t>(kPanelWidth * 2 * n_) * sizeof(double)));
+          pieces_, context_.Allocate(count * static_cast<size_t>(pieces_stride_) * sizeof(double)));
       // The two-piece products of a trailing update go through this buffer in row blocks; with
       // the pieces it is as large as the matrix (the memory estimate's 2 n^2 words) and takes the
       // first updates in two blocks.
       product_capacity_ = std::max(n_ * n_ - kPanelWidth * 2 * n_, 2 * n_);
       MATRIXD_ASSIGN_OR_RETURN(
-          product_, context_.Allocate(static_cast<size_t>(product_capacity_) * sizeof(double)));
+          product_,
+          context_.Allocate(count * static_cast<size_t>(product_capacity_) * sizeof(double)));
     }
-    return LaunchResetState(context_.stream(), state());
+    batch_ = ResidueBatch{.a = a_,
+                          .n = n_,
+                          .count = static_cast<int>(count),
+                          .moduli = moduli_.as<BalancedModulus>(),
+                          .states = states_.as<ModularLuState>()};
+    scratch_ = LeafScratch{.lu = lu_.as<double>(),
+                           .inverse_diagonal = inverse_diagonal_.as<double>(),
+                           .ipiv = ipiv_.as<int>()};
+    return LaunchResetStates(context_.stream(), batch_);
   }
+
+  const ResidueBatch& batch() const { return batch_; }
 
   // Queues the whole factorization, checking in with `control` every few panels.
   absl::Status Run(JobControl* control) {
@@ -128,16 +158,24 @@ class BalancedLu {
     return absl::OkStatus();
   }
 
-  // det mod p in [0, p) once the queued work is done.
-  absl::StatusOr<uint64_t> Determinant() {
-    ModularLuState result{};
-    MATRIXD_RETURN_IF_ERROR(context_.Download(state_, &result, sizeof(result)));
-    return result.status != 0 ? uint64_t{0} : modulus_.ToCanonical(result.determinant);
+  // det mod each prime in [0, p), in the order of the primes, once the queued work is done.
+  absl::StatusOr<std::vector<uint64_t>> Determinants() {
+    std::vector<ModularLuState> states(primes_.size());
+    MATRIXD_RETURN_IF_ERROR(
+        context_.Download(states_, states.data(), states.size() * sizeof(ModularLuState)));
+    std::vector<uint64_t> residues(primes_.size());
+    for (size_t b = 0; b < primes_.size(); ++b) {
+      residues[b] = states[b].status != 0
+                        ? uint64_t{0}
+                        : BalancedModulus::Of(primes_[b]).ToCanonical(states[b].determinant);
+    }
+    return residues;
   }
 
  private:
-  ModularLuState* state() const { return state_.as<ModularLuState>(); }
-  double* at(int64_t row, int64_t col) const { return a_ + row * n_ + col; }
+  int64_t offset(int64_t row, int64_t col) const { return row * n_ + col; }
+  // Work per matrix, counted for the batch.
+  double batch_size() const { return static_cast<double>(primes_.size()); }
 
   // Columns [c, c + w) of rows [c, n), all columns left of c done: halves down to leaves.
   absl::Status FactorColumns(int64_t c, int64_t w) {
@@ -151,19 +189,17 @@ class BalancedLu {
   absl::Status FactorLeaf(int64_t c, int w) {
     const cudaStream_t stream = context_.stream();
     MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, stream));
-    MATRIXD_RETURN_IF_ERROR(LaunchFactorLeaf(stream, modulus_, a_, n_, c, w, lu_.as<double>(),
-                                             inverse_diagonal_.as<double>(), ipiv_.as<int>(),
-                                             state()));
-    MATRIXD_RETURN_IF_ERROR(
-        LaunchApplyLeafSwaps(stream, a_, n_, c, w, lu_.as<double>(), ipiv_.as<int>(), state()));
-    MATRIXD_RETURN_IF_ERROR(LaunchSolveUpperRight(stream, modulus_, a_, n_, c, w,
-                                                  inverse_diagonal_.as<double>(), state()));
+    MATRIXD_RETURN_IF_ERROR(LaunchFactorLeaf(stream, batch_, c, w, scratch_));
+    MATRIXD_RETURN_IF_ERROR(LaunchApplyLeafSwaps(stream, batch_, c, w, scratch_));
+    MATRIXD_RETURN_IF_ERROR(LaunchSolveUpperRight(stream, batch_, c, w, scratch_));
     const double rows = static_cast<double>(n_ - c - w);
     const double leaf = static_cast<double>(w);
     // Two products per entry and step in the leaf; w(w-1)/2 per solved row.
-    work_.flops[kPanel] += 4.0 * leaf * leaf * leaf / 3.0 + rows * leaf * (leaf - 1.0);
+    work_.flops[kPanel] +=
+        batch_size() * (4.0 * leaf * leaf * leaf / 3.0 + rows * leaf * (leaf - 1.0));
     // The leaf's rows read (and L21 read and written) and its factors written back.
-    work_.bytes[kPanel] += static_cast<uint64_t>((3.0 * leaf * leaf + 2.0 * rows * leaf) * 8.0);
+    work_.bytes[kPanel] +=
+        static_cast<uint64_t>(batch_size() * (3.0 * leaf * leaf + 2.0 * rows * leaf) * 8.0);
     return absl::OkStatus();
   }
 
@@ -174,111 +210,151 @@ class BalancedLu {
     if (cols <= 0) return absl::OkStatus();
     const cudaStream_t stream = context_.stream();
     MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, stream));
-    MATRIXD_RETURN_IF_ERROR(LaunchSolveLowerUnitLeft(stream, modulus_, a_, n_, c,
-                                                     static_cast<int>(h), j, cols, state()));
+    MATRIXD_RETURN_IF_ERROR(
+        LaunchSolveLowerUnitLeft(stream, batch_, c, static_cast<int>(h), j, cols));
     const double depth = static_cast<double>(h);
-    work_.flops[kPanel] += static_cast<double>(cols) * depth * (depth - 1.0);
-    work_.bytes[kPanel] += static_cast<uint64_t>(2.0 * depth * static_cast<double>(cols) * 8.0);
+    work_.flops[kPanel] += batch_size() * static_cast<double>(cols) * depth * (depth - 1.0);
+    work_.bytes[kPanel] +=
+        static_cast<uint64_t>(batch_size() * 2.0 * depth * static_cast<double>(cols) * 8.0);
     const int64_t rows = n_ - c - h;
     if (rows <= 0) return absl::OkStatus();
-    return SubtractProduct(at(c + h, c), at(c, j), at(c + h, j), rows, cols, h,
+    return SubtractProduct(offset(c + h, c), offset(c, j), offset(c + h, j), rows, cols, h,
                            trailing ? kGemm : kPanel, trailing ? kReduce : kPanel);
   }
 
-  // C -= A B mod p for A (rows x depth), B (depth x cols), C (rows x cols), all of stride n.
-  // cuBLAS is column-major: a row-major X is its transpose there, so C^T -= B^T A^T.
-  absl::Status SubtractProduct(const double* a, const double* b, double* c, int64_t rows,
+  // In every matrix, C -= A B mod p for its blocks A (rows x depth), B (depth x cols) and
+  // C (rows x cols) at the given element offsets, all of stride n. cuBLAS is column-major: a
+  // row-major X is its transpose there, so C^T -= B^T A^T.
+  absl::Status SubtractProduct(int64_t a_offset, int64_t b_offset, int64_t c_offset, int64_t rows,
                                int64_t cols, int64_t depth, Phase gemm, Phase reduce) {
     const cudaStream_t stream = context_.stream();
     const cublasHandle_t cublas = context_.cublas();
     const int ld = static_cast<int>(n_);
-    const double r = static_cast<double>(rows);
+    const long long stride = static_cast<long long>(n_ * n_);
+    const int count = batch_.count;
+    const double r = static_cast<double>(rows) * batch_size();  // rows of the whole batch
     const double k = static_cast<double>(depth);
     const double m = static_cast<double>(cols);
     MATRIXD_RETURN_IF_ERROR(clock_.Enter(gemm, stream));
-    if (ProductPieces(modulus_.modulus(), depth) == 1) {
+    if (ProductPieces(largest_, depth) == 1) {
       const double minus_one = -1.0;
       const double one = 1.0;
-      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(
+      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
           cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows),
-          static_cast<int>(depth), &minus_one, b, ld, a, ld, &one, c, ld));
+          static_cast<int>(depth), &minus_one, a_ + b_offset, ld, stride, a_ + a_offset, ld, stride,
+          &one, a_ + c_offset, ld, stride, count));
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(reduce, stream));
-      MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(stream, modulus_, c, n_, rows, cols,
-                                                  /*product=*/nullptr, state()));
+      MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(stream, batch_, c_offset, rows, cols,
+                                                  /*product=*/nullptr, /*product_stride=*/0));
       work_.flops[gemm] += 2.0 * r * m * k;
-      work_.bytes[gemm] += static_cast<uint64_t>((r * k + k * m + 2.0 * r * m) * 8.0);
+      work_.bytes[gemm] +=
+          static_cast<uint64_t>((r * k + batch_size() * k * m + 2.0 * r * m) * 8.0);
       work_.bytes[reduce] += static_cast<uint64_t>(2.0 * r * m * 8.0);
       return absl::OkStatus();
     }
     double* pieces = pieces_.as<double>();
     double* product = product_.as<double>();
-    MATRIXD_RETURN_IF_ERROR(
-        LaunchSplitPieces(stream, b, n_, static_cast<int>(depth), cols, pieces, state()));
-    work_.bytes[gemm] += static_cast<uint64_t>(3.0 * k * m * 8.0);
+    MATRIXD_RETURN_IF_ERROR(LaunchSplitPieces(stream, batch_, b_offset, static_cast<int>(depth),
+                                              cols, pieces, pieces_stride_));
+    work_.bytes[gemm] += static_cast<uint64_t>(batch_size() * 3.0 * k * m * 8.0);
     const int64_t block_rows = std::max<int64_t>(1, product_capacity_ / (2 * cols));
     for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
       const int64_t block = std::min(block_rows, rows - r0);
       const double one = 1.0;
       const double zero = 0.0;
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(gemm, stream));
-      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(
+      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
           cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(2 * cols), static_cast<int>(block),
-          static_cast<int>(depth), &one, pieces, static_cast<int>(2 * cols), a + r0 * n_, ld, &zero,
-          product, static_cast<int>(2 * cols)));
+          static_cast<int>(depth), &one, pieces, static_cast<int>(2 * cols), pieces_stride_,
+          a_ + a_offset + r0 * n_, ld, stride, &zero, product, static_cast<int>(2 * cols),
+          product_capacity_, count));
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(reduce, stream));
-      MATRIXD_RETURN_IF_ERROR(
-          LaunchReduceProduct(stream, modulus_, c + r0 * n_, n_, block, cols, product, state()));
+      MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(stream, batch_, c_offset + r0 * n_, block, cols,
+                                                  product, product_capacity_));
     }
     work_.flops[gemm] += 4.0 * r * m * k;
-    work_.bytes[gemm] += static_cast<uint64_t>((r * k + 2.0 * k * m + 2.0 * r * m) * 8.0);
+    work_.bytes[gemm] +=
+        static_cast<uint64_t>((r * k + batch_size() * 2.0 * k * m + 2.0 * r * m) * 8.0);
     work_.bytes[reduce] += static_cast<uint64_t>(4.0 * r * m * 8.0);
     return absl::OkStatus();
   }
 
   DeviceContext& context_;
-  BalancedModulus modulus_;
+  std::vector<uint64_t> primes_;
+  uint64_t largest_;
   int64_t n_;
   double* a_;
   PhaseClock& clock_;
   PhaseWork& work_;
+  DeviceBuffer moduli_;
   DeviceBuffer lu_;
   DeviceBuffer inverse_diagonal_;
   DeviceBuffer ipiv_;
-  DeviceBuffer state_;
+  DeviceBuffer states_;
   DeviceBuffer pieces_;
   DeviceBuffer product_;
+  ResidueBatch batch_;
+  LeafScratch scratch_;
+  int64_t pieces_stride_ = 0;
   int64_t product_capacity_ = 0;
 };
 
-// det mod p for p < 2^32 (the header's first path).
+// Adds the work and device time of each phase to `stats`, one record per phase (summed into a
+// record of the same name already there, so that successive batches read as one operation).
+void AddPhases(const PhaseWork& work, const std::array<double, kPhaseCount>& seconds,
+               ComputeStats* stats) {
+  for (int phase = 0; phase < kPhaseCount; ++phase) {
+    stats->flops += work.flops[phase];
+    stats->bytes_moved += work.bytes[phase];
+    auto record =
+        std::find_if(stats->kernels.begin(), stats->kernels.end(),
+                     [&](const KernelRecord& r) { return r.kernel == kPhaseNames[phase]; });
+    if (record == stats->kernels.end()) {
+      stats->kernels.push_back(
+          {kPhaseNames[phase], seconds[phase], work.bytes[phase], work.flops[phase]});
+    } else {
+      record->seconds += seconds[phase];
+      record->bytes += work.bytes[phase];
+      record->flops += work.flops[phase];
+    }
+  }
+}
+
+// The residue matrices of `primes` at `residues` from the int64 entries (which may be `residues`
+// itself for one prime), factored together: det mod each prime.
+absl::StatusOr<std::vector<uint64_t>> FactorBatch(const int64_t* entries, double* residues,
+                                                  int64_t n, std::span<const uint64_t> primes,
+                                                  DeviceContext& context, JobControl* control,
+                                                  PhaseClock& clock, PhaseWork& work) {
+  BalancedLu lu(context, primes, n, residues, clock, work);
+  MATRIXD_RETURN_IF_ERROR(lu.Prepare());
+  MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
+  MATRIXD_RETURN_IF_ERROR(LaunchBalancedResidues(context.stream(), lu.batch(), entries));
+  work.bytes[kResidues] += 2 * primes.size() * static_cast<uint64_t>(n * n) * sizeof(double);
+  MATRIXD_RETURN_IF_ERROR(lu.Run(control));
+  MATRIXD_RETURN_IF_ERROR(clock.Enter(kEnd, context.stream()));
+  return lu.Determinants();
+}
+
+// det mod p for p < 2^32 (the header's first path): a batch of one, converted in place.
 absl::StatusOr<uint64_t> BalancedLuDeterminant(const MatrixView& a, uint64_t p,
                                                DeviceContext& context, JobControl* control,
                                                ComputeStats* stats) {
   const int64_t n = a.rows;
   const size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(n) * sizeof(int64_t);
-  const BalancedModulus modulus = BalancedModulus::Of(p);
   PhaseClock clock;
   PhaseWork work;
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer matrix, context.Allocate(bytes));
   MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.As<int64_t>().data(), matrix, bytes));
-  MATRIXD_RETURN_IF_ERROR(
-      LaunchBalancedResidues(context.stream(), modulus, matrix.as<int64_t>(), n * n));
-  work.bytes[kResidues] += 3 * bytes;  // uploaded, read, written
-
-  BalancedLu lu(context, modulus, n, matrix.as<double>(), clock, work);
-  MATRIXD_RETURN_IF_ERROR(lu.Prepare());
-  MATRIXD_RETURN_IF_ERROR(lu.Run(control));
-  MATRIXD_RETURN_IF_ERROR(clock.Enter(kEnd, context.stream()));
-  MATRIXD_ASSIGN_OR_RETURN(uint64_t det, lu.Determinant());
+  work.bytes[kResidues] += bytes;  // uploaded
+  const uint64_t primes[] = {p};
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<uint64_t> det,
+                           FactorBatch(matrix.as<int64_t>(), matrix.as<double>(), n, primes,
+                                       context, control, clock, work));
   MATRIXD_ASSIGN_OR_RETURN(auto seconds, clock.Seconds());
-  for (int phase = 0; phase < kPhaseCount; ++phase) {
-    stats->flops += work.flops[phase];
-    stats->bytes_moved += work.bytes[phase];
-    stats->kernels.push_back(
-        {kPhaseNames[phase], seconds[phase], work.bytes[phase], work.flops[phase]});
-  }
-  return det;
+  AddPhases(work, seconds, stats);
+  return det[0];
 }
 
 }  // namespace
@@ -304,6 +380,47 @@ absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint
   }
   ReportProgress(control, 1.0);
   return result;
+}
+
+absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
+    const int64_t* entries, int64_t n, std::span<const uint64_t> primes, DeviceContext& context,
+    JobControl* control, ComputeStats* stats) {
+  if (primes.empty() || primes.size() > static_cast<size_t>(kMaxResidueBatch)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch of ", primes.size(), " primes; want 1 to ", kMaxResidueBatch));
+  }
+  for (const uint64_t p : primes) {
+    if (p < 2 || p >= kBalancedResidueLimit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batched modulus ", p, " must be a prime below 2^32"));
+    }
+  }
+  if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
+  PhaseClock clock;
+  PhaseWork work;
+  const size_t bytes =
+      primes.size() * static_cast<size_t>(n) * static_cast<size_t>(n) * sizeof(double);
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer matrices, context.Allocate(bytes));
+  MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::vector<uint64_t> residues,
+      FactorBatch(entries, matrices.as<double>(), n, primes, context, control, clock, work));
+  MATRIXD_ASSIGN_OR_RETURN(auto seconds, clock.Seconds());
+  AddPhases(work, seconds, stats);
+  return residues;
+}
+
+uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {
+  const uint64_t n2 = static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
+  uint64_t bytes = n2 * sizeof(double) + sizeof(BalancedModulus) + sizeof(ModularLuState) +
+                   kLeafWidth * kLeafWidth * sizeof(double) + kLeafWidth * sizeof(double) +
+                   kLeafWidth * sizeof(int);
+  if (ProductPieces(largest_prime, kPanelWidth) > 1 && n > 1) {
+    const uint64_t pieces = static_cast<uint64_t>(kPanelWidth * 2 * n);
+    bytes += (pieces + std::max(n2 - std::min(n2, pieces), 2 * static_cast<uint64_t>(n))) *
+             sizeof(double);
+  }
+  return bytes;
 }
 
 absl::Status ValidateModularDeterminantInput(const MatrixView& a, uint64_t p) {

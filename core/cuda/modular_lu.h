@@ -11,6 +11,8 @@
 #define MATRIXD_CORE_CUDA_MODULAR_LU_H_
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/cuda/device_context.h"
@@ -27,6 +29,27 @@ namespace matrixd::cuda {
 // "modp_reduce" (their reduction passes). CANCELLED when `control` is cancelled between panels.
 absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint64_t p,
                                                        DeviceContext& context, JobControl* control);
+
+// det A mod each of `primes` at once, for A n x n INT64 already on the device at `entries` (left
+// unchanged): the factorizations of the first path above run side by side as one batch (one
+// launch per step for all primes, each trailing update one strided-batched DGEMM), and a prime
+// modulo which A is singular stops only its own. Returns the residues in [0, p) in the order of
+// `primes`; adds flops, bytes and the per-phase device times (as above, summed into records of
+// the same name) to `stats`. CANCELLED as above; INVALID_ARGUMENT for an empty batch, one above
+// kMaxResidueBatch primes, or a prime outside [2, 2^32); RESOURCE_EXHAUSTED when the batch does not
+// fit (ModularLuBatchBytesPerPrime).
+// REQUIRES: n >= 1; primes prime (not checked) and distinct.
+absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
+    const int64_t* entries, int64_t n, std::span<const uint64_t> primes, DeviceContext& context,
+    JobControl* control, ComputeStats* stats);
+
+// Device bytes BatchedModularLuDeterminants allocates per prime for order n when the largest
+// prime of the batch is `largest_prime` (primes from 2^24 need the two-piece buffers).
+uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime);
+
+// Primes below this take one DGEMM per trailing update (ProductPieces(p, panel) == 1), the
+// cheapest per bit of the batched path.
+inline constexpr uint64_t kOnePieceModulusLimit = uint64_t{1} << 24;
 
 // INVALID_ARGUMENT unless a is a non-empty square INT64 matrix and 2 <= p < 2^62 (primality is
 // the caller's to check), naming the offending field; OK otherwise.

@@ -21,6 +21,11 @@ int ElementwiseBlocks(int64_t count) {
       (count + kElementwiseThreads - 1) / kElementwiseThreads, 1, kMaxElementwiseBlocks));
 }
 
+// Matrix b of the batch and its state: b is the kernel's grid coordinate along the batch.
+__device__ double* MatrixOf(const ResidueBatch& batch, int b) {
+  return batch.a + static_cast<int64_t>(b) * batch.n * batch.n;
+}
+
 // ---- The leaf: one thread block factors a diagonal block of at most kMaxLeafWidth columns ----
 
 constexpr int kLeafThreads = 256;
@@ -152,11 +157,18 @@ __device__ void PrefixProducts(const BalancedModulus& f, int w, LeafShared& s) {
   if (2 * lane + 1 < w) out[2 * lane + 1] = f.Mul(exclusive, first);
 }
 
+// One thread block per matrix of the batch (blockIdx.x).
 __global__ void __launch_bounds__(kLeafThreads)
-    FactorLeafKernel(BalancedModulus f, const double* __restrict__ a, int64_t n, int64_t c, int w,
-                     double* __restrict__ lu, double* __restrict__ inverse_diagonal,
-                     int* __restrict__ ipiv, ModularLuState* state) {
+    FactorLeafKernel(ResidueBatch batch, int64_t c, int w, LeafScratch scratch) {
+  const int b = static_cast<int>(blockIdx.x);
+  ModularLuState* state = batch.states + b;
   if (state->status != 0) return;
+  const BalancedModulus f = batch.moduli[b];
+  const double* __restrict__ a = MatrixOf(batch, b);
+  const int64_t n = batch.n;
+  double* __restrict__ lu = scratch.lu + b * kMaxLeafWidth * kMaxLeafWidth;
+  double* __restrict__ inverse_diagonal = scratch.inverse_diagonal + b * kMaxLeafWidth;
+  int* __restrict__ ipiv = scratch.ipiv + b * kMaxLeafWidth;
   __shared__ LeafShared s;
   const int tid = static_cast<int>(threadIdx.x);
   for (int idx = tid; idx < w * w; idx += kLeafThreads) {
@@ -254,11 +266,15 @@ __global__ void __launch_bounds__(kLeafThreads)
 
 constexpr int kSwapThreads = 256;
 
+// The batch along blockIdx.y.
 __global__ void __launch_bounds__(kSwapThreads)
-    ApplyLeafSwapsKernel(double* __restrict__ a, int64_t n, int64_t c, int w,
-                         const double* __restrict__ lu, const int* __restrict__ ipiv,
-                         const ModularLuState* state) {
-  if (state->status != 0) return;
+    ApplyLeafSwapsKernel(ResidueBatch batch, int64_t c, int w, LeafScratch scratch) {
+  const int b = static_cast<int>(blockIdx.y);
+  if (batch.states[b].status != 0) return;
+  double* __restrict__ a = MatrixOf(batch, b);
+  const int64_t n = batch.n;
+  const double* __restrict__ lu = scratch.lu + b * kMaxLeafWidth * kMaxLeafWidth;
+  const int* __restrict__ ipiv = scratch.ipiv + b * kMaxLeafWidth;
   __shared__ int pivots[kMaxLeafWidth];
   for (int j = static_cast<int>(threadIdx.x); j < w; j += kSwapThreads) pivots[j] = ipiv[j];
   __syncthreads();
@@ -291,14 +307,18 @@ constexpr int kSolveVectors = 32;
 // solved as L x = b (L unit lower). Either way x_s = d_s (b_s - sum_{t<s} T_st x_t), done
 // right-looking: at step t every later entry s takes its term T_st x_t. Thread (v, group) owns
 // entries s = group mod kSolveGroups of vector v; each recomputes x_t from the held b_t, so that
-// one barrier per step suffices.
+// one barrier per step suffices. The batch along blockIdx.y.
 template <bool kUpper>
 __global__ void __launch_bounds__(kSolveThreads)
-    TriangularSolveKernel(BalancedModulus f, double* __restrict__ a, int64_t n, int64_t c,
-                          int depth, int64_t first_vector, int64_t vector_end,
-                          const double* __restrict__ inverse_diagonal,
-                          const ModularLuState* state) {
-  if (state->status != 0) return;
+    TriangularSolveKernel(ResidueBatch batch, int64_t c, int depth, int64_t first_vector,
+                          int64_t vector_end, const double* __restrict__ inverse_diagonals) {
+  const int b = static_cast<int>(blockIdx.y);
+  if (batch.states[b].status != 0) return;
+  const BalancedModulus f = batch.moduli[b];
+  double* __restrict__ a = MatrixOf(batch, b);
+  const int64_t n = batch.n;
+  const double* __restrict__ inverse_diagonal =
+      kUpper ? inverse_diagonals + b * kMaxLeafWidth : nullptr;
   __shared__ double tile[kMaxSolveDepth][kSolveVectors + 1];
   const int tid = static_cast<int>(threadIdx.x);
   const int v = tid % kSolveVectors;
@@ -344,32 +364,46 @@ __global__ void __launch_bounds__(kSolveThreads)
 
 // ---- Elementwise ----
 
+// The batch along blockIdx.y. No __restrict__: a batch of one converts in place (each entry read
+// and written by the same thread).
 __global__ void __launch_bounds__(kElementwiseThreads)
-    BalancedResiduesKernel(BalancedModulus f, int64_t* entries, int64_t count) {
+    BalancedResiduesKernel(ResidueBatch batch, const int64_t* entries) {
   static_assert(sizeof(double) == sizeof(int64_t));
-  double* residues = reinterpret_cast<double*>(entries);
+  const int b = static_cast<int>(blockIdx.y);
+  const BalancedModulus f = batch.moduli[b];
+  double* residues = MatrixOf(batch, b);
+  const int64_t count = batch.n * batch.n;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
     residues[i] = f.FromSigned(entries[i]);
   }
 }
 
-__global__ void ResetStateKernel(ModularLuState* state) {
-  state->determinant = 1.0;
-  state->status = 0;
+__global__ void __launch_bounds__(kElementwiseThreads)
+    ResetStatesKernel(ModularLuState* states, int count) {
+  const int b = static_cast<int>(blockIdx.x) * kElementwiseThreads + static_cast<int>(threadIdx.x);
+  if (b >= count) return;
+  states[b].determinant = 1.0;
+  states[b].status = 0;
 }
 
-// Rows x cols kernels: rows along the grid's y (no division per entry), columns along x.
-dim3 RowsGrid(int64_t rows, int64_t cols) {
+// Rows x cols kernels: rows along the grid's y (no division per entry), columns along x, the
+// batch along z.
+dim3 RowsGrid(int64_t rows, int64_t cols, int batch) {
   return dim3(static_cast<unsigned>(
                   std::min<int64_t>((cols + kElementwiseThreads - 1) / kElementwiseThreads, 1024)),
-              static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535)));
+              static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535)),
+              static_cast<unsigned>(batch));
 }
 
 __global__ void __launch_bounds__(kElementwiseThreads)
-    SplitPiecesKernel(const double* __restrict__ b, int64_t ldb, int depth, int64_t cols,
-                      double* __restrict__ pieces, const ModularLuState* state) {
-  if (state->status != 0) return;
+    SplitPiecesKernel(ResidueBatch batch, int64_t b_offset, int depth, int64_t cols,
+                      double* __restrict__ all_pieces, int64_t pieces_stride) {
+  const int m = static_cast<int>(blockIdx.z);
+  if (batch.states[m].status != 0) return;
+  const double* __restrict__ b = MatrixOf(batch, m) + b_offset;
+  const int64_t ldb = batch.n;
+  double* __restrict__ pieces = all_pieces + m * pieces_stride;
   for (int64_t s = blockIdx.y; s < depth; s += gridDim.y) {
     for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; v < cols;
          v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
@@ -382,10 +416,15 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 }
 
 __global__ void __launch_bounds__(kElementwiseThreads)
-    ReduceProductKernel(BalancedModulus f, double* __restrict__ c, int64_t ldc, int64_t rows,
-                        int64_t cols, const double* __restrict__ product,
-                        const ModularLuState* state) {
-  if (state->status != 0) return;
+    ReduceProductKernel(ResidueBatch batch, int64_t c_offset, int64_t rows, int64_t cols,
+                        const double* __restrict__ products, int64_t product_stride) {
+  const int m = static_cast<int>(blockIdx.z);
+  if (batch.states[m].status != 0) return;
+  const BalancedModulus f = batch.moduli[m];
+  double* __restrict__ c = MatrixOf(batch, m) + c_offset;
+  const int64_t ldc = batch.n;
+  const double* __restrict__ product =
+      products != nullptr ? products + m * product_stride : nullptr;
   for (int64_t i = blockIdx.y; i < rows; i += gridDim.y) {
     for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; v < cols;
          v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
@@ -404,73 +443,73 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 
 }  // namespace
 
-absl::Status LaunchBalancedResidues(cudaStream_t stream, const BalancedModulus& modulus,
-                                    int64_t* entries, int64_t count) {
-  BalancedResiduesKernel<<<ElementwiseBlocks(count), kElementwiseThreads, 0, stream>>>(
-      modulus, entries, count);
+absl::Status LaunchBalancedResidues(cudaStream_t stream, const ResidueBatch& batch,
+                                    const int64_t* entries) {
+  const dim3 grid(ElementwiseBlocks(batch.n * batch.n), static_cast<unsigned>(batch.count));
+  BalancedResiduesKernel<<<grid, kElementwiseThreads, 0, stream>>>(batch, entries);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(BalancedResiduesKernel);
   return absl::OkStatus();
 }
 
-absl::Status LaunchResetState(cudaStream_t stream, ModularLuState* state) {
-  ResetStateKernel<<<1, 1, 0, stream>>>(state);
-  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ResetStateKernel);
+absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch) {
+  ResetStatesKernel<<<ElementwiseBlocks(batch.count), kElementwiseThreads, 0, stream>>>(
+      batch.states, batch.count);
+  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ResetStatesKernel);
   return absl::OkStatus();
 }
 
-absl::Status LaunchFactorLeaf(cudaStream_t stream, const BalancedModulus& modulus, const double* a,
-                              int64_t n, int64_t c, int w, double* lu, double* inverse_diagonal,
-                              int* ipiv, ModularLuState* state) {
-  FactorLeafKernel<<<1, kLeafThreads, 0, stream>>>(modulus, a, n, c, w, lu, inverse_diagonal, ipiv,
-                                                   state);
+absl::Status LaunchFactorLeaf(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
+                              const LeafScratch& scratch) {
+  FactorLeafKernel<<<batch.count, kLeafThreads, 0, stream>>>(batch, c, w, scratch);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(FactorLeafKernel);
   return absl::OkStatus();
 }
 
-absl::Status LaunchApplyLeafSwaps(cudaStream_t stream, double* a, int64_t n, int64_t c, int w,
-                                  const double* lu, const int* ipiv, const ModularLuState* state) {
-  const int blocks = static_cast<int>((n + kSwapThreads - 1) / kSwapThreads);
-  ApplyLeafSwapsKernel<<<blocks, kSwapThreads, 0, stream>>>(a, n, c, w, lu, ipiv, state);
+absl::Status LaunchApplyLeafSwaps(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
+                                  const LeafScratch& scratch) {
+  const dim3 grid(static_cast<unsigned>((batch.n + kSwapThreads - 1) / kSwapThreads),
+                  static_cast<unsigned>(batch.count));
+  ApplyLeafSwapsKernel<<<grid, kSwapThreads, 0, stream>>>(batch, c, w, scratch);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ApplyLeafSwapsKernel);
   return absl::OkStatus();
 }
 
-absl::Status LaunchSolveUpperRight(cudaStream_t stream, const BalancedModulus& modulus, double* a,
-                                   int64_t n, int64_t c, int w, const double* inverse_diagonal,
-                                   const ModularLuState* state) {
-  const int64_t rows = n - c - w;
+absl::Status LaunchSolveUpperRight(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
+                                   const LeafScratch& scratch) {
+  const int64_t rows = batch.n - c - w;
   if (rows <= 0) return absl::OkStatus();
-  const int blocks = static_cast<int>((rows + kSolveVectors - 1) / kSolveVectors);
-  TriangularSolveKernel<true><<<blocks, kSolveThreads, 0, stream>>>(modulus, a, n, c, w, c + w, n,
-                                                                    inverse_diagonal, state);
+  const dim3 grid(static_cast<unsigned>((rows + kSolveVectors - 1) / kSolveVectors),
+                  static_cast<unsigned>(batch.count));
+  TriangularSolveKernel<true>
+      <<<grid, kSolveThreads, 0, stream>>>(batch, c, w, c + w, batch.n, scratch.inverse_diagonal);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(TriangularSolveKernel<true>);
   return absl::OkStatus();
 }
 
-absl::Status LaunchSolveLowerUnitLeft(cudaStream_t stream, const BalancedModulus& modulus,
-                                      double* a, int64_t n, int64_t c, int h, int64_t j,
-                                      int64_t cols, const ModularLuState* state) {
+absl::Status LaunchSolveLowerUnitLeft(cudaStream_t stream, const ResidueBatch& batch, int64_t c,
+                                      int h, int64_t j, int64_t cols) {
   if (cols <= 0 || h <= 1) return absl::OkStatus();  // L of order 1 is the identity
-  const int blocks = static_cast<int>((cols + kSolveVectors - 1) / kSolveVectors);
+  const dim3 grid(static_cast<unsigned>((cols + kSolveVectors - 1) / kSolveVectors),
+                  static_cast<unsigned>(batch.count));
   TriangularSolveKernel<false>
-      <<<blocks, kSolveThreads, 0, stream>>>(modulus, a, n, c, h, j, j + cols, nullptr, state);
+      <<<grid, kSolveThreads, 0, stream>>>(batch, c, h, j, j + cols, /*inverse_diagonals=*/nullptr);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(TriangularSolveKernel<false>);
   return absl::OkStatus();
 }
 
-absl::Status LaunchSplitPieces(cudaStream_t stream, const double* b, int64_t ldb, int depth,
-                               int64_t cols, double* pieces, const ModularLuState* state) {
-  SplitPiecesKernel<<<RowsGrid(depth, cols), kElementwiseThreads, 0, stream>>>(b, ldb, depth, cols,
-                                                                               pieces, state);
+absl::Status LaunchSplitPieces(cudaStream_t stream, const ResidueBatch& batch, int64_t b_offset,
+                               int depth, int64_t cols, double* pieces, int64_t pieces_stride) {
+  SplitPiecesKernel<<<RowsGrid(depth, cols, batch.count), kElementwiseThreads, 0, stream>>>(
+      batch, b_offset, depth, cols, pieces, pieces_stride);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(SplitPiecesKernel);
   return absl::OkStatus();
 }
 
-absl::Status LaunchReduceProduct(cudaStream_t stream, const BalancedModulus& modulus, double* c,
-                                 int64_t ldc, int64_t rows, int64_t cols, const double* product,
-                                 const ModularLuState* state) {
-  ReduceProductKernel<<<RowsGrid(rows, cols), kElementwiseThreads, 0, stream>>>(
-      modulus, c, ldc, rows, cols, product, state);
+absl::Status LaunchReduceProduct(cudaStream_t stream, const ResidueBatch& batch, int64_t c_offset,
+                                 int64_t rows, int64_t cols, const double* product,
+                                 int64_t product_stride) {
+  ReduceProductKernel<<<RowsGrid(rows, cols, batch.count), kElementwiseThreads, 0, stream>>>(
+      batch, c_offset, rows, cols, product, product_stride);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ReduceProductKernel);
   return absl::OkStatus();
 }

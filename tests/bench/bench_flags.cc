@@ -15,9 +15,9 @@
 namespace matrixd::bench {
 
 const std::vector<std::string_view> kTableNames = {
-    "bandwidth", "dense",     "factorize", "batched",       "condensation",
-    "sparse",    "permanent", "accuracy",  "modular",       "small",
-    "verify",    "condition", "refine",    "deterministic", "cpu"};
+    "bandwidth", "dense",    "factorize",     "batched", "condensation", "sparse",
+    "permanent", "accuracy", "modular",       "exact",   "small",        "verify",
+    "condition", "refine",   "deterministic", "cpu"};
 
 bool Flags::Runs(std::string_view name) const {
   return tables.empty() || std::find(tables.begin(), tables.end(), name) != tables.end();
@@ -74,6 +74,7 @@ void Quick(Flags& flags) {
   flags.condensation_sizes = {512, 1024, 2048};
   flags.ntl_n = 512;
   flags.cpu_modular_n = 512;
+  flags.exact_sizes = {100, 200};
   flags.sparse_n = 2048;
   flags.perm_n = 28;
   flags.accuracy_sizes = {16, 20};
@@ -163,6 +164,12 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       ok = ParseNumber(value, flags.cpu_modular_n);
     } else if (name == "--primes") {
       ok = ParseList(value, flags.primes) && CheckPrimes(flags.primes);
+    } else if (name == "--exact_sizes") {
+      ok = ParseList(value, flags.exact_sizes);
+    } else if (name == "--exact_bits") {
+      ok = ParseNumber(value, flags.exact_bits) && flags.exact_bits >= 1 && flags.exact_bits <= 62;
+    } else if (name == "--no_flint") {
+      flags.flint = false;
     } else if (name == "--no_ntl") {
       flags.ntl = false;
     } else if (name == "--sparse_n") {

@@ -32,6 +32,11 @@ struct Flags {
   int cpu_modular_n = 1024;
   std::vector<uint64_t> primes = {2147483629, 65521};
   bool ntl = true;
+  // exact: the exact determinant at each order of exact_sizes with entries below 2^exact_bits,
+  // ours on the GPU next to FLINT's fmpz_mat_det on one core (when flint).
+  std::vector<int> exact_sizes = {500, 1000};
+  int exact_bits = 20;
+  bool flint = true;
   // sparse: block-sparse product of order sparse_n at each block size.
   int sparse_n = 16384;
   std::vector<int> sparse_blocks = {128, 256};
@@ -71,7 +76,7 @@ struct Flags {
 };
 
 // The tables, in the order they print: bandwidth, dense, factorize, batched, condensation, sparse,
-// permanent, accuracy, modular, small, verify, condition, refine, deterministic, cpu.
+// permanent, accuracy, modular, exact, small, verify, condition, refine, deterministic, cpu.
 extern const std::vector<std::string_view> kTableNames;
 
 // Parses argv into `flags`. Prints what is wrong to stderr and returns false on an unknown flag, a

@@ -24,6 +24,11 @@ void BenchFactorize(Backend& backend, int n, int repeats);
 // (when `cpu` is not null) next to NTL on one core (when the build has NTL and flags.ntl).
 void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu);
 
+// The exact determinant of INT64 matrices with flags.exact_bits-bit entries at each of
+// flags.exact_sizes: our GPU backend (when `gpu` is not null) next to FLINT on one core (when the
+// build has FLINT and flags.flint), values compared.
+void BenchExactDeterminant(const Flags& flags, Backend* gpu);
+
 // What batching small requests could gain: flags.small_count determinants of small orders, each
 // its own Backend call from 1..T concurrent callers (as separate requests reach the backend),
 // against one batched LU call holding them all. `make(callers)` makes the backend for T callers

@@ -16,15 +16,16 @@
 //     accuracy:     [--accuracy_sizes=20,24,28,32] [--accuracy_samples=5] (on the GPU; with
 //                   --no_gpu on the CPU backend)
 //     modular:      [--ntl_n=4096] [--cpu_modular_n=1024] [--primes=2147483629,65521] [--no_ntl]
+//     exact:        [--exact_sizes=500,1000] [--exact_bits=20] [--no_flint]
 //     small:        [--small_sizes=8,32] [--small_count=8192] [--small_threads=1,4,16]
 //     condition:    [--condition_sizes=4096,8192] (Factorize with estimate_condition, GPU and
 //                   CPU; on the GPU also the LU determinant)
 //     cpu:          [--cpu_n=2048] [--cpu_batch=10000] [--batch_sizes]
 //
 // NAME is one of bandwidth, dense, factorize, batched, condensation, sparse, permanent, accuracy,
-// modular, small, verify, condition, cpu; all run by default, the GPU ones only where there is a
-// device. --quick shrinks every size; explicit sizes after or before it win. --no_cpu leaves out
-// the CPU backend (its tables and its column of the modular table).
+// modular, exact, small, verify, condition, cpu; all run by default, the GPU ones only where there
+// is a device. --quick shrinks every size; explicit sizes after or before it win. --no_cpu leaves
+// out the CPU backend (its tables and its column of the modular table).
 //
 // Times are medians over --repeats runs after one warm-up run (CPU references that take seconds:
 // one run). "ours" is ComputeStats::seconds (device events around the whole operation, transfers
@@ -109,6 +110,7 @@ int Main(int argc, char** argv) {
   }
   std::unique_ptr<Backend> cpu = flags.cpu ? MakeCpuBackend() : nullptr;
   if (flags.Runs("modular")) BenchModularDeterminant(flags, gpu.get(), cpu.get());
+  if (flags.Runs("exact")) BenchExactDeterminant(flags, gpu.get());
   if (flags.Runs("small")) {
 #ifdef MATRIXD_HAVE_CUDA
     if (gpu != nullptr) {

@@ -623,16 +623,21 @@ TEST_P(DeterminantTest, ExactSingularIntegerMatrixIsZero) {
 }
 
 TEST_P(DeterminantTest, ExactIsLeftEmptyWhenTooExpensive) {
-  // Rows of norm 2^40: Hadamard's bound needs 400 * 40 bits, about 263 primes of 62 bits, and
-  // 263 * 400^3 > kExactDeterminantBudget (1e10): only the floating-point value comes back.
-  const int n = 400;
-  const int64_t big = int64_t{1} << 40;
-  std::vector<int64_t> a(n * n, 0);
-  for (int i = 0; i < n; ++i) a[i * n + i] = i == 0 ? -big : big;
+  // CPU: rows of norm 2^40: Hadamard's bound needs 400 * 40 bits, about 263 primes of 62 bits,
+  // and 263 * 400^3 > cpu::kExactDeterminantBudget (1e10). CUDA, with a budget of its own
+  // (cuda::kCudaExactDeterminantBudget = 1e14 over 24-bit primes): rows of norm 2^62 at n = 3000
+  // need about 8088 primes, and 8088 * 3000^3 > 1e14. Only the floating-point value comes back.
+  const bool cuda = GetParam() == "cuda";
+  const int n = cuda ? 3000 : 400;
+  const int bits = cuda ? 62 : 40;
+  const int64_t big = int64_t{1} << bits;
+  std::vector<int64_t> a(static_cast<size_t>(n) * n, 0);
+  for (int i = 0; i < n; ++i) a[static_cast<size_t>(i) * n + i] = i == 0 ? -big : big;
   const DeterminantResult result = Run(n, a, DeterminantMethod::kLu);
   EXPECT_TRUE(result.exact.empty());
-  // det = -2^16000.
-  EXPECT_NEAR(result.value.log_abs(), 16000.0 * std::log(2.0), 1e-9 * 16000.0);
+  // det = -2^(n bits).
+  const double log2_det = static_cast<double>(n) * bits;
+  EXPECT_NEAR(result.value.log_abs(), log2_det * std::log(2.0), 1e-9 * log2_det);
   EXPECT_EQ(result.value.phase(), std::complex<double>(-1.0));
 }
 

@@ -3,14 +3,20 @@
 # modular tests on the device (the LU against the CPU backend's residues for every prime range,
 # the condensation's modular paths, the exact determinant's certificates), then the `modular`
 # table against NTL on one core at n = 4096 (with the per-phase device times of the GPU runs),
-# then the GPU alone at n = 8192. One device call, under the tool's 10 minutes. Runs from the
+# then the GPU alone at n = 8192, then the exact determinant (batched LU over random 24-bit primes,
+# early stop: core/cuda/exact_determinant.h) against FLINT's fmpz_mat_det on one core at n = 500
+# and 1000 (about 12 s of FLINT) and alone at n = 2000 and 3000. `modp` runs only the modular
+# part, `exact` only the exact part (its tests and tables, about 3 minutes at most); both, the
+# default, may need the whole of a device call's 10 minutes. Runs from the
 # repository root with the binaries bundled in .gpu/ and writes its logs under $OUT:
 #
-#   tests/gpu/modp-run.sh
+#   tests/gpu/modp-run.sh [modp|exact|all]
 #
 # Preparing the run (here, before the device call):
 #   cmake --build build -j2 --target matrixd_core_test matrixd_bench
 #   ../shared/gpu/bundle.sh .gpu build/tests/matrixd_core_test build/tests/bench/matrixd_bench
+# (bundle.sh copies libflint and its libraries — libflint.so.17, libmpfr, libntl, libgmp — into
+# .gpu/lib with the rest.)
 # then run this script through the device tool with carry [".gpu"].
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,9 +24,11 @@ out=${OUT:?OUT must name the output directory}
 export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 bin=${BIN:-.gpu/bin}
 
+part=${1:-all}
 log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 
 nvidia-smi -L | tee -a "${out}/summary.txt"
+if [[ $part == modp || $part == all ]]; then
 log "matrixd_core_test: modular LU, balanced residues, condensation mod p, exact determinants"
 timeout 240 "${bin}/matrixd_core_test" --gtest_brief=1 \
   --gtest_filter='CudaModularLu*:BalancedModulus*:*CudaCondensation*Modular*:*DeterminantTest.Modular*:*ExactCertificate*:*Exact*' \
@@ -37,3 +45,22 @@ timeout 120 "${bin}/matrixd_bench" --tables=modular --no_cpu --no_ntl --ntl_n=81
   --primes=2147483629,65521,4611686018427387847 >"${out}/bench_modular_8192.txt" 2>&1
 log "  exit $?"
 cat "${out}/bench_modular_8192.txt" | tee -a "${out}/summary.txt"
+fi
+if [[ $part == exact || $part == all ]]; then
+log "matrixd_core_test: exact determinants on the GPU, early stop, the batched modular LU"
+timeout 150 "${bin}/matrixd_core_test" --gtest_brief=1 \
+  --gtest_filter='CudaExactDeterminant*:EarlyStop*:*ExactCertificate*:*DeterminantTest.Exact*:CudaMemoryPool*' \
+  >"${out}/core_exact.txt" 2>&1
+log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core_exact.txt" | tr '\n' ' ')"
+grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core_exact.txt" | head -60 | tee -a "${out}/summary.txt"
+log "matrixd_bench --tables=exact (GPU exact determinant vs FLINT on one core, n = 500, 1000)"
+timeout 100 "${bin}/matrixd_bench" --tables=exact --no_cpu --exact_sizes=500,1000 --exact_bits=20 \
+  --repeats=5 >"${out}/bench_exact.txt" 2>&1
+log "  exit $?"
+cat "${out}/bench_exact.txt" | tee -a "${out}/summary.txt"
+log "matrixd_bench --tables=exact (GPU alone, n = 2000, 3000)"
+timeout 100 "${bin}/matrixd_bench" --tables=exact --no_cpu --no_flint --exact_sizes=2000,3000 \
+  --repeats=2 >"${out}/bench_exact_large.txt" 2>&1
+log "  exit $?"
+cat "${out}/bench_exact_large.txt" | tee -a "${out}/summary.txt"
+fi

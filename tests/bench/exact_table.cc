@@ -1,0 +1,96 @@
+// The exact integer determinant of one random INT64 matrix: our GPU backend (batched LU mod
+// random 24-bit primes, CRT, early stop: core/cuda/exact_determinant.h) next to FLINT's
+// fmpz_mat_det on one core, with the two values compared digit for digit.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+#include "tests/bench/bench_format.h"
+#include "tests/bench/bench_inputs.h"
+#include "tests/bench/bench_tables.h"
+#include "tests/bench/bench_timing.h"
+#include "tests/bench/flint_determinant.h"
+
+namespace matrixd::bench {
+
+void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
+  const bool flint = flags.flint && FlintAvailable();
+  const int64_t bound = (int64_t{1} << flags.exact_bits) - 1;
+  PrintHeader(
+      "Exact determinant, int64: ours GPU vs FLINT fmpz_mat_det on one core",
+      "n      digits   primes  early  ours GPU(s)  FLINT(s)   FLINT/GPU  values",
+      {"ours GPU: backend call, method AUTO (upload, the floating-point LU, then the exact value: "
+       "batched LU mod random 24-bit primes, CRT after each batch, early stop once stable); "
+       "median of --repeats after a warm-up",
+       "primes: used by the last run; early: whether it stopped before Hadamard's bound (with its "
+       "error probability)",
+       "GPU phases: device time of the last run's residues, panels, trailing DGEMMs and "
+       "reductions, over all batches",
+       absl::StrCat("FLINT: fmpz_mat_set + fmpz_mat_det, ",
+                    flint ? FlintDescription()
+                          : "not run (" + (flags.flint ? FlintDescription() : "--no_flint") + ")",
+                    ", one run, conversion not timed"),
+       absl::StrCat("entries uniform in [-", bound, ", ", bound,
+                    "]; target: FLINT/GPU >= 100 at n = 1000, 20-bit entries")});
+  for (const int n : flags.exact_sizes) {
+    const Matrix a = RandomInt64Matrix(n, bound, 700 + n);
+    DeterminantResult last;
+    Timing timing;
+    if (gpu != nullptr) {
+      timing = TimeRuns(1, flags.repeats, [&] {
+        absl::StatusOr<DeterminantResult> result = gpu->Determinant(a.view(), {}, nullptr);
+        if (result.ok()) last = *result;
+        return result;
+      });
+    }
+    std::string flint_decimal;
+    double flint_seconds = NAN;
+    std::string flint_error;
+    if (flint) {
+      absl::StatusOr<FlintDeterminant> reference = FlintExactDeterminant(a.view());
+      if (reference.ok()) {
+        flint_decimal = reference->decimal;
+        flint_seconds = reference->seconds;
+      } else {
+        flint_error = std::string(reference.status().ToString());
+      }
+    }
+    std::string values = "- (nothing to compare)";
+    if (!last.exact.empty() && !flint_decimal.empty()) {
+      values = last.exact == flint_decimal ? "match" : "MISMATCH";
+    } else if (gpu != nullptr && timing.error.empty() && last.exact.empty()) {
+      values = "GPU gave no exact value (over its budget)";
+    }
+    const ExactCertificate c = last.certificate.value_or(ExactCertificate{});
+    const std::string early =
+        c.early_stop ? absl::StrCat("yes (", c.error_probability, ")") : std::string("no");
+    const std::string digits =
+        last.exact.empty()
+            ? std::string("-")
+            : std::to_string(last.exact.size() - (last.exact.starts_with("-") ? 1 : 0));
+    std::printf("%-6d %-8s %-7zu %-6s %-12s %-10s %-10s %s\n", n, digits.c_str(), c.primes.size(),
+                early.c_str(), Seconds(timing.seconds).c_str(), Seconds(flint_seconds).c_str(),
+                Ratio(flint_seconds, timing.seconds).c_str(), values.c_str());
+    if (!last.stats.kernels.empty()) {
+      std::string phases;
+      for (const KernelRecord& phase : last.stats.kernels) {
+        absl::StrAppend(&phases, phases.empty() ? "" : ", ", phase.kernel, " ",
+                        Seconds(phase.seconds));
+      }
+      std::printf("  GPU phases: %s\n", phases.c_str());
+    }
+    if (values == "MISMATCH") {
+      std::printf("  GPU:   %s\n  FLINT: %s\n", last.exact.c_str(), flint_decimal.c_str());
+    }
+    if (!timing.error.empty()) std::printf("  GPU failed: %s\n", timing.error.c_str());
+    if (!flint_error.empty()) std::printf("  FLINT failed: %s\n", flint_error.c_str());
+  }
+}
+
+}  // namespace matrixd::bench
