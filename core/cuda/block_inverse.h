@@ -37,8 +37,7 @@ MATRIXD_HOST_DEVICE inline void AddPieceProduct(PieceSums& sums, double a, doubl
 
 // sum over t = begin, begin + step, ... < end of row[t] column[t * column_stride], in pieces.
 MATRIXD_HOST_DEVICE inline PieceSums PieceDot(const double* row, const double* column,
-                                              int64_t column_stride, int begin, int end,
-                                              int step) {
+                                              int64_t column_stride, int begin, int end, int step) {
   PieceSums sums;
   for (int t = begin; t < end; t += step) AddPieceProduct(sums, row[t], column[t * column_stride]);
   return sums;

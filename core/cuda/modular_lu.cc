@@ -117,10 +117,6 @@ class BalancedLu {
     MATRIXD_ASSIGN_OR_RETURN(
         inverse_pieces_,
         context_.Allocate(count * kLeafInverseSlots * kLeafInverseWords * sizeof(double)));
-    apply_stride_ = 2 * kLeafWidth * n_;
-    MATRIXD_ASSIGN_OR_RETURN(
-        apply_product_,
-        context_.Allocate(count * static_cast<size_t>(apply_stride_) * sizeof(double)));
     if (ProductPieces(largest_, kPanelWidth) > 1 && n_ > 1) {
       pieces_stride_ = kPanelWidth * 2 * n_;
       MATRIXD_ASSIGN_OR_RETURN(
@@ -132,6 +128,18 @@ class BalancedLu {
       MATRIXD_ASSIGN_OR_RETURN(
           product_,
           context_.Allocate(count * static_cast<size_t>(product_capacity_) * sizeof(double)));
+    }
+    // The products that apply a leaf inverse (2 kLeafWidth x at most n) share the two-piece
+    // products' buffer where it is large enough (they never overlap on the stream).
+    if (product_capacity_ >= 2 * kLeafWidth * n_) {
+      apply_product_ = product_.as<double>();
+      apply_stride_ = product_capacity_;
+    } else {
+      apply_stride_ = 2 * kLeafWidth * n_;
+      MATRIXD_ASSIGN_OR_RETURN(
+          own_apply_product_,
+          context_.Allocate(count * static_cast<size_t>(apply_stride_) * sizeof(double)));
+      apply_product_ = own_apply_product_.as<double>();
     }
     batch_ = ResidueBatch{.a = a_,
                           .n = n_,
@@ -211,8 +219,8 @@ class BalancedLu {
     const double leaf = static_cast<double>(w);
     // Two products per entry and step in the leaf; w^3 / 6 products for each triangular inverse
     // and w^3 / 3 for their product.
-    work_.flops[kPanel] += batch_size() * (4.0 * leaf * leaf * leaf / 3.0 +
-                                           4.0 * leaf * leaf * leaf / 3.0);
+    work_.flops[kPanel] +=
+        batch_size() * (4.0 * leaf * leaf * leaf / 3.0 + 4.0 * leaf * leaf * leaf / 3.0);
     // The leaf's rows read and its factors written back; the factors read, the pieces written.
     work_.bytes[kPanel] += static_cast<uint64_t>(batch_size() * 6.0 * leaf * leaf * 8.0);
     return absl::OkStatus();
@@ -240,9 +248,8 @@ class BalancedLu {
     if (h <= kLeafWidth) return ApplyLeafInverse(c, static_cast<int>(h), j, cols);
     const int64_t half = h / 2;
     MATRIXD_RETURN_IF_ERROR(ApplyInverse(c, half, j, cols));
-    MATRIXD_RETURN_IF_ERROR(SubtractProduct(offset(c + half, c), offset(c, j),
-                                            offset(c + half, j), h - half, cols, half, kPanel,
-                                            kPanel));
+    MATRIXD_RETURN_IF_ERROR(SubtractProduct(offset(c + half, c), offset(c, j), offset(c + half, j),
+                                            h - half, cols, half, kPanel, kPanel));
     return ApplyInverse(c + half, h - half, j, cols);
   }
 
@@ -256,7 +263,7 @@ class BalancedLu {
     const double zero = 0.0;
     // Row-major P (2w x cols) = [low; high] (2w x w) B (w x cols); column-major: P^T = B^T [..]^T.
     const double* pieces = inverse_pieces_.as<double>() + Slot(c) * kLeafInverseWords;
-    double* product = apply_product_.as<double>();
+    double* product = apply_product_;
     MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
         context_.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), 2 * w, w, &one,
         a_ + offset(c, j), static_cast<int>(n_), static_cast<long long>(n_ * n_), pieces, w,
@@ -346,15 +353,16 @@ class BalancedLu {
   DeviceBuffer ipiv_;
   DeviceBuffer states_;
   DeviceBuffer inverse_pieces_;
-  DeviceBuffer apply_product_;
+  DeviceBuffer own_apply_product_;
   DeviceBuffer pieces_;
   DeviceBuffer product_;
   ResidueBatch batch_;
   LeafScratch scratch_;
   int64_t pieces_stride_ = 0;
   int64_t product_capacity_ = 0;
-  int64_t apply_stride_ = 0;   // words of apply_product_ per matrix
-  int64_t panel_start_ = 0;    // the first column of the panel being factored
+  double* apply_product_ = nullptr;  // product_ or own_apply_product_
+  int64_t apply_stride_ = 0;         // its words per matrix
+  int64_t panel_start_ = 0;          // the first column of the panel being factored
 };
 
 // Adds the work and device time of each phase to `stats`, one record per phase (summed into a
@@ -472,13 +480,16 @@ uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {
   const uint64_t n2 = static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
   uint64_t bytes = n2 * sizeof(double) + sizeof(BalancedModulus) + sizeof(ModularLuState) +
                    kLeafWidth * kLeafWidth * sizeof(double) + kLeafWidth * sizeof(double) +
-                   kLeafWidth * sizeof(int) + kLeafInverseSlots * kLeafInverseWords * sizeof(double) +
-                   2 * kLeafWidth * static_cast<uint64_t>(n) * sizeof(double);
+                   kLeafWidth * sizeof(int) +
+                   kLeafInverseSlots * kLeafInverseWords * sizeof(double);
+  const uint64_t apply = 2 * kLeafWidth * static_cast<uint64_t>(n);
+  uint64_t product = 0;
   if (ProductPieces(largest_prime, kPanelWidth) > 1 && n > 1) {
     const uint64_t pieces = static_cast<uint64_t>(kPanelWidth * 2 * n);
-    bytes += (pieces + std::max(n2 - std::min(n2, pieces), 2 * static_cast<uint64_t>(n))) *
-             sizeof(double);
+    product = std::max(n2 - std::min(n2, pieces), 2 * static_cast<uint64_t>(n));
+    bytes += pieces * sizeof(double);
   }
+  bytes += (product >= apply ? product : product + apply) * sizeof(double);
   return bytes;
 }
 

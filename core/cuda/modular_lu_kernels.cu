@@ -317,8 +317,8 @@ __global__ void __launch_bounds__(kInverseThreads)
   const double* __restrict__ lu = scratch.lu + b * kMaxLeafWidth * kMaxLeafWidth;
   const double* __restrict__ inverse_diagonal = scratch.inverse_diagonal + b * kMaxLeafWidth;
   double* __restrict__ low_out =
-      scratch.inverse_pieces + (static_cast<int64_t>(b) * kLeafInverseSlots + slot) *
-                                   kLeafInverseWords;
+      scratch.inverse_pieces +
+      (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafInverseWords;
   double* __restrict__ high_out = low_out + w * w;
   __shared__ double inverse[kMaxLeafWidth * kInverseStride];
   const int tid = static_cast<int>(threadIdx.x);
@@ -339,9 +339,8 @@ __global__ void __launch_bounds__(kInverseThreads)
     }
     if (part == 0) {
       if (active) {
-        inverse[i * kInverseStride + j] = upper
-                                              ? UpperInverseValue(f, inverse_diagonal[i], sums)
-                                              : LowerInverseValue(f, lu, w, i, j, sums);
+        inverse[i * kInverseStride + j] = upper ? UpperInverseValue(f, inverse_diagonal[i], sums)
+                                                : LowerInverseValue(f, lu, w, i, j, sums);
       } else if (upper && j == i) {
         inverse[i * kInverseStride + i] = inverse_diagonal[i];
       }

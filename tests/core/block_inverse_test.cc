@@ -87,8 +87,8 @@ Factors RandomFactors(int w, uint64_t p, bool extreme, std::mt19937_64& rng) {
 std::vector<double> Inverse(const Factors& factors, int w, uint64_t p) {
   std::vector<double> work(static_cast<size_t>(w) * w);
   std::vector<double> out(static_cast<size_t>(w) * w);
-  InvertFactoredBlock(BalancedModulus::Of(p), factors.lu.data(), w,
-                      factors.inverse_diagonal.data(), w, work.data(), out.data(), w);
+  InvertFactoredBlock(BalancedModulus::Of(p), factors.lu.data(), w, factors.inverse_diagonal.data(),
+                      w, work.data(), out.data(), w);
   return out;
 }
 
@@ -148,8 +148,8 @@ TEST(BlockInverse, PanelUpdateIsTheSchurComplement) {
         d(i, j) = d11[i * w + j];
         d(i, w + j) = d12[i * w + j];
         d(w + i, j) = d21[i * w + j];
-        d(w + i, w + j) = static_cast<double>(
-            Balanced(static_cast<Int128>(s[i * w + j]) + static_cast<Int128>(correction[i * w + j]), p));
+        d(w + i, w + j) = static_cast<double>(Balanced(
+            static_cast<Int128>(s[i * w + j]) + static_cast<Int128>(correction[i * w + j]), p));
       }
     }
     const std::vector<double> b = random(h * cols);
@@ -159,15 +159,16 @@ TEST(BlockInverse, PanelUpdateIsTheSchurComplement) {
     const std::vector<double> t = Multiply(d21, y1, w, w, cols, p);
     std::vector<double> rest(b2.size());
     for (size_t e = 0; e < rest.size(); ++e) {
-      rest[e] = static_cast<double>(
-          Balanced(static_cast<Int128>(b2[e]) - static_cast<Int128>(t[e]), p));
+      rest[e] =
+          static_cast<double>(Balanced(static_cast<Int128>(b2[e]) - static_cast<Int128>(t[e]), p));
     }
     const std::vector<double> y2 = Multiply(inverse2, rest, w, w, cols, p);
     // Z = D^-1 B solves D Z = B.
     const std::vector<double> v = Multiply(Multiply(inverse1, d12, w, w, w, p), y2, w, w, cols, p);
     std::vector<double> z(y1);
     for (size_t e = 0; e < z.size(); ++e) {
-      z[e] = static_cast<double>(Balanced(static_cast<Int128>(y1[e]) - static_cast<Int128>(v[e]), p));
+      z[e] =
+          static_cast<double>(Balanced(static_cast<Int128>(y1[e]) - static_cast<Int128>(v[e]), p));
     }
     z.insert(z.end(), y2.begin(), y2.end());
     const std::vector<double> back = Multiply(d.at, z, h, h, cols, p);
