@@ -30,6 +30,7 @@ namespace {
 constexpr int64_t kPanelWidth = kMaxSolveDepth;
 // A panel splits in halves down to leaves this wide, factored in one thread block each.
 constexpr int64_t kLeafWidth = kMaxLeafWidth;
+static_assert(kPanelWidth == 2 * kLeafWidth && kLeafInverseSlots == 2, "two leaves a panel");
 // Panels between host check-ins (cancellation, progress).
 constexpr int64_t kPanelsPerCheckIn = 2;
 
@@ -113,6 +114,9 @@ class BalancedLu {
                              context_.Allocate(count * kLeafWidth * sizeof(double)));
     MATRIXD_ASSIGN_OR_RETURN(ipiv_, context_.Allocate(count * kLeafWidth * sizeof(int)));
     MATRIXD_ASSIGN_OR_RETURN(states_, context_.Allocate(count * sizeof(ModularLuState)));
+    MATRIXD_ASSIGN_OR_RETURN(
+        inverse_pieces_,
+        context_.Allocate(count * kLeafInverseSlots * kLeafInverseWords * sizeof(double)));
     if (ProductPieces(largest_, kPanelWidth) > 1 && n_ > 1) {
       pieces_stride_ = kPanelWidth * 2 * n_;
       MATRIXD_ASSIGN_OR_RETURN(
@@ -125,6 +129,18 @@ class BalancedLu {
           product_,
           context_.Allocate(count * static_cast<size_t>(product_capacity_) * sizeof(double)));
     }
+    // The products that apply a leaf inverse (2 kLeafWidth x at most n) share the two-piece
+    // products' buffer where it is large enough (they never overlap on the stream).
+    if (product_capacity_ >= 2 * kLeafWidth * n_) {
+      apply_product_ = product_.as<double>();
+      apply_stride_ = product_capacity_;
+    } else {
+      apply_stride_ = 2 * kLeafWidth * n_;
+      MATRIXD_ASSIGN_OR_RETURN(
+          own_apply_product_,
+          context_.Allocate(count * static_cast<size_t>(apply_stride_) * sizeof(double)));
+      apply_product_ = own_apply_product_.as<double>();
+    }
     batch_ = ResidueBatch{.a = a_,
                           .n = n_,
                           .count = static_cast<int>(count),
@@ -132,7 +148,8 @@ class BalancedLu {
                           .states = states_.as<ModularLuState>()};
     scratch_ = LeafScratch{.lu = lu_.as<double>(),
                            .inverse_diagonal = inverse_diagonal_.as<double>(),
-                           .ipiv = ipiv_.as<int>()};
+                           .ipiv = ipiv_.as<int>(),
+                           .inverse_pieces = inverse_pieces_.as<double>()};
     return LaunchResetStates(context_.stream(), batch_);
   }
 
@@ -147,6 +164,7 @@ class BalancedLu {
     int64_t panels = 0;
     for (int64_t k = 0; k < n_; k += kPanelWidth) {
       const int64_t width = std::min(kPanelWidth, n_ - k);
+      panel_start_ = k;
       MATRIXD_RETURN_IF_ERROR(FactorColumns(k, width));
       const int64_t rest = n_ - k - width;
       MATRIXD_RETURN_IF_ERROR(Update(k, width, k + width, rest, /*trailing=*/true));
@@ -177,7 +195,10 @@ class BalancedLu {
   // Work per matrix, counted for the batch.
   double batch_size() const { return static_cast<double>(primes_.size()); }
 
-  // Columns [c, c + w) of rows [c, n), all columns left of c done: halves down to leaves.
+  // Columns [c, c + w) of rows [c, n), all columns left of c done: halves down to leaves. Only
+  // the diagonal blocks are factored (their inverses kept per leaf); the blocks left and right of
+  // them stay as they are, and every update below a diagonal block D takes the Schur complement
+  // A22 - A21 D^-1 A12 (= A22 - L21 U12 with L21 = A21 U^-1, U12 = L^-1 A12).
   absl::Status FactorColumns(int64_t c, int64_t w) {
     if (w <= kLeafWidth) return FactorLeaf(c, static_cast<int>(w));
     const int64_t half = w / 2;
@@ -186,40 +207,77 @@ class BalancedLu {
     return FactorColumns(c + half, w - half);
   }
 
+  // The inverse slot of the leaf at column c: the first or the second of the panel.
+  int Slot(int64_t c) const { return c == panel_start_ ? 0 : 1; }
+
   absl::Status FactorLeaf(int64_t c, int w) {
     const cudaStream_t stream = context_.stream();
     MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, stream));
     MATRIXD_RETURN_IF_ERROR(LaunchFactorLeaf(stream, batch_, c, w, scratch_));
     MATRIXD_RETURN_IF_ERROR(LaunchApplyLeafSwaps(stream, batch_, c, w, scratch_));
-    MATRIXD_RETURN_IF_ERROR(LaunchSolveUpperRight(stream, batch_, c, w, scratch_));
-    const double rows = static_cast<double>(n_ - c - w);
+    MATRIXD_RETURN_IF_ERROR(LaunchInvertLeaf(stream, batch_, w, scratch_, Slot(c)));
     const double leaf = static_cast<double>(w);
-    // Two products per entry and step in the leaf; w(w-1)/2 per solved row.
+    // Two products per entry and step in the leaf; w^3 / 6 products for each triangular inverse
+    // and w^3 / 3 for their product.
     work_.flops[kPanel] +=
-        batch_size() * (4.0 * leaf * leaf * leaf / 3.0 + rows * leaf * (leaf - 1.0));
-    // The leaf's rows read (and L21 read and written) and its factors written back.
-    work_.bytes[kPanel] +=
-        static_cast<uint64_t>(batch_size() * (3.0 * leaf * leaf + 2.0 * rows * leaf) * 8.0);
+        batch_size() * (4.0 * leaf * leaf * leaf / 3.0 + 4.0 * leaf * leaf * leaf / 3.0);
+    // The leaf's rows read and its factors written back; the factors read, the pieces written.
+    work_.bytes[kPanel] += static_cast<uint64_t>(batch_size() * 6.0 * leaf * leaf * 8.0);
     return absl::OkStatus();
   }
 
-  // With columns [c, c + h) factored: rows [c, c + h) of columns [j, j + cols) become U12 and
-  // the rows below take A22 -= L21 U12. `trailing`: the update after a whole panel (timed as the
-  // gemm and reduce phases; inside a panel it counts as the panel's).
+  // With columns [c, c + h) factored: rows [c, c + h) of columns [j, j + cols) become Y (see
+  // ApplyInverse) and the rows below take A22 -= A21 Y, the Schur complement's update A21 D^-1 A12
+  // (tests/core/block_inverse_test.cc). `trailing`: the update after a whole panel (its last
+  // product timed as the gemm and reduce phases; the rest counts as the panel's).
   absl::Status Update(int64_t c, int64_t h, int64_t j, int64_t cols, bool trailing) {
     if (cols <= 0) return absl::OkStatus();
-    const cudaStream_t stream = context_.stream();
-    MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, stream));
-    MATRIXD_RETURN_IF_ERROR(
-        LaunchSolveLowerUnitLeft(stream, batch_, c, static_cast<int>(h), j, cols));
-    const double depth = static_cast<double>(h);
-    work_.flops[kPanel] += batch_size() * static_cast<double>(cols) * depth * (depth - 1.0);
-    work_.bytes[kPanel] +=
-        static_cast<uint64_t>(batch_size() * 2.0 * depth * static_cast<double>(cols) * 8.0);
+    MATRIXD_RETURN_IF_ERROR(ApplyInverse(c, h, j, cols));
     const int64_t rows = n_ - c - h;
     if (rows <= 0) return absl::OkStatus();
     return SubtractProduct(offset(c + h, c), offset(c, j), offset(c + h, j), rows, cols, h,
                            trailing ? kGemm : kPanel, trailing ? kReduce : kPanel);
+  }
+
+  // Rows [c, c + h) of columns [j, j + cols) := Y, by block forward substitution over the leaves
+  // that FactorColumns split columns [c, c + h) into: for two halves, Y1 = D1^-1 B1 and
+  // Y2 = S^-1 (B2 - A21 Y1), D1 and S (the Schur complement) the two factored diagonal blocks.
+  // The rows below, whose second block column the panel updated (A32 - A31 D1^-1 A12), then take
+  // exactly A31 Y1 + A32' Y2 = [A31 A32] D^-1 B. One leaf: Y = D^-1 B.
+  absl::Status ApplyInverse(int64_t c, int64_t h, int64_t j, int64_t cols) {
+    if (h <= kLeafWidth) return ApplyLeafInverse(c, static_cast<int>(h), j, cols);
+    const int64_t half = h / 2;
+    MATRIXD_RETURN_IF_ERROR(ApplyInverse(c, half, j, cols));
+    MATRIXD_RETURN_IF_ERROR(SubtractProduct(offset(c + half, c), offset(c, j), offset(c + half, j),
+                                            h - half, cols, half, kPanel, kPanel));
+    return ApplyInverse(c + half, h - half, j, cols);
+  }
+
+  // Rows [c, c + w) of columns [j, j + cols) := D^-1 times themselves for the leaf at c: one
+  // product with the pieces of D^-1 stacked as the left operand (2w x w), then a reduction of the
+  // two pieces' sums into place.
+  absl::Status ApplyLeafInverse(int64_t c, int w, int64_t j, int64_t cols) {
+    const cudaStream_t stream = context_.stream();
+    MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, stream));
+    const double one = 1.0;
+    const double zero = 0.0;
+    // Row-major P (2w x cols) = [low; high] (2w x w) B (w x cols); column-major: P^T = B^T [..]^T.
+    const double* pieces = inverse_pieces_.as<double>() + Slot(c) * kLeafInverseWords;
+    double* product = apply_product_;
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
+        context_.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), 2 * w, w, &one,
+        a_ + offset(c, j), static_cast<int>(n_), static_cast<long long>(n_ * n_), pieces, w,
+        static_cast<long long>(kLeafInverseSlots * kLeafInverseWords), &zero, product,
+        static_cast<int>(cols), static_cast<long long>(apply_stride_), batch_.count));
+    MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(
+        stream, batch_, offset(c, j), w, cols,
+        PieceProduct{.data = product, .stride = apply_stride_, .ld = cols, .high_offset = w * cols},
+        ProductUse::kAssign));
+    const double k = static_cast<double>(w);
+    const double m = static_cast<double>(cols);
+    work_.flops[kPanel] += batch_size() * 4.0 * k * k * m;
+    work_.bytes[kPanel] += static_cast<uint64_t>(batch_size() * (2.0 * k * k + 7.0 * k * m) * 8.0);
+    return absl::OkStatus();
   }
 
   // In every matrix, C -= A B mod p for its blocks A (rows x depth), B (depth x cols) and
@@ -245,7 +303,7 @@ class BalancedLu {
           &one, a_ + c_offset, ld, stride, count));
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(reduce, stream));
       MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(stream, batch_, c_offset, rows, cols,
-                                                  /*product=*/nullptr, /*product_stride=*/0));
+                                                  PieceProduct{}, ProductUse::kSubtract));
       work_.flops[gemm] += 2.0 * r * m * k;
       work_.bytes[gemm] +=
           static_cast<uint64_t>((r * k + batch_size() * k * m + 2.0 * r * m) * 8.0);
@@ -269,8 +327,11 @@ class BalancedLu {
           a_ + a_offset + r0 * n_, ld, stride, &zero, product, static_cast<int>(2 * cols),
           product_capacity_, count));
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(reduce, stream));
-      MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(stream, batch_, c_offset + r0 * n_, block, cols,
-                                                  product, product_capacity_));
+      MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(
+          stream, batch_, c_offset + r0 * n_, block, cols,
+          PieceProduct{
+              .data = product, .stride = product_capacity_, .ld = 2 * cols, .high_offset = cols},
+          ProductUse::kSubtract));
     }
     work_.flops[gemm] += 4.0 * r * m * k;
     work_.bytes[gemm] +=
@@ -291,12 +352,17 @@ class BalancedLu {
   DeviceBuffer inverse_diagonal_;
   DeviceBuffer ipiv_;
   DeviceBuffer states_;
+  DeviceBuffer inverse_pieces_;
+  DeviceBuffer own_apply_product_;
   DeviceBuffer pieces_;
   DeviceBuffer product_;
   ResidueBatch batch_;
   LeafScratch scratch_;
   int64_t pieces_stride_ = 0;
   int64_t product_capacity_ = 0;
+  double* apply_product_ = nullptr;  // product_ or own_apply_product_
+  int64_t apply_stride_ = 0;         // its words per matrix
+  int64_t panel_start_ = 0;          // the first column of the panel being factored
 };
 
 // Adds the work and device time of each phase to `stats`, one record per phase (summed into a
@@ -414,12 +480,16 @@ uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {
   const uint64_t n2 = static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
   uint64_t bytes = n2 * sizeof(double) + sizeof(BalancedModulus) + sizeof(ModularLuState) +
                    kLeafWidth * kLeafWidth * sizeof(double) + kLeafWidth * sizeof(double) +
-                   kLeafWidth * sizeof(int);
+                   kLeafWidth * sizeof(int) +
+                   kLeafInverseSlots * kLeafInverseWords * sizeof(double);
+  const uint64_t apply = 2 * kLeafWidth * static_cast<uint64_t>(n);
+  uint64_t product = 0;
   if (ProductPieces(largest_prime, kPanelWidth) > 1 && n > 1) {
     const uint64_t pieces = static_cast<uint64_t>(kPanelWidth * 2 * n);
-    bytes += (pieces + std::max(n2 - std::min(n2, pieces), 2 * static_cast<uint64_t>(n))) *
-             sizeof(double);
+    product = std::max(n2 - std::min(n2, pieces), 2 * static_cast<uint64_t>(n));
+    bytes += pieces * sizeof(double);
   }
+  bytes += (product >= apply ? product : product + apply) * sizeof(double);
   return bytes;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "core/cuda/balanced_residue.h"
+#include "core/cuda/block_inverse.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/modular_lu_kernels.h"
 
@@ -296,69 +297,65 @@ __global__ void __launch_bounds__(kSwapThreads)
   }
 }
 
-// ---- Triangular solves on tiles of 32 independent vectors ----
+// ---- The inverse of a leaf's diagonal block, one thread block per matrix ----
 
-constexpr int kSolveThreads = 256;
-constexpr int kSolveGroups = kSolveThreads / 32;
-constexpr int kSolveVectors = 32;
+constexpr int kInverseThreads = 256;
+constexpr int kInverseStride = kMaxLeafWidth + 1;  // shared row stride
+// Threads per dot product in the sweeps: half the block builds L^-1, half U^-1, one row a step.
+constexpr int kSweepParts = kInverseThreads / (2 * kMaxLeafWidth);
+static_assert(kSweepParts >= 1 && (kSweepParts & (kSweepParts - 1)) == 0 && kSweepParts <= 32);
 
-// kUpper: the vectors are rows r0 + v of columns [c, c + depth) solved as x U = b (U the upper
-// triangle of the diagonal block, 1/u_ss given); otherwise columns j0 + v of rows [c, c + depth)
-// solved as L x = b (L unit lower). Either way x_s = d_s (b_s - sum_{t<s} T_st x_t), done
-// right-looking: at step t every later entry s takes its term T_st x_t. Thread (v, group) owns
-// entries s = group mod kSolveGroups of vector v; each recomputes x_t from the held b_t, so that
-// one barrier per step suffices. The batch along blockIdx.y.
-template <bool kUpper>
-__global__ void __launch_bounds__(kSolveThreads)
-    TriangularSolveKernel(ResidueBatch batch, int64_t c, int depth, int64_t first_vector,
-                          int64_t vector_end, const double* __restrict__ inverse_diagonals) {
-  const int b = static_cast<int>(blockIdx.y);
+// Step s builds row s of L^-1 and row w - 1 - s of U^-1 (core/cuda/block_inverse.h): each reads
+// only rows finished in earlier steps, so one barrier a step suffices. Thread (entry j, part)
+// sums the terms part, part + kSweepParts, ... of entry j's dot product; the parts are adjacent
+// lanes, added exactly by shuffles. Then every thread forms entries of D^-1 = U^-1 L^-1.
+__global__ void __launch_bounds__(kInverseThreads)
+    InvertLeafKernel(ResidueBatch batch, int w, LeafScratch scratch, int slot) {
+  const int b = static_cast<int>(blockIdx.x);
   if (batch.states[b].status != 0) return;
   const BalancedModulus f = batch.moduli[b];
-  double* __restrict__ a = MatrixOf(batch, b);
-  const int64_t n = batch.n;
-  const double* __restrict__ inverse_diagonal =
-      kUpper ? inverse_diagonals + b * kMaxLeafWidth : nullptr;
-  __shared__ double tile[kMaxSolveDepth][kSolveVectors + 1];
+  const double* __restrict__ lu = scratch.lu + b * kMaxLeafWidth * kMaxLeafWidth;
+  const double* __restrict__ inverse_diagonal = scratch.inverse_diagonal + b * kMaxLeafWidth;
+  double* __restrict__ low_out =
+      scratch.inverse_pieces +
+      (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafInverseWords;
+  double* __restrict__ high_out = low_out + w * w;
+  __shared__ double inverse[kMaxLeafWidth * kInverseStride];
   const int tid = static_cast<int>(threadIdx.x);
-  const int v = tid % kSolveVectors;
-  const int group = tid / kSolveVectors;
-  const int64_t v0 = first_vector + static_cast<int64_t>(blockIdx.x) * kSolveVectors;
-  // Consecutive threads touch consecutive addresses: along a row in either case.
-  auto address = [&](int s, int vec) -> double* {
-    return kUpper ? a + (v0 + vec) * n + c + s : a + (c + s) * n + v0 + vec;
-  };
-  auto map = [&](int idx, int& s, int& vec) {
-    if constexpr (kUpper) {
-      vec = idx / depth;
-      s = idx - vec * depth;
-    } else {
-      s = idx / kSolveVectors;
-      vec = idx - s * kSolveVectors;
+  const bool upper = tid >= kInverseThreads / 2;
+  const int j = (tid % (kInverseThreads / 2)) / kSweepParts;
+  const int part = tid % kSweepParts;
+  for (int s = 0; s < w; ++s) {
+    const int i = upper ? w - 1 - s : s;
+    const bool active = j < w && (upper ? j > i : j < i);
+    PieceSums sums;
+    if (active) {
+      sums = upper ? UpperInversePart(lu, w, inverse, kInverseStride, i, j, part, kSweepParts)
+                   : LowerInversePart(lu, w, inverse, kInverseStride, i, j, part, kSweepParts);
     }
-  };
-  for (int idx = tid; idx < depth * kSolveVectors; idx += kSolveThreads) {
-    int s, vec;
-    map(idx, s, vec);
-    tile[s][vec] = v0 + vec < vector_end ? *address(s, vec) : 0.0;
-  }
-  __syncthreads();
-  for (int t = 0; t + 1 < depth; ++t) {
-    const double x = kUpper ? f.Mul(tile[t][v], inverse_diagonal[t]) : tile[t][v];
-    const int first = t + 1 + ((group - (t + 1)) % kSolveGroups + kSolveGroups) % kSolveGroups;
-    for (int s = first; s < depth; s += kSolveGroups) {
-      const double coefficient = kUpper ? __ldg(a + (c + t) * n + c + s)   // U[t][s]
-                                        : __ldg(a + (c + s) * n + c + t);  // L[s][t]
-      tile[s][v] = f.MulSub(tile[s][v], coefficient, x);
+    for (int offset = 1; offset < kSweepParts; offset *= 2) {
+      sums.low += __shfl_xor_sync(kFullMask, sums.low, offset);
+      sums.high += __shfl_xor_sync(kFullMask, sums.high, offset);
+    }
+    if (part == 0) {
+      if (active) {
+        inverse[i * kInverseStride + j] = upper ? UpperInverseValue(f, inverse_diagonal[i], sums)
+                                                : LowerInverseValue(f, lu, w, i, j, sums);
+      } else if (upper && j == i) {
+        inverse[i * kInverseStride + i] = inverse_diagonal[i];
+      }
     }
     __syncthreads();
   }
-  for (int idx = tid; idx < depth * kSolveVectors; idx += kSolveThreads) {
-    int s, vec;
-    map(idx, s, vec);
-    if (v0 + vec >= vector_end) continue;
-    const double x = tile[s][vec];
-    *address(s, vec) = kUpper ? f.Mul(x, inverse_diagonal[s]) : x;
+  for (int idx = tid; idx < w * w; idx += kInverseThreads) {
+    const int i = idx / w;
+    const int col = idx - i * w;
+    const double x = InverseProductValue(
+        f, inverse, kInverseStride, i, col,
+        InverseProductPart(inverse, kInverseStride, w, i, col, /*part=*/0, /*step=*/1));
+    const double high = HighPiece(x);
+    low_out[idx] = LowPiece(x, high);
+    high_out[idx] = high;
   }
 }
 
@@ -417,14 +414,14 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 
 __global__ void __launch_bounds__(kElementwiseThreads)
     ReduceProductKernel(ResidueBatch batch, int64_t c_offset, int64_t rows, int64_t cols,
-                        const double* __restrict__ products, int64_t product_stride) {
+                        PieceProduct products, bool assign) {
   const int m = static_cast<int>(blockIdx.z);
   if (batch.states[m].status != 0) return;
   const BalancedModulus f = batch.moduli[m];
   double* __restrict__ c = MatrixOf(batch, m) + c_offset;
   const int64_t ldc = batch.n;
   const double* __restrict__ product =
-      products != nullptr ? products + m * product_stride : nullptr;
+      products.data != nullptr ? products.data + m * products.stride : nullptr;
   for (int64_t i = blockIdx.y; i < rows; i += gridDim.y) {
     for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; v < cols;
          v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
@@ -433,9 +430,10 @@ __global__ void __launch_bounds__(kElementwiseThreads)
         x = f.Reduce(x);
       } else {
         // Each piece's sum is below 2^53; reduced, the three terms stay below 2^48.
-        const double low = f.Reduce(product[i * 2 * cols + v]);
-        const double high = f.Reduce(product[i * 2 * cols + cols + v]);
-        x = f.Reduce(x - low - kPieceBase * high);
+        const double* t = product + i * products.ld + v;
+        const double low = f.Reduce(t[0]);
+        const double high = f.Reduce(t[products.high_offset]);
+        x = assign ? f.Reduce(low + kPieceBase * high) : f.Reduce(x - low - kPieceBase * high);
       }
     }
   }
@@ -474,26 +472,10 @@ absl::Status LaunchApplyLeafSwaps(cudaStream_t stream, const ResidueBatch& batch
   return absl::OkStatus();
 }
 
-absl::Status LaunchSolveUpperRight(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
-                                   const LeafScratch& scratch) {
-  const int64_t rows = batch.n - c - w;
-  if (rows <= 0) return absl::OkStatus();
-  const dim3 grid(static_cast<unsigned>((rows + kSolveVectors - 1) / kSolveVectors),
-                  static_cast<unsigned>(batch.count));
-  TriangularSolveKernel<true>
-      <<<grid, kSolveThreads, 0, stream>>>(batch, c, w, c + w, batch.n, scratch.inverse_diagonal);
-  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(TriangularSolveKernel<true>);
-  return absl::OkStatus();
-}
-
-absl::Status LaunchSolveLowerUnitLeft(cudaStream_t stream, const ResidueBatch& batch, int64_t c,
-                                      int h, int64_t j, int64_t cols) {
-  if (cols <= 0 || h <= 1) return absl::OkStatus();  // L of order 1 is the identity
-  const dim3 grid(static_cast<unsigned>((cols + kSolveVectors - 1) / kSolveVectors),
-                  static_cast<unsigned>(batch.count));
-  TriangularSolveKernel<false>
-      <<<grid, kSolveThreads, 0, stream>>>(batch, c, h, j, j + cols, /*inverse_diagonals=*/nullptr);
-  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(TriangularSolveKernel<false>);
+absl::Status LaunchInvertLeaf(cudaStream_t stream, const ResidueBatch& batch, int w,
+                              const LeafScratch& scratch, int slot) {
+  InvertLeafKernel<<<batch.count, kInverseThreads, 0, stream>>>(batch, w, scratch, slot);
+  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(InvertLeafKernel);
   return absl::OkStatus();
 }
 
@@ -506,10 +488,13 @@ absl::Status LaunchSplitPieces(cudaStream_t stream, const ResidueBatch& batch, i
 }
 
 absl::Status LaunchReduceProduct(cudaStream_t stream, const ResidueBatch& batch, int64_t c_offset,
-                                 int64_t rows, int64_t cols, const double* product,
-                                 int64_t product_stride) {
+                                 int64_t rows, int64_t cols, const PieceProduct& product,
+                                 ProductUse use) {
+  if (use == ProductUse::kAssign && product.data == nullptr) {
+    return absl::InternalError("LaunchReduceProduct: kAssign without a product");
+  }
   ReduceProductKernel<<<RowsGrid(rows, cols, batch.count), kElementwiseThreads, 0, stream>>>(
-      batch, c_offset, rows, cols, product, product_stride);
+      batch, c_offset, rows, cols, product, use == ProductUse::kAssign);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ReduceProductKernel);
   return absl::OkStatus();
 }

@@ -19,8 +19,13 @@ namespace matrixd::cuda {
 
 // Widest diagonal block one thread block factors (columns of a leaf).
 inline constexpr int kMaxLeafWidth = 64;
-// Deepest triangular system the solve kernels take (the panel width).
+// Widest panel: the deepest diagonal block whose inverse is applied, as the inverses of its
+// kLeafInverseSlots leaves (core/cuda/modular_lu.cc).
 inline constexpr int kMaxSolveDepth = 128;
+// Leaf inverses kept per matrix: one per leaf of a panel.
+inline constexpr int kLeafInverseSlots = kMaxSolveDepth / kMaxLeafWidth;
+// Words of one leaf inverse D^-1 (w x w): its low pieces (stride w), then its high pieces.
+inline constexpr int64_t kLeafInverseWords = int64_t{2} * kMaxLeafWidth * kMaxLeafWidth;
 // Most matrices one launch takes (the grid's y and z extents).
 inline constexpr int kMaxResidueBatch = 65535;
 
@@ -44,11 +49,13 @@ struct ResidueBatch {
 
 // Per-matrix scratch of the leaf kernels, `count` slices each: matrix b's w x w factors at
 // lu + b kMaxLeafWidth^2, its 1/u_jj at inverse_diagonal + b kMaxLeafWidth, its swaps at
-// ipiv + b kMaxLeafWidth.
+// ipiv + b kMaxLeafWidth, the pieces of its leaf inverse in slot s at
+// inverse_pieces + (b kLeafInverseSlots + s) kLeafInverseWords.
 struct LeafScratch {
   double* lu = nullptr;
   double* inverse_diagonal = nullptr;
   int* ipiv = nullptr;
+  double* inverse_pieces = nullptr;
 };
 
 // Matrix b := the balanced residues mod moduli[b] of the n x n int64 `entries`, for every b.
@@ -74,29 +81,36 @@ absl::Status LaunchFactorLeaf(cudaStream_t stream, const ResidueBatch& batch, in
 absl::Status LaunchApplyLeafSwaps(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
                                   const LeafScratch& scratch);
 
-// In every matrix, rows [c + w, n) of columns [c, c + w) := themselves times U^-1, U the upper
-// triangle of the diagonal block a[c..c+w, c..c+w) with 1/u_jj in the scratch's inverse_diagonal:
-// the leaf's L21. REQUIRES: 1 <= w <= kMaxSolveDepth.
-absl::Status LaunchSolveUpperRight(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
-                                   const LeafScratch& scratch);
-
-// In every matrix, rows [c, c + h) of columns [j, j + cols) := L^-1 times themselves, L the unit
-// lower triangle of a[c..c+h, c..c+h): U12. REQUIRES: 1 <= h <= kMaxSolveDepth.
-absl::Status LaunchSolveLowerUnitLeft(cudaStream_t stream, const ResidueBatch& batch, int64_t c,
-                                      int h, int64_t j, int64_t cols);
+// For every matrix, the inverse mod p of the leaf's permuted diagonal block D = L U, from the
+// factors LaunchFactorLeaf left in its scratch (core/cuda/block_inverse.h), written as pieces
+// D^-1 = kPieceBase high + low into its inverse slot `slot`: the left operand of the products
+// that stand for the triangular solves. REQUIRES: 1 <= w <= kMaxLeafWidth, 0 <= slot <
+// kLeafInverseSlots.
+absl::Status LaunchInvertLeaf(cudaStream_t stream, const ResidueBatch& batch, int w,
+                              const LeafScratch& scratch, int slot);
 
 // For every matrix b: pieces + b pieces_stride (depth x 2 cols, row-major, stride 2 cols) :=
 // [lo | hi] of its block B (depth x cols at element b_offset, stride n), B = kPieceBase hi + lo.
 absl::Status LaunchSplitPieces(cudaStream_t stream, const ResidueBatch& batch, int64_t b_offset,
                                int depth, int64_t cols, double* pieces, int64_t pieces_stride);
 
+// A two-piece product T = t_lo + kPieceBase t_hi for every matrix b: entry (i, v) of t_lo at
+// data + b stride + i ld + v, that of t_hi high_offset further. `data` null: a one-piece product
+// already subtracted in place.
+struct PieceProduct {
+  const double* data = nullptr;
+  int64_t stride = 0;
+  int64_t ld = 0;
+  int64_t high_offset = 0;
+};
+enum class ProductUse { kSubtract, kAssign };
+
 // For every matrix b, its block C (rows x cols at element c_offset, stride n) := the balanced
-// residue of C - (t_lo + kPieceBase t_hi) when `product` is given, with [t_lo | t_hi] the
-// rows x 2 cols (stride 2 cols) at product + b product_stride of a two-piece product, or of C
-// itself when `product` is null (a one-piece product already subtracted in place).
+// residue of C - T (kSubtract) or of T (kAssign) for the product T of rows x cols described by
+// `product`, or of C itself when product.data is null (kSubtract only).
 absl::Status LaunchReduceProduct(cudaStream_t stream, const ResidueBatch& batch, int64_t c_offset,
-                                 int64_t rows, int64_t cols, const double* product,
-                                 int64_t product_stride);
+                                 int64_t rows, int64_t cols, const PieceProduct& product,
+                                 ProductUse use);
 
 }  // namespace matrixd::cuda
 

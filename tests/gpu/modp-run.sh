@@ -31,7 +31,7 @@ nvidia-smi -L | tee -a "${out}/summary.txt"
 if [[ $part == modp || $part == all ]]; then
 log "matrixd_core_test: modular LU, balanced residues, condensation mod p, exact determinants"
 timeout 240 "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='CudaModularLu*:BalancedModulus*:*CudaCondensation*Modular*:*DeterminantTest.Modular*:*ExactCertificate*:*Exact*' \
+  --gtest_filter='CudaModularLu*:BalancedModulus*:BlockInverse*:*CudaCondensation*Modular*:*DeterminantTest.Modular*:*ExactCertificate*:*Exact*' \
   >"${out}/core.txt" 2>&1
 log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core.txt" | tr '\n' ' ')"
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core.txt" | head -60 | tee -a "${out}/summary.txt"
