@@ -228,6 +228,13 @@ class Backend {
                                      const MultiplyOptions& /*options*/) const {
     return false;
   }
+  // Whether Determinant answers `a` on the host CPU although the backend has devices (the CUDA
+  // backend's small orders, core/cuda/host_determinant.h): such a job gains nothing from being
+  // batched with others on the device. Reads only shapes and options. False by default.
+  virtual bool DeterminantRunsOnHost(const MatrixView& /*a*/,
+                                     const DeterminantOptions& /*options*/) const {
+    return false;
+  }
 
   // The pool state of each device the backend uses; empty without device memory. Thread-safe.
   virtual std::vector<DeviceMemoryUsage> DeviceMemory() const { return {}; }

@@ -98,6 +98,10 @@ class BackendWrapper : public Backend {
                              const MultiplyOptions& options) const override {
     return target_->MultiplyReadsOnDevice(a, b, options);
   }
+  bool DeterminantRunsOnHost(const MatrixView& a,
+                             const DeterminantOptions& options) const override {
+    return target_->DeterminantRunsOnHost(a, options);
+  }
   std::vector<DeviceMemoryUsage> DeviceMemory() const override { return target_->DeviceMemory(); }
   absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() override {
     return target_->MeasureCopyBandwidth();

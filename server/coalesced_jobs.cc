@@ -213,7 +213,9 @@ std::shared_ptr<CoalescibleWork> MakeCoalescible(const v1::DeterminantRequest& r
   if (request.operand_case() != v1::DeterminantRequest::kMatrix || request.deterministic() ||
       inputs.options.modulus != 0 || inputs.options.devices > 1 || !IsFloating(a.dtype) ||
       a.on_device() || a.rows != a.cols ||
-      (method != DeterminantMethod::kAuto && method != DeterminantMethod::kLu)) {
+      (method != DeterminantMethod::kAuto && method != DeterminantMethod::kLu) ||
+      // Answered on the host one by one faster than any batch on the device (CUDA, small n).
+      backend.DeterminantRunsOnHost(a, inputs.options)) {
     return nullptr;
   }
   return std::make_shared<DeterminantWork>(std::move(inputs), response, backend);

@@ -76,7 +76,7 @@ class CudaBackend final : public Backend {
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
                                                 JobControl* control) override {
-    if (cuda::DeterminantRunsOnHost(a, options, host_determinant_max_order_)) {
+    if (DeterminantRunsOnHost(a, options)) {
       return cuda::HostDeterminant(a, options, control);
     }
     return Timed(control, [&](cuda::DeviceContext& context) {
@@ -244,6 +244,10 @@ class CudaBackend final : public Backend {
   bool MultiplyReadsOnDevice(const MatrixView& /*a*/, const MatrixView& /*b*/,
                              const MultiplyOptions& options) const override {
     return options.block_size == 0;
+  }
+  bool DeterminantRunsOnHost(const MatrixView& a,
+                             const DeterminantOptions& options) const override {
+    return cuda::DeterminantRunsOnHost(a, options, host_determinant_max_order_);
   }
 
   // Pool counters need no lock: the driver keeps them.

@@ -95,11 +95,14 @@ TEST(MultiGpuLu, SingularMatrixIsZeroNotNan) {
   const int max_gpus = MaxGpus();
   if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
   const int64_t n = 150;
-  Matrix repeated = testing::RandomMatrix<double>(n, n, 3);
-  auto values = repeated.As<double>();
-  for (int64_t j = 0; j < n; ++j) values[40 * n + j] = values[3 * n + j];  // row 40 = row 3
+  // A zero row: exactly singular in floating point too (two equal rows are not: the first
+  // elimination step leaves rounding residues of ~1e-16 where exact arithmetic leaves zeros, and
+  // getrf, cusolverMg and this LU all report a tiny non-zero determinant then).
+  Matrix zero_row = testing::RandomMatrix<double>(n, n, 3);
+  auto values = zero_row.As<double>();
+  for (int64_t j = 0; j < n; ++j) values[40 * n + j] = 0.0;
   const Matrix zero(n, n, DType::kFloat64);
-  for (const Matrix* a : std::vector<const Matrix*>{&repeated, &zero}) {
+  for (const Matrix* a : std::vector<const Matrix*>{&zero_row, &zero}) {
     for (int gpus = 1; gpus <= max_gpus; ++gpus) {
       auto det = MultiGpuDeterminant(FirstDevices(gpus), a->view(), 32);
       ASSERT_TRUE(det.ok()) << det.status();

@@ -14,6 +14,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/backend_wrapper.h"
 #include "core/cpu/cpu_backend.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -175,6 +176,36 @@ TEST_F(CoalescingTest, CoalescedDeterminantsEqualTheirAnswersAloneBitForBit) {
     EXPECT_THAT(call->response.stats().algorithm(), StartsWith("coalesced(8)+"));
   }
   EXPECT_THAT(recorder_.sizes(), ElementsAre(8, 8));
+}
+
+// A backend that answers determinants of order <= 8 on the host (as the CUDA backend does small
+// ones): those are not coalesced, larger ones and LU factorizations still are.
+class HostSmallDeterminants final : public BackendWrapper {
+ public:
+  using BackendWrapper::BackendWrapper;
+  bool DeterminantRunsOnHost(const MatrixView& a,
+                             const DeterminantOptions& /*options*/) const override {
+    return a.rows <= 8;
+  }
+};
+
+TEST_F(CoalescingTest, DeterminantsTheBackendAnswersOnTheHostAreNotCoalesced) {
+  HostSmallDeterminants backend(MakeCpuBackend({.threads = 1}));
+  const v1::DeterminantRequest small = Det(8, 900);
+  const v1::DeterminantRequest large = Det(9, 901);
+  const v1::FactorizeRequest lu = Lu(8, 0, 902);
+  v1::DeterminantResponse small_response;
+  v1::DeterminantResponse large_response;
+  v1::FactorizeResponse lu_response;
+  absl::StatusOr<JobSpec> spec = MakeJob(small, &small_response, backend, limits_);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->coalescible, nullptr);
+  spec = MakeJob(large, &large_response, backend, limits_);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_NE(spec->coalescible, nullptr);
+  spec = MakeJob(lu, &lu_response, backend, limits_);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_NE(spec->coalescible, nullptr);
 }
 
 TEST_F(CoalescingTest, ASingularMemberFailsAloneAndTheOthersSucceed) {
