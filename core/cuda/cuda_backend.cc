@@ -18,6 +18,7 @@
 #include "core/cuda/device_context.h"
 #include "core/cuda/device_streams.h"
 #include "core/cuda/factorize.h"
+#include "core/cuda/factorize_batch.h"
 #include "core/cuda/host_registration.h"
 #include "core/cuda/ipc_mapping.h"
 #include "core/cuda/library_versions.h"
@@ -238,6 +239,13 @@ class CudaBackend final : public Backend {
   bool MultiplyReadsOnDevice(const MatrixView& /*a*/, const MatrixView& /*b*/,
                              const MultiplyOptions& options) const override {
     return options.block_size == 0;
+  }
+
+  // The batched LU without a right-hand side checks its operand on the device as it uploads it
+  // (factorize_batch.h). Refinement runs before the batched path and reads A on the host.
+  bool FactorizeChecksFinite(const MatrixView& a, const FactorizeOptions& options,
+                             const MatrixView* rhs) const override {
+    return cuda::FactorizeBatchChecksFinite(a, options, rhs);
   }
 
   // Pool counters need no lock: the driver keeps them.
