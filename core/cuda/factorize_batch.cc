@@ -305,8 +305,8 @@ struct CopyStreams {
 };
 
 // The sum of the per-chunk getrf timers as one kernel record.
-absl::Status AppendSummed(std::vector<KernelTimer>& timers, ComputeStats* stats,
-                          const char* kernel, uint64_t bytes, double flops) {
+absl::Status AppendSummed(std::vector<KernelTimer>& timers, ComputeStats* stats, const char* kernel,
+                          uint64_t bytes, double flops) {
   ComputeStats each;
   for (KernelTimer& timer : timers) MATRIXD_RETURN_IF_ERROR(timer.AppendTo(&each, kernel, 0, 0));
   double seconds = 0;
@@ -325,15 +325,14 @@ absl::Status AppendSummed(std::vector<KernelTimer>& timers, ComputeStats* stats,
 // ValidateFactorize names it), so the server need not scan it on the host.
 template <typename T>
 absl::StatusOr<FactorizeResult> PipelinedLu(const MatrixView& a, const Batch& batch,
-                                            const ResultDestinations& out,
-                                            DeviceContext& context) {
+                                            const ResultDestinations& out, DeviceContext& context) {
   using Traits = LibraryTraits<T>;
   MATRIXD_RETURN_IF_ERROR(RequireSquare(batch, "a batched LU"));
   const int n = batch.rows;
   const int count = batch.count;
   const size_t matrix_bytes = static_cast<size_t>(batch.size()) * sizeof(T);
-  const int chunk = static_cast<int>(std::clamp<size_t>(
-      kPipelineChunkBytes / matrix_bytes, 1, static_cast<size_t>(kMaxMatricesPerCall)));
+  const int chunk = static_cast<int>(std::clamp<size_t>(kPipelineChunkBytes / matrix_bytes, 1,
+                                                        static_cast<size_t>(kMaxMatricesPerCall)));
   const cudaStream_t compute = context.stream();
   // A complex entry is two components; the scan reports the first component.
   constexpr size_t kComponent = kIsComplex<T> ? sizeof(T) / 2 : sizeof(T);
@@ -398,8 +397,8 @@ absl::StatusOr<FactorizeResult> PipelinedLu(const MatrixView& a, const Batch& ba
     const size_t bytes = static_cast<size_t>(size) * matrix_bytes;
     const int64_t pivot_offset = int64_t{first} * n;
     // Events are waited for right after each record, so two of them serve every chunk.
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging.as<std::byte>() + offset,
-                                                 a.data + offset, bytes, cudaMemcpyDefault, in));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging.as<std::byte>() + offset, a.data + offset,
+                                                 bytes, cudaMemcpyDefault, in));
     MATRIXD_RETURN_IF_ERROR(uploaded.Record(in));
     MATRIXD_RETURN_IF_ERROR(uploaded.MakeWait(compute));
 

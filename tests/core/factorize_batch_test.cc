@@ -516,9 +516,8 @@ TEST_P(FactorizeBatchTest, LuWithoutRhsGivesTheBitsOfTheSolvePathOverChunks) {
   const Matrix a_regular = Stack(regular);
   for (const Matrix* stacked : {&a, &a_regular}) {
     SCOPED_TRACE(stacked == &a ? "with a singular member" : "all regular");
-    const auto alone =
-        backend().Factorize(stacked->view(), Batch(FactorizationKind::kLu, kCount), nullptr,
-                            nullptr);
+    const auto alone = backend().Factorize(stacked->view(), Batch(FactorizationKind::kLu, kCount),
+                                           nullptr, nullptr);
     ASSERT_TRUE(alone.ok()) << alone.status();
     ASSERT_EQ(alone->lu.rows(), kCount * kN);
     ASSERT_EQ(alone->permutation.size(), static_cast<size_t>(kCount * kN));
@@ -546,8 +545,8 @@ TEST_P(FactorizeBatchTest, LuWithoutRhsGivesTheBitsOfTheSolvePathOverChunks) {
 TEST_P(FactorizeBatchTest, LuWithoutRhsOfOneMatrixMatchesTheUnbatchedCall) {
   using T = double;
   const Matrix a = RandomMatrix<T>(9, 9, 44);
-  const auto single = backend().Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr,
-                                          nullptr);
+  const auto single =
+      backend().Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr, nullptr);
   const auto batch =
       backend().Factorize(a.view(), Batch(FactorizationKind::kLu, 1), nullptr, nullptr);
   ASSERT_TRUE(single.ok()) << single.status();
@@ -631,8 +630,7 @@ TEST_P(FactorizeBatchTest, NonFiniteEntryIsRefusedAsValidationRefusesIt) {
       const absl::Status validated = ValidateFactorize(a.view(), options, nullptr, {});
       EXPECT_EQ(validated.code(), absl::StatusCode::kInvalidArgument);
       EXPECT_NE(validated.message().find(message), std::string::npos) << validated;
-      EXPECT_TRUE(
-          ValidateFactorize(a.view(), options, nullptr, {}, FiniteCheck::kByBackend).ok());
+      EXPECT_TRUE(ValidateFactorize(a.view(), options, nullptr, {}, FiniteCheck::kByBackend).ok());
       if (!backend().FactorizeChecksFinite(a.view(), options, nullptr)) continue;
       const auto refused = backend().Factorize(a.view(), options, nullptr, nullptr);
       EXPECT_EQ(refused.status(), validated);
@@ -652,7 +650,8 @@ TEST_P(FactorizeBatchTest, SaysWhichFactorizationsItChecksForNonFiniteEntries) {
   EXPECT_FALSE(backend().FactorizeChecksFinite(a.view(), Batch(FactorizationKind::kLu, 2), &rhs));
   EXPECT_FALSE(
       backend().FactorizeChecksFinite(a.view(), Batch(FactorizationKind::kCholesky, 2), nullptr));
-  EXPECT_FALSE(backend().FactorizeChecksFinite(a.view(), {.kind = FactorizationKind::kLu}, nullptr));
+  EXPECT_FALSE(
+      backend().FactorizeChecksFinite(a.view(), {.kind = FactorizationKind::kLu}, nullptr));
 }
 
 MATRIXD_INSTANTIATE_BACKEND_SUITE(FactorizeBatchTest);

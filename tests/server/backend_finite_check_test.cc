@@ -110,8 +110,8 @@ TEST_F(BackendFiniteCheckTest, PivotsWrittenInPlaceReachSharedMemoryBitForBit) {
   const int fd = shm_open(key.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_EQ(ftruncate(fd, kTotal), 0);
-  auto* data = static_cast<std::byte*>(mmap(nullptr, kTotal, PROT_READ | PROT_WRITE, MAP_SHARED,
-                                            fd, 0));
+  auto* data =
+      static_cast<std::byte*>(mmap(nullptr, kTotal, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   close(fd);
   ASSERT_NE(data, MAP_FAILED);
   const std::vector<double> a = RandomValues(kRows * kN, 3);
