@@ -16,8 +16,8 @@ inline constexpr double kRoundoffOf = sizeof(Real) == sizeof(float) ? kFloatRoun
                                                                     : kDoubleRoundoff;
 
 struct Accuracy {
-  // Reciprocal condition estimate in [0, 1] (LAPACK ?gecon of the factors); 0 for a singular
-  // matrix.
+  // Reciprocal condition estimate in [0, 1] (the block estimator of core/condition_estimate.h on
+  // the factors); 0 for a singular matrix.
   double rcond = 0.0;
   // Estimated bound on |computed - exact| / |exact|; +inf when it is 1 or more (no digit sure).
   double relative_error_bound = 0.0;

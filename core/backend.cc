@@ -274,6 +274,12 @@ absl::Status Backend::Supports(const OperationQuery& query) const {
         "with NCCL; this is the ",
         std::string(name()), " backend"));
   }
+  if (query.operation == Operation::kDeterminant && query.determinant.devices > 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "devices = ", query.determinant.devices,
+        ": one determinant over several GPUs needs the CUDA backend built with NCCL; this is the ",
+        std::string(name()), " backend"));
+  }
   return absl::OkStatus();
 }
 

@@ -12,12 +12,17 @@
 
 namespace matrixd {
 
+// CUDA: determinants of order up to this, from host memory, are computed on the host CPU
+// (core/cuda/host_determinant.h); 0 sends every determinant to the device.
+inline constexpr int kHostDeterminantMaxOrder = 64;
+
 struct BackendConfig {
-  std::vector<int> devices;               // CUDA device ordinals; empty = all visible
+  std::vector<int> devices = {};          // CUDA device ordinals; empty = all visible
   int cpu_threads = 0;                    // 0 = all hardware threads
-  DeviceMemoryLimit device_memory_limit;  // per CUDA device; default 90% of its memory
+  DeviceMemoryLimit device_memory_limit = {};  // per CUDA device; default 90% of its memory
   int streams_per_device = 1;             // CUDA operations at once per device, one stream each
   std::string state_dir = {};             // checkpoints of long permanents; empty = none
+  int host_determinant_max_order = kHostDeterminantMaxOrder;  // CUDA; see above
 };
 
 // True when this build has the CUDA backend and at least one CUDA device is usable.

@@ -50,7 +50,8 @@ struct DeterminantOptions {
   // 0: over the reals / complex numbers. Otherwise a prime p < 2^62: det over Z/p.
   uint64_t modulus = 0;
   // One determinant over several GPUs (FLOAT64 LU): 1 = one device; > 1 = that many GPUs of the
-  // server (docs/distributed.md). Not yet honoured by any backend: callers refuse > 1.
+  // server (docs/distributed.md), taken by the CUDA backend built with NCCL
+  // (core/multi_gpu/multi_gpu_backend.h); other backends refuse > 1 in Supports.
   int devices = 1;
 };
 

@@ -211,7 +211,8 @@ std::shared_ptr<CoalescibleWork> MakeCoalescible(const v1::DeterminantRequest& r
   const MatrixView a = inputs.matrix.view();
   const DeterminantMethod method = inputs.options.method;
   if (request.operand_case() != v1::DeterminantRequest::kMatrix || request.deterministic() ||
-      inputs.options.modulus != 0 || !IsFloating(a.dtype) || a.on_device() || a.rows != a.cols ||
+      inputs.options.modulus != 0 || inputs.options.devices > 1 || !IsFloating(a.dtype) ||
+      a.on_device() || a.rows != a.cols ||
       (method != DeterminantMethod::kAuto && method != DeterminantMethod::kLu)) {
     return nullptr;
   }

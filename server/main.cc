@@ -102,6 +102,10 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "refused with UNAVAILABLE) before the rest is stopped; a second signal stops at once");
 ABSL_FLAG(absl::Duration, resident_ttl, matrixd::server::ResidentRegistry::Options{}.ttl,
           "a resident matrix unused for this long is released");
+ABSL_FLAG(int, host_determinant_max_order, matrixd::kHostDeterminantMaxOrder,
+          "cuda backend: determinants of order up to this, sent from host memory, are computed on "
+          "the host CPU (faster than a device round trip at these sizes; the CPU backend's "
+          "values); 0 = every determinant on the device");
 ABSL_FLAG(std::string, state_dir, "",
           "where long permanents checkpoint their finished Gray-code chunks, so that the same job "
           "submitted again after a crash resumes instead of starting over; empty = no checkpoints "
@@ -259,7 +263,9 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
                                      .cpu_threads = cpu_threads,
                                      .device_memory_limit = *memory_limit,
                                      .streams_per_device = absl::GetFlag(FLAGS_streams_per_device),
-                                     .state_dir = absl::GetFlag(FLAGS_state_dir)});
+                                     .state_dir = absl::GetFlag(FLAGS_state_dir),
+                                     .host_determinant_max_order =
+                                         absl::GetFlag(FLAGS_host_determinant_max_order)});
 }
 
 // Coalescing (server/coalescing.h): on by default for the cuda backend only (docs/benchmarks.md,

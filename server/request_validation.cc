@@ -210,16 +210,13 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
     return absl::InvalidArgumentError(
         absl::StrCat("devices is ", request.devices(), "; want 0 or 1 (one device) or more"));
   }
-  if (request.devices() > 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "devices is ", request.devices(),
-        "; a determinant over several GPUs is not served yet: leave devices at 0 or 1"));
-  }
   absl::StatusOr<InputMatrix> matrix =
       Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
   if (!matrix.ok()) return matrix.status();
   DeterminantInputs inputs{.matrix = *std::move(matrix),
-                           .options = {.method = *method, .modulus = request.modulus()}};
+                           .options = {.method = *method,
+                                       .modulus = request.modulus(),
+                                       .devices = std::max(request.devices(), 1)}};
   if (sources.backend == nullptr ||
       !sources.backend->DeterminantReadsOnDevice(inputs.matrix.view(), inputs.options)) {
     if (absl::Status s = inputs.matrix.CopyToHost(); !s.ok()) return s;

@@ -18,6 +18,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/accuracy.h"
+#include "core/condition_estimate.h"
+#include "core/cpu/condition.h"
 #include "core/cpu/lapack_types.h"
 #include "core/cpu/refine.h"
 #include "core/refinement.h"
@@ -321,59 +323,64 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 // FactorizeResult::accuracy of one factorized matrix (a is the input, which the factorization
-// did not touch): ?gecon (LU, 1-norm of A), ?pocon (Cholesky) or ?trcon of R's leading k x k
-// square (QR), each from ||.||_1 by ?lange. Records the factorization and the estimate as two
-// kernels (the backend records the whole operation as one only when no kernel is listed).
+// did not touch): the block estimator on the factors (core/cpu/condition.h) for LU (1-norm of A,
+// ||A||_1 by ?lange), Cholesky, and R's leading k x k square (QR, ||R11||_1 of its upper
+// triangle). Records the factorization and the estimate as two kernels (the backend records the
+// whole operation as one only when no kernel is listed).
 template <typename T>
 absl::Status EstimateCondition(const MatrixView& a, double factor_seconds,
                                FactorizeResult& result) {
-  using Real = decltype(std::abs(T()));
   const auto start = std::chrono::steady_clock::now();
   const auto m = static_cast<lapack_int>(a.rows);
   const auto n = static_cast<lapack_int>(a.cols);
   const lapack_int k = std::min(m, n);
-  Real rcond = 0;
-  lapack_int info = 0;
-  const char* routine = "gecon";
+  absl::StatusOr<double> rcond = 0.0;
+  int solves = 0;
   const char* factor_kernel = "getrf";
   switch (result.kind) {
     case FactorizationKind::kLu: {
-      const Real norm = Lapack<T>::lange(LAPACK_ROW_MAJOR, '1', n, n, a.As<T>().data(), n);
-      // An exactly zero pivot: singular, rcond 0 (?gecon would divide by it).
+      const double norm = Lapack<T>::lange(LAPACK_ROW_MAJOR, '1', n, n, a.As<T>().data(), n);
+      // An exactly zero pivot: singular, rcond 0 (a solve would divide by it).
       if (!result.singular_column.has_value()) {
-        info = Lapack<T>::gecon(LAPACK_ROW_MAJOR, '1', n, Data<T>(result.lu), n, norm, &rcond);
+        rcond = ReciprocalCondition<T>(Factors::kLu, n, Data<T>(result.lu), n, Storage::kRowMajor,
+                                       norm, &solves);
       }
       break;
     }
     case FactorizationKind::kCholesky: {
-      routine = "pocon";
       factor_kernel = "potrf";
-      const Real norm = Lapack<T>::lange(LAPACK_ROW_MAJOR, '1', n, n, a.As<T>().data(), n);
-      info = Lapack<T>::pocon(LAPACK_ROW_MAJOR, 'L', n, Data<T>(result.l), n, norm, &rcond);
+      const double norm = Lapack<T>::lange(LAPACK_ROW_MAJOR, '1', n, n, a.As<T>().data(), n);
+      rcond = ReciprocalCondition<T>(Factors::kCholesky, n, Data<T>(result.l), n,
+                                     Storage::kRowMajor, norm, &solves);
       break;
     }
-    case FactorizationKind::kQr:
-      routine = "trcon";
+    case FactorizationKind::kQr: {
       factor_kernel = "geqrf";
-      info = Lapack<T>::trcon(LAPACK_ROW_MAJOR, '1', 'U', 'N', k, Data<T>(result.r), n, &rcond);
+      const T* r = Data<T>(result.r);
+      rcond = ReciprocalCondition<T>(Factors::kUpper, k, r, n, Storage::kRowMajor,
+                                     UpperTriangleOneNorm<T>(k, r, n, Storage::kRowMajor), &solves);
       break;
+    }
   }
-  if (info < 0) return LapackError(routine, info);
+  if (!rcond.ok()) return rcond.status();
   result.stats.kernels.push_back({.kernel = factor_kernel,
                                   .seconds = factor_seconds,
                                   .bytes = result.stats.bytes_moved,
                                   .flops = result.stats.flops});
-  result.accuracy = FactorizationAccuracy(static_cast<double>(rcond), k, kRoundoffOf<Real>);
-  // ?lange reads the matrix once, LAPACKE's row-major wrappers copy it (transposed) once, and the
-  // estimate takes about five triangular solves with each factor.
+  using Real = decltype(std::abs(T()));
+  result.accuracy = FactorizationAccuracy(*rcond, k, kRoundoffOf<Real>);
+  // ||A||_1 reads A once; each block solve reads the factors once (both triangles of LU and
+  // Cholesky, R's one: `triangles` k^2 elements) and does k^2 / 2 multiply-adds per triangle and
+  // right-hand side.
   const double kd = k;
-  const uint64_t square_bytes = static_cast<uint64_t>(kd * kd * sizeof(T));
-  const double flops = kFlopScale<T> * 10.0 * kd * kd;
+  const double triangles = result.kind == FactorizationKind::kQr ? 0.5 : 1.0;
+  const auto bytes = static_cast<uint64_t>((1.0 + solves * triangles) * kd * kd * sizeof(T));
+  const double flops = kFlopScale<T> * 2.0 * kEstimateColumns * solves * triangles * kd * kd;
   result.stats.flops += flops;
-  result.stats.bytes_moved += 8 * square_bytes;
+  result.stats.bytes_moved += bytes;
   result.stats.kernels.push_back({.kernel = "condition_estimate",
                                   .seconds = SecondsSince(start),
-                                  .bytes = 8 * square_bytes,
+                                  .bytes = bytes,
                                   .flops = flops});
   return absl::OkStatus();
 }

@@ -39,6 +39,8 @@ struct Lapack<float> {
   static constexpr auto orgqr = &LAPACKE_sorgqr;
   static constexpr auto gemm = &cblas_sgemm;
   static constexpr auto trsm = &cblas_strsm;
+  static constexpr auto trsv = &cblas_strsv;
+  static constexpr auto gemv = &cblas_sgemv;
   static constexpr auto lange = &LAPACKE_slange;
   static constexpr auto gecon = &LAPACKE_sgecon;
   static constexpr auto pocon = &LAPACKE_spocon;
@@ -55,6 +57,8 @@ struct Lapack<double> {
   static constexpr auto orgqr = &LAPACKE_dorgqr;
   static constexpr auto gemm = &cblas_dgemm;
   static constexpr auto trsm = &cblas_dtrsm;
+  static constexpr auto trsv = &cblas_dtrsv;
+  static constexpr auto gemv = &cblas_dgemv;
   static constexpr auto lange = &LAPACKE_dlange;
   static constexpr auto gecon = &LAPACKE_dgecon;
   static constexpr auto pocon = &LAPACKE_dpocon;
@@ -71,6 +75,8 @@ struct Lapack<std::complex<float>> {
   static constexpr auto orgqr = &LAPACKE_cungqr;
   static constexpr auto gemm = &cblas_cgemm;
   static constexpr auto trsm = &cblas_ctrsm;
+  static constexpr auto trsv = &cblas_ctrsv;
+  static constexpr auto gemv = &cblas_cgemv;
   static constexpr auto lange = &LAPACKE_clange;
   static constexpr auto gecon = &LAPACKE_cgecon;
   static constexpr auto pocon = &LAPACKE_cpocon;
@@ -87,6 +93,8 @@ struct Lapack<std::complex<double>> {
   static constexpr auto orgqr = &LAPACKE_zungqr;
   static constexpr auto gemm = &cblas_zgemm;
   static constexpr auto trsm = &cblas_ztrsm;
+  static constexpr auto trsv = &cblas_ztrsv;
+  static constexpr auto gemv = &cblas_zgemv;
   static constexpr auto lange = &LAPACKE_zlange;
   static constexpr auto gecon = &LAPACKE_zgecon;
   static constexpr auto pocon = &LAPACKE_zpocon;

@@ -1,6 +1,7 @@
 #include "core/cpu/lu_determinant.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <complex>
 #include <utility>
@@ -15,6 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/condition_estimate.h"
+#include "core/cpu/condition.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -86,6 +89,7 @@ double FlopsPerUpdate(std::complex<double>) { return 8.0; }
 template <typename T>
 absl::StatusOr<LuDeterminantResult> Factor(std::vector<T> a, int64_t n,
                                            const ProgressRange& progress, ComputeStats* stats) {
+  const auto start = std::chrono::steady_clock::now();
   const int64_t block = n <= 2 * kBlock ? n : kBlock;
   const auto ld = static_cast<lapack_int>(n);
   const auto at = [&a, n](int64_t row, int64_t col) { return a.data() + row + col * n; };
@@ -115,7 +119,7 @@ absl::StatusOr<LuDeterminantResult> Factor(std::vector<T> a, int64_t n,
     // info > 0: an exactly zero pivot, so prod diag(U) is exactly zero.
     if (info > 0) return LuDeterminantResult{.det = ScaledNumber::Zero(), .rcond = 0.0};
     // The panel's row swaps on L left of it too, so that the packed factors are those of P A for
-    // ?gecon (n^2 / 2 swaps in all, against n^3 / 3 updates).
+    // the condition estimate (n^2 / 2 swaps in all, against n^3 / 3 updates).
     if (k > 0)
       Laswp(static_cast<lapack_int>(k), at(k, 0), ld, static_cast<lapack_int>(width),
             pivots.data());
@@ -142,32 +146,40 @@ absl::StatusOr<LuDeterminantResult> Factor(std::vector<T> a, int64_t n,
     progress.Report(1.0 - left * left * left);
   }
   if (odd_permutation) det.Negate();
-  // ?gecon: a few triangular solves, O(n^2).
-  const double rcond = LuReciprocalCondition(ld, a.data(), norm);
-  stats->flops += FlopsPerUpdate(T()) * 5.0 * static_cast<double>(n) * static_cast<double>(n);
-  stats->bytes_moved += static_cast<uint64_t>(5.0 * sizeof(T) * static_cast<double>(n * n));
+  const auto factored = std::chrono::steady_clock::now();
+  stats->kernels.push_back({.kernel = "lu",
+                            .seconds = std::chrono::duration<double>(factored - start).count(),
+                            .bytes = stats->bytes_moved,
+                            .flops = stats->flops});
+  // The block estimator: a few block solves with 2 right-hand sides, O(n^2) each.
+  int solves = 0;
+  const double rcond =
+      ReciprocalCondition<T>(Factors::kLu, n, a.data(), n, Storage::kColumnMajor, norm, &solves)
+          .value_or(0.0);
+  const double nd = static_cast<double>(n);
+  const double flops = FlopsPerUpdate(T()) * kEstimateColumns * solves * nd * nd;
+  const auto bytes = static_cast<uint64_t>(solves * sizeof(T) * nd * nd);
+  stats->flops += flops;
+  stats->bytes_moved += bytes;
+  stats->kernels.push_back(
+      {.kernel = "condition_estimate",
+       .seconds =
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - factored).count(),
+       .bytes = bytes,
+       .flops = flops});
   return LuDeterminantResult{.det = det, .rcond = rcond};
 }
 
 }  // namespace
 
 double LuReciprocalCondition(int64_t n, const double* lu, double norm) {
-  double rcond = 0.0;
-  std::vector<double> work(4 * static_cast<size_t>(n));
-  std::vector<lapack_int> iwork(static_cast<size_t>(n));
-  const lapack_int info =
-      LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', static_cast<lapack_int>(n), lu,
-                          static_cast<lapack_int>(n), norm, &rcond, work.data(), iwork.data());
-  return info == 0 ? rcond : 0.0;
+  return ReciprocalCondition<double>(Factors::kLu, n, lu, n, Storage::kColumnMajor, norm)
+      .value_or(0.0);
 }
 double LuReciprocalCondition(int64_t n, const std::complex<double>* lu, double norm) {
-  double rcond = 0.0;
-  std::vector<std::complex<double>> work(2 * static_cast<size_t>(n));
-  std::vector<double> rwork(2 * static_cast<size_t>(n));
-  const lapack_int info =
-      LAPACKE_zgecon_work(LAPACK_COL_MAJOR, '1', static_cast<lapack_int>(n), lu,
-                          static_cast<lapack_int>(n), norm, &rcond, work.data(), rwork.data());
-  return info == 0 ? rcond : 0.0;
+  return ReciprocalCondition<std::complex<double>>(Factors::kLu, n, lu, n, Storage::kColumnMajor,
+                                                   norm)
+      .value_or(0.0);
 }
 
 absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<double> a, int64_t n,

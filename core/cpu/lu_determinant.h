@@ -15,17 +15,18 @@
 
 namespace matrixd::cpu {
 
-// det(A) and the reciprocal infinity-norm condition estimate of A (LAPACK ?gecon on the factors;
-// 0 when A is exactly singular).
+// det(A) and the reciprocal infinity-norm condition estimate of A (the block estimator on the
+// factors, core/cpu/condition.h; 0 when A is exactly singular).
 struct LuDeterminantResult {
   ScaledNumber det;
   double rcond = 0.0;
 };
 
 // det(A), A n x n row-major in `a`, which is used as the work space. Adds its work to stats->flops
-// and stats->bytes_moved. Returns CANCELLED when `progress` is cancelled between block columns,
-// OUT_OF_RANGE when element growth carried a pivot past the double range.
-// REQUIRES: a.size() == n * n, 1 <= n < 2^31, finite entries.
+// and stats->bytes_moved, and the kernel records "lu" (the elimination) and "condition_estimate".
+// Returns CANCELLED when `progress` is cancelled between block columns, OUT_OF_RANGE when element
+// growth carried a pivot past the double range. REQUIRES: a.size() == n * n, 1 <= n < 2^31, finite
+// entries.
 absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<double> a, int64_t n,
                                                   const ProgressRange& progress,
                                                   ComputeStats* stats);
@@ -33,9 +34,9 @@ absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<std::complex<doubl
                                                   const ProgressRange& progress,
                                                   ComputeStats* stats);
 
-// The reciprocal 1-norm condition estimate (LAPACK ?gecon) of the column-major n x n matrix
-// whose packed LU factors are `lu` (L and U of P A = L U with every row swap applied to L, as
-// getrf leaves them, LAPACK's or cuSOLVER's) and whose 1-norm is `norm`; 0 when ?gecon fails.
+// The reciprocal 1-norm condition estimate (ReciprocalCondition, core/cpu/condition.h) of the
+// column-major n x n matrix whose packed LU factors are `lu` (L and U of P A = L U, as getrf
+// leaves them, LAPACK's or cuSOLVER's) and whose 1-norm is `norm`.
 double LuReciprocalCondition(int64_t n, const double* lu, double norm);
 double LuReciprocalCondition(int64_t n, const std::complex<double>* lu, double norm);
 

@@ -1,6 +1,7 @@
 #include "core/cuda/condition.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <span>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/condition_estimate.h"
+#include "core/cuda/condition_kernels.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/norm_kernels.h"
@@ -42,31 +44,160 @@ absl::StatusOr<double> DeviceOneNorm::Value(DeviceContext& context, ComputeStats
   return norm;
 }
 
+namespace {
+
+// The estimator's block on the device: X (the vectors solved), S and S_old (sign blocks), all
+// column-major n x t; h (n doubles); and two small result areas, downloaded after each solve.
+template <typename T>
+class DeviceInverseNormBlock final : public InverseNormBlock {
+ public:
+  static absl::StatusOr<DeviceInverseNormBlock> Create(DeviceContext& context, int64_t n,
+                                                       DeviceInverseApply apply) {
+    const int t = static_cast<int>(std::min<int64_t>(kEstimateColumns, n));
+    const size_t bytes = static_cast<size_t>(n) * t * sizeof(T);
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer x, context.Allocate(bytes));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer s, context.Allocate(bytes));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer s_old, context.Allocate(bytes));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer h,
+                             context.Allocate(static_cast<size_t>(n) * sizeof(double)));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer solved, context.Allocate(sizeof(SolveSummary)));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ranked, context.Allocate(sizeof(AdjointSummary)));
+    // S starts as zero (the first Solve makes it S_old): nothing is parallel to it.
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.data(), 0, bytes, context.stream()));
+    return DeviceInverseNormBlock(context, n, t, apply, std::move(x), std::move(s),
+                                  std::move(s_old), std::move(h), std::move(solved),
+                                  std::move(ranked));
+  }
+
+  int64_t rows() const override { return n_; }
+  int columns() const override { return t_; }
+  bool real() const override { return !kIsComplex<T>; }
+
+  absl::Status Start(double scale) override {
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateStart(x_.as<T>(), n_, t_, scale, stream()));
+    return absl::OkStatus();
+  }
+
+  absl::Status SetUnitColumns(std::span<const int64_t> rows, double scale) override {
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        LaunchEstimateUnitColumns(x_.as<T>(), n_, t_, RowsOf(rows), scale, stream()));
+    return absl::OkStatus();
+  }
+
+  absl::Status Solve(std::span<double> norms, std::span<double> products) override {
+    MATRIXD_RETURN_IF_ERROR(apply_(false, x_.data(), t_));
+    std::swap(s_, s_old_);
+    auto* summary = solved_.as<SolveSummary>();
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateNormsAndSigns(x_.as<const T>(), n_, t_,
+                                                             summary->norms, s_.as<T>(), stream()));
+    return DownloadSolveSummary(norms, products);
+  }
+
+  absl::Status ResampleSigns(int column, uint64_t draw, std::span<double> products) override {
+    if constexpr (!kIsComplex<T>) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateResample(s_.as<T>(), n_, column, draw, stream()));
+    }
+    std::array<double, kMaxEstimateColumns> norms{};
+    return DownloadSolveSummary(std::span<double>(norms.data(), static_cast<size_t>(t_)), products);
+  }
+
+  absl::Status SolveAdjoint(double scale, std::span<const int64_t> at_rows, std::span<double> at,
+                            std::span<RankedRow> largest) override {
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        LaunchEstimateScaledCopy(s_.as<const T>(), x_.as<T>(), n_ * t_, scale, stream()));
+    MATRIXD_RETURN_IF_ERROR(apply_(true, x_.data(), t_));
+    auto* summary = ranked_.as<AdjointSummary>();
+    const int count = static_cast<int>(largest.size());
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        LaunchEstimateLargestRows(x_.as<const T>(), n_, t_, h_.as<double>(), count, RowsOf(at_rows),
+                                  summary->values, summary->rows, summary->at, stream()));
+    AdjointSummary host;
+    MATRIXD_RETURN_IF_ERROR(context_->Download(ranked_, &host, sizeof(host)));
+    for (int r = 0; r < count; ++r)
+      largest[r] = RankedRow{.value = host.values[r], .row = host.rows[r]};
+    std::copy_n(host.at, at.size(), at.begin());
+    return absl::OkStatus();
+  }
+
+ private:
+  struct SolveSummary {
+    double norms[kMaxEstimateColumns];
+    double products[2 * kMaxEstimateColumns * kMaxEstimateColumns];
+  };
+  struct AdjointSummary {
+    double values[kMaxEstimateRanked];
+    int64_t rows[kMaxEstimateRanked];
+    double at[kMaxEstimateColumns];
+  };
+  static_assert(kMaxEstimateRanked == kMaxRankedRows);
+
+  DeviceInverseNormBlock(DeviceContext& context, int64_t n, int t, DeviceInverseApply apply,
+                         DeviceBuffer x, DeviceBuffer s, DeviceBuffer s_old, DeviceBuffer h,
+                         DeviceBuffer solved, DeviceBuffer ranked)
+      : context_(&context),
+        n_(n),
+        t_(t),
+        apply_(apply),
+        x_(std::move(x)),
+        s_(std::move(s)),
+        s_old_(std::move(s_old)),
+        h_(std::move(h)),
+        solved_(std::move(solved)),
+        ranked_(std::move(ranked)) {}
+
+  cudaStream_t stream() const { return context_->stream(); }
+
+  static EstimateRows RowsOf(std::span<const int64_t> rows) {
+    EstimateRows out;
+    out.count = static_cast<int>(rows.size());
+    std::copy(rows.begin(), rows.end(), out.row);
+    return out;
+  }
+
+  // The products of the current signs (real T), then the norms and products come back.
+  absl::Status DownloadSolveSummary(std::span<double> norms, std::span<double> products) {
+    auto* summary = solved_.as<SolveSummary>();
+    if constexpr (!kIsComplex<T>) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateSignProducts(
+          s_.as<const T>(), s_old_.as<const T>(), n_, t_, summary->products, stream()));
+    }
+    SolveSummary host{};
+    MATRIXD_RETURN_IF_ERROR(context_->Download(solved_, &host, sizeof(host)));
+    std::copy_n(host.norms, norms.size(), norms.begin());
+    if constexpr (!kIsComplex<T>) std::copy_n(host.products, products.size(), products.begin());
+    return absl::OkStatus();
+  }
+
+  DeviceContext* context_;
+  int64_t n_;
+  int t_;
+  DeviceInverseApply apply_;
+  DeviceBuffer x_;
+  DeviceBuffer s_;
+  DeviceBuffer s_old_;
+  DeviceBuffer h_;
+  DeviceBuffer solved_;
+  DeviceBuffer ranked_;
+};
+
+}  // namespace
+
 template <typename T>
 absl::StatusOr<double> DeviceReciprocalCondition(DeviceContext& context, int64_t n, double one_norm,
                                                  DeviceInverseApply apply, ComputeStats* stats) {
-  using Wide = std::conditional_t<kIsComplex<T>, std::complex<double>, double>;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer x, context.Allocate(bytes));
-  std::vector<T> host(static_cast<size_t>(n));
   MATRIXD_ASSIGN_OR_RETURN(KernelTimer timer, KernelTimer::Start(context.stream()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceInverseNormBlock<T> block,
+                           DeviceInverseNormBlock<T>::Create(context, n, apply));
   int solves = 0;
-  auto solve = [&](bool adjoint, std::span<Wide> v) -> absl::Status {
-    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(v[i]);
-    MATRIXD_RETURN_IF_ERROR(context.Upload(host.data(), x, bytes));
-    MATRIXD_RETURN_IF_ERROR(apply(adjoint, x.data()));
-    MATRIXD_RETURN_IF_ERROR(context.Download(x, host.data(), bytes));
-    for (size_t i = 0; i < host.size(); ++i) v[i] = static_cast<Wide>(host[i]);
-    ++solves;
-    return absl::OkStatus();
-  };
-  MATRIXD_ASSIGN_OR_RETURN(const double rcond, EstimateReciprocalCondition<Wide>(
-                                                   n, one_norm, InverseApply<Wide>(solve)));
+  MATRIXD_ASSIGN_OR_RETURN(const double rcond,
+                           EstimateReciprocalCondition(block, one_norm, &solves));
   MATRIXD_RETURN_IF_ERROR(timer.Stop());
-  // Each solve reads the n x n factors once (two triangles) and does n^2 multiply-adds.
+  // Each block solve reads the n x n factors once (two triangles) and does n^2 multiply-adds per
+  // right-hand side.
   const double nd = static_cast<double>(n);
+  const double columns = block.columns();
   const auto solve_bytes = static_cast<uint64_t>(solves * nd * nd * sizeof(T));
-  const double solve_flops = solves * kFlopsPerUpdate<T> * nd * nd;
+  const double solve_flops = solves * columns * kFlopsPerUpdate<T> * nd * nd;
   stats->bytes_moved += solve_bytes;
   stats->flops += solve_flops;
   MATRIXD_RETURN_IF_ERROR(timer.AppendTo(stats, "condition_estimate", solve_bytes, solve_flops));

@@ -1,7 +1,9 @@
 // Condition estimates on the CUDA backend: ||A||_1 from column sums taken on the device before a
-// factorization overwrites A, and Hager and Higham's estimator (core/condition_estimate.h) driven
-// by solves with the device factors (cuSOLVER has no ?gecon). Each estimate is a few host round
-// trips of one vector: O(n^2) work against the factorization's O(n^3).
+// factorization overwrites A, and the block estimator of core/condition_estimate.h run on the
+// device (cuSOLVER has no ?gecon): the n x 2 block of vectors stays there, each step is one solve
+// with 2 right-hand sides by the device factors plus small kernels (core/cuda/condition_kernels.h),
+// and only a few scalars come back after each solve (one synchronisation per solve, 4 or 5 in
+// all on most matrices, at most 11): O(n^2) work against the factorization's O(n^3).
 #ifndef MATRIXD_CORE_CUDA_CONDITION_H_
 #define MATRIXD_CORE_CUDA_CONDITION_H_
 
@@ -43,13 +45,15 @@ class DeviceOneNorm {
   KernelTimer timer_;
 };
 
-// x := A^-1 x (adjoint false) or A^-H x (true): n elements of the factorization's type at device
-// address x, queued on the context's stream.
-using DeviceInverseApply = absl::FunctionRef<absl::Status(bool adjoint, void* x)>;
+// x := A^-1 x (adjoint false) or A^-H x (true): an n x columns block of the factorization's type
+// at device address x, column-major with leading dimension n, queued on the context's stream (one
+// getrs / potrs / trsm with `columns` right-hand sides).
+using DeviceInverseApply = absl::FunctionRef<absl::Status(bool adjoint, void* x, int columns)>;
 
 // EstimateReciprocalCondition (core/condition_estimate.h) of an n x n A with ||A||_1 = one_norm,
-// each vector rounded to T, uploaded, solved by `apply` and downloaded (the estimator's arithmetic
-// is double). Adds the solves' work to stats and the kernel record "condition_estimate".
+// the block in T on the device, solved by `apply` (the estimator's decisions are made on the host
+// from the doubles that come back). Adds the solves' work to stats and the kernel record
+// "condition_estimate".
 template <typename T>
 absl::StatusOr<double> DeviceReciprocalCondition(DeviceContext& context, int64_t n, double one_norm,
                                                  DeviceInverseApply apply, ComputeStats* stats);

@@ -19,6 +19,7 @@
 #include "core/cuda/device_streams.h"
 #include "core/cuda/factorize.h"
 #include "core/cuda/factorize_batch.h"
+#include "core/cuda/host_determinant.h"
 #include "core/cuda/host_registration.h"
 #include "core/cuda/ipc_mapping.h"
 #include "core/cuda/library_versions.h"
@@ -43,10 +44,12 @@ class HostPin final : public HostMemoryPin {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(std::vector<std::unique_ptr<cuda::DeviceStreams>> devices,
-              const DeviceMemoryLimit& memory_limit, std::string state_dir)
+              const DeviceMemoryLimit& memory_limit, std::string state_dir,
+              int host_determinant_max_order)
       : devices_(std::move(devices)),
         memory_limit_(memory_limit),
         state_dir_(std::move(state_dir)),
+        host_determinant_max_order_(host_determinant_max_order),
         channels_(devices_.size()) {
     std::vector<std::string> descriptions;
     for (const auto& device : devices_) descriptions.push_back(device->description());
@@ -74,6 +77,9 @@ class CudaBackend final : public Backend {
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
                                                 JobControl* control) override {
+    if (cuda::DeterminantRunsOnHost(a, options, host_determinant_max_order_)) {
+      return cuda::HostDeterminant(a, options, control);
+    }
     return Timed(control, [&](cuda::DeviceContext& context) {
       return cuda::Determinant(a, options, context, control);
     });
@@ -371,6 +377,7 @@ class CudaBackend final : public Backend {
   std::vector<std::unique_ptr<cuda::DeviceStreams>> devices_;
   const DeviceMemoryLimit memory_limit_;
   const std::string state_dir_;  // where long permanents checkpoint; empty = nowhere
+  const int host_determinant_max_order_;  // see core/cuda/host_determinant.h
   // One per device, made on first use; resident matrices point to them, so every resident matrix
   // must be gone before the backend.
   absl::Mutex channels_mutex_;
@@ -395,7 +402,14 @@ int CudaDeviceCount() {
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices,
                                                          const DeviceMemoryLimit& memory_limit,
                                                          int streams_per_device,
-                                                         const std::string& state_dir) {
+                                                         const std::string& state_dir,
+                                                         int host_determinant_max_order) {
+  if (host_determinant_max_order < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("host_determinant_max_order is ",
+                                                   host_determinant_max_order,
+                                                   "; want 0 (every determinant on the device) or "
+                                                   "more"));
+  }
   const int count = CudaDeviceCount();
   if (count == 0) {
     return absl::UnavailableError(
@@ -422,7 +436,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>&
         cuda::DeviceStreams::Create(ordinal, streams_per_device, memory_limit));
     streams.push_back(std::move(device));
   }
-  return std::make_unique<CudaBackend>(std::move(streams), memory_limit, state_dir);
+  return std::make_unique<CudaBackend>(std::move(streams), memory_limit, state_dir,
+                                       host_determinant_max_order);
 }
 
 }  // namespace matrixd

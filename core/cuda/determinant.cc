@@ -59,8 +59,9 @@ absl::Status Annotate(const absl::Status& status, absl::string_view context) {
 
 // Source element type -> the type the factorisation runs in (double or complex<double>: float32
 // and complex64 inputs are computed in double precision, as on the CPU).
-// Up to this order the LU determinant's condition estimate runs on the host (?gecon on the
-// downloaded factors); above, on the device (core/cuda/condition.h).
+// Up to this order the LU determinant's condition estimate runs on the host (the CPU backend's
+// block estimator on the downloaded factors, core/cpu/condition.h); above, on the device
+// (core/cuda/condition.h).
 constexpr int kHostConditionMaxOrder = 256;
 
 template <typename Source>
@@ -153,8 +154,9 @@ absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& cont
 
   MATRIXD_ASSIGN_OR_RETURN(const double norm, one_norm.Value(context, stats));
   if (n <= kHostConditionMaxOrder) {
-    // One copy of the factors and LAPACK's ?gecon beat the device estimator's up to 11 solves
-    // with a host round trip each (a lone n = 8 determinant: ~0.6 ms of them on the H100).
+    // One copy of the factors and the host estimator beat the device estimator's 4 to 11 block
+    // solves with a synchronisation each (a lone n = 8 determinant: ~0.6 ms of them on the H100,
+    // measured with the earlier one-vector estimator).
     const auto start = std::chrono::steady_clock::now();
     std::vector<Wide> factors(elements);
     MATRIXD_RETURN_IF_ERROR(context.Download(work, factors.data(), elements * sizeof(Wide)));
@@ -165,9 +167,9 @@ absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& cont
         elements * sizeof(Wide), flops_per_update * 5.0 * nd * nd});
     return value;
   }
-  auto solve = [&](bool adjoint, void* x) -> absl::Status {
+  auto solve = [&](bool adjoint, void* x, int columns) -> absl::Status {
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs(
-        context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n, 1,
+        context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n, columns,
         LibraryPointer<Wide>(work.data()), n, ipiv, LibraryPointer<Wide>(x), n, info));
     return absl::OkStatus();
   };

@@ -188,9 +188,9 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
                                                 kFlopsPerUpdate<T> / 2.0 * LuFlops(m, n)));
   if (one_norm.has_value()) {
     // getrs with the factors, which the transposes above only read.
-    auto solve = [&](bool adjoint, void* x) -> absl::Status {
+    auto solve = [&](bool adjoint, void* x, int columns) -> absl::Status {
       MATRIXD_CUDA_RETURN_IF_ERROR(
-          Traits::getrs(context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n, 1,
+          Traits::getrs(context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n, columns,
                         Ptr<T>(factors), m, ipiv, LibraryPointer<T>(x), n, info + kApplyInfo));
       return absl::OkStatus();
     };
@@ -295,10 +295,10 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
                                                 kFlopsPerUpdate<T> * nd * nd * nd / 6.0));
   if (one_norm.has_value()) {
     // potrs with B = U^H U; B is Hermitian, so B^-H = B^-1.
-    auto solve = [&](bool /*adjoint*/, void* x) -> absl::Status {
-      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrs(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n, 1,
-                                                 Ptr<T>(factor), n, LibraryPointer<T>(x), n,
-                                                 info + kApplyInfo));
+    auto solve = [&](bool /*adjoint*/, void* x, int columns) -> absl::Status {
+      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrs(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n,
+                                                 columns, Ptr<T>(factor), n, LibraryPointer<T>(x),
+                                                 n, info + kApplyInfo));
       return absl::OkStatus();
     };
     MATRIXD_ASSIGN_OR_RETURN(result.accuracy,
@@ -388,11 +388,11 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
                              DeviceOneNorm::Queue(context, factors.as<const T>(), k, k, m,
                                                   /*upper_triangle=*/true));
     const typename Traits::Device one = Traits::One();
-    auto solve = [&](bool adjoint, void* x) -> absl::Status {
+    auto solve = [&](bool adjoint, void* x, int columns) -> absl::Status {
       MATRIXD_CUDA_RETURN_IF_ERROR(
           Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
-                       adjoint ? Traits::kAdjoint : CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, k, 1, &one,
-                       Ptr<T>(factors), m, LibraryPointer<T>(x), k));
+                       adjoint ? Traits::kAdjoint : CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, k, columns,
+                       &one, Ptr<T>(factors), m, LibraryPointer<T>(x), k));
       return absl::OkStatus();
     };
     MATRIXD_ASSIGN_OR_RETURN(accuracy,

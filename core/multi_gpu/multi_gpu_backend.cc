@@ -1,6 +1,8 @@
 #include "core/multi_gpu/multi_gpu_backend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -9,9 +11,22 @@
 #include "core/backend_wrapper.h"
 #include "core/job_control.h"
 #include "core/multi_gpu/cannon_gemm.h"
+#include "core/multi_gpu/multi_gpu_lu.h"
 
 namespace matrixd::multi_gpu {
 namespace {
+
+// Columns per panel of the determinant over several GPUs (docs/distributed.md).
+constexpr int64_t kLuBlock = 512;
+
+// sign * exp(log_abs) without overflow: the mantissa carries exp of the fraction of log_abs that
+// is not a whole number of binary exponents.
+ScaledNumber FromSignAndLog(int sign, double log_abs) {
+  if (sign == 0 || !std::isfinite(log_abs)) return ScaledNumber::Zero();
+  const double exponent = std::floor(log_abs / std::log(2.0));
+  return ScaledNumber::FromParts(sign * std::exp(log_abs - exponent * std::log(2.0)),
+                                 static_cast<int64_t>(exponent));
+}
 
 class MultiGpuBackend : public BackendWrapper {
  public:
@@ -19,6 +34,12 @@ class MultiGpuBackend : public BackendWrapper {
       : BackendWrapper(std::move(cuda)), devices_(std::move(devices)) {}
 
   absl::Status Supports(const OperationQuery& query) const override {
+    if (query.operation == Operation::kDeterminant && query.determinant.devices > 1) {
+      OperationQuery single = query;
+      single.determinant.devices = 1;
+      if (absl::Status s = target().Supports(single); !s.ok()) return s;
+      return CheckMultiDeviceDeterminant(query.dtype, query.determinant);
+    }
     if (query.operation != Operation::kMultiply || !IsMultiDeviceProduct(query.multiply)) {
       return target().Supports(query);
     }
@@ -59,6 +80,44 @@ class MultiGpuBackend : public BackendWrapper {
     return result;
   }
 
+  absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
+                                                const DeterminantOptions& options,
+                                                JobControl* control) override {
+    if (options.devices <= 1) return target().Determinant(a, options, control);
+    if (absl::Status s = CheckMultiDeviceDeterminant(a.dtype, options); !s.ok()) return s;
+    if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
+    const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<DistributedDeterminant> det = MultiGpuDeterminant(used, a, kLuBlock);
+    if (!det.ok()) {
+      return absl::Status(det.status().code(), absl::StrCat("LU over ", options.devices,
+                                                            " GPUs: ", det.status().message()));
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    DeterminantResult result;
+    result.value = FromSignAndLog(det->sign, det->log_abs);
+    result.method_used = DeterminantMethod::kLu;
+    const double n = static_cast<double>(a.rows);
+    result.stats.flops = 2.0 / 3.0 * n * n * n;
+    result.stats.bytes_moved = a.byte_size();
+    result.stats.kernels.push_back({"multi_gpu_lu", seconds, a.byte_size(), result.stats.flops});
+    ReportProgress(control, 1.0);
+    return result;
+  }
+
+  uint64_t DeterminantDeviceBytes(const MatrixView& a,
+                                  const DeterminantOptions& options) const override {
+    if (options.devices <= 1) return target().DeterminantDeviceBytes(a, options);
+    return MultiGpuLuDeviceBytesPerGpu(a.rows, options.devices, kLuBlock);
+  }
+
+  // The LU over several GPUs uploads its parts from host memory.
+  bool DeterminantReadsOnDevice(const MatrixView& a,
+                                const DeterminantOptions& options) const override {
+    return options.devices <= 1 && target().DeterminantReadsOnDevice(a, options);
+  }
+
   uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
                                const MultiplyOptions& options) const override {
     if (!IsMultiDeviceProduct(options)) return target().MultiplyDeviceBytes(a, b, options);
@@ -97,6 +156,31 @@ class MultiGpuBackend : public BackendWrapper {
     return absl::OkStatus();
   }
 
+  absl::Status CheckMultiDeviceDeterminant(DType dtype, const DeterminantOptions& options) const {
+    const int available = static_cast<int>(devices_.size());
+    if (options.devices > available) {
+      return absl::InvalidArgumentError(absl::StrCat("devices is ", options.devices,
+                                                     "; this server has ", available, " GPU",
+                                                     available == 1 ? "" : "s"));
+    }
+    if (dtype != DType::kFloat64) {
+      return absl::UnimplementedError(
+          absl::StrCat("matrix.dtype is ", std::string(DTypeName(dtype)),
+                       "; a determinant over several GPUs takes float64"));
+    }
+    if (options.modulus > 0) {
+      return absl::UnimplementedError(
+          absl::StrCat("modulus is ", options.modulus,
+                       "; a determinant over several GPUs is over the reals (modulus 0)"));
+    }
+    if (options.method == DeterminantMethod::kCondensation) {
+      return absl::UnimplementedError(
+          "method = CONDENSATION: a determinant over several GPUs runs LU; use method AUTO or "
+          "LU");
+    }
+    return absl::OkStatus();
+  }
+
   std::vector<int> devices_;
 };
 
@@ -107,6 +191,15 @@ uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus) {
   const uint64_t nb = static_cast<uint64_t>((std::max({m, k, n}) + q - 1) / q);
   const uint64_t positions_per_gpu = static_cast<uint64_t>(q * q / gpus);
   return positions_per_gpu * 5 * nb * nb * sizeof(double);
+}
+
+uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block) {
+  const auto un = static_cast<uint64_t>(n);
+  const auto ublock = static_cast<uint64_t>(std::min(block, n));
+  const uint64_t panels = (un + ublock - 1) / ublock;
+  const uint64_t panels_per_gpu = (panels + static_cast<uint64_t>(gpus) - 1) / gpus;
+  const uint64_t copies = gpus > 1 ? 2 : 0;
+  return (panels_per_gpu + copies) * ublock * un * sizeof(double);
 }
 
 std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,

@@ -1,11 +1,13 @@
-// A CUDA backend that can also spread one product over several of its GPUs: Multiply with
-// MultiplyOptions::devices > 1 (or method kCannon) runs Cannon's algorithm over NCCL
-// (core/multi_gpu/cannon_gemm.h) on the first `devices` GPUs of the backend; everything else goes
-// to the wrapped backend unchanged. cuBLASMp (method kCublasMp) needs one process per GPU, which
-// the server does not start yet: it answers UNIMPLEMENTED and says where it is measured instead.
+// A CUDA backend that can also spread one product or one determinant over several of its GPUs:
+// Multiply with MultiplyOptions::devices > 1 (or method kCannon) runs Cannon's algorithm over
+// NCCL (core/multi_gpu/cannon_gemm.h), and Determinant with DeterminantOptions::devices > 1
+// (float64, LU, modulus 0) runs MultiGpuLu (core/multi_gpu/multi_gpu_lu.h), on the first
+// `devices` GPUs of the backend; everything else goes to the wrapped backend unchanged. cuBLASMp
+// (method kCublasMp) needs one process per GPU, which the server does not start yet: it answers
+// UNIMPLEMENTED and says where it is measured instead.
 //
-// The product's memory is admitted on the device the job was placed on only; the other GPUs it
-// uses are not reserved (docs/distributed.md): give such products a server of their own.
+// The job's memory is admitted on the device the job was placed on only; the other GPUs it
+// uses are not reserved (docs/distributed.md): give such jobs a server of their own.
 #ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 #define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 
@@ -24,6 +26,10 @@ std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,
 // The device memory Cannon's product of an m x k and a k x n float64 matrix needs on each of
 // `gpus` GPUs (its blocks: two buffers each of A and B, and C, per grid position).
 uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus);
+
+// The device memory MultiGpuLu of an n x n float64 matrix with panels of `block` columns needs on
+// each of `gpus` GPUs (the largest part, and two panel buffers when gpus > 1; workspaces apart).
+uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block);
 
 }  // namespace matrixd::multi_gpu
 

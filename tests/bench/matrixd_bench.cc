@@ -36,8 +36,10 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/backend.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/make_backend.h"
 #include "tests/bench/bench_flags.h"
 #include "tests/bench/bench_tables.h"
 
@@ -82,7 +84,10 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
   if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
   if (flags.Runs("verify")) BenchVerify("GPU", gpu, flags, 1, flags.repeats);
-  if (flags.Runs("condition")) BenchCondition("GPU", gpu, flags, 1, flags.repeats);
+  if (flags.Runs("condition")) {
+    BenchCondition("GPU", gpu, flags, 1, flags.repeats);
+    BenchConditionSolves(device, flags);
+  }
   if (flags.Runs("refine")) BenchRefine("GPU", gpu, flags, 1, flags.repeats);
   if (flags.Runs("deterministic")) BenchDeterministic("GPU", gpu, flags, 1, flags.repeats);
   return *std::move(backend);
@@ -107,13 +112,18 @@ int Main(int argc, char** argv) {
   if (flags.Runs("small")) {
 #ifdef MATRIXD_HAVE_CUDA
     if (gpu != nullptr) {
-      BenchSmallRequests(
-          "GPU",
-          [](int streams) -> std::unique_ptr<Backend> {
-            absl::StatusOr<std::unique_ptr<Backend>> backend = MakeCudaBackend({}, {}, streams);
-            return backend.ok() ? *std::move(backend) : nullptr;
-          },
-          flags);
+      // As the server runs it (orders up to kHostDeterminantMaxOrder on the host), then every
+      // order on the device: where the two cross is where that limit belongs.
+      for (const int host_order : {kHostDeterminantMaxOrder, 0}) {
+        BenchSmallRequests(
+            absl::StrCat("GPU, host_determinant_max_order ", host_order),
+            [host_order](int streams) -> std::unique_ptr<Backend> {
+              absl::StatusOr<std::unique_ptr<Backend>> backend =
+                  MakeCudaBackend({}, {}, streams, {}, host_order);
+              return backend.ok() ? *std::move(backend) : nullptr;
+            },
+            flags);
+      }
     }
 #endif
     if (cpu != nullptr) {

@@ -25,10 +25,11 @@ namespace {
 
 constexpr int64_t kEntryBound = 1000000000;  // entries in [-10^9, 10^9]
 
-// Our backend's det mod p: the timing, and the residue of the last run.
+// Our backend's det mod p: the timing, and the residue and device phases of the last run.
 struct OurResidue {
   Timing timing;
   std::optional<uint64_t> residue;
+  std::vector<KernelRecord> phases;
 };
 
 OurResidue OursModP(Backend& backend, const Matrix& a, uint64_t p, int warm_up, int runs) {
@@ -37,7 +38,10 @@ OurResidue OursModP(Backend& backend, const Matrix& a, uint64_t p, int warm_up, 
   OurResidue ours;
   ours.timing = TimeRuns(warm_up, runs, [&] {
     absl::StatusOr<DeterminantResult> result = backend.Determinant(a.view(), options, nullptr);
-    if (result.ok()) ours.residue = result->residue;
+    if (result.ok()) {
+      ours.residue = result->residue;
+      ours.phases = result->stats.kernels;
+    }
     return result;
   });
   return ours;
@@ -72,8 +76,11 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
   PrintHeader(
       "Determinant mod p, int64: ours vs NTL on one core",
       "n      p            ours GPU(s)  NTL(s)     NTL/GPU   ours CPU(s)  NTL/CPU   residues",
-      {"ours GPU: backend call, method AUTO (upload + residues + blocked modular LU: float64 "
-       "residues for p < 2^26, uint64 Barrett above); median of --repeats after a warm-up",
+      {"ours GPU: backend call, method AUTO (upload + residues + blocked modular LU: balanced "
+       "float64 residues and DGEMM trailing updates for p < 2^32, on two 16-bit pieces from "
+       "~2^24; uint64 Barrett elimination above 2^32); median of --repeats after a warm-up",
+       "GPU phases (p < 2^32): device time of the last run's upload + residues, panels (leaves, "
+       "swaps, triangular solves), trailing DGEMMs (with the split into pieces) and reductions",
        cpu == nullptr ? std::string("ours CPU: not run (--no_cpu)")
                       : absl::StrCat("ours CPU: the CPU backend (blocked LU, panels of 128: "
                                      "float64 residues and OpenBLAS dgemm for p < 2^32, two "
@@ -88,7 +95,7 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
            ntl ? NtlDescription() : "not run (" + (flags.ntl ? NtlDescription() : "--no_ntl") + ")",
            ", one run, conversion not timed"),
        absl::StrCat("entries uniform in [-", kEntryBound, ", ", kEntryBound,
-                    "]; target: NTL/GPU >= 200 at n = 4096, p < 2^31")});
+                    "]; target: NTL/GPU >= 1000 at n = 4096, p < 2^31")});
   for (const int n : sizes) {
     const Matrix a = RandomInt64Matrix(n, kEntryBound, 400 + n);
     for (const uint64_t p : flags.primes) {
@@ -114,6 +121,14 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
           Ratio(ntl_seconds, on_cpu.timing.seconds).c_str(),
           Agreement({{"gpu", on_gpu.residue}, {"ntl", ntl_residue}, {"cpu", on_cpu.residue}})
               .c_str());
+      if (!on_gpu.phases.empty()) {
+        std::string phases;
+        for (const KernelRecord& phase : on_gpu.phases) {
+          absl::StrAppend(&phases, phases.empty() ? "" : ", ", phase.kernel, " ",
+                          Seconds(phase.seconds));
+        }
+        std::printf("  GPU phases: %s\n", phases.c_str());
+      }
       if (!on_gpu.timing.error.empty()) {
         std::printf("  GPU failed: %s\n", on_gpu.timing.error.c_str());
       }

@@ -18,7 +18,9 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "cuda" && !CudaDeviceAvailable()) {
       GTEST_SKIP() << "no CUDA device here (or no CUDA build): CUDA case skipped";
     }
-    auto backend = MakeBackend(GetParam(), {});
+    // Every determinant on the device, so that the CUDA cases test the device code at every
+    // order (the host path of small ones: cuda_host_determinant_test.cc).
+    auto backend = MakeBackend(GetParam(), {.host_determinant_max_order = 0});
     ASSERT_TRUE(backend.ok()) << backend.status();
     backend_ = *std::move(backend);
   }

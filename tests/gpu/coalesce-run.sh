@@ -10,7 +10,8 @@
 #   device tool: tests/gpu/coalesce-run.sh   (carry [".gpu"]); everything in $OUT/coalesce.txt
 #
 # SIZES, OPS, DURATION, CONCURRENCY and WINDOWS (window values in us; "off" = no coalescing)
-# narrow the run; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
+# narrow the run; SERVER_FLAGS adds matrixd flags (e.g. --host_determinant_max_order=0) and TAG
+# names the run in the summary; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
 # OUT=/tmp/x DURATION=2).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,8 +24,10 @@ ops=${OPS:-det lu}
 duration=${DURATION:-10}
 concurrency=${CONCURRENCY:-64}
 windows=${WINDOWS:-off 0 200}
-report=${out}/coalesce.txt
-summary=${out}/coalesce-summary.txt
+read -r -a server_flags <<<"${SERVER_FLAGS:-}"
+tag=${TAG:-}
+report=${out}/coalesce${tag:+-$tag}.txt
+summary=${out}/coalesce${tag:+-$tag}-summary.txt
 log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${report}"; }
 
 command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${report}"
@@ -36,7 +39,7 @@ start_server() {  # $1: window (us) or "off"
   local flags=(--coalesce_window_us="$1")
   [[ $1 == off ]] && flags=(--coalesce_max_group=1)
   "${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9469 \
-    "${flags[@]}" >"${out}/matrixd-$1.log" 2>&1 &
+    "${flags[@]}" "${server_flags[@]}" >"${out}/matrixd-${tag}$1.log" 2>&1 &
   pid=$!
   for _ in $(seq 60); do
     "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && return
@@ -53,7 +56,7 @@ run_load() {  # $1 label, $2 op, $3 n, $4 concurrency
   rate=$(awk '$1 == "requests/s" {print $2}' <<<"${text}")
   p50=$(awk '$1 == "p50_ms" {print $2}' <<<"${text}")
   p99=$(awk '$1 == "p99_ms" {print $2}' <<<"${text}")
-  echo "| $1 | $2 | $3 | $4 | ${rate:-?} | ${p50:-?} | ${p99:-?} |" >>"${summary}"
+  echo "| ${tag:+$tag }$1 | $2 | $3 | $4 | ${rate:-?} | ${p50:-?} | ${p99:-?} |" >>"${summary}"
 }
 
 for window in ${windows}; do

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Issue 15 on a lent GPU: the condition-estimate tests on the device (the estimator, Factorize
-# with estimate_condition, the CUDA determinant's rcond and error bound), then the `condition`
-# table (the estimate next to cuSOLVER getrf/potrf/geqrf and the LU determinant at n = 4096 and
-# 8192, float64). One device call, under the tool's 10 minutes. Runs from the repository root
-# with the binaries bundled in .gpu/ and writes its logs under $OUT:
+# Issue 15 on a lent GPU: the condition-estimate tests on the device (the block estimator,
+# Factorize with estimate_condition, the CUDA determinant's rcond and error bound, repeatability),
+# then the `condition` table (the estimate next to cuSOLVER getrf/potrf/geqrf and the LU
+# determinant at n = 4096 and 8192, float64; the determinant LU rows are the determinant path),
+# followed by the table of where the estimate's time goes (getrs with 1 and 2 right-hand sides,
+# the number of block solves, the time not spent solving).
+# One device call, under the tool's 10 minutes. Runs from the repository root with the binaries
+# bundled in .gpu/ and writes its logs under $OUT:
 #
 #   tests/gpu/condition-run.sh
 #
@@ -22,11 +25,11 @@ log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 nvidia-smi -L | tee -a "${out}/summary.txt"
 log "matrixd_core_test: condition estimates, factorize accuracy, determinant error bounds"
 timeout 240 "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='ConditionEstimate*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*' \
+  --gtest_filter='ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*' \
   >"${out}/core.txt" 2>&1
 log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core.txt" | tr '\n' ' ')"
 grep -E '^\[  FAILED  \]' "${out}/core.txt" | tee -a "${out}/summary.txt"
-log "matrixd_bench --tables=condition (GPU, n = 4096, 8192)"
+log "matrixd_bench --tables=condition (GPU, n = 4096, 8192; the determinant LU row is the 8192 determinant path)"
 timeout 300 "${bin}/matrixd_bench" --tables=condition --condition_sizes=4096,8192 --repeats=5 \
   --no_cpu >"${out}/bench_condition.txt" 2>&1
 log "  exit $?"

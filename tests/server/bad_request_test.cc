@@ -177,7 +177,8 @@ TEST_F(BadRequestTest, DeterminantOverSeveralDevicesIsRefusedNamingDevices) {
   ExpectInvalid(client().Determinant(request), "devices is -2");
   request.set_devices(2);
   ExpectRejected(client().Determinant(request), absl::StatusCode::kUnimplemented,
-                 "devices is 2; a determinant over several GPUs is not served yet");
+                 "devices = 2: one determinant over several GPUs needs the CUDA backend built "
+                 "with NCCL; this is the cpu backend");
   request.set_devices(1);
   absl::StatusOr<v1::DeterminantResponse> det = client().Determinant(request);
   ASSERT_TRUE(det.ok()) << det.status();

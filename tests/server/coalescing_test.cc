@@ -281,9 +281,12 @@ TEST_F(CoalescingTest, CancelledAndExpiredMembersLeaveTheGroup) {
 
 TEST_F(CoalescingTest, AMemberCancelledBeforeTheBatchedCallIsNotAnswered) {
   std::vector<v1::DeterminantResponse> responses(3);
+  // The jobs borrow their requests' bytes: the requests must outlive them.
+  std::vector<v1::DeterminantRequest> requests;
+  for (int i = 0; i < 3; ++i) requests.push_back(Det(8, 700 + i));
   std::vector<std::shared_ptr<CoalescibleWork>> works;
   for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<JobSpec> spec = MakeJob(Det(8, 700 + i), &responses[i], *backend_, limits_);
+    absl::StatusOr<JobSpec> spec = MakeJob(requests[i], &responses[i], *backend_, limits_);
     ASSERT_TRUE(spec.ok());
     works.push_back(spec->coalescible);
   }
@@ -294,7 +297,7 @@ TEST_F(CoalescingTest, AMemberCancelledBeforeTheBatchedCallIsNotAnswered) {
   JobControl group;
   const std::vector<absl::Status> statuses = works[0]->RunGroup(members, member_controls, group);
   ASSERT_EQ(statuses.size(), 3u);
-  EXPECT_TRUE(statuses[0].ok());
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0];
   EXPECT_EQ(statuses[1].code(), absl::StatusCode::kCancelled);
   EXPECT_TRUE(statuses[2].ok());
   EXPECT_FALSE(responses[1].has_stats());

@@ -1,0 +1,316 @@
+#include "core/multi_gpu/multi_gpu_lu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cuda_status.h"
+#include "core/cuda/lu_row_swaps.h"
+#include "core/multi_gpu/block_cyclic_part.h"
+#include "core/multi_gpu/peer_access.h"
+#include "core/status_macros.h"
+
+namespace matrixd::multi_gpu {
+
+absl::StatusOr<std::unique_ptr<MultiGpuLu>> MultiGpuLu::Create(std::vector<int> devices, int64_t n,
+                                                               int64_t block) {
+  if (devices.empty()) return absl::InvalidArgumentError("MultiGpuLu: no devices");
+  std::vector<int> sorted = devices;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return absl::InvalidArgumentError("MultiGpuLu: a device is listed twice");
+  }
+  if (n < 1 || n >= std::numeric_limits<int>::max() || block < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("MultiGpuLu: n=", n, " block=", block,
+                                                   " (want 1 <= n < 2^31 - 1 and block >= 1)"));
+  }
+  std::unique_ptr<MultiGpuLu> self(new MultiGpuLu());
+  self->n_ = n;
+  self->block_ = std::min(block, n);
+  self->panels_ = (n + self->block_ - 1) / self->block_;
+  const int gpus = static_cast<int>(devices.size());
+  const distributed::BlockCyclicLayout layout{
+      .rows = n, .cols = n, .block = self->block_, .grid = {.rows = 1, .cols = gpus}};
+  MATRIXD_RETURN_IF_ERROR(EnablePeerAccess(devices));
+  for (int g = 0; g < gpus; ++g) {
+    const int device = devices[g];
+    MATRIXD_ASSIGN_OR_RETURN(auto lane, LuLane::Create(device));
+    self->lanes_.push_back(std::move(lane));
+    self->parts_.push_back(PartOf(layout, g));
+    MATRIXD_ASSIGN_OR_RETURN(
+        auto matrix, DeviceAllocation<double>::Allocate(device, PartElements(self->parts_[g])));
+    self->matrices_.push_back(std::move(matrix));
+    std::array<DeviceAllocation<double>, 2> copies;
+    if (gpus > 1) {
+      for (auto& copy : copies) {
+        MATRIXD_ASSIGN_OR_RETURN(copy, DeviceAllocation<double>::Allocate(
+                                           device, static_cast<size_t>(n * self->block_)));
+      }
+    }
+    self->panel_copies_.push_back(std::move(copies));
+    MATRIXD_ASSIGN_OR_RETURN(auto pivots,
+                             DeviceAllocation<int>::Allocate(device, static_cast<size_t>(n)));
+    self->pivots_.push_back(std::move(pivots));
+    MATRIXD_ASSIGN_OR_RETURN(
+        auto infos, DeviceAllocation<int>::Allocate(device, static_cast<size_t>(self->panels_)));
+    self->infos_.push_back(std::move(infos));
+    // The first panel is the tallest: its workspace serves every later one.
+    int work = 0;
+    MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnDgetrf_bufferSize(
+        self->lanes_[g]->solver, static_cast<int>(n), static_cast<int>(self->block_),
+        self->matrices_[g].get(), static_cast<int>(n), &work));
+    MATRIXD_ASSIGN_OR_RETURN(auto workspace, DeviceAllocation<double>::Allocate(
+                                                 device, static_cast<size_t>(std::max(work, 1))));
+    self->work_.push_back(std::move(workspace));
+    MATRIXD_ASSIGN_OR_RETURN(auto summary, DeviceAllocation<double>::Allocate(device, 3));
+    self->summary_.push_back(std::move(summary));
+  }
+  return self;
+}
+
+MultiGpuLu::~MultiGpuLu() {
+  // The buffers are freed before the lanes (members go in reverse order): let queued work end.
+  SynchronizeAll().IgnoreError();
+}
+
+int64_t MultiGpuLu::Width(int64_t panel) const { return std::min(block_, n_ - panel * block_); }
+
+const double* MultiGpuLu::PanelOn(int g, int64_t panel) const {
+  if (Owner(panel) == g) return matrices_[g].get() + LocalColumn(panel) * n_;
+  return panel_copies_[g][panel % 2].get();
+}
+
+std::array<int64_t, 2> MultiGpuLu::TrailingColumns(int g, int64_t first_panel) const {
+  const int gpus = this->gpus();
+  const int64_t first = first_panel + ((g - first_panel) % gpus + gpus) % gpus;
+  const int64_t local_cols = parts_[g].local_cols;
+  if (first >= panels_) return {local_cols, 0};
+  const int64_t start = LocalColumn(first);
+  return {start, local_cols - start};
+}
+
+absl::Status MultiGpuLu::WaitForPanel(int g, int64_t panel, cudaStream_t stream) {
+  const int owner = Owner(panel);
+  const int parity = static_cast<int>(panel % 2);
+  if (owner != g) {
+    return MATRIXD_CUDA_STATUS(cudaStreamWaitEvent(stream, lanes_[owner]->sent[parity], 0));
+  }
+  if (stream == lanes_[g]->panel) return absl::OkStatus();  // factored on this very stream
+  return MATRIXD_CUDA_STATUS(cudaStreamWaitEvent(stream, lanes_[g]->factored[parity], 0));
+}
+
+absl::Status MultiGpuLu::ApplyPanel(int g, int64_t panel, int64_t first_col, int64_t cols,
+                                    cublasHandle_t blas, cudaStream_t stream) {
+  if (cols <= 0) return absl::OkStatus();
+  const int64_t c0 = panel * block_;
+  const int64_t w = Width(panel);
+  const int64_t below = n_ - c0 - w;
+  double* a = matrices_[g].get() + first_col * n_;
+  const double* l = PanelOn(g, panel);
+  const int ld = static_cast<int>(n_);
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cuda::LaunchRowSwaps(a, n_, cols, pivots_[g].get() + c0, c0, w, stream));
+  const double one = 1.0;
+  const double minus_one = -1.0;
+  // U12 = L11^-1 A12, then A22 -= L21 U12.
+  MATRIXD_CUDA_RETURN_IF_ERROR(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER,
+                                           CUBLAS_OP_N, CUBLAS_DIAG_UNIT, static_cast<int>(w),
+                                           static_cast<int>(cols), &one, l + c0, ld, a + c0, ld));
+  if (below == 0) return absl::OkStatus();
+  MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(below),
+                                           static_cast<int>(cols), static_cast<int>(w), &minus_one,
+                                           l + c0 + w, ld, a + c0, ld, &one, a + c0 + w, ld));
+  return absl::OkStatus();
+}
+
+absl::Status MultiGpuLu::FactorPanel(int64_t panel) {
+  const int owner = Owner(panel);
+  const int parity = static_cast<int>(panel % 2);
+  LuLane& lane = *lanes_[owner];
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
+  const int64_t c0 = panel * block_;
+  const int64_t w = Width(panel);
+  const int64_t rows = n_ - c0;
+  double* a = matrices_[owner].get() + LocalColumn(panel) * n_ + c0;
+  int* pivots = pivots_[owner].get() + c0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnDgetrf(
+      lane.solver, static_cast<int>(rows), static_cast<int>(w), a, static_cast<int>(n_),
+      work_[owner].get(), pivots, infos_[owner].get() + panel));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cuda::LaunchOffsetPivots(pivots, w, static_cast<int>(c0), lane.panel));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(lane.factored[parity], lane.panel));
+  if (gpus() == 1) return absl::OkStatus();
+  // Rows c0.. of the panel's columns (L, and U11 above its diagonal) into each other GPU's buffer
+  // for this parity, once that GPU is done with the panel of two steps ago that the buffer held.
+  for (int g = 0; g < gpus(); ++g) {
+    if (g == owner) continue;
+    LuLane& peer = *lanes_[g];
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(lane.panel, peer.released[parity], 0));
+    cudaMemcpy3DPeerParms copy{};
+    const size_t pitch = static_cast<size_t>(n_) * sizeof(double);
+    const size_t bytes = static_cast<size_t>(rows) * sizeof(double);
+    copy.srcPtr = make_cudaPitchedPtr(a, pitch, bytes, static_cast<size_t>(w));
+    copy.srcDevice = lane.device;
+    copy.dstPtr = make_cudaPitchedPtr(panel_copies_[g][parity].get() + c0, pitch, bytes,
+                                      static_cast<size_t>(w));
+    copy.dstDevice = peer.device;
+    copy.extent = make_cudaExtent(bytes, static_cast<size_t>(w), 1);
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy3DPeerAsync(&copy, lane.panel));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(pivots_[g].get() + c0, peer.device, pivots,
+                                                     lane.device, w * sizeof(int), lane.panel));
+  }
+  return MATRIXD_CUDA_STATUS(cudaEventRecord(lane.sent[parity], lane.panel));
+}
+
+absl::Status MultiGpuLu::LookAhead(int64_t panel) {
+  const int64_t next = panel + 1;
+  const int g = Owner(next);
+  const int parity = static_cast<int>(panel % 2);
+  LuLane& lane = *lanes_[g];
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
+  // The next panel's columns have had every earlier panel applied once this GPU's previous
+  // trailing update is done (nothing to wait for at step 0: Factor starts from idle GPUs).
+  if (panel > 0) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaStreamWaitEvent(lane.panel, lane.update_done[(panel - 1) % 2], 0));
+  }
+  MATRIXD_RETURN_IF_ERROR(WaitForPanel(g, panel, lane.panel));
+  MATRIXD_RETURN_IF_ERROR(
+      ApplyPanel(g, panel, LocalColumn(next), Width(next), lane.panel_blas, lane.panel));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(lane.lookahead_done[parity], lane.panel));
+  return FactorPanel(next);
+}
+
+absl::Status MultiGpuLu::UpdateTrailing(int64_t panel) {
+  const int parity = static_cast<int>(panel % 2);
+  const int lookahead_owner = Owner(panel + 1);
+  for (int g = 0; g < gpus(); ++g) {
+    LuLane& lane = *lanes_[g];
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
+    MATRIXD_RETURN_IF_ERROR(WaitForPanel(g, panel, lane.update));
+    // The look-ahead owner has taken panel + 1's columns onto its panel stream.
+    const auto [first, cols] = TrailingColumns(g, g == lookahead_owner ? panel + 2 : panel + 1);
+    MATRIXD_RETURN_IF_ERROR(ApplyPanel(g, panel, first, cols, lane.update_blas, lane.update));
+    if (g == lookahead_owner) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          cudaStreamWaitEvent(lane.update, lane.lookahead_done[parity], 0));
+    }
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(lane.released[parity], lane.update));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(lane.update_done[parity], lane.update));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MultiGpuLu::SynchronizeAll() {
+  absl::Status status;
+  for (const auto& lane : lanes_) {
+    status.Update(MATRIXD_CUDA_STATUS(cudaSetDevice(lane->device)));
+    status.Update(MATRIXD_CUDA_STATUS(cudaStreamSynchronize(lane->panel)));
+    status.Update(MATRIXD_CUDA_STATUS(cudaStreamSynchronize(lane->update)));
+  }
+  return status;
+}
+
+absl::Status MultiGpuLu::Upload(const MatrixView& a) {
+  if (a.dtype != DType::kFloat64 || a.rows != n_ || a.cols != n_) {
+    return absl::InvalidArgumentError(absl::StrCat("MultiGpuLu::Upload: want a float64 ", n_, "x",
+                                                   n_, " matrix, got ", a.rows, "x", a.cols, " ",
+                                                   DTypeName(a.dtype)));
+  }
+  // Row-major rows [k nb, (k+1) nb) of A are column-major block column k of A^T: one contiguous
+  // copy per block.
+  const auto* source = reinterpret_cast<const double*>(a.data);
+  for (int64_t panel = 0; panel < panels_; ++panel) {
+    const int g = Owner(panel);
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(matrices_[g].get() + LocalColumn(panel) * n_, source + panel * block_ * n_,
+                        static_cast<size_t>(Width(panel) * n_) * sizeof(double), cudaMemcpyDefault,
+                        lanes_[g]->update));
+  }
+  return SynchronizeAll();
+}
+
+absl::Status MultiGpuLu::Generate(cuda::GeneratedMatrix matrix, uint64_t seed) {
+  for (int g = 0; g < gpus(); ++g) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchGenerate(parts_[g], matrix, seed, matrices_[g].get(), lanes_[g]->update));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MultiGpuLu::Factor() {
+  // Both streams of every GPU start from the matrix as Upload or Generate left it.
+  MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
+  for (int g = 0; g < gpus(); ++g) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(infos_[g].get(), 0, infos_[g].bytes(), lanes_[g]->panel));
+  }
+  MATRIXD_RETURN_IF_ERROR(FactorPanel(0));
+  for (int64_t panel = 0; panel + 1 < panels_; ++panel) {
+    MATRIXD_RETURN_IF_ERROR(LookAhead(panel));
+    MATRIXD_RETURN_IF_ERROR(UpdateTrailing(panel));
+  }
+  MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
+  for (int g = 0; g < gpus(); ++g) {
+    std::vector<int> infos(infos_[g].count());
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(infos.data(), infos_[g].get(), infos_[g].bytes(), cudaMemcpyDeviceToHost));
+    for (size_t panel = 0; panel < infos.size(); ++panel) {
+      if (infos[panel] < 0) {
+        return absl::InternalError(absl::StrCat("cusolverDnDgetrf of panel ", panel, " on GPU ",
+                                                lanes_[g]->device, ": info ", infos[panel]));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DistributedDeterminant> MultiGpuLu::Determinant() {
+  std::array<double, 3> total{};
+  for (int g = 0; g < gpus(); ++g) {
+    LuLane& lane = *lanes_[g];
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(summary_[g].get(), 0, 3 * sizeof(double), lane.update));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchDiagonalSummary(parts_[g], matrices_[g].get(), summary_[g].get(), lane.update));
+    std::array<double, 3> local{};
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(local.data(), summary_[g].get(), sizeof(local),
+                                                 cudaMemcpyDeviceToHost, lane.update));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.update));
+    for (int i = 0; i < 3; ++i) total[i] += local[i];
+  }
+  // A zero (or, after one, non-finite) pivot: det is 0 whatever the pivots after it.
+  if (total[2] > 0) {
+    return DistributedDeterminant{.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()};
+  }
+  // Every GPU holds every panel's pivots (its own, and the copies it received).
+  std::vector<int> pivots(static_cast<size_t>(n_));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[0]->device));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy(pivots.data(), pivots_[0].get(),
+                                          pivots.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  const std::vector<int64_t> wide(pivots.begin(), pivots.end());
+  const PivotCounts counts[1] = {CountPivots(wide, n_, n_, n_, 1, 0)};
+  return CombineDeterminant(total[0], total[1], total[2], counts);
+}
+
+absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
+                                                           const MatrixView& a, int64_t block) {
+  if (a.rows != a.cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a determinant needs a square matrix, got ", a.rows, "x", a.cols));
+  }
+  MATRIXD_ASSIGN_OR_RETURN(auto lu, MultiGpuLu::Create(devices, a.rows, block));
+  MATRIXD_RETURN_IF_ERROR(lu->Upload(a));
+  MATRIXD_RETURN_IF_ERROR(lu->Factor());
+  return lu->Determinant();
+}
+
+}  // namespace matrixd::multi_gpu

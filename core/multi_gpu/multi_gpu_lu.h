@@ -1,0 +1,111 @@
+// LU with partial pivoting (P A = L U) of one float64 n x n matrix over several GPUs of this
+// process, and its determinant, with one host thread queueing everything (no NCCL: peer copies).
+//
+// Layout: 1-D block-column cyclic, column-major: block column k (columns [k nb, (k+1) nb)) lives
+// on GPU k mod R, all n rows of it, at local columns (k div R) nb (the 1 x R grid of
+// cuda::BlockCyclicPart, leading dimension n).
+// Algorithm: right-looking, one panel of nb columns per step, with a look-ahead of one panel: at
+// step k the owner of panel k+1 first applies panel k to that panel alone (row swaps, triangular
+// solve, GEMM) and factors it (cuSOLVER getrf on the tall panel) on a high-priority stream, then
+// copies its L part and pivots to the other GPUs, while every GPU applies panel k to the rest of
+// its trailing columns (row swaps, cuBLAS TRSM and DGEMM) on a second stream. Only the
+// determinant is wanted, so the row swaps are not applied to the columns left of a panel (L is
+// left unpermuted; U and the pivots are LAPACK's).
+#ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_LU_H_
+#define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_LU_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/cuda/block_cyclic_kernels.h"
+#include "core/matrix.h"
+#include "core/multi_gpu/device_allocation.h"
+#include "core/multi_gpu/lu_lane.h"
+#include "core/multi_gpu/pivot_counts.h"
+
+namespace matrixd::multi_gpu {
+
+class MultiGpuLu {
+ public:
+  // Plans the LU of an n x n matrix over `devices` (CUDA ordinals, distinct) with panels of
+  // `block` columns, and allocates each GPU's part, two panel buffers per GPU (R > 1) and the
+  // workspaces; enables peer access between the GPUs where they support it (copies go through
+  // the host otherwise). INVALID_ARGUMENT for no devices, a repeated device, n < 1 or n >= 2^31,
+  // block < 1; RESOURCE_EXHAUSTED naming the GPU when a part does not fit; INTERNAL for CUDA
+  // errors.
+  static absl::StatusOr<std::unique_ptr<MultiGpuLu>> Create(std::vector<int> devices, int64_t n,
+                                                            int64_t block);
+  MultiGpuLu(const MultiGpuLu&) = delete;
+  MultiGpuLu& operator=(const MultiGpuLu&) = delete;
+  ~MultiGpuLu();
+
+  int gpus() const { return static_cast<int>(lanes_.size()); }
+  int64_t n() const { return n_; }
+  int64_t block() const { return block_; }
+  // GPU g's part (the 1 x R grid's part g) and its elements on device devices[g].
+  const cuda::BlockCyclicPart& part(int g) const { return parts_[g]; }
+  double* matrix(int g) const { return matrices_[g].get(); }
+
+  // Copies the n x n float64 matrix `a` (row-major, in host or device memory) onto the GPUs. The
+  // factorisation is then that of its transpose (row-major rows are column-major columns), whose
+  // determinant is the same. INVALID_ARGUMENT for another dtype or shape.
+  absl::Status Upload(const MatrixView& a);
+  // Makes `matrix` from `seed` in place (cuda::LaunchGenerate: the same global matrix as on one
+  // GPU). Returns before it completes; Factor waits for it.
+  absl::Status Generate(cuda::GeneratedMatrix matrix, uint64_t seed);
+
+  // Factors the matrix in place and returns when every GPU is done. INTERNAL naming the call that
+  // failed (CUDA, cuBLAS, cuSOLVER) or a getrf argument error. A zero pivot is no error.
+  absl::Status Factor();
+
+  // The determinant of the last factorisation: sign and log|det| (sign 0 and -inf when singular).
+  // INTERNAL when the pivots fail pivot_counts.h's checks.
+  absl::StatusOr<DistributedDeterminant> Determinant();
+
+ private:
+  MultiGpuLu() = default;
+
+  int Owner(int64_t panel) const { return static_cast<int>(panel % gpus()); }
+  int64_t LocalColumn(int64_t panel) const { return (panel / gpus()) * block_; }
+  int64_t Width(int64_t panel) const;
+  // Panel k's L on GPU g: its own columns on the owner, else the buffer it was copied to; element
+  // (global row r, panel column c) at [r + c n].
+  const double* PanelOn(int g, int64_t panel) const;
+  // GPU g's local columns from its first block at or after `first_panel` to its last.
+  std::array<int64_t, 2> TrailingColumns(int g, int64_t first_panel) const;
+
+  absl::Status WaitForPanel(int g, int64_t panel, cudaStream_t stream);
+  // Row swaps, TRSM and GEMM of panel k on `cols` local columns of GPU g from `first_col`.
+  absl::Status ApplyPanel(int g, int64_t panel, int64_t first_col, int64_t cols,
+                          cublasHandle_t blas, cudaStream_t stream);
+  // getrf of panel k on its owner's panel stream, then its copies to the other GPUs.
+  absl::Status FactorPanel(int64_t panel);
+  absl::Status LookAhead(int64_t panel);       // step `panel`'s work for panel + 1 (its owner)
+  absl::Status UpdateTrailing(int64_t panel);  // step `panel`'s trailing update, every GPU
+  absl::Status SynchronizeAll();
+
+  int64_t n_ = 0;
+  int64_t block_ = 0;
+  int64_t panels_ = 0;
+  std::vector<std::unique_ptr<LuLane>> lanes_;
+  std::vector<cuda::BlockCyclicPart> parts_;
+  std::vector<DeviceAllocation<double>> matrices_;
+  std::vector<std::array<DeviceAllocation<double>, 2>> panel_copies_;  // by step parity (R > 1)
+  std::vector<DeviceAllocation<int>> pivots_;   // n global 1-based pivots on every GPU
+  std::vector<DeviceAllocation<int>> infos_;    // getrf's info of each panel the GPU factors
+  std::vector<DeviceAllocation<double>> work_;  // getrf's workspace
+  std::vector<DeviceAllocation<double>> summary_;
+};
+
+// The determinant of the n x n float64 matrix `a` (host or device memory) by MultiGpuLu over
+// `devices` with panels of `block` columns. Errors as Create, Upload and Factor.
+absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
+                                                           const MatrixView& a, int64_t block);
+
+}  // namespace matrixd::multi_gpu
+
+#endif  // MATRIXD_CORE_MULTI_GPU_MULTI_GPU_LU_H_

@@ -1,0 +1,222 @@
+// The GPU's blocked LU mod p (core/cuda/modular_lu.h) against the CPU backend's residue, exactly:
+// random matrices of orders around the leaf (64) and panel (128) widths, every range of primes
+// (one-piece and two-piece products, the uint64 path), and the matrices that exercise the pivot
+// search: vanishing leading minors, diagonal blocks singular mod p, singular and zero matrices.
+// Skips without a CUDA device.
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/backend.h"
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/device_context.h"
+#include "core/cuda/modular_lu.h"
+#include "core/job_control.h"
+#include "core/make_backend.h"
+#include "core/matrix.h"
+#include "core/operations.h"
+#include "gtest/gtest.h"
+#include "tests/core/cancel_at_progress.h"
+
+namespace matrixd::cuda {
+namespace {
+
+constexpr uint64_t kPrime16 = 65521;
+constexpr uint64_t kPrime26 = 67108859;
+constexpr uint64_t kPrime31 = 2147483629;
+constexpr uint64_t kPrime32 = 4294967291;  // largest prime below 2^32: still float64 residues
+constexpr uint64_t kPrime62 = 4611686018427387847;
+
+const std::vector<uint64_t>& AllPrimes() {
+  static const std::vector<uint64_t> primes = {2,        3,        kPrime16, kPrime26,
+                                               kPrime31, kPrime32, kPrime62};
+  return primes;
+}
+
+std::vector<int64_t> RandomEntries(int64_t n, std::mt19937_64& rng) {
+  std::vector<int64_t> a(static_cast<size_t>(n * n));
+  for (int64_t& x : a) x = static_cast<int64_t>(rng());
+  return a;
+}
+
+class CudaModularLuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
+    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
+    ASSERT_TRUE(context.ok()) << context.status();
+    context_ = *std::move(context);
+    absl::StatusOr<std::unique_ptr<Backend>> cpu = MakeBackend("cpu", {});
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    cpu_ = *std::move(cpu);
+  }
+
+  uint64_t Cpu(const Matrix& a, uint64_t p) {
+    absl::StatusOr<DeterminantResult> r = cpu_->Determinant(a.view(), {.modulus = p}, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->residue : p;
+  }
+  uint64_t Gpu(const Matrix& a, uint64_t p) {
+    absl::StatusOr<DeterminantResult> r = ModularLuDeterminant(a.view(), p, *context_, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return p;
+    EXPECT_EQ(r->method_used, DeterminantMethod::kLu);
+    EXPECT_GT(r->stats.bytes_moved, 0u);
+    return r->residue;
+  }
+  // Both backends on `values` (n x n) for every prime; returns how many residues were non-zero.
+  int ExpectSameResidues(int64_t n, const std::vector<int64_t>& values) {
+    const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
+    int non_zero = 0;
+    for (const uint64_t p : AllPrimes()) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " p=" << p);
+      const uint64_t expected = Cpu(a, p);
+      EXPECT_EQ(Gpu(a, p), expected);
+      non_zero += expected != 0 ? 1 : 0;
+    }
+    return non_zero;
+  }
+
+  std::unique_ptr<DeviceContext> context_;
+  std::unique_ptr<Backend> cpu_;
+};
+
+TEST_F(CudaModularLuTest, RandomMatricesMatchCpuResidues) {
+  std::mt19937_64 rng(1);
+  for (const int64_t n : {1, 2, 17, 63, 64, 65, 127, 128, 129, 300, 1000}) {
+    ExpectSameResidues(n, RandomEntries(n, rng));
+  }
+}
+
+TEST_F(CudaModularLuTest, SmallEntriesMatchCpuResidues) {
+  // Entries in {-1, 0, 1}: mod 2 and 3 many pivots vanish, so the leaves swap rows often, inside
+  // the diagonal block and from below it.
+  std::mt19937_64 rng(2);
+  for (const int64_t n : {5, 64, 129, 300}) {
+    std::vector<int64_t> values(static_cast<size_t>(n * n));
+    for (int64_t& x : values) x = static_cast<int64_t>(rng() % 3) - 1;
+    ExpectSameResidues(n, values);
+  }
+}
+
+TEST_F(CudaModularLuTest, VanishingLeadingMinorsTakePivotsFromBelowTheBlock) {
+  // The top-left 70 x 70 block is zero: no leaf finds a pivot in its diagonal block for the first
+  // 64 columns and must take rows from below (and from below the second leaf, too).
+  std::mt19937_64 rng(3);
+  for (const int64_t n : {71, 200, 300}) {
+    std::vector<int64_t> values = RandomEntries(n, rng);
+    for (int64_t i = 0; i < 70; ++i) {
+      for (int64_t j = 0; j < 70; ++j) values[i * n + j] = 0;
+    }
+    EXPECT_GT(ExpectSameResidues(n, values), 0);
+  }
+}
+
+TEST_F(CudaModularLuTest, EntriesThatVanishModPAreNotPivots) {
+  // Every entry of the first 130 rows is a multiple of p except one per row, placed so that each
+  // column's pivot sits far below and right of where LU would look first.
+  for (const uint64_t p : {uint64_t{3}, kPrime16, kPrime31}) {
+    SCOPED_TRACE(::testing::Message() << "p=" << p);
+    std::mt19937_64 rng(4);
+    const int64_t n = 260;
+    std::vector<int64_t> values = RandomEntries(n, rng);
+    for (int64_t i = 0; i < 130; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        values[i * n + j] = static_cast<int64_t>(p) * (static_cast<int64_t>(rng() % 201) - 100);
+      }
+      values[i * n + (n - 1 - i)] += 1 + static_cast<int64_t>(i % 2);
+    }
+    const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
+    const uint64_t expected = Cpu(a, p);
+    if (p > 3) {
+      EXPECT_NE(expected, 0u);  // mod 3 the random lower part is often singular
+    }
+    EXPECT_EQ(Gpu(a, p), expected);
+  }
+}
+
+TEST_F(CudaModularLuTest, SingularModPGivesZero) {
+  // Row 200 = row 3 + row 150 + p * (small integers): singular mod p, not over the integers; the
+  // dependence shows only in the second panel.
+  for (const uint64_t p : {uint64_t{2}, kPrime16, kPrime26, kPrime31, kPrime32, kPrime62}) {
+    SCOPED_TRACE(::testing::Message() << "p=" << p);
+    std::mt19937_64 rng(5);
+    const int64_t n = 300;
+    std::vector<int64_t> values(static_cast<size_t>(n * n));
+    for (int64_t& x : values) x = static_cast<int64_t>(rng() % 2001) - 1000;
+    for (int64_t j = 0; j < n; ++j) {
+      // Multiples of p where they fit in int64.
+      const int64_t multiple = p < (uint64_t{1} << 40) ? static_cast<int64_t>(p) : 0;
+      values[200 * n + j] = values[3 * n + j] + values[150 * n + j] +
+                            multiple * (static_cast<int64_t>(rng() % 7) - 3);
+    }
+    const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
+    EXPECT_EQ(Gpu(a, p), Cpu(a, p));
+  }
+}
+
+TEST_F(CudaModularLuTest, ZeroMatricesAndZeroColumnsGiveZero) {
+  for (const int64_t n : {1, 2, 64, 129}) {
+    const Matrix zero = Matrix::FromValues<int64_t>(n, n, std::vector<int64_t>(n * n, 0));
+    for (const uint64_t p : AllPrimes()) EXPECT_EQ(Gpu(zero, p), 0u) << "n=" << n << " p=" << p;
+  }
+  std::mt19937_64 rng(6);
+  const int64_t n = 200;
+  for (const int64_t column : {int64_t{0}, int64_t{100}, n - 1}) {
+    std::vector<int64_t> values = RandomEntries(n, rng);
+    for (int64_t i = 0; i < n; ++i) values[i * n + column] = 0;
+    const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
+    for (const uint64_t p : AllPrimes()) {
+      EXPECT_EQ(Gpu(a, p), 0u) << "column " << column << " p=" << p;
+    }
+  }
+}
+
+TEST_F(CudaModularLuTest, OneByOneReducesNegativeEntries) {
+  for (const uint64_t p : AllPrimes()) {
+    const Matrix a = Matrix::FromValues<int64_t>(1, 1, {-7});
+    const uint64_t expected = (p - 7 % p) % p;
+    EXPECT_EQ(Gpu(a, p), expected) << "p=" << p;
+  }
+}
+
+TEST_F(CudaModularLuTest, ReportsPhaseTimesAndWork) {
+  std::mt19937_64 rng(7);
+  const Matrix a = Matrix::FromValues<int64_t>(500, 500, RandomEntries(500, rng));
+  absl::StatusOr<DeterminantResult> r =
+      ModularLuDeterminant(a.view(), kPrime31, *context_, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<std::string> names;
+  for (const KernelRecord& k : r->stats.kernels) {
+    names.push_back(k.kernel);
+    EXPECT_GT(k.seconds, 0.0) << k.kernel;
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"modp_residues", "modp_panel", "modp_gemm", "modp_reduce"}));
+  // At least the 2/3 n^3 of the LU's multiply-adds (the DGEMMs do two pieces' worth).
+  EXPECT_GT(r->stats.flops, 2.0 / 3.0 * 500.0 * 500.0 * 500.0);
+}
+
+TEST_F(CudaModularLuTest, CancellationStopsBetweenPanels) {
+  std::mt19937_64 rng(8);
+  const int64_t n = 3000;
+  const Matrix a = Matrix::FromValues<int64_t>(n, n, RandomEntries(n, rng));
+  JobControl control;
+  control.Cancel();
+  EXPECT_EQ(ModularLuDeterminant(a.view(), kPrime31, *context_, &control).status().code(),
+            absl::StatusCode::kCancelled);
+  const absl::StatusOr<DeterminantResult> stopped = testing::RunCancellingAt(
+      0.2, [&](JobControl& c) { return ModularLuDeterminant(a.view(), kPrime31, *context_, &c); });
+  // The run may finish before the watcher sees 20 %; if it stopped, it says so.
+  if (!stopped.ok()) {
+    EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
+  }
+  // The context stays usable.
+  EXPECT_EQ(Gpu(Matrix::FromValues<int64_t>(2, 2, {1, 2, 3, 4}), kPrime16), kPrime16 - 2);
+}
+
+}  // namespace
+}  // namespace matrixd::cuda

@@ -1,0 +1,142 @@
+// MultiGpuLu (our LU with look-ahead over the GPUs of one process) against the CPU backend's
+// LAPACK determinant and against exact values. The argument checks run anywhere; the rest skips
+// without a CUDA device and runs on every GPU count from 1 to min(devices, 3).
+#include "core/multi_gpu/multi_gpu_lu.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/cpu/cpu_backend.h"
+#include "gtest/gtest.h"
+#include "tests/core/dense_test_support.h"
+
+namespace matrixd::multi_gpu {
+namespace {
+
+int DeviceCount() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+std::vector<int> FirstDevices(int gpus) {
+  std::vector<int> devices;
+  for (int d = 0; d < gpus; ++d) devices.push_back(d);
+  return devices;
+}
+
+int MaxGpus() { return std::min(DeviceCount(), 3); }
+
+// The tridiagonal (-1, 2, -1) matrix with its rows reversed: det = (-1)^floor(n/2) (n + 1), and
+// every elimination step must swap rows.
+Matrix ReversedLaplacian(int64_t n) {
+  Matrix a(n, n, DType::kFloat64);
+  auto values = a.As<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = n - 1 - i;
+    for (int64_t j = std::max<int64_t>(0, row - 1); j <= std::min(n - 1, row + 1); ++j) {
+      values[i * n + j] = row == j ? 2.0 : -1.0;
+    }
+  }
+  return a;
+}
+
+TEST(MultiGpuLu, RefusesBadArgumentsBeforeTouchingAGpu) {
+  EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({}, 10, 4).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({0, 0}, 10, 4).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({0}, 0, 4).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({0}, 10, 0).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      MultiGpuDeterminant({0}, Matrix(2, 3, DType::kFloat64).view(), 4).status()));
+}
+
+TEST(MultiGpuLu, RandomMatchesTheCpuDeterminant) {
+  const int max_gpus = MaxGpus();
+  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
+  auto cpu = MakeCpuBackend({.threads = 0});
+  // n a multiple of the block, not one, smaller than it, and a single element.
+  for (const auto& [n, block] : std::vector<std::array<int64_t, 2>>{
+           {1, 4}, {5, 8}, {64, 16}, {100, 32}, {257, 64}, {1000, 128}}) {
+    const Matrix a = testing::RandomMatrix<double>(n, n, 7);
+    JobControl control;
+    auto reference = cpu->Determinant(a.view(), {}, &control);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    const double expected_log = reference->value.log_abs();
+    const int expected_sign = static_cast<int>(reference->value.phase().real());
+    for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+      auto det = MultiGpuDeterminant(FirstDevices(gpus), a.view(), block);
+      ASSERT_TRUE(det.ok()) << det.status();
+      EXPECT_EQ(det->sign, expected_sign) << "n=" << n << " block=" << block << " gpus=" << gpus;
+      EXPECT_NEAR(det->log_abs, expected_log, 1e-9 * std::max(1.0, std::abs(expected_log)))
+          << "n=" << n << " block=" << block << " gpus=" << gpus;
+    }
+  }
+}
+
+TEST(MultiGpuLu, ReversedLaplacianPivotsEveryStepAndIsExact) {
+  const int max_gpus = MaxGpus();
+  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
+  for (const auto& [n, block] :
+       std::vector<std::array<int64_t, 2>>{{2, 4}, {7, 2}, {64, 8}, {301, 32}}) {
+    const Matrix a = ReversedLaplacian(n);
+    for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+      auto det = MultiGpuDeterminant(FirstDevices(gpus), a.view(), block);
+      ASSERT_TRUE(det.ok()) << det.status();
+      EXPECT_EQ(det->sign, (n / 2) % 2 == 0 ? 1 : -1) << "n=" << n << " gpus=" << gpus;
+      EXPECT_NEAR(det->log_abs, std::log(static_cast<double>(n + 1)), 1e-10)
+          << "n=" << n << " gpus=" << gpus;
+    }
+  }
+}
+
+TEST(MultiGpuLu, SingularMatrixIsZeroNotNan) {
+  const int max_gpus = MaxGpus();
+  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
+  const int64_t n = 150;
+  Matrix repeated = testing::RandomMatrix<double>(n, n, 3);
+  auto values = repeated.As<double>();
+  for (int64_t j = 0; j < n; ++j) values[40 * n + j] = values[3 * n + j];  // row 40 = row 3
+  const Matrix zero(n, n, DType::kFloat64);
+  for (const Matrix* a : std::vector<const Matrix*>{&repeated, &zero}) {
+    for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+      auto det = MultiGpuDeterminant(FirstDevices(gpus), a->view(), 32);
+      ASSERT_TRUE(det.ok()) << det.status();
+      EXPECT_EQ(det->sign, 0) << "gpus=" << gpus;
+      EXPECT_EQ(det->log_abs, -std::numeric_limits<double>::infinity()) << "gpus=" << gpus;
+    }
+  }
+}
+
+TEST(MultiGpuLu, TwoGpusWhereOneHoldsNothing) {
+  if (DeviceCount() < 2) GTEST_SKIP() << "needs 2 CUDA devices";
+  // n below the block: one panel, the second GPU's part is empty.
+  const Matrix a = testing::RandomMatrix<double>(20, 20, 5);
+  auto cpu = MakeCpuBackend({.threads = 0});
+  JobControl control;
+  auto reference = cpu->Determinant(a.view(), {}, &control);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  auto det = MultiGpuDeterminant({0, 1}, a.view(), 64);
+  ASSERT_TRUE(det.ok()) << det.status();
+  EXPECT_EQ(det->sign, static_cast<int>(reference->value.phase().real()));
+  EXPECT_NEAR(det->log_abs, reference->value.log_abs(), 1e-10);
+}
+
+TEST(MultiGpuLu, FactorsAgainAfterANewUpload) {
+  if (DeviceCount() < 1) GTEST_SKIP() << "no CUDA device";
+  const int gpus = std::min(DeviceCount(), 2);
+  auto lu = MultiGpuLu::Create(FirstDevices(gpus), 96, 16);
+  ASSERT_TRUE(lu.ok()) << lu.status();
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE((*lu)->Upload(ReversedLaplacian(96).view()).ok());
+    ASSERT_TRUE((*lu)->Factor().ok());
+    auto det = (*lu)->Determinant();
+    ASSERT_TRUE(det.ok()) << det.status();
+    EXPECT_EQ(det->sign, 1);
+    EXPECT_NEAR(det->log_abs, std::log(97.0), 1e-10);
+  }
+}
+
+}  // namespace
+}  // namespace matrixd::multi_gpu
