@@ -34,7 +34,7 @@ df -h /dev/shm | tee -a "${report}"
 if [ -z "${SKIP_TESTS:-}" ]; then
   log "matrixd_core_test: batched factorization, validation, finiteness scan"
   timeout 300 "${bin}/matrixd_core_test" \
-    --gtest_filter='Backends/FactorizeBatchTest.*:ValidateFactorizeBatch.*:FiniteScan*.*:*ResultDestination*' \
+    --gtest_filter='Backends/FactorizeBatchTest.*:ValidateFactorizeBatch.*:FiniteScan.*:ResultDestinations.*' \
     >"${out}/core_test.log" 2>&1
   log "  exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core_test.log" | tr '\n' ' '))"
   grep -E '^\[  FAILED  \]' "${out}/core_test.log" | tee -a "${report}"
