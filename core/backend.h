@@ -236,6 +236,16 @@ class Backend {
     return false;
   }
 
+  // Whether Factorize refuses a host operand `a` that holds a NaN or Inf itself, with the status
+  // ValidateFactorize gives it (core/validation.h: NonFiniteEntryError for "matrix", the first
+  // such entry in row-major order), so that the caller may validate with FiniteCheck::kByBackend
+  // and skip its own pass over the operand (a backend that copies it to a device anyway checks it
+  // there). Reads only shapes and options. False by default.
+  virtual bool FactorizeChecksFinite(const MatrixView& /*a*/, const FactorizeOptions& /*options*/,
+                                     const MatrixView* /*rhs*/) const {
+    return false;
+  }
+
   // The pool state of each device the backend uses; empty without device memory. Thread-safe.
   virtual std::vector<DeviceMemoryUsage> DeviceMemory() const { return {}; }
 

@@ -102,6 +102,10 @@ class BackendWrapper : public Backend {
                              const DeterminantOptions& options) const override {
     return target_->DeterminantRunsOnHost(a, options);
   }
+  bool FactorizeChecksFinite(const MatrixView& a, const FactorizeOptions& options,
+                             const MatrixView* rhs) const override {
+    return target_->FactorizeChecksFinite(a, options, rhs);
+  }
   std::vector<DeviceMemoryUsage> DeviceMemory() const override { return target_->DeviceMemory(); }
   absl::StatusOr<std::vector<DeviceCopyBandwidth>> MeasureCopyBandwidth() override {
     return target_->MeasureCopyBandwidth();

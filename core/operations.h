@@ -102,7 +102,8 @@ struct FactorizeOptions {
   bool estimate_condition = false;
   // REQUIRES (core/validation.h): LU of one square matrix with a right-hand side.
   RefineOptions refine = {};
-  // Host memory for the result matrices ("lu", "l", "solution"), where the caller wants them.
+  // Host memory for the result matrices ("lu", "l", "solution") and index results
+  // ("permutation"), where the caller wants them.
   ResultDestinations destinations = {};
 };
 
@@ -127,6 +128,9 @@ struct FactorizeResult {
   Matrix lu;
   // LU: 0-based; A[permutation[i], :] = (L U)[i, :].
   std::vector<int64_t> permutation;
+  // LU: the permutation was written into options.destinations' "permutation" instead
+  // (ResultDestinations::Indices), and `permutation` is empty.
+  bool permutation_in_destination = false;
   // LU: first column whose U diagonal entry is exactly zero.
   std::optional<int64_t> singular_column;
   // LU of a batch: each matrix's singular column, -1 when it has none. Empty otherwise.

@@ -42,4 +42,10 @@ Matrix ResultDestinations::CopyOf(std::string_view name, const MatrixView& sourc
   return Matrix::CopyOf(source);
 }
 
+std::span<int64_t> ResultDestinations::Indices(std::string_view name, size_t count) const {
+  std::byte* bytes = Find(name, count * sizeof(int64_t));
+  if (bytes == nullptr) return {};
+  return {reinterpret_cast<int64_t*>(bytes), count};
+}
+
 }  // namespace matrixd

@@ -32,6 +32,10 @@ class ResultDestinations {
   Matrix MakeForOverwrite(std::string_view name, int64_t rows, int64_t cols, DType dtype) const;
   // As Make, holding a copy of `source`'s bytes (for operations that work in place).
   Matrix CopyOf(std::string_view name, const MatrixView& source) const;
+  // The destination of index result `name` (e.g. a batch's "permutation") when one of exactly
+  // `count` int64 entries was given, else an empty span. Whoever takes it writes every entry and
+  // says so in its result (e.g. FactorizeResult::permutation_in_destination).
+  std::span<int64_t> Indices(std::string_view name, size_t count) const;
 
  private:
   struct Entry {

@@ -107,9 +107,9 @@ absl::Status RequireDType(const MatrixView& m, absl::string_view field, bool all
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const Limits& limits) {
+// ValidateMatrix, reading the entries only when `finite` says the host checks them.
+absl::Status ValidateMatrixShape(const MatrixView& m, absl::string_view field, const Limits& limits,
+                                 FiniteCheck finite) {
   if (m.rows <= 0 || m.cols <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, " has shape ", m.rows, "x", m.cols, "; rows and cols must be >= 1"));
@@ -119,12 +119,22 @@ absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const 
         field, " has ", m.rows, "x", m.cols, " elements; the limit is ", limits.max_elements));
   }
   // A device view's entries were checked when it was stored (see AllFinite).
-  if (m.on_device()) return absl::OkStatus();
+  if (m.on_device() || finite == FiniteCheck::kByBackend) return absl::OkStatus();
   if (const int64_t bad = FirstNonFiniteEntry(m); bad >= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, "[", bad / m.cols, ", ", bad % m.cols, "] is not finite (NaN or Inf)"));
+    return NonFiniteEntryError(field, bad, m.cols);
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status NonFiniteEntryError(absl::string_view field, int64_t element, int64_t cols) {
+  return absl::InvalidArgumentError(absl::StrCat(field, "[", element / cols, ", ", element % cols,
+                                                 "] is not finite (NaN or Inf)"));
+}
+
+absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const Limits& limits) {
+  return ValidateMatrixShape(m, field, limits, FiniteCheck::kOnHost);
 }
 
 bool AllFinite(const MatrixView& m) { return FirstNonFiniteEntry(m) < 0; }
@@ -160,8 +170,8 @@ absl::Status CheckEstimateCondition(const FactorizeOptions& options, int64_t row
 }
 
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
-                               const MatrixView* rhs, const Limits& limits) {
-  MATRIXD_RETURN_IF_ERROR(ValidateMatrix(a, "matrix", limits));
+                               const MatrixView* rhs, const Limits& limits, FiniteCheck finite) {
+  MATRIXD_RETURN_IF_ERROR(ValidateMatrixShape(a, "matrix", limits, finite));
   MATRIXD_RETURN_IF_ERROR(
       RequireDType(a, "matrix", IsFloating(a.dtype), "float32, float64, complex64 or complex128"));
   MATRIXD_RETURN_IF_ERROR(CheckRefineOptions(options, rhs != nullptr));

@@ -27,6 +27,16 @@ absl::Status ValidateMatrix(const MatrixView& m, absl::string_view field, const 
 // True when every floating-point entry of a host view is finite (always for integer dtypes).
 bool AllFinite(const MatrixView& m);
 
+// The INVALID_ARGUMENT ValidateMatrix returns for a NaN or Inf entry: "`field`[row, col] is not
+// finite (NaN or Inf)" for the row-major element index `element` of a matrix of `cols` columns.
+// For a backend that finds the entry itself (Backend::FactorizeChecksFinite).
+absl::Status NonFiniteEntryError(absl::string_view field, int64_t element, int64_t cols);
+
+// Who looks for NaN and Inf in a factorization's matrix: ValidateFactorize on the host, or the
+// backend while it works (Backend::FactorizeChecksFinite: the same status, without a host pass
+// over the operand).
+enum class FiniteCheck { kOnHost, kByBackend };
+
 absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& options,
                                  const Limits& limits);
 // estimate_condition's rules: one matrix (batch_count 0), square for LU; a factorization of
@@ -36,8 +46,10 @@ absl::Status CheckEstimateCondition(const FactorizeOptions& options, int64_t row
 // for CHOLESKY, for a solve and for a batched LU) applied to each matrix of a batch; for
 // CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h);
 // CheckEstimateCondition; the refine options as core/refinement.h's CheckRefineOptions.
+// With FiniteCheck::kByBackend, a's entries are not read for NaN/Inf (rhs's still are).
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
-                               const MatrixView* rhs, const Limits& limits);
+                               const MatrixView* rhs, const Limits& limits,
+                               FiniteCheck finite = FiniteCheck::kOnHost);
 absl::Status ValidateMultiply(const MatrixView& a, const MatrixView& b,
                               const MultiplyOptions& options, const Limits& limits);
 absl::Status ValidatePermanent(const MatrixView& a, const PermanentOptions& options,

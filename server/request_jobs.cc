@@ -272,7 +272,9 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
         // Index results asked into shared memory go there and stay out of the response.
         for (auto [name, values] : {std::pair{"permutation", &result->permutation},
                                     std::pair{"singular_columns", &result->singular_columns}}) {
-          absl::StatusOr<bool> placed = outputs.WriteIndices(name, *values);
+          const bool in_place =
+              values == &result->permutation && result->permutation_in_destination;
+          absl::StatusOr<bool> placed = outputs.WriteIndices(name, *values, in_place);
           if (!placed.ok()) return placed.status();
           if (*placed) values->clear();
         }

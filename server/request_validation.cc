@@ -260,9 +260,16 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
   if (inputs.rhs.has_value()) {
     if (absl::Status s = inputs.rhs->CopyToHost(); !s.ok()) return s;
   }
+  // A backend that copies the operand to its device anyway looks for NaN/Inf there, answering
+  // with the same status: the host then spares a pass over it (for a batch of 0.8 GB, ~20 ms).
+  const FiniteCheck finite =
+      sources.backend != nullptr && sources.backend->FactorizeChecksFinite(
+                                        inputs.matrix.view(), inputs.options(), inputs.rhs_view())
+          ? FiniteCheck::kByBackend
+          : FiniteCheck::kOnHost;
   if (absl::Status s = ValidateFactorize(
           inputs.matrix.view(), inputs.options(), inputs.rhs_view(),
-          LimitsFor(limits, {&inputs.matrix, inputs.rhs ? &*inputs.rhs : nullptr}));
+          LimitsFor(limits, {&inputs.matrix, inputs.rhs ? &*inputs.rhs : nullptr}), finite);
       !s.ok()) {
     return s;
   }

@@ -95,9 +95,7 @@ absl::StatusOr<SharedMemoryOutputs> SharedMemoryOutputs::Resolve(
 void SharedMemoryOutputs::OfferTo(ResultDestinations& destinations) const {
   for (const Target& target : targets_) {
     // Host memory only: a CUDA region's target is lent as a device output (LendDeviceTarget).
-    if (target.indices || target.matrix.device != nullptr || target.matrix.writable == nullptr) {
-      continue;
-    }
+    if (target.matrix.device != nullptr || target.matrix.writable == nullptr) continue;
     destinations.Add(target.field, {target.matrix.writable, target.matrix.view.byte_size()});
   }
 }
@@ -113,9 +111,14 @@ ResidentMatrix* SharedMemoryOutputs::LendDeviceTarget(const std::string& field) 
 }
 
 absl::StatusOr<bool> SharedMemoryOutputs::WriteIndices(const std::string& field,
-                                                       std::span<const int64_t> values) const {
+                                                       std::span<const int64_t> values,
+                                                       bool in_place) const {
   for (const Target& target : targets_) {
     if (!target.indices || target.field != field) continue;
+    if (in_place) {
+      target.written = true;
+      return true;
+    }
     const MatrixView& to = target.matrix.view;
     if (static_cast<uint64_t>(to.size()) != values.size()) {
       return absl::InvalidArgumentError(

@@ -31,9 +31,9 @@ class SharedMemoryOutputs {
       SharedMemoryRegistry* registry, const std::string& owner = {});
 
   bool empty() const { return targets_.empty(); }
-  // Offers each target to the operation as the place to put its result
-  // (core/result_destinations.h), so that a backend that can writes it there directly and Write has
-  // nothing to copy.
+  // Offers each target in host memory to the operation as the place to put its result
+  // (core/result_destinations.h), index targets included, so that a backend that can writes it
+  // there directly and Write (or WriteIndices) has nothing to copy.
   void OfferTo(ResultDestinations& destinations) const;
 
   // The device matrix of the target of result `field` when it is in a CUDA region, to pass as the
@@ -45,9 +45,11 @@ class SharedMemoryOutputs {
   // batch's 3.2 M pivots cost more to encode and decode than the factors to copy) are targets too:
   // an INT64 matrix of exactly as many entries. If `field` is one, copies `values` there and
   // returns true (the caller then leaves the field out of the response); false when it is not a
-  // target. INVALID_ARGUMENT naming the entry when the sizes differ.
-  absl::StatusOr<bool> WriteIndices(const std::string& field,
-                                    std::span<const int64_t> values) const;
+  // target. INVALID_ARGUMENT naming the entry when the sizes differ. With `in_place`, the
+  // operation has already written them into the target offered by OfferTo (`values` is empty):
+  // only marks the target written.
+  absl::StatusOr<bool> WriteIndices(const std::string& field, std::span<const int64_t> values,
+                                    bool in_place = false) const;
 
   // Copies each target's matrix field of `response` into its target and clears the field; a field
   // with its shape but no data (the operation wrote it in place, see OfferTo) is only checked.

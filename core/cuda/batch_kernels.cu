@@ -194,6 +194,27 @@ cudaError_t FormQ(const T* factors, const T* tau, int rows, int cols, int k, int
   return cudaGetLastError();
 }
 
+// ---- Finiteness ----
+
+// Every exponent bit set: Inf or NaN. Each warp takes the minimum of its lanes' first hits and
+// one lane lowers the global minimum, so a finite operand (the usual case) costs no atomics.
+template <typename Bits>
+__global__ void FirstNonFiniteKernel(const Bits* __restrict__ data, int64_t count, Bits exponent,
+                                     uint64_t base, unsigned long long* first) {
+  unsigned long long mine = ~0ull;
+  for (int64_t i = FirstIndex(); i < count; i += GridStride()) {
+    if ((data[i] & exponent) == exponent) {
+      mine = base + static_cast<uint64_t>(i);
+      break;  // later indices of this thread are larger
+    }
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const unsigned long long other = __shfl_down_sync(0xffffffffu, mine, offset);
+    mine = other < mine ? other : mine;
+  }
+  if ((threadIdx.x & 31) == 0 && mine != ~0ull) atomicMin(first, mine);
+}
+
 // ---- LU summary ----
 
 // One thread per matrix: the pivots replayed on the identity, and the first zero pivot.
@@ -302,6 +323,21 @@ cudaError_t LaunchBatchedFormQ(const std::complex<double>* factors, const std::c
                                int rows, int cols, int k, int64_t batch, std::complex<double>* q,
                                cudaStream_t stream) {
   return FormQ(factors, tau, rows, cols, k, batch, q, stream);
+}
+
+cudaError_t LaunchFirstNonFinite(const void* data, int64_t count, size_t component_size,
+                                 uint64_t base, unsigned long long* first, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if (component_size == 4) {
+    FirstNonFiniteKernel<uint32_t><<<Blocks(count), kThreads, 0, stream>>>(
+        static_cast<const uint32_t*>(data), count, 0x7f800000u, base, first);
+  } else if (component_size == 8) {
+    FirstNonFiniteKernel<uint64_t><<<Blocks(count), kThreads, 0, stream>>>(
+        static_cast<const uint64_t*>(data), count, 0x7ff0000000000000ull, base, first);
+  } else {
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
 }
 
 cudaError_t LaunchBatchedLuSummary(const float* lu, const int* ipiv, int n, int64_t batch,

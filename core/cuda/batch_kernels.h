@@ -56,6 +56,14 @@ cudaError_t LaunchBatchedFormQ(const std::complex<double>* factors, const std::c
                                int rows, int cols, int k, int64_t batch, std::complex<double>* q,
                                cudaStream_t stream);
 
+// Lowers *first to base + i for the smallest i in [0, count) whose component of `data` (float32
+// words for component_size 4, float64 words for 8; a complex number is two) is Inf or NaN, and
+// leaves it alone when all are finite: the device's side of core/validation.h's finiteness scan,
+// run on each chunk of an operand as it arrives. Start *first at UINT64_MAX.
+// REQUIRES: component_size 4 or 8; data aligned to it.
+cudaError_t LaunchFirstNonFinite(const void* data, int64_t count, size_t component_size,
+                                 uint64_t base, unsigned long long* first, cudaStream_t stream);
+
 // For each n x n LU factorisation of getrfBatched (column-major, 1-based pivots ipiv, n per
 // matrix): permutation[b * n + i] = the row of A that row i of L U came from (0-based), and
 // singular_column[b] = the first j with U[j, j] exactly zero, or -1. nonfinite[b] = 1 when the

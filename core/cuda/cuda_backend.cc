@@ -18,6 +18,7 @@
 #include "core/cuda/device_context.h"
 #include "core/cuda/device_streams.h"
 #include "core/cuda/factorize.h"
+#include "core/cuda/factorize_batch.h"
 #include "core/cuda/host_determinant.h"
 #include "core/cuda/host_registration.h"
 #include "core/cuda/ipc_mapping.h"
@@ -248,6 +249,13 @@ class CudaBackend final : public Backend {
   bool DeterminantRunsOnHost(const MatrixView& a,
                              const DeterminantOptions& options) const override {
     return cuda::DeterminantRunsOnHost(a, options, host_determinant_max_order_);
+  }
+
+  // The batched LU without a right-hand side checks its operand on the device as it uploads it
+  // (factorize_batch.h). Refinement runs before the batched path and reads A on the host.
+  bool FactorizeChecksFinite(const MatrixView& a, const FactorizeOptions& options,
+                             const MatrixView* rhs) const override {
+    return cuda::FactorizeBatchChecksFinite(a, options, rhs);
   }
 
   // Pool counters need no lock: the driver keeps them.

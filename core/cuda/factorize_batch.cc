@@ -4,6 +4,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -15,11 +16,13 @@
 #include "core/cpu/factorize.h"
 #include "core/cuda/batch_kernels.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/cuda_stream.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/host_registration.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
+#include "core/validation.h"
 
 // Layout: as in factorize.cc, a row-major matrix read column-major is its transpose. LU and QR
 // transpose each matrix of the batch after the upload and their factors back before the download
@@ -107,7 +110,7 @@ absl::Status RequireSquare(const Batch& batch, const char* what) {
 // those of the unbatched path. Updates lu, permutation and singular_columns.
 template <typename T>
 absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<const int> redo,
-                            FactorizeResult& result) {
+                            std::span<int64_t> permutation, FactorizeResult& result) {
   const size_t matrix_bytes = static_cast<size_t>(batch.size()) * sizeof(T);
   for (int b = 0; b < batch.count; ++b) {
     if (redo[b] == 0) continue;
@@ -121,10 +124,20 @@ absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<c
     std::memcpy(result.lu.mutable_bytes() + static_cast<size_t>(b) * matrix_bytes, host.lu.bytes(),
                 matrix_bytes);
     std::copy(host.permutation.begin(), host.permutation.end(),
-              result.permutation.begin() + int64_t{b} * batch.rows);
+              permutation.begin() + int64_t{b} * batch.rows);
     result.singular_columns[b] = host.singular_column.value_or(-1);
   }
   return absl::OkStatus();
+}
+
+// singular_column: that of the first singular matrix of the batch.
+void SetFirstSingularColumn(FactorizeResult& result) {
+  for (const int64_t column : result.singular_columns) {
+    if (column >= 0) {
+      result.singular_column = column;
+      break;
+    }
+  }
 }
 
 // getrfBatched on each A, getrsBatched for A X = B. Pivots are LAPACK's (1-based row swaps in
@@ -247,13 +260,8 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   for (int b = 0; b < count; ++b) {
     redo[b] = nonfinite_flags[b] != 0 || infos[b] > 0 || singular_columns[b] >= 0 ? 1 : 0;
   }
-  MATRIXD_RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, result));
-  for (const int64_t column : result.singular_columns) {
-    if (column >= 0) {
-      result.singular_column = column;
-      break;
-    }
-  }
+  MATRIXD_RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, result.permutation, result));
+  SetFirstSingularColumn(result);
 
   result.stats.flops =
       kFlopsPerUpdate<T> / 2.0 * count * (LuFlops(n, n) + 2.0 * n * static_cast<double>(n) * nrhs);
@@ -262,6 +270,212 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   MATRIXD_RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cublas_getrf_batched",
                                                 2 * a.byte_size(),
                                                 kFlopsPerUpdate<T> / 2.0 * count * LuFlops(n, n)));
+  return result;
+}
+
+// ---- LU without a right-hand side: copies overlapped with the factorization ----
+
+// Each chunk of the pipeline is about this many bytes of matrices: large enough that a copy runs
+// at the copy engine's full speed and a getrfBatched call fills the device, small enough that
+// the first upload and the last download, which nothing overlaps, stay under a millisecond.
+constexpr size_t kPipelineChunkBytes = size_t{32} << 20;
+
+// The pipeline's copy streams (one in, one out; the context's stream computes). Destroyed on every
+// return path after waiting for both, so that no copy still reads or writes a buffer or host range
+// declared before it.
+struct CopyStreams {
+  static absl::StatusOr<CopyStreams> Create() {
+    MATRIXD_ASSIGN_OR_RETURN(CudaStream in, CudaStream::Create());
+    MATRIXD_ASSIGN_OR_RETURN(CudaStream out, CudaStream::Create());
+    return CopyStreams{std::move(in), std::move(out)};
+  }
+  CopyStreams(CudaStream in_stream, CudaStream out_stream)
+      : in(std::move(in_stream)), out(std::move(out_stream)) {}
+  CopyStreams(CopyStreams&&) = default;
+  CopyStreams& operator=(CopyStreams&&) = delete;
+  ~CopyStreams() {
+    for (const CudaStream* stream : {&in, &out}) {
+      // Nothing to report from here; a failed wait surfaces at the next call on the context.
+      if (stream->get() != nullptr) static_cast<void>(cudaStreamSynchronize(stream->get()));
+    }
+  }
+
+  CudaStream in;
+  CudaStream out;
+};
+
+// The sum of the per-chunk getrf timers as one kernel record.
+absl::Status AppendSummed(std::vector<KernelTimer>& timers, ComputeStats* stats, const char* kernel,
+                          uint64_t bytes, double flops) {
+  ComputeStats each;
+  for (KernelTimer& timer : timers) MATRIXD_RETURN_IF_ERROR(timer.AppendTo(&each, kernel, 0, 0));
+  double seconds = 0;
+  for (const KernelRecord& record : each.kernels) seconds += record.seconds;
+  stats->kernels.push_back({.kernel = kernel, .seconds = seconds, .bytes = bytes, .flops = flops});
+  return absl::OkStatus();
+}
+
+// The batch goes through in chunks of matrices on three streams: chunk c's upload (stream in),
+// its finiteness check, transposes, getrfBatched and pivot summary (the context's stream), and its
+// download (stream out) run while chunk c+1 uploads and chunk c-1 downloads, so the wall time
+// approaches that of the larger copy instead of the sum of both and the work between. Each
+// matrix goes through the same getrfBatched as in BatchedLu (a chunk is a slice of at most
+// kMaxMatricesPerCall), the flags come back once at the end, and the operand's entries are
+// checked on the device as each chunk lands (the first Inf/NaN in row-major order is named as
+// ValidateFactorize names it), so the server need not scan it on the host.
+template <typename T>
+absl::StatusOr<FactorizeResult> PipelinedLu(const MatrixView& a, const Batch& batch,
+                                            const ResultDestinations& out, DeviceContext& context) {
+  using Traits = LibraryTraits<T>;
+  MATRIXD_RETURN_IF_ERROR(RequireSquare(batch, "a batched LU"));
+  const int n = batch.rows;
+  const int count = batch.count;
+  const size_t matrix_bytes = static_cast<size_t>(batch.size()) * sizeof(T);
+  const int chunk = static_cast<int>(std::clamp<size_t>(kPipelineChunkBytes / matrix_bytes, 1,
+                                                        static_cast<size_t>(kMaxMatricesPerCall)));
+  const cudaStream_t compute = context.stream();
+  // A complex entry is two components; the scan reports the first component.
+  constexpr size_t kComponent = kIsComplex<T> ? sizeof(T) / 2 : sizeof(T);
+  constexpr int64_t kComponentsPerEntry = kIsComplex<T> ? 2 : 1;
+
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer staging, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factors, context.Allocate(a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivots,
+                           context.Allocate(static_cast<size_t>(count) * n * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer permutation,
+                           context.Allocate(static_cast<size_t>(count) * n * sizeof(int64_t)));
+  // Per matrix: getrf's info, the first zero pivot, the Inf/NaN flag of the factors; then the
+  // first non-finite component of the operand (UINT64_MAX: none).
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer flags,
+                           context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer first_bad, context.Allocate(sizeof(uint64_t)));
+  int* info = flags.as<int>();
+  int* singular = info + count;
+  int* nonfinite = singular + count;
+  int* ipiv = pivots.as<int>();
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(first_bad.data(), 0xff, sizeof(uint64_t), compute));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor_pointers,
+                           PointersInto<T>(factors, batch.size(), count, context));
+  Device<T>** lu = PointerArray<T>(factor_pointers);
+
+  FactorizeResult result;
+  result.kind = FactorizationKind::kLu;
+  result.lu = HostMatrix<T>(out, "lu", a.rows, n);
+  const size_t pivot_count = static_cast<size_t>(count) * n;
+  std::span<int64_t> host_permutation = out.Indices("permutation", pivot_count);
+  result.permutation_in_destination = !host_permutation.empty();
+  if (!result.permutation_in_destination) {
+    result.permutation.resize(pivot_count);
+    host_permutation = result.permutation;
+  }
+  const HostRegistration a_pin(a.data, a.byte_size(), compute);
+  const HostRegistration lu_pin(result.lu.bytes(), result.lu.byte_size(), compute);
+  const HostRegistration permutation_pin(
+      result.permutation_in_destination ? nullptr : host_permutation.data(),
+      host_permutation.size_bytes(), compute);
+
+  // Declared after every buffer and host range the copies use: destroyed (waited for) first.
+  MATRIXD_ASSIGN_OR_RETURN(CopyStreams streams, CopyStreams::Create());
+  const cudaStream_t in = streams.in.get();
+  const cudaStream_t down = streams.out.get();
+  MATRIXD_ASSIGN_OR_RETURN(CudaEvent allocated, CudaEvent::Create());
+  MATRIXD_ASSIGN_OR_RETURN(CudaEvent uploaded, CudaEvent::Create());
+  MATRIXD_ASSIGN_OR_RETURN(CudaEvent computed, CudaEvent::Create());
+  MATRIXD_ASSIGN_OR_RETURN(CudaEvent downloaded, CudaEvent::Create());
+  // The buffers were allocated in the compute stream's order.
+  MATRIXD_RETURN_IF_ERROR(allocated.Record(compute));
+  MATRIXD_RETURN_IF_ERROR(allocated.MakeWait(in));
+  MATRIXD_RETURN_IF_ERROR(allocated.MakeWait(down));
+
+  absl::StatusOr<KernelTimer> copy_in_timer = KernelTimer::Start(in);
+  MATRIXD_RETURN_IF_ERROR(copy_in_timer.status());
+  std::optional<KernelTimer> copy_out_timer;
+  std::vector<KernelTimer> getrf_timers;
+  for (int first = 0; first < count; first += chunk) {
+    const int size = std::min(chunk, count - first);
+    const size_t offset = static_cast<size_t>(first) * matrix_bytes;
+    const size_t bytes = static_cast<size_t>(size) * matrix_bytes;
+    const int64_t pivot_offset = int64_t{first} * n;
+    // Events are waited for right after each record, so two of them serve every chunk.
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging.as<std::byte>() + offset, a.data + offset,
+                                                 bytes, cudaMemcpyDefault, in));
+    MATRIXD_RETURN_IF_ERROR(uploaded.Record(in));
+    MATRIXD_RETURN_IF_ERROR(uploaded.MakeWait(compute));
+
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchFirstNonFinite(
+        staging.as<std::byte>() + offset, static_cast<int64_t>(bytes / kComponent), kComponent,
+        static_cast<uint64_t>(offset / kComponent), first_bad.as<unsigned long long>(), compute));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedTranspose(staging.as<std::byte>() + offset, n, n,
+                                                        size, factors.as<std::byte>() + offset,
+                                                        sizeof(T), compute));
+    absl::StatusOr<KernelTimer> getrf_timer = KernelTimer::Start(compute);
+    MATRIXD_RETURN_IF_ERROR(getrf_timer.status());
+    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf_batched(context.cublas(), n, lu + first, n,
+                                                       ipiv + pivot_offset, info + first, size));
+    MATRIXD_RETURN_IF_ERROR(getrf_timer->Stop());
+    getrf_timers.push_back(*std::move(getrf_timer));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedLuSummary(
+        factors.as<T>() + static_cast<size_t>(first) * batch.size(), ipiv + pivot_offset, n, size,
+        permutation.as<int64_t>() + pivot_offset, singular + first, nonfinite + first, compute));
+    // Back to row-major where the chunk was uploaded: that copy is already consumed.
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchBatchedTranspose(factors.as<std::byte>() + offset, n, n,
+                                                        size, staging.as<std::byte>() + offset,
+                                                        sizeof(T), compute));
+    MATRIXD_RETURN_IF_ERROR(computed.Record(compute));
+    MATRIXD_RETURN_IF_ERROR(computed.MakeWait(down));
+
+    if (!copy_out_timer.has_value()) {  // from the first chunk's download on, not before
+      absl::StatusOr<KernelTimer> timer = KernelTimer::Start(down);
+      MATRIXD_RETURN_IF_ERROR(timer.status());
+      copy_out_timer.emplace(*std::move(timer));
+    }
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(result.lu.mutable_bytes() + offset,
+                                                 staging.as<std::byte>() + offset, bytes,
+                                                 cudaMemcpyDefault, down));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+        host_permutation.data() + pivot_offset, permutation.as<int64_t>() + pivot_offset,
+        static_cast<size_t>(size) * n * sizeof(int64_t), cudaMemcpyDefault, down));
+  }
+  MATRIXD_RETURN_IF_ERROR(copy_in_timer->Stop());
+  MATRIXD_RETURN_IF_ERROR(copy_out_timer->Stop());
+  MATRIXD_RETURN_IF_ERROR(downloaded.Record(down));
+  MATRIXD_RETURN_IF_ERROR(downloaded.MakeWait(compute));
+
+  // On the compute stream, after every download: these return once all has landed.
+  uint64_t first_bad_component = 0;
+  MATRIXD_RETURN_IF_ERROR(context.Download(first_bad, &first_bad_component, sizeof(uint64_t)));
+  if (first_bad_component != ~uint64_t{0}) {
+    return NonFiniteEntryError(
+        "matrix", static_cast<int64_t>(first_bad_component) / kComponentsPerEntry, a.cols);
+  }
+  std::vector<int> host_flags(static_cast<size_t>(count) * 3);
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(flags, host_flags.data(), host_flags.size() * sizeof(int)));
+  const std::span<const int> infos(host_flags.data(), count);
+  const std::span<const int> singular_columns(host_flags.data() + count, count);
+  const std::span<const int> nonfinite_flags(host_flags.data() + 2 * int64_t{count}, count);
+  for (int b = 0; b < count; ++b) {
+    if (infos[b] < 0) {
+      return absl::InternalError(absl::StrCat("cublas<t>getrfBatched rejected its argument ",
+                                              -infos[b], " (info of ", Subject(b), ")"));
+    }
+  }
+  result.singular_columns.assign(singular_columns.begin(), singular_columns.end());
+  std::vector<int> redo(static_cast<size_t>(count));
+  for (int b = 0; b < count; ++b) {
+    redo[b] = nonfinite_flags[b] != 0 || infos[b] > 0 || singular_columns[b] >= 0 ? 1 : 0;
+  }
+  MATRIXD_RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, host_permutation, result));
+  SetFirstSingularColumn(result);
+
+  result.stats.flops = kFlopsPerUpdate<T> / 2.0 * count * LuFlops(n, n);
+  // Transfers, the finiteness pass, each transpose's read and write and the factorisation's own.
+  result.stats.bytes_moved = 8 * a.byte_size();
+  MATRIXD_RETURN_IF_ERROR(copy_in_timer->AppendTo(&result.stats, "copy_in", a.byte_size(), 0));
+  MATRIXD_RETURN_IF_ERROR(AppendSummed(getrf_timers, &result.stats, "cublas_getrf_batched",
+                                       2 * a.byte_size(), result.stats.flops));
+  MATRIXD_RETURN_IF_ERROR(copy_out_timer->AppendTo(
+      &result.stats, "copy_out", a.byte_size() + pivot_count * sizeof(int64_t), 0));
   return result;
 }
 
@@ -507,6 +721,12 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
 
 }  // namespace
 
+bool FactorizeBatchChecksFinite(const MatrixView& a, const FactorizeOptions& options,
+                                const MatrixView* rhs) {
+  return options.batch_count > 0 && options.kind == FactorizationKind::kLu && rhs == nullptr &&
+         !options.refine.enabled && IsFloating(a.dtype);
+}
+
 absl::StatusOr<FactorizeResult> FactorizeBatch(const MatrixView& a, const FactorizeOptions& options,
                                                const MatrixView* rhs, DeviceContext& context) {
   if (options.batch_count <= 0 || a.rows % options.batch_count != 0) {
@@ -526,6 +746,9 @@ absl::StatusOr<FactorizeResult> FactorizeBatch(const MatrixView& a, const Factor
         return BatchedQr<T>(a, rhs, batch, options.destinations, context);
       case FactorizationKind::kLu:
       default:
+        if (FactorizeBatchChecksFinite(a, options, rhs)) {
+          return PipelinedLu<T>(a, batch, options.destinations, context);
+        }
         return BatchedLu<T>(a, rhs, batch, options.destinations, context);
     }
   });

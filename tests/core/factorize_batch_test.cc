@@ -493,6 +493,167 @@ TEST_P(FactorizeBatchTest, CountsTheFlopsOfEveryMatrix) {
   EXPECT_GE(batch->stats.bytes_moved, stacked.byte_size());
 }
 
+// ---- LU without a right-hand side (the CUDA backend pipelines it in chunks of 32 MiB) ----
+
+// 5000 matrices of 32x32 float64 are 40 MiB: a whole chunk of 4096 matrices and a partial one.
+// Without a right-hand side the factors, pivots and singular columns are bit for bit those of the
+// call with one (on CUDA: the unchunked path, one getrfBatched call for all 5000), a singular
+// member included.
+TEST_P(FactorizeBatchTest, LuWithoutRhsGivesTheBitsOfTheSolvePathOverChunks) {
+  using T = double;
+  constexpr int64_t kCount = 5000;
+  constexpr int64_t kN = 32;
+  std::vector<Matrix> as = RandomMatrices<T>(kCount, kN, kN, 41);
+  SetColumnToZero(as[4500], 3);  // in the partial chunk
+  const Matrix a = Stack(as);
+  const Matrix b = Stack(RandomMatrices<T>(kCount, kN, 1, 42));
+  const MatrixView rhs = b.view();
+  const auto with_rhs =
+      backend().Factorize(a.view(), Batch(FactorizationKind::kLu, kCount), &rhs, nullptr);
+  ASSERT_EQ(with_rhs.status().code(), absl::StatusCode::kFailedPrecondition);  // 4500 singular
+  std::vector<Matrix> regular = as;
+  regular[4500] = RandomMatrix<T>(kN, kN, 43);
+  const Matrix a_regular = Stack(regular);
+  for (const Matrix* stacked : {&a, &a_regular}) {
+    SCOPED_TRACE(stacked == &a ? "with a singular member" : "all regular");
+    const auto alone = backend().Factorize(stacked->view(), Batch(FactorizationKind::kLu, kCount),
+                                           nullptr, nullptr);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    ASSERT_EQ(alone->lu.rows(), kCount * kN);
+    ASSERT_EQ(alone->permutation.size(), static_cast<size_t>(kCount * kN));
+    EXPECT_FALSE(alone->permutation_in_destination);
+    for (const int64_t i : {int64_t{0}, int64_t{4095}, int64_t{4096}, int64_t{4500}, kCount - 1}) {
+      SCOPED_TRACE("matrix " + std::to_string(i));
+      const Matrix& original = stacked == &a ? as[i] : regular[i];
+      ExpectLuOf<T>(original, Slice(alone->lu, i, kN), {alone->permutation.data() + i * kN, kN});
+    }
+    if (stacked == &a) {
+      EXPECT_EQ(alone->singular_columns[4500], 3);
+      EXPECT_EQ(alone->singular_column, 3);
+      continue;
+    }
+    EXPECT_EQ(alone->singular_columns, std::vector<int64_t>(kCount, -1));
+    const auto solved =
+        backend().Factorize(stacked->view(), Batch(FactorizationKind::kLu, kCount), &rhs, nullptr);
+    ASSERT_TRUE(solved.ok()) << solved.status();
+    EXPECT_EQ(std::memcmp(alone->lu.bytes(), solved->lu.bytes(), alone->lu.byte_size()), 0);
+    EXPECT_EQ(alone->permutation, solved->permutation);
+    EXPECT_EQ(alone->singular_columns, solved->singular_columns);
+  }
+}
+
+TEST_P(FactorizeBatchTest, LuWithoutRhsOfOneMatrixMatchesTheUnbatchedCall) {
+  using T = double;
+  const Matrix a = RandomMatrix<T>(9, 9, 44);
+  const auto single =
+      backend().Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr, nullptr);
+  const auto batch =
+      backend().Factorize(a.view(), Batch(FactorizationKind::kLu, 1), nullptr, nullptr);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->permutation, single->permutation);
+  EXPECT_EQ(batch->singular_columns, std::vector<int64_t>{-1});
+  ExpectClose<T>(batch->lu, single->lu, 1e-12);
+  ExpectLuOf<T>(a, batch->lu, batch->permutation);
+}
+
+// The pivots go into a "permutation" destination when the backend takes it (CUDA's batched LU),
+// else they come back in the result as before; the same values either way.
+TEST_P(FactorizeBatchTest, LuPivotsLandInTheirDestinationBitForBit) {
+  using T = double;
+  constexpr int64_t kCount = 300;
+  constexpr int64_t kN = 10;
+  const Matrix a = Stack(RandomMatrices<T>(kCount, kN, kN, 45));
+  const auto want =
+      backend().Factorize(a.view(), Batch(FactorizationKind::kLu, kCount), nullptr, nullptr);
+  ASSERT_TRUE(want.ok()) << want.status();
+  std::vector<std::byte> lu(a.byte_size(), std::byte{0x7f});
+  std::vector<int64_t> pivots(static_cast<size_t>(kCount * kN), -7);
+  FactorizeOptions options = Batch(FactorizationKind::kLu, kCount);
+  options.destinations.Add("lu", lu);
+  options.destinations.Add("permutation", std::as_writable_bytes(std::span(pivots)));
+  const auto got = backend().Factorize(a.view(), options, nullptr, nullptr);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->lu.borrowed());
+  EXPECT_EQ(std::memcmp(lu.data(), want->lu.bytes(), lu.size()), 0);
+  if (got->permutation_in_destination) {
+    EXPECT_TRUE(got->permutation.empty());
+    EXPECT_EQ(pivots, want->permutation);
+  } else {
+    EXPECT_EQ(got->permutation, want->permutation);
+  }
+  EXPECT_EQ(got->singular_columns, want->singular_columns);
+}
+
+// The real type of T's components (T itself, or R of std::complex<R>).
+template <typename T>
+struct ComponentOf {
+  using type = T;
+};
+template <typename R>
+struct ComponentOf<std::complex<R>> {
+  using type = R;
+};
+
+// A backend that looks for NaN and Inf itself (Backend::FactorizeChecksFinite) refuses them with
+// exactly ValidateFactorize's status: the first such entry in row-major order, for real and
+// complex entries, in the first and in a later chunk.
+TEST_P(FactorizeBatchTest, NonFiniteEntryIsRefusedAsValidationRefusesIt) {
+  constexpr int64_t kCount = 5000;
+  constexpr int64_t kN = 32;
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    SCOPED_TRACE(std::string(DTypeName(DTypeOf<T>())));
+    const Matrix clean = Stack(RandomMatrices<T>(kCount, kN, kN, 46));
+    const FactorizeOptions options = Batch(FactorizationKind::kLu, kCount);
+    // (row, col) pairs, the earliest last: the earliest is the one named.
+    for (const std::vector<std::pair<int64_t, int64_t>>& spots :
+         std::vector<std::vector<std::pair<int64_t, int64_t>>>{
+             {{7, 30}},
+             {{kCount * kN - 1, kN - 1}, {4700 * kN + 5, 7}},
+             {{4097 * kN, 0}, {3 * kN + 2, 31}}}) {
+      Matrix a = Matrix::CopyOf(clean.view());
+      using Component = typename ComponentOf<T>::type;
+      for (size_t k = 0; k < spots.size(); ++k) {
+        const auto [row, col] = spots[k];
+        // Real: the entry; complex: its imaginary part (the second component).
+        const size_t component = IsComplex(a.dtype()) ? 1 : 0;
+        const Component bad = k % 2 == 0 ? std::numeric_limits<Component>::quiet_NaN()
+                                         : std::numeric_limits<Component>::infinity();
+        std::memcpy(a.mutable_bytes() + static_cast<size_t>(row * kN + col) * sizeof(T) +
+                        component * sizeof(Component),
+                    &bad, sizeof(bad));
+      }
+      const auto [row, col] = spots.back();
+      const std::string message =
+          "matrix[" + std::to_string(row) + ", " + std::to_string(col) + "] is not finite";
+      const absl::Status validated = ValidateFactorize(a.view(), options, nullptr, {});
+      EXPECT_EQ(validated.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(validated.message().find(message), std::string::npos) << validated;
+      EXPECT_TRUE(ValidateFactorize(a.view(), options, nullptr, {}, FiniteCheck::kByBackend).ok());
+      if (!backend().FactorizeChecksFinite(a.view(), options, nullptr)) continue;
+      const auto refused = backend().Factorize(a.view(), options, nullptr, nullptr);
+      EXPECT_EQ(refused.status(), validated);
+    }
+  });
+}
+
+// Only the batched LU without a right-hand side is checked by the CUDA backend; the CPU backend
+// leaves every check to ValidateFactorize.
+TEST_P(FactorizeBatchTest, SaysWhichFactorizationsItChecksForNonFiniteEntries) {
+  const Matrix a = RandomMatrix<double>(8, 4, 47);
+  const Matrix b = RandomMatrix<double>(8, 1, 48);
+  const MatrixView rhs = b.view();
+  const bool cuda = GetParam() == "cuda";
+  EXPECT_EQ(backend().FactorizeChecksFinite(a.view(), Batch(FactorizationKind::kLu, 2), nullptr),
+            cuda);
+  EXPECT_FALSE(backend().FactorizeChecksFinite(a.view(), Batch(FactorizationKind::kLu, 2), &rhs));
+  EXPECT_FALSE(
+      backend().FactorizeChecksFinite(a.view(), Batch(FactorizationKind::kCholesky, 2), nullptr));
+  EXPECT_FALSE(
+      backend().FactorizeChecksFinite(a.view(), {.kind = FactorizationKind::kLu}, nullptr));
+}
+
 MATRIXD_INSTANTIATE_BACKEND_SUITE(FactorizeBatchTest);
 
 // ---- CPU threads ----
