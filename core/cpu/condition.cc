@@ -88,7 +88,8 @@ struct TriangleStep {
 
 template <typename T>
 absl::StatusOr<double> ReciprocalCondition(Factors factors, int64_t n, const T* a, int64_t ld,
-                                           Storage storage, double one_norm, int* solves) {
+                                           Storage storage, double one_norm, int* solves,
+                                           int columns) {
   using Wide = std::conditional_t<kIsComplex<T>, std::complex<double>, double>;
   constexpr CBLAS_TRANSPOSE kAdjoint = kIsComplex<T> ? CblasConjTrans : CblasTrans;
   // A^-1 and A^-H as triangular solves in order, for each kind of factors.
@@ -113,22 +114,22 @@ absl::StatusOr<double> ReciprocalCondition(Factors factors, int64_t n, const T* 
       break;
   }
   // The estimator's row-major block, rounded to T and laid out column by column for the solves.
-  std::vector<T> columns;
+  std::vector<T> by_column;
   auto apply = [&](bool transpose, std::span<Wide> block, int t) -> absl::Status {
-    columns.resize(static_cast<size_t>(n) * t);
+    by_column.resize(static_cast<size_t>(n) * t);
     for (int64_t i = 0; i < n; ++i) {
-      for (int j = 0; j < t; ++j) columns[i + j * n] = static_cast<T>(block[i * t + j]);
+      for (int j = 0; j < t; ++j) by_column[i + j * n] = static_cast<T>(block[i * t + j]);
     }
     for (int s = 0; s < steps; ++s) {
       const TriangleStep& step = transpose ? adjoint[s] : forward[s];
-      SolveTriangle(step.uplo, step.op, step.diag, n, a, ld, storage, columns.data(), t);
+      SolveTriangle(step.uplo, step.op, step.diag, n, a, ld, storage, by_column.data(), t);
     }
     for (int64_t i = 0; i < n; ++i) {
-      for (int j = 0; j < t; ++j) block[i * t + j] = static_cast<Wide>(columns[i + j * n]);
+      for (int j = 0; j < t; ++j) block[i * t + j] = static_cast<Wide>(by_column[i + j * n]);
     }
     return absl::OkStatus();
   };
-  HostInverseNormBlock<Wide> block(n, BlockInverseApply<Wide>(apply));
+  HostInverseNormBlock<Wide> block(n, BlockInverseApply<Wide>(apply), columns);
   return EstimateReciprocalCondition(block, one_norm, solves);
 }
 
@@ -149,7 +150,7 @@ double UpperTriangleOneNorm(int64_t n, const T* a, int64_t ld, Storage storage) 
 
 #define MATRIXD_INSTANTIATE_CONDITION(T)                                                      \
   template absl::StatusOr<double> ReciprocalCondition<T>(Factors, int64_t, const T*, int64_t, \
-                                                         Storage, double, int*);              \
+                                                         Storage, double, int*, int);         \
   template double UpperTriangleOneNorm<T>(int64_t, const T*, int64_t, Storage);
 MATRIXD_INSTANTIATE_CONDITION(float)
 MATRIXD_INSTANTIATE_CONDITION(double)

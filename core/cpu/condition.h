@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "core/condition_estimate.h"
 
 namespace matrixd::cpu {
 
@@ -28,11 +29,13 @@ enum class Factors {
 // in [0, 1], 0 when one_norm is 0 or not finite or a solve met a zero pivot or overflowed.
 // one_norm = ||A||_1, computed by the caller (before the factorization overwrote A). The solves
 // run in T's precision, the estimator's arithmetic in double. `solves`, when given, receives the
-// block solves done (each with 2 right-hand sides, reading the factors once). T is float, double,
-// std::complex<float> or std::complex<double>. REQUIRES: n >= 1, ld >= n.
+// block solves done (each with `columns` right-hand sides, 2 by default, reading the factors
+// once). T is float, double, std::complex<float> or std::complex<double>. REQUIRES: n >= 1,
+// ld >= n, 1 <= columns <= kMaxEstimateColumns.
 template <typename T>
 absl::StatusOr<double> ReciprocalCondition(Factors factors, int64_t n, const T* a, int64_t ld,
-                                           Storage storage, double one_norm, int* solves = nullptr);
+                                           Storage storage, double one_norm, int* solves = nullptr,
+                                           int columns = kEstimateColumns);
 
 // ||R||_1 of the upper triangle of the n x n array (as ?lantr '1', 'U', 'N').
 template <typename T>

@@ -53,7 +53,7 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
  public:
   static absl::StatusOr<DeviceInverseNormBlock> Create(DeviceContext& context, int64_t n,
                                                        DeviceInverseApply apply) {
-    const int t = static_cast<int>(std::min<int64_t>(kEstimateColumns, n));
+    const int t = static_cast<int>(std::min<int64_t>(kDeviceEstimateColumns, n));
     const size_t bytes = static_cast<size_t>(n) * t * sizeof(T);
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer x, context.Allocate(bytes));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer s, context.Allocate(bytes));

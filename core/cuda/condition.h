@@ -1,7 +1,7 @@
 // Condition estimates on the CUDA backend: ||A||_1 from column sums taken on the device before a
 // factorization overwrites A, and the block estimator of core/condition_estimate.h run on the
-// device (cuSOLVER has no ?gecon): the n x 2 block of vectors stays there, each step is one solve
-// with 2 right-hand sides by the device factors plus small kernels (core/cuda/condition_kernels.h),
+// device (cuSOLVER has no ?gecon): the n x kDeviceEstimateColumns block of vectors stays there,
+// each step is one solve by the device factors plus small kernels (core/cuda/condition_kernels.h),
 // and only a few scalars come back after each solve (one synchronisation per solve, 4 or 5 in
 // all on most matrices, at most 11): O(n^2) work against the factorization's O(n^3).
 #ifndef MATRIXD_CORE_CUDA_CONDITION_H_
@@ -50,8 +50,13 @@ class DeviceOneNorm {
 // getrs / potrs / trsm with `columns` right-hand sides).
 using DeviceInverseApply = absl::FunctionRef<absl::Status(bool adjoint, void* x, int columns)>;
 
+// Columns of the device estimator's block. 1, not the host's 2: cuSOLVER's getrs with 2
+// right-hand sides took 3.0 x its time with one on the H100 (3.3 against 1.1 ms at n = 4096,
+// docs/accuracy.md), so two columns cost more than the solves they save.
+inline constexpr int kDeviceEstimateColumns = 1;
+
 // EstimateReciprocalCondition (core/condition_estimate.h) of an n x n A with ||A||_1 = one_norm,
-// the block in T on the device, solved by `apply` (the estimator's decisions are made on the host
+// a block of kDeviceEstimateColumns columns in T on the device, solved by `apply` (the estimator's decisions are made on the host
 // from the doubles that come back). Adds the solves' work to stats and the kernel record
 // "condition_estimate".
 template <typename T>

@@ -348,7 +348,11 @@ TEST_F(CudaBackendTest, NonexistentDeviceIsInvalidArgument) {
 TEST_F(CudaBackendTest, NamesItselfAndTheDevice) {
   EXPECT_EQ(backend().name(), "cuda");
   EXPECT_NE(backend().device().find("(device 0)"), std::string::npos) << backend().device();
-  const Matrix m = Matrix::FromValues<double>(2, 2, std::vector<double>{1, 2, 3, 4});
+  // Above kHostDeterminantMaxOrder: small orders are answered on the host ("host CPU").
+  constexpr int64_t kN = kHostDeterminantMaxOrder + 1;
+  std::vector<double> values(kN * kN, 0.0);
+  for (int64_t i = 0; i < kN; ++i) values[i * kN + i] = 2.0;
+  const Matrix m = Matrix::FromValues<double>(kN, kN, values);
   const DeterminantResult result = Lu(m);
   EXPECT_EQ(result.stats.backend, "cuda");
   EXPECT_EQ(result.stats.device, backend().device());

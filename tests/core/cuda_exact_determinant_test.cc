@@ -56,7 +56,9 @@ class CudaExactDeterminantTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
-    absl::StatusOr<std::unique_ptr<Backend>> gpu = MakeBackend("cuda", {});
+    // Every order on the device (the server answers n <= 64 on the host: host_determinant.h).
+    absl::StatusOr<std::unique_ptr<Backend>> gpu =
+        MakeBackend("cuda", {.host_determinant_max_order = 0});
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
     absl::StatusOr<std::unique_ptr<Backend>> cpu = MakeBackend("cpu", {});
@@ -151,13 +153,20 @@ TEST_F(CudaExactDeterminantTest, UnimodularMatricesStopEarlyAtPlusOrMinusOne) {
     std::vector<int64_t> a = Unimodular(n, rng);
     DeterminantResult r = ExpectSameExact(n, a);
     EXPECT_EQ(r.exact, "1");
-    EXPECT_TRUE(r.certificate->early_stop);
+    // Stopped early, or (small n, small entries: the H100 run of 2026-11-26 at n = 50) the first
+    // batch already covered Hadamard's bound.
+    EXPECT_TRUE(r.certificate->early_stop ||
+                r.certificate->covered_bits >= r.certificate->bound_bits);
+    if (n >= 200) {
+      EXPECT_TRUE(r.certificate->early_stop);
+    }
     // At most the first batch (16 primes) was needed.
     EXPECT_LE(r.certificate->primes.size(), 16u);
     for (int64_t j = 0; j < n; ++j) a[j] = -a[j];  // det = -1
     r = ExpectSameExact(n, a);
     EXPECT_EQ(r.exact, "-1");
-    EXPECT_TRUE(r.certificate->early_stop);
+    EXPECT_TRUE(r.certificate->early_stop ||
+                r.certificate->covered_bits >= r.certificate->bound_bits);
   }
 }
 

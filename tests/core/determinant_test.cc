@@ -789,9 +789,11 @@ TEST_P(DeterminantTest, ProgressReachesOneAndStatsAreFilled) {
           backend().Determinant(modulus > 0 ? b.view() : a.view(), options, &control);
       ASSERT_TRUE(result.ok()) << result.status();
       EXPECT_EQ(control.progress(), 1.0);
-      // Every method does between n^3/3 and 2 n^3 operations and moves at least the input.
+      // Every method does between n^3/3 and 2 n^3 operations and moves at least the input; the
+      // CUDA modular LU also inverts its 64-column leaves' diagonal blocks (2.67 n^3 in all at
+      // n = 64, where the matrix is one leaf).
       EXPECT_GE(result->stats.flops, cube / 3.0);
-      EXPECT_LE(result->stats.flops, 2.0 * cube);
+      EXPECT_LE(result->stats.flops, (modulus > 0 ? 3.0 : 2.0) * cube);
       EXPECT_GE(result->stats.bytes_moved, a.byte_size());
     }
   }
