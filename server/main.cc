@@ -259,13 +259,13 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
             ? "--backend=auto: a CUDA device is present, using the cuda backend"
             : "--backend=auto: no usable CUDA device (or no CUDA build), using the cpu backend");
   }
-  return matrixd::MakeBackend(name, {.devices = *std::move(devices),
-                                     .cpu_threads = cpu_threads,
-                                     .device_memory_limit = *memory_limit,
-                                     .streams_per_device = absl::GetFlag(FLAGS_streams_per_device),
-                                     .state_dir = absl::GetFlag(FLAGS_state_dir),
-                                     .host_determinant_max_order =
-                                         absl::GetFlag(FLAGS_host_determinant_max_order)});
+  return matrixd::MakeBackend(
+      name, {.devices = *std::move(devices),
+             .cpu_threads = cpu_threads,
+             .device_memory_limit = *memory_limit,
+             .streams_per_device = absl::GetFlag(FLAGS_streams_per_device),
+             .state_dir = absl::GetFlag(FLAGS_state_dir),
+             .host_determinant_max_order = absl::GetFlag(FLAGS_host_determinant_max_order)});
 }
 
 // Coalescing (server/coalescing.h): on by default for the cuda backend only (docs/benchmarks.md,

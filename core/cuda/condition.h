@@ -56,9 +56,9 @@ using DeviceInverseApply = absl::FunctionRef<absl::Status(bool adjoint, void* x,
 inline constexpr int kDeviceEstimateColumns = 1;
 
 // EstimateReciprocalCondition (core/condition_estimate.h) of an n x n A with ||A||_1 = one_norm,
-// a block of kDeviceEstimateColumns columns in T on the device, solved by `apply` (the estimator's decisions are made on the host
-// from the doubles that come back). Adds the solves' work to stats and the kernel record
-// "condition_estimate".
+// a block of kDeviceEstimateColumns columns in T on the device, solved by `apply` (the estimator's
+// decisions are made on the host from the doubles that come back). Adds the solves' work to stats
+// and the kernel record "condition_estimate".
 template <typename T>
 absl::StatusOr<double> DeviceReciprocalCondition(DeviceContext& context, int64_t n, double one_norm,
                                                  DeviceInverseApply apply, ComputeStats* stats);

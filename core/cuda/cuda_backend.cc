@@ -380,7 +380,7 @@ class CudaBackend final : public Backend {
 
   std::vector<std::unique_ptr<cuda::DeviceStreams>> devices_;
   const DeviceMemoryLimit memory_limit_;
-  const std::string state_dir_;  // where long permanents checkpoint; empty = nowhere
+  const std::string state_dir_;           // where long permanents checkpoint; empty = nowhere
   const int host_determinant_max_order_;  // see core/cuda/host_determinant.h
   // One per device, made on first use; resident matrices point to them, so every resident matrix
   // must be gone before the backend.

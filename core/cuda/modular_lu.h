@@ -27,8 +27,9 @@ namespace matrixd::cuda {
 // REQUIRES: a square INT64; p prime < 2^62. Sets residue and method_used = kLu, stats.flops and
 // bytes_moved, and (p < 2^32) stats.kernels with the device time of each phase: "modp_residues"
 // (upload and reduction of the entries), "modp_panel" (leaves, row swaps, leaf inverses, the
-// products that apply them and the updates inside a panel), "modp_gemm" (pieces and DGEMMs of the trailing updates) and
-// "modp_reduce" (their reduction passes). CANCELLED when `control` is cancelled between panels.
+// products that apply them and the updates inside a panel), "modp_gemm" (pieces and DGEMMs of the
+// trailing updates) and "modp_reduce" (their reduction passes). CANCELLED when `control` is
+// cancelled between panels.
 absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint64_t p,
                                                        DeviceContext& context, JobControl* control);
 

@@ -257,9 +257,8 @@ TEST_P(DeterminantAccuracyTest, MedianErrorPerFamilyWithinBound) {
         EXPECT_LE(median, CpuBound(family)) << MethodName(method) << " " << family.name;
         EXPECT_LE(median, 10.0 * cpu_median) << MethodName(method) << " " << family.name;
         // What a client of the server gets (issue 13's target): at most 2 x the CPU's median.
-        const double served_median =
-            PrintedMedian(GetParam() + "-served", method, family,
-                          Errors(*served, family, references, method));
+        const double served_median = PrintedMedian(GetParam() + "-served", method, family,
+                                                   Errors(*served, family, references, method));
         EXPECT_LE(served_median, 2.0 * cpu_median) << MethodName(method) << " " << family.name;
       }
     }
