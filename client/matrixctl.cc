@@ -88,8 +88,9 @@ ABSL_FLAG(double, density, 1.0,
           "multiply with --random and --block_size: the fraction of non-zero blocks");
 ABSL_FLAG(bool, allow_tf32, false, "multiply: float32 on a GPU may use TF32 tensor cores");
 ABSL_FLAG(int, devices, 0,
-          "multiply, permanent: one float64 job over this many GPUs of the server (multiply: "
-          "Cannon over NCCL; permanent: the walk split in equal shares)");
+          "det, multiply, permanent: one float64 job over this many GPUs of the server (det: our "
+          "LU over the GPUs; multiply: Cannon over NCCL; permanent: the walk split in equal "
+          "shares)");
 ABSL_FLAG(std::string, multiply_method, "auto",
           "multiply with --devices: auto | cannon | cublasmp");
 ABSL_FLAG(bool, estimate_condition, false,
@@ -139,7 +140,8 @@ namespace {
 constexpr absl::string_view kUsage =
     "matrixctl [flags] COMMAND [FILE.npy|FILE.mtx|@HANDLE ...]\n"
     "Commands:\n"
-    "  det        determinant of one matrix (--method, --modulus, --return_residues)\n"
+    "  det        determinant of one matrix (--method, --modulus, --return_residues,\n"
+    "             --devices N: float64 LU over N GPUs)\n"
     "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random; --keep\n"
     "             keeps the factorization for solve, --keep_input A too;\n"
     "             --estimate_condition: rcond and the error bound; --refine with\n"
@@ -354,6 +356,8 @@ absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
   request.set_modulus(absl::GetFlag(FLAGS_modulus));
   request.set_return_residues(absl::GetFlag(FLAGS_return_residues));
   request.set_deterministic(absl::GetFlag(FLAGS_deterministic));
+  if (absl::GetFlag(FLAGS_devices) < 0) return UsageError("--devices must be >= 0");
+  request.set_devices(absl::GetFlag(FLAGS_devices));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   SetOperand(
