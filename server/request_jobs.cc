@@ -163,6 +163,19 @@ constexpr int kDeterministicDevice = 0;
 int PinnedDevice(bool deterministic) {
   return deterministic ? kDeterministicDevice : JobControl::kAnyDevice;
 }
+// The same, and otherwise the device of the first operand that is a resident matrix's device
+// view: a job runs where its operand lives (stream-ordered pool memory of one GPU is not readable
+// by another's kernels or copies without peer access; the H200 x2 run of 2026-11-26 failed a
+// determinant of a resident matrix placed on the other GPU with cudaErrorInvalidValue).
+int PinnedDevice(bool deterministic, std::initializer_list<const InputMatrix*> operands) {
+  if (deterministic) return kDeterministicDevice;
+  for (const InputMatrix* operand : operands) {
+    if (operand != nullptr && operand->view().on_device() && operand->resident() != nullptr) {
+      return operand->resident()->device_index();
+    }
+  }
+  return JobControl::kAnyDevice;
+}
 
 // `work` followed, when it succeeds, by the provenance stamp of its response (server/provenance.h):
 // last, so that the result hash covers what the response carries (not what went to shared memory
@@ -212,7 +225,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   }
   JobSpec spec;
   spec.op = "determinant";
-  spec.pinned_device = PinnedDevice(request.deterministic());
+  spec.pinned_device = PinnedDevice(request.deterministic(), {&inputs->matrix});
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.DeterminantDeviceBytes(inputs->matrix.view(), inputs->options);
   if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
@@ -248,7 +261,8 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   }
   JobSpec spec;
   spec.op = "factorize";
-  spec.pinned_device = PinnedDevice(request.deterministic());
+  spec.pinned_device = PinnedDevice(request.deterministic(),
+                                    {&inputs->matrix, inputs->rhs ? &*inputs->rhs : nullptr});
   spec.estimated_flops = EstimatedFlops(*inputs);
   FactorizeOptions options = inputs->options();
   spec.device_bytes =
@@ -359,7 +373,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
   }
   JobSpec spec;
   spec.op = "multiply";
-  spec.pinned_device = PinnedDevice(request.deterministic());
+  spec.pinned_device = PinnedDevice(request.deterministic(), {&inputs->a, &inputs->b});
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes =
       backend.MultiplyDeviceBytes(inputs->a.view(), inputs->b.view(), inputs->options);
@@ -414,7 +428,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::PermanentRequest& request,
   }
   JobSpec spec;
   spec.op = "permanent";
-  spec.pinned_device = PinnedDevice(request.deterministic());
+  spec.pinned_device = PinnedDevice(request.deterministic(), {&inputs->matrix});
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.PermanentDeviceBytes(inputs->matrix.view(), inputs->options);
   const DType input_dtype = inputs->matrix.view().dtype;

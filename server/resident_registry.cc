@@ -84,6 +84,8 @@ ResidentLease::~ResidentLease() {
 
 MatrixView ResidentLease::view() const { return entry_->matrix->view(); }
 
+int ResidentLease::device_index() const { return entry_->matrix->device_index(); }
+
 std::optional<MatrixView> ResidentLease::part(absl::string_view name) const {
   for (const auto& [part_name, part] : entry_->parts) {
     if (part_name == name) return part->view();

@@ -112,6 +112,8 @@ class ResidentLease {
   const ResidentInfo& info() const { return info_; }
   // The operand: a device view on a device, host bytes otherwise.
   MatrixView view() const;
+  // The backend device index (ResidentMatrix::device_index) the matrix lives on.
+  int device_index() const;
   // The view of the part kept with it as `name` (KeepFactorization), or nullopt.
   std::optional<MatrixView> part(absl::string_view name) const;
   // Copies bytes out (host memory).

@@ -102,6 +102,9 @@ class MultiGpuBackend : public BackendWrapper {
     result.stats.flops = 2.0 / 3.0 * n * n * n;
     result.stats.bytes_moved = a.byte_size();
     result.stats.kernels.push_back({"multi_gpu_lu", seconds, a.byte_size(), result.stats.flops});
+    result.stats.backend = "cuda";
+    result.stats.device = absl::StrCat("the first ", options.devices, " of: ", target().device());
+    result.stats.seconds = seconds;
     ReportProgress(control, 1.0);
     return result;
   }

@@ -1,12 +1,17 @@
 // A backend for admission tests without a GPU: it reports `devices` fake devices with a 1000-byte
 // limit each, states 100 bytes of device memory per row of a product's left operand, and does the
 // arithmetic on the CPU backend. It records the device each product was placed on
-// (JobControl::device_index), and an 8-row product holds its memory until Release().
+// (JobControl::device_index), and an 8-row product holds its memory until Release(). Its resident
+// matrices live in host memory but say they are on their device (a device view with that
+// device_index), and its determinants read them there and record where they ran.
 #ifndef MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
 #define MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,8 +21,36 @@
 #include "absl/time/time.h"
 #include "core/backend.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/resident_matrix.h"
+#include "core/resident_matrix.h"
 
 namespace matrixd::server::testing {
+
+// A host resident matrix that reports itself on fake device `index`, viewed as device memory.
+class FakeDeviceResident final : public ResidentMatrix {
+ public:
+  FakeDeviceResident(std::unique_ptr<ResidentMatrix> host, int index)
+      : ResidentMatrix(host->rows(), host->cols(), host->dtype()),
+        host_(std::move(host)),
+        index_(index) {}
+  int device_index() const override { return index_; }
+  std::string device() const override { return absl::StrCat("fake device ", index_); }
+  absl::Status Write(uint64_t offset, std::span<const std::byte> bytes) override {
+    return host_->Write(offset, bytes);
+  }
+  absl::Status Read(uint64_t offset, std::span<std::byte> out) const override {
+    return host_->Read(offset, out);
+  }
+  MatrixView view() const override {
+    MatrixView view = host_->view();
+    view.space = MemorySpace::kDevice;
+    return view;
+  }
+
+ private:
+  std::unique_ptr<ResidentMatrix> host_;
+  const int index_;
+};
 
 class FakeDeviceBackend final : public Backend {
  public:
@@ -35,7 +68,30 @@ class FakeDeviceBackend final : public Backend {
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
                                                 JobControl* control) override {
-    return cpu_->Determinant(a, options, control);
+    {
+      absl::MutexLock lock(&mutex_);
+      determinants_placed_.push_back(control != nullptr ? control->device_index()
+                                                        : JobControl::kAnyDevice);
+    }
+    MatrixView host = a;  // a fake device view is host memory
+    host.space = MemorySpace::kHost;
+    return cpu_->Determinant(host, options, control);
+  }
+  bool DeterminantReadsOnDevice(const MatrixView& /*a*/,
+                                const DeterminantOptions& /*options*/) const override {
+    return true;
+  }
+  absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateResident(int64_t rows, int64_t cols,
+                                                                   DType dtype,
+                                                                   int device_index) override {
+    absl::StatusOr<std::unique_ptr<ResidentMatrix>> host =
+        cpu::MakeHostResidentMatrix(rows, cols, dtype);
+    if (!host.ok()) return host.status();
+    {
+      absl::MutexLock lock(&mutex_);
+      allocated_on_.push_back(device_index);
+    }
+    return std::make_unique<FakeDeviceResident>(*std::move(host), device_index);
   }
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
@@ -77,6 +133,16 @@ class FakeDeviceBackend final : public Backend {
     absl::MutexLock lock(&mutex_);
     return placed_;
   }
+  // The device index of each resident matrix allocated, in order.
+  std::vector<int> allocated_on() const {
+    absl::MutexLock lock(&mutex_);
+    return allocated_on_;
+  }
+  // The device index each determinant ran with, in order.
+  std::vector<int> determinants_placed() const {
+    absl::MutexLock lock(&mutex_);
+    return determinants_placed_;
+  }
   // Waits up to 10 s until `count` products have started; true when they have.
   bool AwaitStarted(size_t count) const {
     absl::MutexLock lock(&mutex_);
@@ -96,6 +162,8 @@ class FakeDeviceBackend final : public Backend {
   absl::Notification release_;
   mutable absl::Mutex mutex_;
   std::vector<int> placed_ ABSL_GUARDED_BY(mutex_);
+  std::vector<int> determinants_placed_ ABSL_GUARDED_BY(mutex_);
+  std::vector<int> allocated_on_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace matrixd::server::testing

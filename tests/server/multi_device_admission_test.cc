@@ -90,5 +90,42 @@ TEST(MultiDeviceAdmission, PlacesJobsOnTheDeviceWithRoomAndTellsTheBackend) {
   EXPECT_EQ((*server)->memory_admission(1)->reserved(), 0u);
 }
 
+// A job on a resident matrix's device view runs on the device the matrix lives on: the other
+// device could not read it (pool memory of one GPU, no peer access).
+TEST(MultiDeviceAdmission, AJobOnAResidentMatrixRunsOnItsDevice) {
+  auto owned = std::make_unique<FakeDeviceBackend>(2);
+  FakeDeviceBackend& backend = *owned;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.limits = TestLimits();
+  options.scheduler.workers = 4;
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
+      MatrixServer::Start(std::move(owned), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client client((*server)->address());
+  std::vector<std::string> handles;
+  std::vector<RemoteMatrix> kept_matrices;  // released when they go
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<RemoteMatrix> kept =
+        client.Upload(MakeMatrix<double>(2, 2, std::vector<double>{2.0 + i, 0, 0, 1}));
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    handles.push_back(kept->handle());
+    kept_matrices.push_back(*std::move(kept));
+  }
+  // Uploaded one after the other: the i-th allocation is the i-th matrix.
+  const std::vector<int> devices = backend.allocated_on();
+  ASSERT_EQ(devices.size(), handles.size());
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < handles.size(); ++i) {
+      v1::DeterminantRequest request;
+      request.mutable_matrix_ref()->set_handle(handles[i]);
+      absl::StatusOr<v1::DeterminantResponse> det = client.Determinant(request);
+      ASSERT_TRUE(det.ok()) << det.status();
+      EXPECT_DOUBLE_EQ(det->value(), 2.0 + static_cast<double>(i));
+      EXPECT_EQ(backend.determinants_placed().back(), devices[i]) << handles[i];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace matrixd::server::testing
