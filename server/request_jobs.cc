@@ -158,15 +158,13 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
 namespace {
 
 // The device a deterministic request runs on: the first one, always, so that a repeat meets the
-// same device (docs/accuracy.md, "Bit-identical repeats"); JobControl::kAnyDevice otherwise.
+// same device (docs/accuracy.md, "Bit-identical repeats").
 constexpr int kDeterministicDevice = 0;
-int PinnedDevice(bool deterministic) {
-  return deterministic ? kDeterministicDevice : JobControl::kAnyDevice;
-}
-// The same, and otherwise the device of the first operand that is a resident matrix's device
-// view: a job runs where its operand lives (stream-ordered pool memory of one GPU is not readable
-// by another's kernels or copies without peer access; the H200 x2 run of 2026-11-26 failed a
-// determinant of a resident matrix placed on the other GPU with cudaErrorInvalidValue).
+// Where a job must run: kDeterministicDevice for a deterministic request; otherwise the device of
+// the first operand that is a resident matrix's device view, since a job runs where its operand
+// lives (stream-ordered pool memory of one GPU is not readable by another's kernels or copies
+// without peer access: the H200 x2 run of 2026-11-26 failed a determinant of a resident matrix
+// placed on the other GPU with cudaErrorInvalidValue); JobControl::kAnyDevice otherwise.
 int PinnedDevice(bool deterministic, std::initializer_list<const InputMatrix*> operands) {
   if (deterministic) return kDeterministicDevice;
   for (const InputMatrix* operand : operands) {
@@ -319,7 +317,11 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
   if (!inputs.ok()) return inputs.status();
   JobSpec spec;
   spec.op = "solve";
-  spec.pinned_device = PinnedDevice(request.deterministic());
+  spec.pinned_device = PinnedDevice(request.deterministic(), {&inputs->rhs});
+  // The kept factorization decides where a solve runs when it is on a device.
+  if (!request.deterministic() && inputs->factorization.factor.on_device()) {
+    spec.pinned_device = inputs->lease.device_index();
+  }
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes =
       backend.SolveDeviceBytes(inputs->factorization, inputs->rhs.view(), inputs->options);
