@@ -140,6 +140,36 @@ void SetFirstSingularColumn(FactorizeResult& result) {
   }
 }
 
+// The device buffers of a batched LU of `count` n x n matrices: the operand as uploaded
+// (row-major), the factors (column-major), getrf's pivots, the permutations, and per matrix
+// getrf's info, the first zero pivot and the Inf/NaN flag of the factors (3 ints each).
+struct BatchedLuBuffers {
+  DeviceBuffer staging;
+  DeviceBuffer factors;
+  DeviceBuffer pivots;
+  DeviceBuffer permutation;
+  DeviceBuffer flags;
+  int count = 0;
+
+  static absl::StatusOr<BatchedLuBuffers> Allocate(const MatrixView& a, int n, int count,
+                                                   DeviceContext& context) {
+    const size_t entries = static_cast<size_t>(count) * n;
+    BatchedLuBuffers buffers;
+    buffers.count = count;
+    MATRIXD_ASSIGN_OR_RETURN(buffers.staging, context.Allocate(a.byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(buffers.factors, context.Allocate(a.byte_size()));
+    MATRIXD_ASSIGN_OR_RETURN(buffers.pivots, context.Allocate(entries * sizeof(int)));
+    MATRIXD_ASSIGN_OR_RETURN(buffers.permutation, context.Allocate(entries * sizeof(int64_t)));
+    MATRIXD_ASSIGN_OR_RETURN(buffers.flags,
+                             context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
+    return buffers;
+  }
+  int* info() { return flags.as<int>(); }
+  int* singular() { return info() + count; }
+  int* nonfinite() { return singular() + count; }
+  int* ipiv() { return pivots.as<int>(); }
+};
+
 // getrfBatched on each A, getrsBatched for A X = B. Pivots are LAPACK's (1-based row swaps in
 // sequence); LaunchBatchedLuSummary turns them into permutations on the device and finds each
 // matrix's first zero pivot.
@@ -153,19 +183,16 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   const int count = batch.count;
   const cudaStream_t stream = context.stream();
 
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer staging, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factors, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivots,
-                           context.Allocate(static_cast<size_t>(count) * n * sizeof(int)));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer permutation,
-                           context.Allocate(static_cast<size_t>(count) * n * sizeof(int64_t)));
-  // Per matrix: getrf's info, the first zero pivot, the Inf/NaN flag. Downloaded first, alone.
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer flags,
-                           context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
-  int* info = flags.as<int>();
-  int* singular = info + count;
-  int* nonfinite = singular + count;
-  int* ipiv = pivots.as<int>();
+  MATRIXD_ASSIGN_OR_RETURN(BatchedLuBuffers buffers,
+                           BatchedLuBuffers::Allocate(a, n, count, context));
+  DeviceBuffer& staging = buffers.staging;
+  DeviceBuffer& factors = buffers.factors;
+  DeviceBuffer& permutation = buffers.permutation;
+  DeviceBuffer& flags = buffers.flags;  // downloaded first, alone
+  int* info = buffers.info();
+  int* singular = buffers.singular();
+  int* nonfinite = buffers.nonfinite();
+  int* ipiv = buffers.ipiv();
 
   const HostRegistration a_pin(a.data, a.byte_size(), stream);
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
@@ -338,21 +365,18 @@ absl::StatusOr<FactorizeResult> PipelinedLu(const MatrixView& a, const Batch& ba
   constexpr size_t kComponent = kIsComplex<T> ? sizeof(T) / 2 : sizeof(T);
   constexpr int64_t kComponentsPerEntry = kIsComplex<T> ? 2 : 1;
 
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer staging, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factors, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer pivots,
-                           context.Allocate(static_cast<size_t>(count) * n * sizeof(int)));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer permutation,
-                           context.Allocate(static_cast<size_t>(count) * n * sizeof(int64_t)));
-  // Per matrix: getrf's info, the first zero pivot, the Inf/NaN flag of the factors; then the
-  // first non-finite component of the operand (UINT64_MAX: none).
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer flags,
-                           context.Allocate(static_cast<size_t>(count) * 3 * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(BatchedLuBuffers buffers,
+                           BatchedLuBuffers::Allocate(a, n, count, context));
+  DeviceBuffer& staging = buffers.staging;
+  DeviceBuffer& factors = buffers.factors;
+  DeviceBuffer& permutation = buffers.permutation;
+  DeviceBuffer& flags = buffers.flags;
+  // The first non-finite component of the operand (UINT64_MAX: none).
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer first_bad, context.Allocate(sizeof(uint64_t)));
-  int* info = flags.as<int>();
-  int* singular = info + count;
-  int* nonfinite = singular + count;
-  int* ipiv = pivots.as<int>();
+  int* info = buffers.info();
+  int* singular = buffers.singular();
+  int* nonfinite = buffers.nonfinite();
+  int* ipiv = buffers.ipiv();
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(first_bad.data(), 0xff, sizeof(uint64_t), compute));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor_pointers,
                            PointersInto<T>(factors, batch.size(), count, context));
