@@ -17,7 +17,7 @@
 namespace matrixd::cuda {
 
 // The largest order the CUDA permanent takes (its walks are instantiated up to this order).
-inline constexpr int kMaxPermanentOrder = 40;
+inline constexpr int kMaxPermanentOrder = 48;
 
 // See Backend::Permanent. Fills stats except backend/device/seconds. With a state_dir, the walk
 // records its finished parts there and a walk of the same matrix and options asked again resumes

@@ -32,10 +32,10 @@
 namespace matrixd::cuda {
 
 inline constexpr int kWalkThreads = 128;
-// Padded orders are multiples of kOrderStep up to kMaxWalkOrder: ten instantiations per walk
+// Padded orders are multiples of kOrderStep up to kMaxWalkOrder: twelve instantiations per walk
 // kind, and at most 3 dummy rows (< 10% extra work from n = 30 on).
 inline constexpr int kOrderStep = 4;
-inline constexpr int kMaxWalkOrder = 40;
+inline constexpr int kMaxWalkOrder = 48;
 inline constexpr int kReduceThreads = 1024;
 // Complex walks keep plain double row sums and restart them from scratch every 2^10 steps, as the
 // CPU does (core/cpu/permanent.cc): that bounds the drift of r + s - s + s ... to ~32 ulp for 1-2%

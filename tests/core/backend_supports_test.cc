@@ -21,8 +21,9 @@ using ::testing::HasSubstr;
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 constexpr uint64_t kLargestPrime = (uint64_t{1} << 62) - 57;
 
-// The largest permanent order of each backend, as its kernels are built.
-int LargestPermanent(const std::string& backend) { return backend == "cuda" ? 40 : 62; }
+// The largest permanent order of each backend, as its kernels are built (cuda::kMaxPermanentOrder
+// and cpu::kMaxPermanentOrder).
+int LargestPermanent(const std::string& backend) { return backend == "cuda" ? 48 : 62; }
 
 OperationQuery Square(Operation operation, DType dtype, int64_t n) {
   return {.operation = operation, .dtype = dtype, .rows = n, .cols = n};
