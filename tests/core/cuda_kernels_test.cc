@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "core/backend.h"
 #include "core/cuda/cuda_backend.h"
+#include "core/cuda/permanent.h"
 #include "core/job_control.h"
 #include "core/make_backend.h"
 #include "core/matrix.h"
@@ -209,7 +210,8 @@ TEST_F(CudaKernelsTest, ProgressRisesInStepsAndReachesOne) {
 }
 
 TEST_F(CudaKernelsTest, RefusesOrderBeyondTheKernels) {
-  const Matrix m(41, 41, DType::kFloat64);
+  constexpr int64_t kAbove = cuda::kMaxPermanentOrder + 1;
+  const Matrix m(kAbove, kAbove, DType::kFloat64);
   const absl::StatusOr<PermanentResult> result = cuda().Permanent(m.view(), {}, nullptr);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(result.status().message().find("matrix"), std::string::npos) << result.status();
