@@ -24,7 +24,6 @@
 #include <cublas_v2.h>
 #include <cublasmp.h>
 #include <cuda_runtime.h>
-#include <cusolverDn.h>
 #include <cusolverMp.h>
 #include <nccl.h>
 
@@ -52,6 +51,7 @@
 #include "core/multi_gpu/nccl_status.h"
 #include "core/status_macros.h"
 #include "tests/multi_gpu/forked_ranks.h"
+#include "tests/multi_gpu/single_gpu_lu.h"
 
 ABSL_FLAG(std::string, op, "gemm",
           "gemm (cuBLASMp), lu (cuSOLVERMp getrf + determinant), or the one-GPU baselines "
@@ -106,12 +106,6 @@ struct CublasHandle {
   cublasHandle_t handle = nullptr;
   ~CublasHandle() {
     if (handle != nullptr) cublasDestroy(handle);
-  }
-};
-struct CusolverDnHandle {
-  cusolverDnHandle_t handle = nullptr;
-  ~CusolverDnHandle() {
-    if (handle != nullptr) cusolverDnDestroy(handle);
   }
 };
 
@@ -217,68 +211,9 @@ absl::Status CheckGemm(NcclRank& rank, const Options& o) {
   return pass ? absl::OkStatus() : absl::InternalError("cuBLASMp product differs from cuBLAS");
 }
 
-struct CusolverDnParams {
-  cusolverDnParams_t params = nullptr;
-  ~CusolverDnParams() {
-    if (params != nullptr) cusolverDnDestroyParams(params);
-  }
-};
-
-// The whole matrix on this GPU factored by cuSOLVER (cusolverDnXgetrf, 1-based pivots) `runs`
-// times, each from a freshly generated matrix; on_run(run, seconds of the factorisation,
-// determinant) after each.
-absl::Status SingleGpuLu(
-    const Options& o, cuda::GeneratedMatrix matrix, cudaStream_t stream, int runs,
-    const std::function<void(int, double, const DistributedDeterminant&)>& on_run) {
-  MATRIXD_ASSIGN_OR_RETURN(auto a, DeviceArray<double>::Allocate(static_cast<size_t>(o.n * o.n)));
-  MATRIXD_ASSIGN_OR_RETURN(auto pivots, DeviceArray<int64_t>::Allocate(static_cast<size_t>(o.n)));
-  MATRIXD_ASSIGN_OR_RETURN(auto info, DeviceArray<int>::Allocate(1));
-  MATRIXD_ASSIGN_OR_RETURN(auto summary, DeviceArray<double>::Allocate(3));
-  const cuda::BlockCyclicPart whole = Whole(o.n, o.n);
-  CusolverDnHandle cusolver;
-  CusolverDnParams params;
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnCreate(&cusolver.handle));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnSetStream(cusolver.handle, stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnCreateParams(&params.params));
-  size_t device_bytes = 0;
-  size_t host_bytes = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnXgetrf_bufferSize(cusolver.handle, params.params, o.n, o.n,
-                                                           CUDA_R_64F, a.get(), o.n, CUDA_R_64F,
-                                                           &device_bytes, &host_bytes));
-  MATRIXD_ASSIGN_OR_RETURN(auto device_work, DeviceArray<unsigned char>::Allocate(device_bytes));
-  std::vector<unsigned char> host_work(host_bytes);
-  std::vector<int64_t> host_pivots(static_cast<size_t>(o.n));
-  for (int run = 0; run < runs; ++run) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchGenerate(whole, matrix, o.seed, a.get(), stream));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-    const double start = Now();
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cusolverDnXgetrf(cusolver.handle, params.params, o.n, o.n, CUDA_R_64F, a.get(), o.n,
-                         pivots.get(), CUDA_R_64F, device_work.get(), device_work.bytes(),
-                         host_work.data(), host_work.size(), info.get()));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-    const double seconds = Now() - start;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary.get(), 0, 3 * sizeof(double), stream));
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchDiagonalSummary(whole, a.get(), summary.get(), stream));
-    double diagonal[3];
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_pivots.data(), pivots.get(),
-                                                 host_pivots.size() * sizeof(int64_t),
-                                                 cudaMemcpyDeviceToHost, stream));
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(diagonal, summary.get(), sizeof(diagonal), cudaMemcpyDeviceToHost, stream));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-    const PivotCounts counts[1] = {CountPivots(host_pivots, o.n, o.n, o.n, 1, 0)};
-    MATRIXD_ASSIGN_OR_RETURN(DistributedDeterminant det,
-                             CombineDeterminant(diagonal[0], diagonal[1], diagonal[2], counts));
-    on_run(run, seconds, det);
-  }
-  return absl::OkStatus();
-}
-
 // The single-GPU baselines: cusolverDnXgetrf and cublasDgemm on the whole matrices.
 absl::Status BenchSingleGpuLu(NcclRank& rank, const Options& o) {
-  return SingleGpuLu(o, cuda::GeneratedMatrix::kUniform, rank.stream(), o.repeats + 1,
+  return SingleGpuLu(o.n, cuda::GeneratedMatrix::kUniform, o.seed, rank.stream(), o.repeats + 1,
                      [&](int run, double seconds, const DistributedDeterminant& det) {
                        if (run == 0) return;  // warm-up
                        std::printf(
@@ -350,7 +285,7 @@ absl::Status CheckLu(NcclRank& rank, const Options& o) {
     const bool random = matrix == cuda::GeneratedMatrix::kUniform;
     if (random) {
       MATRIXD_RETURN_IF_ERROR(SingleGpuLu(
-          o, matrix, stream, 1,
+          o.n, matrix, o.seed, stream, 1,
           [&expected](int, double, const DistributedDeterminant& det) { expected = det; }));
     } else {
       expected = {.sign = (o.n / 2) % 2 == 0 ? 1 : -1,
