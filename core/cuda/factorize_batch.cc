@@ -168,6 +168,20 @@ struct BatchedLuBuffers {
   int* singular() { return info() + count; }
   int* nonfinite() { return singular() + count; }
   int* ipiv() { return pivots.as<int>(); }
+
+  // The flags on the host (info, first zero pivot, Inf/NaN of the factors; `count` each), after
+  // the queued work; INTERNAL when getrfBatched rejected an argument.
+  absl::StatusOr<std::vector<int>> DownloadFlags(DeviceContext& context) const {
+    std::vector<int> host(static_cast<size_t>(count) * 3);
+    MATRIXD_RETURN_IF_ERROR(context.Download(flags, host.data(), host.size() * sizeof(int)));
+    for (int b = 0; b < count; ++b) {
+      if (host[b] < 0) {
+        return absl::InternalError(absl::StrCat("cublas<t>getrfBatched rejected its argument ",
+                                                -host[b], " (info of ", Subject(b), ")"));
+      }
+    }
+    return host;
+  }
 };
 
 // getrfBatched on each A, getrsBatched for A X = B. Pivots are LAPACK's (1-based row swaps in
@@ -188,7 +202,6 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   DeviceBuffer& staging = buffers.staging;
   DeviceBuffer& factors = buffers.factors;
   DeviceBuffer& permutation = buffers.permutation;
-  DeviceBuffer& flags = buffers.flags;  // downloaded first, alone
   int* info = buffers.info();
   int* singular = buffers.singular();
   int* nonfinite = buffers.nonfinite();
@@ -253,18 +266,10 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   const HostRegistration solution_pin(rhs != nullptr ? result.solution->bytes() : nullptr,
                                       rhs != nullptr ? result.solution->byte_size() : 0, stream);
 
-  std::vector<int> host_flags(static_cast<size_t>(count) * 3);
-  MATRIXD_RETURN_IF_ERROR(
-      context.Download(flags, host_flags.data(), host_flags.size() * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(const std::vector<int> host_flags, buffers.DownloadFlags(context));
   const std::span<const int> infos(host_flags.data(), count);
   const std::span<const int> singular_columns(host_flags.data() + count, count);
   const std::span<const int> nonfinite_flags(host_flags.data() + 2 * int64_t{count}, count);
-  for (int b = 0; b < count; ++b) {
-    if (infos[b] < 0) {
-      return absl::InternalError(absl::StrCat("cublas<t>getrfBatched rejected its argument ",
-                                              -infos[b], " (info of ", Subject(b), ")"));
-    }
-  }
   if (rhs != nullptr) {
     for (int b = 0; b < count; ++b) {
       if (const int k = singular_columns[b]; k >= 0) {
@@ -370,7 +375,6 @@ absl::StatusOr<FactorizeResult> PipelinedLu(const MatrixView& a, const Batch& ba
   DeviceBuffer& staging = buffers.staging;
   DeviceBuffer& factors = buffers.factors;
   DeviceBuffer& permutation = buffers.permutation;
-  DeviceBuffer& flags = buffers.flags;
   // The first non-finite component of the operand (UINT64_MAX: none).
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer first_bad, context.Allocate(sizeof(uint64_t)));
   int* info = buffers.info();
@@ -472,18 +476,10 @@ absl::StatusOr<FactorizeResult> PipelinedLu(const MatrixView& a, const Batch& ba
     return NonFiniteEntryError(
         "matrix", static_cast<int64_t>(first_bad_component) / kComponentsPerEntry, a.cols);
   }
-  std::vector<int> host_flags(static_cast<size_t>(count) * 3);
-  MATRIXD_RETURN_IF_ERROR(
-      context.Download(flags, host_flags.data(), host_flags.size() * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(const std::vector<int> host_flags, buffers.DownloadFlags(context));
   const std::span<const int> infos(host_flags.data(), count);
   const std::span<const int> singular_columns(host_flags.data() + count, count);
   const std::span<const int> nonfinite_flags(host_flags.data() + 2 * int64_t{count}, count);
-  for (int b = 0; b < count; ++b) {
-    if (infos[b] < 0) {
-      return absl::InternalError(absl::StrCat("cublas<t>getrfBatched rejected its argument ",
-                                              -infos[b], " (info of ", Subject(b), ")"));
-    }
-  }
   result.singular_columns.assign(singular_columns.begin(), singular_columns.end());
   std::vector<int> redo(static_cast<size_t>(count));
   for (int b = 0; b < count; ++b) {
