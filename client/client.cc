@@ -31,6 +31,8 @@ constexpr int kMaxFrameBytes = 4 << 20;
 // The channel argument that gives each upload part a connection of its own: channels with
 // different arguments never share a subchannel.
 constexpr char kPartChannelArg[] = "matrixd.client.upload_part";
+// The channel argument behind ClientOptions::connection.
+constexpr char kConnectionChannelArg[] = "matrixd.client.connection";
 // Room in a message for a chunk's fields besides its data.
 constexpr uint64_t kChunkOverheadBytes = 1024;
 // The server's download chunk when the request leaves it at 0.
@@ -55,6 +57,7 @@ grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
   args.SetMaxSendMessageSize(options.max_message_bytes);
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, kMaxFrameBytes);
+  if (options.connection != 0) args.SetInt(kConnectionChannelArg, options.connection);
   if (options.tls.has_value() && !options.tls->server_name.empty()) {
     args.SetSslTargetNameOverride(options.tls->server_name);
   }

@@ -40,6 +40,10 @@ struct ClientOptions {
   std::optional<ClientTls> tls = std::nullopt;
   // Sent as "authorization: Bearer TOKEN" on every call; empty: none.
   std::string token = {};
+  // 0: the channel shares its TCP connection with every other channel of this process that has
+  // the same options (gRPC's default). Clients with different non-zero values never share one:
+  // `matrixctl load --connections` uses it to spread its workers over several connections.
+  int connection = 0;
 };
 
 // The slowest rate a transfer's deadline allows for: 25 MB/s, below the slowest inline transfers

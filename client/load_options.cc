@@ -51,6 +51,11 @@ absl::Status ValidateLoadOptions(const LoadOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--concurrency is ", options.concurrency, "; want 1 to ", kMaxConcurrency));
   }
+  if (options.connections < 1 || options.connections > options.concurrency) {
+    return absl::InvalidArgumentError(absl::StrCat("--connections is ", options.connections,
+                                                   "; want 1 to --concurrency (",
+                                                   options.concurrency, ")"));
+  }
   if (options.batch < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--batch is ", options.batch, "; want >= 1"));
   }

@@ -32,6 +32,9 @@ struct LoadOptions {
   // Requests to send; 0 = no count limit (then `duration` must be set).
   int64_t requests = 10000;
   int concurrency = 16;  // requests in flight at once, one thread each
+  // TCP connections the threads are spread over (thread k on connection k mod connections); 1:
+  // every thread on one connection, as one process's channels with the same options are.
+  int connections = 1;
   // Matrices per request: > 1 sends one batched Factorize (batch_count = batch) of that many
   // n x n matrices; only for LoadOp::kLu. 1 sends plain single-matrix requests.
   int64_t batch = 1;
@@ -41,7 +44,8 @@ struct LoadOptions {
 };
 
 // OK when the options describe a run; INVALID_ARGUMENT naming the first bad field otherwise:
-// n >= 1, requests >= 0 and not 0 without a duration, 1 <= concurrency <= 4096, batch >= 1 and
+// n >= 1, requests >= 0 and not 0 without a duration, 1 <= concurrency <= 4096,
+// 1 <= connections <= concurrency, batch >= 1 and
 // > 1 only for lu, duration >= 0, a method the operation takes, a dtype other than UNSPECIFIED.
 // Whether the server accepts the dtype for the operation is left to the server.
 absl::Status ValidateLoadOptions(const LoadOptions& options);

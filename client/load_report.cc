@@ -70,7 +70,9 @@ std::string FormatLoadReport(const LoadReport& report) {
   std::string out =
       Line("load", absl::StrCat(LoadOpName(options.op), " ", options.n, "x", options.n, " ",
                                 DTypeFlagName(options.dtype), ", batch ", options.batch,
-                                ", concurrency ", options.concurrency, ", method ", options.method,
+                                ", concurrency ", options.concurrency, " over ", options.connections,
+                                options.connections == 1 ? " connection" : " connections",
+                                ", method ", options.method,
                                 ", ", report.distinct_requests, " distinct requests"));
   absl::StrAppend(&out, Line("requests", absl::StrCat(tally.requests)),
                   Line("ok", absl::StrCat(tally.ok_requests)),

@@ -53,10 +53,12 @@ absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOption
   if (!requests.ok()) return requests.status();
 
   // One client per worker, each connected before the clock starts, so that the first requests
-  // do not pay for connecting.
+  // do not pay for connecting; worker k on connection k mod options.connections.
   std::vector<std::unique_ptr<Client>> clients;
   for (int k = 0; k < options.concurrency; ++k) {
-    clients.push_back(std::make_unique<Client>(target, client_options));
+    ClientOptions worker_options = client_options;
+    if (options.connections > 1) worker_options.connection = k % options.connections + 1;
+    clients.push_back(std::make_unique<Client>(target, worker_options));
     if (absl::StatusOr<bool> healthy = clients.back()->Healthy(); !healthy.ok()) {
       return absl::Status(healthy.status().code(),
                           absl::StrCat("health check of ", target,

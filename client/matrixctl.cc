@@ -129,6 +129,8 @@ ABSL_FLAG(std::string, op, "det", "load: the operation of every request: det|lu|
 ABSL_FLAG(int64_t, n, 32, "load: the size of the n x n matrices");
 ABSL_FLAG(int64_t, requests, 10000, "load: requests to send; 0 = as many as fit in --duration");
 ABSL_FLAG(int, concurrency, 16, "load: requests in flight at once");
+ABSL_FLAG(int, connections, 1,
+          "load: TCP connections the concurrent requests are spread over (1 to --concurrency)");
 ABSL_FLAG(int64_t, batch, 1,
           "load: matrices per request; > 1 sends batched LU factorizations (--op=lu only)");
 ABSL_FLAG(double, duration, 0,
@@ -167,8 +169,8 @@ constexpr absl::string_view kUsage =
     "  ls                the resident matrices\n"
     "  rm HANDLE ...     release resident matrices\n"
     "  shm list          the shared-memory regions registered with the server\n"
-    "  load       many concurrent requests (--op, --n, --requests, --concurrency, --batch,\n"
-    "             --duration, --dtype, --method, --seed); prints throughput and latency;\n"
+    "  load       many concurrent requests (--op, --n, --requests, --concurrency, --connections,\n"
+    "             --batch, --duration, --dtype, --method, --seed); prints throughput and latency;\n"
     "             exits 1 when any request failed\n"
     "Inputs are files, @HANDLE (a resident matrix; a unique prefix of its handle will do), or\n"
     "--random N (--dtype, --seed) or --hilbert N. --keep keeps results on the server.\n"
@@ -859,6 +861,7 @@ absl::Status Load(const ClientOptions& client_options, const std::vector<std::st
   options.method = absl::GetFlag(FLAGS_method);
   options.requests = absl::GetFlag(FLAGS_requests);
   options.concurrency = absl::GetFlag(FLAGS_concurrency);
+  options.connections = absl::GetFlag(FLAGS_connections);
   options.batch = absl::GetFlag(FLAGS_batch);
   options.duration = absl::Seconds(duration);
   options.seed = absl::GetFlag(FLAGS_seed);

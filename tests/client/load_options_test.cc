@@ -59,6 +59,17 @@ TEST(LoadOptions, ConcurrencyIsBounded) {
   EXPECT_FALSE(ValidateLoadOptions(options).ok());
 }
 
+TEST(LoadOptions, ConnectionsAreBetweenOneAndTheConcurrency) {
+  LoadOptions options;
+  options.concurrency = 8;
+  options.connections = 8;
+  EXPECT_TRUE(ValidateLoadOptions(options).ok());
+  options.connections = 0;
+  EXPECT_THAT(ValidateLoadOptions(options).message(), HasSubstr("--connections is 0"));
+  options.connections = 9;
+  EXPECT_THAT(ValidateLoadOptions(options).message(), HasSubstr("want 1 to --concurrency (8)"));
+}
+
 TEST(LoadOptions, OnlyLuHasABatchedForm) {
   LoadOptions options;
   options.batch = 64;
