@@ -235,6 +235,8 @@ class Backend {
                                      const DeterminantOptions& /*options*/) const {
     return false;
   }
+  // Whether every call computes on the host only (the CPU backend). False by default.
+  virtual bool ComputesOnHost() const { return false; }
 
   // Whether Factorize refuses a host operand `a` that holds a NaN or Inf itself, with the status
   // ValidateFactorize gives it (core/validation.h: NonFiniteEntryError for "matrix", the first

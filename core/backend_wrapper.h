@@ -94,6 +94,7 @@ class BackendWrapper : public Backend {
                                 const DeterminantOptions& options) const override {
     return target_->DeterminantReadsOnDevice(a, options);
   }
+  bool ComputesOnHost() const override { return target_->ComputesOnHost(); }
   bool MultiplyReadsOnDevice(const MatrixView& a, const MatrixView& b,
                              const MultiplyOptions& options) const override {
     return target_->MultiplyReadsOnDevice(a, b, options);

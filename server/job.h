@@ -75,6 +75,9 @@ struct JobSpec {
   // A deterministic request's device (an index into Backend::DeviceMemory()): the job starts
   // placed there, and admission places it nowhere else. JobControl::kAnyDevice: no pin.
   int pinned_device = JobControl::kAnyDevice;
+  // The work computes on the host alone (no device stream, no device memory): when it is also
+  // tiny (SchedulerOptions::inline_max_flops), Submit may run it at once on its caller's thread.
+  bool runs_on_host = false;
 };
 
 // A job's state at one moment.

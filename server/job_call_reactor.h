@@ -131,6 +131,7 @@ class JobCallReactor final : public grpc::ServerUnaryReactor {
       if (!spec.ok()) return spec.status();
       if (context.IsCancelled()) return absl::CancelledError("the call was cancelled");
       spec->deadline = DeadlineOf(context);
+      spec->runs_on_host = spec->runs_on_host || services_.backend.ComputesOnHost();
       spec->on_finished = [this](const absl::Status& status) { JobEnded(status); };
       // Refused or queued, from here on the hook finishes the call.
       absl::StatusOr<std::shared_ptr<Job>> job =

@@ -63,6 +63,11 @@ ABSL_FLAG(int, coalesce_window_us, -1,
           "waits up to this many microseconds for partners, only while other jobs are queued or "
           "running. -1: 200 for the cuda backend, coalescing off for the cpu backend. 0: "
           "coalesce what is queued, never wait");
+ABSL_FLAG(double, inline_max_flops, 3e5,
+          "a request computed on the host (every request of the cpu backend; on cuda, "
+          "determinants of order <= --host_determinant_max_order) whose estimated flops are at "
+          "most this (n^3 for a determinant: 3e5 covers n <= 66) and that is not coalesced runs "
+          "on the thread that received it, without a hand-off to a worker; 0: every job queues");
 ABSL_FLAG(int, coalesce_max_group, 64, "the most jobs in one coalesced group; 1: never coalesce");
 ABSL_FLAG(int64_t, coalesce_max_n, matrixd::server::CoalesceOptions{}.max_order,
           "the largest matrix order that coalesces");
@@ -370,6 +375,7 @@ int main(int argc, char** argv) {
     return kExitBadConfig;
   }
   options->scheduler.coalesce = *coalesce;
+  options->scheduler.inline_max_flops = absl::GetFlag(FLAGS_inline_max_flops);
   if (coalesce->max_group > 1) {
     Log(absl::StrCat("coalescing small jobs (n <= ", coalesce->max_order, ") up to ",
                      coalesce->max_group, " at once, window ",

@@ -226,6 +226,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   spec.pinned_device = PinnedDevice(request.deterministic(), {&inputs->matrix});
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.DeterminantDeviceBytes(inputs->matrix.view(), inputs->options);
+  spec.runs_on_host = backend.DeterminantRunsOnHost(inputs->matrix.view(), inputs->options);
   if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(

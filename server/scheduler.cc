@@ -96,6 +96,10 @@ absl::Status ValidateSchedulerOptions(const SchedulerOptions& options) {
   if (absl::Status coalesce = ValidateCoalesceOptions(options.coalesce); !coalesce.ok()) {
     return coalesce;
   }
+  if (!(options.inline_max_flops >= 0) || std::isinf(options.inline_max_flops)) {
+    return absl::InvalidArgumentError(absl::StrCat("inline_max_flops is ", options.inline_max_flops,
+                                                   "; want a finite value >= 0"));
+  }
   if (options.job_ttl < absl::ZeroDuration() || options.job_ttl == absl::InfiniteDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job_ttl is ", absl::FormatDuration(options.job_ttl), "; want a finite duration >= 0"));
@@ -139,41 +143,68 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
   };
   const absl::Time now = absl::Now();
   const bool large = spec.estimated_flops >= options_.large_job_flops;
-  NotifyingLock lock(this);
-  if (stopping_) return refuse(ShuttingDown());
-  if (!accepting_.ok()) return refuse(accepting_);
-  if (spec.deadline <= now) {
-    return refuse(absl::DeadlineExceededError(
-        absl::StrCat(op, ": the deadline passed before the job was queued")));
-  }
-  if (options_.admission != nullptr) {
-    if (absl::Status fits = options_.admission->CheckFits(spec); !fits.ok()) return refuse(fits);
-  }
-  if (spec.owner_max_jobs > 0) {
-    const auto active = active_by_owner_.find(spec.owner);
-    if (active != active_by_owner_.end() && active->second >= spec.owner_max_jobs) {
-      return refuse(absl::ResourceExhaustedError(
-          absl::StrCat("quota max_jobs: ", spec.owner.empty() ? "this client" : spec.owner, " has ",
-                       active->second, " jobs queued or running, its most is ", spec.owner_max_jobs,
-                       "; wait for one to finish")));
+  const bool run_here = RunsInline(spec, remember);
+  std::shared_ptr<Job> job;
+  JobWork work;
+  {
+    NotifyingLock lock(this);
+    if (stopping_) return refuse(ShuttingDown());
+    if (!accepting_.ok()) return refuse(accepting_);
+    if (spec.deadline <= now) {
+      return refuse(absl::DeadlineExceededError(
+          absl::StrCat(op, ": the deadline passed before the job was queued")));
+    }
+    if (options_.admission != nullptr) {
+      if (absl::Status fits = options_.admission->CheckFits(spec); !fits.ok()) return refuse(fits);
+    }
+    if (spec.owner_max_jobs > 0) {
+      const auto active = active_by_owner_.find(spec.owner);
+      if (active != active_by_owner_.end() && active->second >= spec.owner_max_jobs) {
+        return refuse(absl::ResourceExhaustedError(
+            absl::StrCat("quota max_jobs: ", spec.owner.empty() ? "this client" : spec.owner,
+                         " has ", active->second, " jobs queued or running, its most is ",
+                         spec.owner_max_jobs, "; wait for one to finish")));
+      }
+    }
+    std::deque<Queued>& lane = large ? large_ : small_;
+    if (static_cast<int>(lane.size()) >= options_.queue_depth) {
+      return refuse(absl::ResourceExhaustedError(absl::StrCat(
+          "the job queue is full: ", lane.size(), " ", large ? "large" : "small",
+          " jobs are waiting (--queue_depth=", options_.queue_depth, "); try again later")));
+    }
+    const bool has_deadline = spec.deadline != absl::InfiniteFuture();
+    job = std::make_shared<Job>(remember ? NewIdLocked() : std::string(), std::move(spec), large,
+                                now);
+    ++active_by_owner_[job->owner()];
+    if (remember) registry_.emplace(job->id(), job);
+    if (run_here && (options_.admission == nullptr || options_.admission->TryAdmit(*job))) {
+      MarkRunningLocked(job, now);
+      work = job->TakeWork();
+    } else {
+      lane.push_back({next_sequence_++, job});
+      if (options_.observer != nullptr) options_.observer->QueueDepthChanged(QueuedLocked());
+      work_changed_.SignalAll();
+      if (has_deadline) expiry_changed_.Signal();
+      return job;
     }
   }
-  std::deque<Queued>& lane = large ? large_ : small_;
-  if (static_cast<int>(lane.size()) >= options_.queue_depth) {
-    return refuse(absl::ResourceExhaustedError(absl::StrCat(
-        "the job queue is full: ", lane.size(), " ", large ? "large" : "small",
-        " jobs are waiting (--queue_depth=", options_.queue_depth, "); try again later")));
-  }
-  const bool has_deadline = spec.deadline != absl::InfiniteFuture();
-  auto job =
-      std::make_shared<Job>(remember ? NewIdLocked() : std::string(), std::move(spec), large, now);
-  lane.push_back({next_sequence_++, job});
-  ++active_by_owner_[job->owner()];
-  if (remember) registry_.emplace(job->id(), job);
-  if (options_.observer != nullptr) options_.observer->QueueDepthChanged(QueuedLocked());
+  // Run inline: as a worker runs a job, on this thread.
+  absl::Status status = RunGuarded(op, work, job->control());
+  work = nullptr;  // free the request before anyone sees the job finished
+  NotifyingLock lock(this);
+  EndRunningLocked(job, std::move(status));
   work_changed_.SignalAll();
-  if (has_deadline) expiry_changed_.Signal();
   return job;
+}
+
+bool Scheduler::Coalesces(const CoalescibleWork* coalescible) const {
+  return options_.coalesce.max_group > 1 && coalescible != nullptr &&
+         coalescible->key().order <= options_.coalesce.max_order;
+}
+
+bool Scheduler::RunsInline(const JobSpec& spec, bool remember) const {
+  return !remember && spec.runs_on_host && options_.inline_max_flops > 0 &&
+         spec.estimated_flops <= options_.inline_max_flops && !Coalesces(spec.coalescible.get());
 }
 
 absl::StatusOr<std::shared_ptr<Job>> Scheduler::Find(absl::string_view id,
@@ -257,10 +288,7 @@ void Scheduler::WorkerLoop() {
         continue;
       }
       group.push_back(std::move(job));
-      if (options_.coalesce.max_group > 1 && group.front()->coalescible() != nullptr &&
-          group.front()->coalescible()->key().order <= options_.coalesce.max_order) {
-        GatherGroupLocked(group);
-      }
+      if (Coalesces(group.front()->coalescible())) GatherGroupLocked(group);
       for (const std::shared_ptr<Job>& member : group) works.push_back(member->TakeWork());
     }
     if (group.size() == 1) {
@@ -367,15 +395,17 @@ std::shared_ptr<Job> Scheduler::TakeNextLocked() {
 void Scheduler::StartLocked(std::deque<Queued>& lane, size_t position, absl::Time now) {
   std::shared_ptr<Job> job = std::move(lane[position].job);
   lane.erase(lane.begin() + static_cast<std::ptrdiff_t>(position));
+  if (options_.observer != nullptr) options_.observer->QueueDepthChanged(QueuedLocked());
+  MarkRunningLocked(std::move(job), now);
+}
+
+void Scheduler::MarkRunningLocked(std::shared_ptr<Job> job, absl::Time now) {
   if (job->large()) ++running_large_;
   ++running_by_owner_[job->owner()];
   if (std::vector<JobStateListener> listeners = job->MarkRunning(now); !listeners.empty()) {
     DeferLocked(Notification(std::move(listeners), nullptr, absl::OkStatus()));
   }
-  if (options_.observer != nullptr) {
-    options_.observer->QueueDepthChanged(QueuedLocked());
-    options_.observer->JobStarted(*job, now - job->submitted());
-  }
+  if (options_.observer != nullptr) options_.observer->JobStarted(*job, now - job->submitted());
   running_.push_back(std::move(job));
 }
 

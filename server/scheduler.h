@@ -20,6 +20,10 @@
 // group; with a window it waits up to that long for more, only while other jobs are queued or
 // running. Members are running jobs from then on: Cancel and deadlines reach each one alone.
 //
+// Inline jobs (SchedulerOptions::inline_max_flops): a tiny host-side synchronous job is started
+// and run inside Submit, as running as any other (Cancel, StopAll, WaitUntilIdle and the observer
+// see it), and has ended when Submit returns.
+//
 // Notification: a job's on_finished hook (JobSpec) and its state listeners run after the
 // scheduler's lock is released, on the thread that changed the job (a worker, the housekeeper,
 // the caller of Submit or Cancel), so they may call back into the scheduler or into gRPC.
@@ -85,6 +89,10 @@ struct SchedulerOptions {
   SchedulerObserver* observer = nullptr;       // optional; must outlive the scheduler
   JobAdmission* admission = nullptr;           // optional; must outlive the scheduler
   CoalesceOptions coalesce = {};               // small jobs run together; off by default
+  // A synchronous job with JobSpec::runs_on_host, at most this many estimated flops and no
+  // coalescing runs on the thread that submits it, at once, without a worker hand-off (and
+  // without taking a worker: its caller's thread is the one that waits); 0: every job queues.
+  double inline_max_flops = 0.0;
 };
 
 // INVALID_ARGUMENT naming the option when one is out of range.
@@ -106,7 +114,7 @@ class Scheduler {
   // without work. `remember`: give it an id and keep it for Find until job_ttl after it finishes
   // (asynchronous jobs); otherwise the returned handle is the only one outside the scheduler.
   // spec.on_finished runs exactly once: with the error before Submit returns it, or when the
-  // queued job ends (possibly before Submit returns).
+  // queued job ends (possibly before Submit returns; always before, for a job run inline).
   absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec, bool remember);
 
   // The remembered job with this id, when it belongs to `owner`. NOT_FOUND when there is none
@@ -168,6 +176,13 @@ class Scheduler {
   // Takes `job` (at `position` in `lane`) off it and marks it running.
   void StartLocked(std::deque<Queued>& lane, size_t position, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Marks `job`, off every lane, running.
+  void MarkRunningLocked(std::shared_ptr<Job> job, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Whether a job carrying `coalescible` (may be null) gathers a coalesced group when it runs.
+  bool Coalesces(const CoalescibleWork* coalescible) const;
+  // Whether Submit runs a job of `spec` itself (see SchedulerOptions::inline_max_flops).
+  bool RunsInline(const JobSpec& spec, bool remember) const;
   // Adds to group (its head first) the queued jobs that may run with it, waiting up to the
   // coalescing window for more while the server is busy. May release mutex_ while it waits.
   void GatherGroupLocked(std::vector<std::shared_ptr<Job>>& group)

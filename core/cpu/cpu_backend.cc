@@ -57,6 +57,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   std::string device() const override { return absl::StrCat("cpu (", threads_, " threads)"); }
   std::vector<std::pair<std::string, std::string>> Versions() const override { return versions_; }
+  bool ComputesOnHost() const override { return true; }
 
   // LAPACKE and CBLAS take 32-bit dimensions; batches are looped over here, any length.
   absl::Status Supports(const OperationQuery& query) const override {
