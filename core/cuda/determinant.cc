@@ -270,6 +270,8 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
     }
     result.value = value->det;
     result.accuracy = DeterminantAccuracy(value->rcond, n);
+    // Where a well-conditioned determinant lies tells the exact one where to check first.
+    if (exact_affordable) UseFloatingPointEstimate(result.value, *result.accuracy, &plan);
   }
   ReportProgress(control, value_share);
 
