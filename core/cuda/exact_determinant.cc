@@ -113,9 +113,14 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
                                             double progress_from, ComputeStats* stats) {
   const int64_t n = a.rows;
   const size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(n) * sizeof(int64_t);
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer entries, context.Allocate(bytes));
-  MATRIXD_RETURN_IF_ERROR(context.Upload(a.As<int64_t>().data(), entries, bytes));
-  stats->bytes_moved += bytes;
+  std::optional<DeviceBuffer> uploaded;
+  const int64_t* entries = a.As<int64_t>().data();
+  if (!a.on_device()) {
+    MATRIXD_ASSIGN_OR_RETURN(uploaded, context.Allocate(bytes));
+    MATRIXD_RETURN_IF_ERROR(context.Upload(entries, *uploaded, bytes));
+    stats->bytes_moved += bytes;
+    entries = uploaded->as<int64_t>();
+  }
 
   cpu::RandomPrimeSource source(kExactPrimeLow, kExactPrimeHigh, std::random_device{}());
   std::vector<uint64_t> primes;    // factored, in the order drawn
@@ -165,7 +170,7 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
       const size_t count = std::min((planned.size() + batches - 1) / batches, fits);
       const std::span<const uint64_t> group(planned.data(), count);
       absl::StatusOr<std::vector<uint64_t>> batch_residues = BatchedModularLuDeterminants(
-          entries.as<int64_t>(), n, group, context, /*control=*/nullptr, stats);
+          entries, n, group, context, /*control=*/nullptr, stats);
       if (absl::IsResourceExhausted(batch_residues.status()) && count > 1) {
         capacity = std::max(1, static_cast<int>(count / 2));  // smaller batches from here on
         continue;

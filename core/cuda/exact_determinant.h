@@ -73,7 +73,8 @@ struct ExactValue {
 
 // det(A) over Z. Reports progress from `progress_from` to 1 on `control`; adds its work and the
 // device phases (core/cuda/modular_lu.h) to `stats`. CANCELLED when `control` is cancelled.
-// REQUIRES: a square INT64, plan = PlanExactDeterminant(a) with plan.primes >= 1.
+// REQUIRES: a square INT64 in host memory or on the context's device (then read in place),
+// plan = PlanExactDeterminant(a's host bytes) with plan.primes >= 1.
 absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan& plan,
                                             DeviceContext& context, JobControl* control,
                                             double progress_from, ComputeStats* stats);
