@@ -90,12 +90,15 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
       "Exact determinant, int64: ours GPU vs FLINT fmpz_mat_det on one core",
       "n      digits   primes  early  ours GPU(s)  FLINT(s)   FLINT/GPU  values",
       {"ours GPU: backend call, method AUTO (upload, the floating-point LU, then the exact value: "
-       "batched LU mod random 24-bit primes, CRT after each batch, early stop once stable); "
+       "batched LU mod random 24-bit primes, CRT after each round, early stop once stable; the "
+       "first round aimed at the floating-point estimate when it is trusted); "
        "median of --repeats after a warm-up",
        "primes: used by the last run; early: whether it stopped before Hadamard's bound (with its "
        "error probability)",
        "GPU phases: device time of the last run's residues, panels, trailing DGEMMs and "
        "reductions, over all batches",
+       "host part: the host's share of the exact value (Hadamard's bound, drawing the primes, the "
+       "CRT of the check and of the value), timed alone on this CPU",
        absl::StrCat("FLINT: fmpz_mat_set + fmpz_mat_det, ",
                     flint ? FlintDescription()
                           : "not run (" + (flags.flint ? FlintDescription() : "--no_flint") + ")",
