@@ -105,8 +105,8 @@ bool IsPrime(uint64_t n) {
   }
   // These bases decide primality for every n < 2^64.
   return StrongProbablePrime(
-      n, {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37}, 1, n - 1,
-      [n](uint64_t x) { return x % n; }, [n](uint64_t x, uint64_t y) { return MulMod(x, y, n); });
+      n, {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37}, 1, n - 1, [n](uint64_t x) { return x % n; },
+      [n](uint64_t x, uint64_t y) { return MulMod(x, y, n); });
 }
 
 }  // namespace matrixd

@@ -159,8 +159,8 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
     // memory the context's limit leaves free (other jobs share the device).
     while (!planned.empty()) {
       if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
-      const size_t batches = (planned.size() + static_cast<size_t>(capacity) - 1) /
-                            static_cast<size_t>(capacity);
+      const size_t batches =
+          (planned.size() + static_cast<size_t>(capacity) - 1) / static_cast<size_t>(capacity);
       const MemoryStatistics memory = context.memory_statistics();
       const uint64_t free_bytes = context.memory_limit() > memory.current_bytes
                                       ? context.memory_limit() - memory.current_bytes
@@ -169,8 +169,8 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
       const size_t fits = static_cast<size_t>(std::max<uint64_t>(1, free_bytes / 2 / per_prime));
       const size_t count = std::min((planned.size() + batches - 1) / batches, fits);
       const std::span<const uint64_t> group(planned.data(), count);
-      absl::StatusOr<std::vector<uint64_t>> batch_residues = BatchedModularLuDeterminants(
-          entries, n, group, context, /*control=*/nullptr, stats);
+      absl::StatusOr<std::vector<uint64_t>> batch_residues =
+          BatchedModularLuDeterminants(entries, n, group, context, /*control=*/nullptr, stats);
       if (absl::IsResourceExhausted(batch_residues.status()) && count > 1) {
         capacity = std::max(1, static_cast<int>(count / 2));  // smaller batches from here on
         continue;
@@ -201,8 +201,7 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
       error_probability +=
           cpu::AllDivideProbability(value_bits, kExactPrimeMinBits, confirming, pool);
       const size_t count = primes.size() - static_cast<size_t>(confirming);
-      if (std::optional<std::string> decimal =
-              cpu::ReconstructIfExtends(residues, primes, count)) {
+      if (std::optional<std::string> decimal = cpu::ReconstructIfExtends(residues, primes, count)) {
         ExactValue value{std::move(*decimal),
                          MultimodularCertificate(
                              "multimodular: batched LU mod random 24-bit primes on the GPU, CRT, "

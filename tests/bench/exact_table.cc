@@ -32,8 +32,8 @@ double HostMilliseconds(int repeats, Op&& op) {
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     op();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
   }
   return Median(ms);
 }
@@ -71,8 +71,8 @@ void PrintHostPart(const Matrix& a, const ExactCertificate* gpu, int repeats) {
   const size_t count = primes.size() > 8 ? primes.size() - 8 : primes.size();
   const double check = HostMilliseconds(
       repeats, [&] { static_cast<void>(cpu::ReconstructIfExtends(residues, primes, count)); });
-  const double value =
-      HostMilliseconds(repeats, [&] { static_cast<void>(cpu::ReconstructSigned(residues, primes)); });
+  const double value = HostMilliseconds(
+      repeats, [&] { static_cast<void>(cpu::ReconstructSigned(residues, primes)); });
   std::printf(
       "  host part (CPU clock, median of %d): Hadamard bound %.3f ms, draw %zu primes %.3f ms, "
       "check of %zu + 8 primes (and its value) %.3f ms, value from all %zu %.3f ms%s\n",

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/accuracy.h"
