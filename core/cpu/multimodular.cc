@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <utility>
 
 #include "core/modular_arithmetic.h"
 
@@ -25,8 +26,6 @@ class BigInt {
   mpz_t value_;
 };
 
-void SetUint64(mpz_ptr z, uint64_t v) { mpz_import(z, 1, 1, sizeof(v), 0, 0, &v); }
-
 }  // namespace
 
 std::vector<uint64_t> LargePrimes(int count) {
@@ -45,29 +44,72 @@ int PrimesForBound(double bound_bits) {
 
 namespace {
 
+// a^-1 mod q for gcd(a, q) = 1 and any q < 2^62 (prime or not), by the extended Euclidean
+// algorithm.
+uint64_t InverseModWord(uint64_t a, uint64_t q) {
+  int64_t r0 = static_cast<int64_t>(q), r1 = static_cast<int64_t>(a % q);
+  int64_t t0 = 0, t1 = 1;
+  while (r1 != 0) {
+    const int64_t quotient = r0 / r1;
+    r0 = std::exchange(r1, r0 - quotient * r1);
+    t0 = std::exchange(t1, t0 - quotient * t1);
+  }
+  return static_cast<uint64_t>(t0 < 0 ? t0 + static_cast<int64_t>(q) : t0);
+}
+
 // x := the integer with |x| < (product of the first `count` primes) / 2 and the given residues.
 void Reconstruct(const std::vector<uint64_t>& residues, const std::vector<uint64_t>& primes,
                  size_t count, mpz_ptr x) {
-  BigInt modulus, term, p, tmp;
-  SetUint64(x, residues[0] % primes[0]);
-  SetUint64(modulus.get(), primes[0]);
-  // Garner-style incremental CRT: x += modulus * ((r - x) * modulus^-1 mod p).
-  for (size_t i = 1; i < count; ++i) {
-    SetUint64(p.get(), primes[i]);
-    mpz_mod(tmp.get(), x, p.get());
-    const uint64_t x_mod_p = mpz_get_ui(tmp.get());
-    mpz_mod(tmp.get(), modulus.get(), p.get());
-    const uint64_t m_mod_p = mpz_get_ui(tmp.get());
-    const uint64_t delta = MulMod(SubMod(residues[i] % primes[i], x_mod_p, primes[i]),
-                                  InvMod(m_mod_p, primes[i]), primes[i]);
-    SetUint64(tmp.get(), delta);
-    mpz_mul(term.get(), modulus.get(), tmp.get());
-    mpz_add(x, x, term.get());
-    mpz_mul(modulus.get(), modulus.get(), p.get());
+  static_assert(sizeof(unsigned long) == sizeof(uint64_t));  // NOLINT(runtime/int)
+  BigInt modulus, half;
+  mpz_set_ui(x, 0);
+  mpz_set_ui(modulus.get(), 1);
+  // Garner-style incremental CRT: x += modulus * ((r - x) * modulus^-1 mod q), with q two primes
+  // at a time when their product fits a word (the GPU's 24-bit primes), their residue r mod q by a
+  // CRT of two words. The word-sized GMP calls (remainders, product and sum by one limb) allocate
+  // nothing; each step costs two passes over x and the modulus, so the whole is quadratic in the
+  // primes, and pairing them halves it (~0.5 ms for 1000 primes of 24 bits).
+  for (size_t i = 0; i < count;) {
+    uint64_t q = primes[i];
+    uint64_t r = residues[i] % q;
+    if (i + 1 < count && primes[i + 1] < kModulusLimit / q) {
+      const uint64_t p = primes[i + 1];
+      const uint64_t lift =
+          MulMod(SubMod(residues[i + 1] % p, r % p, p), InverseModWord(q % p, p), p);
+      r += q * lift;  // < q p
+      q *= p;
+      i += 2;
+    } else {
+      i += 1;
+    }
+    const uint64_t x_mod_q = mpz_fdiv_ui(x, q);
+    const uint64_t m_mod_q = mpz_fdiv_ui(modulus.get(), q);
+    const uint64_t delta = MulMod(SubMod(r, x_mod_q, q), InverseModWord(m_mod_q, q), q);
+    mpz_addmul_ui(x, modulus.get(), delta);
+    mpz_mul_ui(modulus.get(), modulus.get(), q);
   }
   // Symmetric range: x > modulus / 2 stands for x - modulus.
-  mpz_fdiv_q_2exp(tmp.get(), modulus.get(), 1);
-  if (mpz_cmp(x, tmp.get()) > 0) mpz_sub(x, x, modulus.get());
+  mpz_fdiv_q_2exp(half.get(), modulus.get(), 1);
+  if (mpz_cmp(x, half.get()) > 0) mpz_sub(x, x, modulus.get());
+}
+
+}  // namespace
+
+namespace {
+
+std::string Decimal(mpz_srcptr x) {
+  std::unique_ptr<char, void (*)(void*)> text(mpz_get_str(nullptr, 10, x), free);
+  return std::string(text.get());
+}
+
+// Whether x has the residues of primes[count..).
+bool HasResidues(mpz_srcptr x, const std::vector<uint64_t>& residues,
+                 const std::vector<uint64_t>& primes, size_t count) {
+  for (size_t i = count; i < primes.size(); ++i) {
+    // mpz_fdiv_ui: the remainder in [0, p), whatever the sign of x.
+    if (mpz_fdiv_ui(x, primes[i]) != residues[i] % primes[i]) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -76,20 +118,22 @@ std::string ReconstructSigned(const std::vector<uint64_t>& residues,
                               const std::vector<uint64_t>& primes) {
   BigInt x;
   Reconstruct(residues, primes, primes.size(), x.get());
-  std::unique_ptr<char, void (*)(void*)> text(mpz_get_str(nullptr, 10, x.get()), free);
-  return std::string(text.get());
+  return Decimal(x.get());
 }
 
 bool ReconstructionExtends(const std::vector<uint64_t>& residues,
                            const std::vector<uint64_t>& primes, size_t count) {
   BigInt x;
   Reconstruct(residues, primes, count, x.get());
-  static_assert(sizeof(unsigned long) == sizeof(uint64_t));  // NOLINT(runtime/int)
-  for (size_t i = count; i < primes.size(); ++i) {
-    // mpz_fdiv_ui: the remainder in [0, p), whatever the sign of x.
-    if (mpz_fdiv_ui(x.get(), primes[i]) != residues[i] % primes[i]) return false;
-  }
-  return true;
+  return HasResidues(x.get(), residues, primes, count);
+}
+
+std::optional<std::string> ReconstructIfExtends(const std::vector<uint64_t>& residues,
+                                                const std::vector<uint64_t>& primes, size_t count) {
+  BigInt x;
+  Reconstruct(residues, primes, count, x.get());
+  if (!HasResidues(x.get(), residues, primes, count)) return std::nullopt;
+  return Decimal(x.get());
 }
 
 RandomPrimeSource::RandomPrimeSource(uint64_t low, uint64_t high, uint64_t seed)

@@ -4,6 +4,7 @@
 #define MATRIXD_CORE_CPU_MULTIMODULAR_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -27,6 +28,12 @@ std::string ReconstructSigned(const std::vector<uint64_t>& residues,
 // REQUIRES: 1 <= count <= primes.size() == residues.size(), distinct primes.
 bool ReconstructionExtends(const std::vector<uint64_t>& residues,
                            const std::vector<uint64_t>& primes, size_t count);
+
+// ReconstructSigned over the first `count` primes when ReconstructionExtends holds, nullopt
+// otherwise: the early stop's test and its answer from one reconstruction.
+// REQUIRES: as ReconstructionExtends.
+std::optional<std::string> ReconstructIfExtends(const std::vector<uint64_t>& residues,
+                                                const std::vector<uint64_t>& primes, size_t count);
 
 // Distinct primes of [low, high) drawn uniformly at random (each draw uniform among the primes
 // not drawn before), so that a probabilistic early stop holds whatever the input.

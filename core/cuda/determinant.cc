@@ -253,23 +253,37 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
   // Progress: the floating-point value (weighed as 16 primes of a batch), then the primes.
   const double value_share = exact_affordable ? 16.0 / (16.0 + plan.primes) : 1.0;
 
+  // An INT64 matrix that goes on to its exact value is uploaded once for both: the floating-point
+  // phase copies it on the device, the exact one reads it in place.
+  std::optional<DeviceBuffer> uploaded;
+  MatrixView entries = a;
+  if (exact_affordable && !a.on_device()) {
+    MATRIXD_ASSIGN_OR_RETURN(uploaded, context.Allocate(a.byte_size()));
+    MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, *uploaded, a.byte_size()));
+    entries.data = uploaded->as<const std::byte>();
+    entries.space = MemorySpace::kDevice;
+    entries.device = context.device();
+  }
+
   DeterminantResult result;
   if (options.method == DeterminantMethod::kCondensation) {
     result.method_used = DeterminantMethod::kCondensation;
     MATRIXD_ASSIGN_OR_RETURN(
         DeterminantResult condensed,
-        CondensationDeterminant(a, context, exact_affordable ? nullptr : control));
+        CondensationDeterminant(entries, context, exact_affordable ? nullptr : control));
     result.value = condensed.value;
     AddWork(condensed.stats, &result.stats);
   } else {
     result.method_used = DeterminantMethod::kLu;
-    absl::StatusOr<LuValue> value = LuDeterminant(a, context, &result.stats);
+    absl::StatusOr<LuValue> value = LuDeterminant(entries, context, &result.stats);
     if (!value.ok()) {
       return Annotate(value.status(), absl::StrCat("LU determinant of a ", n, "x", n, " ",
                                                    std::string(DTypeName(a.dtype)), " matrix"));
     }
     result.value = value->det;
     result.accuracy = DeterminantAccuracy(value->rcond, n);
+    // Where a well-conditioned determinant lies tells the exact one where to check first.
+    if (exact_affordable) UseFloatingPointEstimate(result.value, *result.accuracy, &plan);
   }
   ReportProgress(control, value_share);
 
@@ -280,7 +294,7 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       result.certificate = ZeroRowCertificate();
     } else if (exact_affordable) {
       absl::StatusOr<ExactValue> exact =
-          ExactDeterminant(a, plan, context, control, value_share, &result.stats);
+          ExactDeterminant(entries, plan, context, control, value_share, &result.stats);
       if (!exact.ok()) {
         return Annotate(exact.status(),
                         absl::StrCat("exact determinant of a ", n, "x", n, " int64 matrix"));

@@ -8,14 +8,17 @@
 #define MATRIXD_CORE_CUDA_EXACT_DETERMINANT_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/accuracy.h"
 #include "core/cuda/device_context.h"
 #include "core/exact_certificate.h"
 #include "core/job_control.h"
 #include "core/matrix.h"
 #include "core/operations.h"
+#include "core/scaled_number.h"
 
 namespace matrixd::cuda {
 
@@ -41,10 +44,21 @@ struct ExactPlan {
   double bound_bits = 0.0;  // log2 of Hadamard's bound; -infinity for a zero row
   int primes = 0;           // 24-bit primes that cover it (0 for a zero row)
   bool affordable = false;  // primes * n^3 <= kCudaExactDeterminantBudget
+  // log2 |det A| from a floating-point determinant that can be trusted to a few bits
+  // (UseFloatingPointEstimate), NaN when there is none. It only decides where the batches end
+  // (the first check is placed where the early stop can pass), never the value or its certificate.
+  double estimate_bits = std::numeric_limits<double>::quiet_NaN();
 };
 
 // REQUIRES: a square INT64, n >= 1.
 ExactPlan PlanExactDeterminant(const MatrixView& a);
+
+// Sets plan->estimate_bits to log2 |det| when the floating-point determinant `det` of A has a
+// relative error bound of at most kTrustedEstimateError (from its `accuracy`), and leaves it NaN
+// otherwise (a singular or ill-conditioned A, whose determinant may be far smaller than the
+// rounding suggests).
+inline constexpr double kTrustedEstimateError = 1e-6;
+void UseFloatingPointEstimate(const ScaledNumber& det, const Accuracy& accuracy, ExactPlan* plan);
 
 // The device bytes ExactDeterminant takes at most for an n x n matrix under `plan` (0 when not
 // affordable): the uploaded entries and its largest batch of primes (at most 8 GiB of residue
@@ -59,7 +73,8 @@ struct ExactValue {
 
 // det(A) over Z. Reports progress from `progress_from` to 1 on `control`; adds its work and the
 // device phases (core/cuda/modular_lu.h) to `stats`. CANCELLED when `control` is cancelled.
-// REQUIRES: a square INT64, plan = PlanExactDeterminant(a) with plan.primes >= 1.
+// REQUIRES: a square INT64 in host memory or on the context's device (then read in place),
+// plan = PlanExactDeterminant(a's host bytes) with plan.primes >= 1.
 absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan& plan,
                                             DeviceContext& context, JobControl* control,
                                             double progress_from, ComputeStats* stats);

@@ -1,14 +1,19 @@
 // The exact integer determinant of one random INT64 matrix: our GPU backend (batched LU mod
 // random 24-bit primes, CRT, early stop: core/cuda/exact_determinant.h) next to FLINT's
 // fmpz_mat_det on one core, with the two values compared digit for digit.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/cpu/exact_determinant.h"
+#include "core/cpu/multimodular.h"
 #include "core/matrix.h"
 #include "core/operations.h"
 #include "tests/bench/bench_format.h"
@@ -18,6 +23,65 @@
 #include "tests/bench/flint_determinant.h"
 
 namespace matrixd::bench {
+namespace {
+
+// The median of `repeats` host-clock timings of `op`, in milliseconds.
+template <typename Op>
+double HostMilliseconds(int repeats, Op&& op) {
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    op();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  return Median(ms);
+}
+
+// The host's part of the GPU's exact determinant, timed here on the CPU: Hadamard's bound, drawing
+// the random 24-bit primes that cover it, and the Chinese remaindering of the early stop's check
+// and of the value. With the GPU's certificate, its primes and residues (the check then passes
+// where the GPU's did); without, residues drawn at random (the check fails at its first
+// confirming prime, the value is that of the random residues: the same work).
+void PrintHostPart(const Matrix& a, const ExactCertificate* gpu, int repeats) {
+  const int64_t n = a.rows();
+  double bound_bits = 0.0;
+  const double hadamard = HostMilliseconds(
+      repeats, [&] { bound_bits = cpu::HadamardBoundBits(a.view().As<int64_t>(), n); });
+  if (std::isinf(bound_bits)) return;
+  std::vector<uint64_t> primes;
+  const double draw = HostMilliseconds(repeats, [&] {
+    cpu::RandomPrimeSource source(uint64_t{1} << 23, uint64_t{1} << 24, 7);
+    primes.clear();
+    for (double covered = -1.0; covered <= bound_bits;) {
+      primes.push_back(source.Next());
+      covered += std::log2(static_cast<double>(primes.back()));
+    }
+  });
+  const size_t drawn = primes.size();
+  std::vector<uint64_t> residues;
+  if (gpu != nullptr && !gpu->primes.empty()) {
+    primes = gpu->primes;
+    residues = gpu->residues;
+  } else {
+    std::mt19937_64 rng(11);
+    for (const uint64_t p : primes) residues.push_back(rng() % p);
+  }
+  // m = 8 confirming primes at n = 1000.
+  const size_t count = primes.size() > 8 ? primes.size() - 8 : primes.size();
+  const double check = HostMilliseconds(
+      repeats, [&] { static_cast<void>(cpu::ReconstructIfExtends(residues, primes, count)); });
+  const double value = HostMilliseconds(
+      repeats, [&] { static_cast<void>(cpu::ReconstructSigned(residues, primes)); });
+  std::printf(
+      "  host part (CPU clock, median of %d): Hadamard bound %.3f ms, draw %zu primes %.3f ms, "
+      "check of %zu + 8 primes (and its value) %.3f ms, value from all %zu %.3f ms%s\n",
+      repeats, hadamard, drawn, draw, count, check, primes.size(), value,
+      gpu != nullptr && !gpu->primes.empty() ? " (the GPU's primes and residues)"
+                                             : " (random residues)");
+}
+
+}  // namespace
 
 void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
   const bool flint = flags.flint && FlintAvailable();
@@ -26,12 +90,15 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
       "Exact determinant, int64: ours GPU vs FLINT fmpz_mat_det on one core",
       "n      digits   primes  early  ours GPU(s)  FLINT(s)   FLINT/GPU  values",
       {"ours GPU: backend call, method AUTO (upload, the floating-point LU, then the exact value: "
-       "batched LU mod random 24-bit primes, CRT after each batch, early stop once stable); "
+       "batched LU mod random 24-bit primes, CRT after each round, early stop once stable; the "
+       "first round aimed at the floating-point estimate when it is trusted); "
        "median of --repeats after a warm-up",
        "primes: used by the last run; early: whether it stopped before Hadamard's bound (with its "
        "error probability)",
        "GPU phases: device time of the last run's residues, panels, trailing DGEMMs and "
        "reductions, over all batches",
+       "host part: the host's share of the exact value (Hadamard's bound, drawing the primes, the "
+       "CRT of the check and of the value), timed alone on this CPU",
        absl::StrCat("FLINT: fmpz_mat_set + fmpz_mat_det, ",
                     flint ? FlintDescription()
                           : "not run (" + (flags.flint ? FlintDescription() : "--no_flint") + ")",
@@ -85,6 +152,8 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
       }
       std::printf("  GPU phases: %s\n", phases.c_str());
     }
+    PrintHostPart(a, last.certificate.has_value() ? &*last.certificate : nullptr,
+                  std::max(flags.repeats, 3));
     if (values == "MISMATCH") {
       std::printf("  GPU:   %s\n  FLINT: %s\n", last.exact.c_str(), flint_decimal.c_str());
     }

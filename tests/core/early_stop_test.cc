@@ -5,14 +5,17 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/accuracy.h"
 #include "core/cpu/multimodular.h"
 #include "core/cuda/balanced_residue.h"
 #include "core/cuda/exact_determinant.h"
 #include "core/cuda/modular_lu.h"
 #include "core/matrix.h"
 #include "core/modular_arithmetic.h"
+#include "core/scaled_number.h"
 #include "gtest/gtest.h"
 
 namespace matrixd {
@@ -115,6 +118,22 @@ TEST(EarlyStop, PlanCountsPrimesAndKeepsTheGpuBudget) {
   const cuda::ExactPlan none = cuda::PlanExactDeterminant(zero_row.view());
   EXPECT_EQ(none.primes, 0);
   EXPECT_EQ(cuda::ExactDeterminantDeviceBytes(3, none), 0u);
+}
+
+TEST(EarlyStop, OnlyATrustedFloatingPointDeterminantPlacesTheFirstCheck) {
+  const Matrix a = Matrix::FromValues<int64_t>(2, 2, {3, 1, 1, 2});
+  // A well-conditioned 2^100 * 0.75: log2 = 100 - 0.415.
+  cuda::ExactPlan plan = cuda::PlanExactDeterminant(a.view());
+  EXPECT_TRUE(std::isnan(plan.estimate_bits));
+  const ScaledNumber det = ScaledNumber::FromParts(0.75, 100);
+  cuda::UseFloatingPointEstimate(det, DeterminantAccuracy(0.5, 2), &plan);
+  EXPECT_NEAR(plan.estimate_bits, 100.0 + std::log2(0.75), 1e-12);
+  // Ill-conditioned (the value may be rounding noise of a singular matrix), or zero: none.
+  for (const auto& [value, rcond] : {std::pair{det, 1e-17}, std::pair{ScaledNumber::Zero(), 0.5}}) {
+    cuda::ExactPlan untrusted = cuda::PlanExactDeterminant(a.view());
+    cuda::UseFloatingPointEstimate(value, DeterminantAccuracy(rcond, 1000), &untrusted);
+    EXPECT_TRUE(std::isnan(untrusted.estimate_bits));
+  }
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 # then the GPU alone at n = 8192, then the exact determinant (batched LU over random 24-bit primes,
 # early stop: core/cuda/exact_determinant.h) against FLINT's fmpz_mat_det on one core at n = 500
 # and 1000 (about 12 s of FLINT) and alone at n = 2000 and 3000. `modp` runs only the modular
-# part, `exact` only the exact part (its tests and tables, about 3 minutes at most); both, the
+# part, `exact` only the exact part (its tests and tables, about 3 minutes at most; the exact
+# table also prints the host part of each size, timed on the device host's CPU); both, the
 # default, may need the whole of a device call's 10 minutes. Runs from the
 # repository root with the binaries bundled in .gpu/ and writes its logs under $OUT:
 #
@@ -47,9 +48,9 @@ log "  exit $?"
 cat "${out}/bench_modular_8192.txt" | tee -a "${out}/summary.txt"
 fi
 if [[ $part == exact || $part == all ]]; then
-log "matrixd_core_test: exact determinants on the GPU, early stop, the batched modular LU"
+log "matrixd_core_test: exact determinants on the GPU, early stop, the CRT, the batched modular LU"
 timeout 150 "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='CudaExactDeterminant*:EarlyStop*:*ExactCertificate*:*DeterminantTest.Exact*:CudaMemoryPool*' \
+  --gtest_filter='CudaExactDeterminant*:EarlyStop*:CrtReconstruction*:ModularArithmetic*:*ExactCertificate*:*DeterminantTest.Exact*:CudaMemoryPool*:CudaModularLu*' \
   >"${out}/core_exact.txt" 2>&1
 log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core_exact.txt" | tr '\n' ' ')"
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core_exact.txt" | head -60 | tee -a "${out}/summary.txt"
