@@ -1,0 +1,128 @@
+#include "core/cuda/factor_solves.h"
+
+#include <complex>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cuda_status.h"
+#include "core/status_macros.h"
+
+namespace matrixd::cuda {
+
+template <typename T>
+absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Lu(DeviceContext& context,
+                                                                const T* factors, int64_t n,
+                                                                int64_t lda,
+                                                                std::span<const int> pivots) {
+  if (static_cast<int64_t>(pivots.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LU pivots have ", pivots.size(), " entries, want n = ", n));
+  }
+  // The swaps applied in turn to 0..n-1: (P b)[i] = b[rows[i]], as getrs's laswp applies them.
+  std::vector<int> rows(static_cast<size_t>(n));
+  std::iota(rows.begin(), rows.end(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int pivot = pivots[static_cast<size_t>(i)];
+    if (pivot < i + 1 || pivot > n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LU pivot ", i, " is ", pivot, ", want it in [", i + 1, ", ", n, "]"));
+    }
+    std::swap(rows[static_cast<size_t>(i)], rows[static_cast<size_t>(pivot - 1)]);
+  }
+  DeviceFactorSolves solves(context, n);
+  MATRIXD_ASSIGN_OR_RETURN(solves.rows_, context.Allocate(rows.size() * sizeof(int)));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(rows.data(), solves.rows_, rows.size() * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(solves.work_, context.Allocate(static_cast<size_t>(n) * sizeof(T)));
+  MATRIXD_RETURN_IF_ERROR(solves.AddFactor(
+      {.a = factors, .n = n, .lda = lda, .lower = true, .unit_diagonal = true}));
+  MATRIXD_RETURN_IF_ERROR(solves.AddFactor(
+      {.a = factors, .n = n, .lda = lda, .lower = false, .unit_diagonal = false}));
+  solves.stages_ = {{.factor = 0, .adjoint = false}, {.factor = 1, .adjoint = false}};
+  return solves;
+}
+
+template <typename T>
+absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Cholesky(DeviceContext& context,
+                                                                      const T* factor, int64_t n,
+                                                                      int64_t ld) {
+  DeviceFactorSolves solves(context, n);
+  MATRIXD_RETURN_IF_ERROR(solves.AddFactor(
+      {.a = factor, .n = n, .lda = ld, .lower = false, .unit_diagonal = false}));
+  solves.stages_ = {{.factor = 0, .adjoint = true}, {.factor = 0, .adjoint = false}};
+  return solves;
+}
+
+template <typename T>
+absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::UpperTriangle(DeviceContext& context,
+                                                                           const T* r, int64_t n,
+                                                                           int64_t ld) {
+  DeviceFactorSolves solves(context, n);
+  MATRIXD_RETURN_IF_ERROR(
+      solves.AddFactor({.a = r, .n = n, .lda = ld, .lower = false, .unit_diagonal = false}));
+  solves.stages_ = {{.factor = 0, .adjoint = false}};
+  return solves;
+}
+
+template <typename T>
+absl::Status DeviceFactorSolves<T>::AddFactor(DeviceTriangle<T> triangle) {
+  if (sync_.data() == nullptr) {
+    MATRIXD_ASSIGN_OR_RETURN(sync_, context_->Allocate(kTriangularSolveSyncBytes));
+  }
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer inverse,
+      context_->Allocate(static_cast<size_t>(DiagonalInverseElements(triangle.n)) * sizeof(T)));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchInvertDiagonalBlocks(triangle, inverse.as<T>(), context_->stream()));
+  factors_.push_back(Factor{.triangle = triangle, .inverse = std::move(inverse)});
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status DeviceFactorSolves<T>::Solve(const Stage& stage, bool adjoint, const T* b, T* x) {
+  const Factor& factor = factors_[static_cast<size_t>(stage.factor)];
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTriangularSolve(factor.triangle, factor.inverse.template as<const T>(),
+                                                     stage.adjoint != adjoint, b, x, sync_.data(),
+                                                     context_->stream()));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status DeviceFactorSolves<T>::Apply(bool adjoint, void* x, int columns) {
+  // A^-1 = ... op(F_2)^-1 op(F_1)^-1 P and A^-H = P^T op(F_1)^-H op(F_2)^-H ...: the permuted
+  // vector goes through work_, and the solve next to the permutation moves it back.
+  const bool permuted = rows_.data() != nullptr;
+  const size_t count = stages_.size();
+  for (int c = 0; c < columns; ++c) {
+    T* column = static_cast<T*>(x) + static_cast<int64_t>(c) * n_;
+    T* current = column;
+    if (permuted && !adjoint) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchPermuteVector<T>(column, rows_.as<const int>(), n_,
+                                                          /*scatter=*/false, work_.as<T>(),
+                                                          context_->stream()));
+      current = work_.as<T>();
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const Stage& stage = adjoint ? stages_[count - 1 - k] : stages_[k];
+      T* next = current;
+      if (permuted && !adjoint && k + 1 == count) next = column;
+      if (permuted && adjoint && k == 0) next = work_.as<T>();
+      MATRIXD_RETURN_IF_ERROR(Solve(stage, adjoint, current, next));
+      current = next;
+    }
+    if (permuted && adjoint) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchPermuteVector<T>(work_.as<const T>(),
+                                                          rows_.as<const int>(), n_,
+                                                          /*scatter=*/true, column,
+                                                          context_->stream()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template class DeviceFactorSolves<float>;
+template class DeviceFactorSolves<double>;
+template class DeviceFactorSolves<std::complex<float>>;
+template class DeviceFactorSolves<std::complex<double>>;
+
+}  // namespace matrixd::cuda
