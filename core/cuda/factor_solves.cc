@@ -17,7 +17,7 @@ absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Lu(DeviceContext& c
                                                                 std::span<const int> pivots) {
   if (static_cast<int64_t>(pivots.size()) != n) {
     return absl::InvalidArgumentError(
-        absl::StrCat("LU pivots have ", pivots.size(), " entries, want n = ", n));
+        absl::StrCat("pivots has ", pivots.size(), " entries, want n = ", n));
   }
   // The swaps applied in turn to 0..n-1: (P b)[i] = b[rows[i]], as getrs's laswp applies them.
   std::vector<int> rows(static_cast<size_t>(n));
@@ -26,7 +26,7 @@ absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Lu(DeviceContext& c
     const int pivot = pivots[static_cast<size_t>(i)];
     if (pivot < i + 1 || pivot > n) {
       return absl::InvalidArgumentError(
-          absl::StrCat("LU pivot ", i, " is ", pivot, ", want it in [", i + 1, ", ", n, "]"));
+          absl::StrCat("pivots[", i, "] is ", pivot, ", want it in [", i + 1, ", ", n, "]"));
     }
     std::swap(rows[static_cast<size_t>(i)], rows[static_cast<size_t>(pivot - 1)]);
   }
