@@ -31,13 +31,9 @@ absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Lu(DeviceContext& c
     std::swap(rows[static_cast<size_t>(i)], rows[static_cast<size_t>(pivot - 1)]);
   }
   DeviceFactorSolves solves(context, n);
-  MATRIXD_ASSIGN_OR_RETURN(solves.rows_, context.Allocate(rows.size() * sizeof(int)));
-  MATRIXD_RETURN_IF_ERROR(context.Upload(rows.data(), solves.rows_, rows.size() * sizeof(int)));
-  MATRIXD_ASSIGN_OR_RETURN(solves.work_, context.Allocate(static_cast<size_t>(n) * sizeof(T)));
-  MATRIXD_RETURN_IF_ERROR(solves.AddFactor(
-      {.a = factors, .n = n, .lda = lda, .lower = true, .unit_diagonal = true}));
-  MATRIXD_RETURN_IF_ERROR(solves.AddFactor(
-      {.a = factors, .n = n, .lda = lda, .lower = false, .unit_diagonal = false}));
+  solves.host_rows_ = std::move(rows);
+  solves.AddFactor({.a = factors, .n = n, .lda = lda, .lower = true, .unit_diagonal = true});
+  solves.AddFactor({.a = factors, .n = n, .lda = lda, .lower = false, .unit_diagonal = false});
   solves.stages_ = {{.factor = 0, .adjoint = false}, {.factor = 1, .adjoint = false}};
   return solves;
 }
@@ -47,8 +43,7 @@ absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Cholesky(DeviceCont
                                                                       const T* factor, int64_t n,
                                                                       int64_t ld) {
   DeviceFactorSolves solves(context, n);
-  MATRIXD_RETURN_IF_ERROR(solves.AddFactor(
-      {.a = factor, .n = n, .lda = ld, .lower = false, .unit_diagonal = false}));
+  solves.AddFactor({.a = factor, .n = n, .lda = ld, .lower = false, .unit_diagonal = false});
   solves.stages_ = {{.factor = 0, .adjoint = true}, {.factor = 0, .adjoint = false}};
   return solves;
 }
@@ -58,32 +53,37 @@ absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::UpperTriangle(Devic
                                                                            const T* r, int64_t n,
                                                                            int64_t ld) {
   DeviceFactorSolves solves(context, n);
-  MATRIXD_RETURN_IF_ERROR(
-      solves.AddFactor({.a = r, .n = n, .lda = ld, .lower = false, .unit_diagonal = false}));
+  solves.AddFactor({.a = r, .n = n, .lda = ld, .lower = false, .unit_diagonal = false});
   solves.stages_ = {{.factor = 0, .adjoint = false}};
   return solves;
 }
 
 template <typename T>
-absl::Status DeviceFactorSolves<T>::AddFactor(DeviceTriangle<T> triangle) {
-  if (sync_.data() == nullptr) {
-    MATRIXD_ASSIGN_OR_RETURN(sync_, context_->Allocate(kTriangularSolveSyncBytes));
+absl::Status DeviceFactorSolves<T>::Prepare() {
+  MATRIXD_ASSIGN_OR_RETURN(sync_, context_->Allocate(kTriangularSolveSyncBytes));
+  for (Factor& factor : factors_) {
+    MATRIXD_ASSIGN_OR_RETURN(
+        factor.inverse,
+        context_->Allocate(static_cast<size_t>(DiagonalInverseElements(n_)) * sizeof(T)));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchInvertDiagonalBlocks(
+        factor.triangle, factor.inverse.template as<T>(), context_->stream()));
   }
-  MATRIXD_ASSIGN_OR_RETURN(
-      DeviceBuffer inverse,
-      context_->Allocate(static_cast<size_t>(DiagonalInverseElements(triangle.n)) * sizeof(T)));
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchInvertDiagonalBlocks(triangle, inverse.as<T>(), context_->stream()));
-  factors_.push_back(Factor{.triangle = triangle, .inverse = std::move(inverse)});
+  if (!host_rows_.empty()) {
+    const size_t bytes = host_rows_.size() * sizeof(int);
+    MATRIXD_ASSIGN_OR_RETURN(rows_, context_->Allocate(bytes));
+    MATRIXD_RETURN_IF_ERROR(context_->Upload(host_rows_.data(), rows_, bytes));
+    MATRIXD_ASSIGN_OR_RETURN(work_, context_->Allocate(static_cast<size_t>(n_) * sizeof(T)));
+  }
+  prepared_ = true;
   return absl::OkStatus();
 }
 
 template <typename T>
 absl::Status DeviceFactorSolves<T>::Solve(const Stage& stage, bool adjoint, const T* b, T* x) {
   const Factor& factor = factors_[static_cast<size_t>(stage.factor)];
-  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTriangularSolve(factor.triangle, factor.inverse.template as<const T>(),
-                                                     stage.adjoint != adjoint, b, x, sync_.data(),
-                                                     context_->stream()));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchTriangularSolve(factor.triangle, factor.inverse.template as<const T>(),
+                            stage.adjoint != adjoint, b, x, sync_.data(), context_->stream()));
   return absl::OkStatus();
 }
 
@@ -91,7 +91,8 @@ template <typename T>
 absl::Status DeviceFactorSolves<T>::Apply(bool adjoint, void* x, int columns) {
   // A^-1 = ... op(F_2)^-1 op(F_1)^-1 P and A^-H = P^T op(F_1)^-H op(F_2)^-H ...: the permuted
   // vector goes through work_, and the solve next to the permutation moves it back.
-  const bool permuted = rows_.data() != nullptr;
+  if (!prepared_) MATRIXD_RETURN_IF_ERROR(Prepare());
+  const bool permuted = !host_rows_.empty();
   const size_t count = stages_.size();
   for (int c = 0; c < columns; ++c) {
     T* column = static_cast<T*>(x) + static_cast<int64_t>(c) * n_;
@@ -111,10 +112,9 @@ absl::Status DeviceFactorSolves<T>::Apply(bool adjoint, void* x, int columns) {
       current = next;
     }
     if (permuted && adjoint) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchPermuteVector<T>(work_.as<const T>(),
-                                                          rows_.as<const int>(), n_,
-                                                          /*scatter=*/true, column,
-                                                          context_->stream()));
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          LaunchPermuteVector<T>(work_.as<const T>(), rows_.as<const int>(), n_,
+                                 /*scatter=*/true, column, context_->stream()));
     }
   }
   return absl::OkStatus();

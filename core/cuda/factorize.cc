@@ -17,8 +17,8 @@
 #include "core/cuda/condition.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
-#include "core/cuda/factor_solves.h"
 #include "core/cuda/device_span.h"
+#include "core/cuda/factor_solves.h"
 #include "core/cuda/factorize_batch.h"
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/kernel_timer.h"
@@ -192,10 +192,10 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
     // downloaded; none on a singular matrix, whose estimate is 0 without a solve.
     std::optional<DeviceFactorSolves<T>> solves;
     if (!result.singular_column.has_value()) {
-      MATRIXD_ASSIGN_OR_RETURN(
-          DeviceFactorSolves<T> lu,
-          DeviceFactorSolves<T>::Lu(context, factors.as<const T>(), n, m,
-                                    std::span<const int>(host_ints.data(), static_cast<size_t>(k))));
+      MATRIXD_ASSIGN_OR_RETURN(DeviceFactorSolves<T> lu,
+                               DeviceFactorSolves<T>::Lu(
+                                   context, factors.as<const T>(), n, m,
+                                   std::span<const int>(host_ints.data(), static_cast<size_t>(k))));
       solves.emplace(std::move(lu));
     }
     auto solve = [&](bool adjoint, void* x, int columns) {
@@ -302,9 +302,8 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
                                                 kFlopsPerUpdate<T> * nd * nd * nd / 6.0));
   if (one_norm.has_value()) {
     // B = U^H U, U in the upper triangle (the zeroed lower one is not read).
-    MATRIXD_ASSIGN_OR_RETURN(
-        DeviceFactorSolves<T> solves,
-        DeviceFactorSolves<T>::Cholesky(context, factor.as<const T>(), n, n));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceFactorSolves<T> solves,
+                             DeviceFactorSolves<T>::Cholesky(context, factor.as<const T>(), n, n));
     auto solve = [&](bool adjoint, void* x, int columns) {
       return solves.Apply(adjoint, x, columns);
     };

@@ -1,8 +1,7 @@
-#include <cuda/atomic>
-
 #include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <cuda/atomic>
 
 #include "core/cuda/triangular_solve.h"
 
@@ -79,14 +78,18 @@ __device__ __forceinline__ double2 Conj(double2 z) { return make_double2(z.x, -z
 
 __device__ __forceinline__ float Add(float a, float b) { return a + b; }
 __device__ __forceinline__ double Add(double a, double b) { return a + b; }
-__device__ __forceinline__ float2 Add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ float2 Add(float2 a, float2 b) {
+  return make_float2(a.x + b.x, a.y + b.y);
+}
 __device__ __forceinline__ double2 Add(double2 a, double2 b) {
   return make_double2(a.x + b.x, a.y + b.y);
 }
 
 __device__ __forceinline__ float Sub(float a, float b) { return a - b; }
 __device__ __forceinline__ double Sub(double a, double b) { return a - b; }
-__device__ __forceinline__ float2 Sub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+__device__ __forceinline__ float2 Sub(float2 a, float2 b) {
+  return make_float2(a.x - b.x, a.y - b.y);
+}
 __device__ __forceinline__ double2 Sub(double2 a, double2 b) {
   return make_double2(a.x - b.x, a.y - b.y);
 }
@@ -122,9 +125,7 @@ __device__ __forceinline__ C DivideComplex(C num, C den) {
   q.y = (num.y * re - num.x * im) / norm;
   return q;
 }
-__device__ __forceinline__ float2 Divide(float2 num, float2 den) {
-  return DivideComplex(num, den);
-}
+__device__ __forceinline__ float2 Divide(float2 num, float2 den) { return DivideComplex(num, den); }
 __device__ __forceinline__ double2 Divide(double2 num, double2 den) {
   return DivideComplex(num, den);
 }
@@ -299,12 +300,12 @@ __device__ __forceinline__ const E* TileOf(const E* a, int64_t lda, int64_t row0
 // Waits until `solved` >= needed and returns the count seen. Thread 0 polls with acquire loads;
 // the barrier passes what it saw (and the ordering) to the rest of the block. The two slots
 // alternate so that thread 0 never overwrites a value another thread has yet to read.
-__device__ __forceinline__ int WaitUntilSolved(unsigned* solved, int needed, int* seen,
-                                               int& slot) {
+__device__ __forceinline__ int WaitUntilSolved(unsigned* solved, int needed, int* seen, int& slot) {
   if (threadIdx.x == 0) {
     ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> counter(*solved);
     unsigned value = counter.load(::cuda::memory_order_acquire);
-    while (value < static_cast<unsigned>(needed)) value = counter.load(::cuda::memory_order_acquire);
+    while (value < static_cast<unsigned>(needed))
+      value = counter.load(::cuda::memory_order_acquire);
     seen[slot] = static_cast<int>(value);
   }
   __syncthreads();
@@ -340,8 +341,7 @@ __global__ void __launch_bounds__(kThreads)
   const auto load = [&](TileT& tile, int s) {
     if (s < step) {
       const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
-      tile.Load(TileOf<kAdjoint>(a, lda, row0, col0), lda, rows,
-                BlockRows(n, col0));
+      tile.Load(TileOf<kAdjoint>(a, lda, row0, col0), lda, rows, BlockRows(n, col0));
     } else {
       tile.Load(diagonal_inverse, kBlock, rows, rows);
     }
@@ -358,22 +358,24 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
     const int cols = BlockRows(n, col0);
     // .cg: x was written by other blocks during this kernel; L1 is not coherent with them.
-    current.MultiplyAdd([&](int j) { return j < cols ? __ldcg(x + col0 + j) : Zero<E>(); },
-                        sums);
+    current.MultiplyAdd([&](int j) { return j < cols ? __ldcg(x + col0 + j) : Zero<E>(); }, sums);
     current = next;
   }
   TileT::Reduce(sums, partial, sums_shared);
   if (threadIdx.x < kBlock) {
-    residual[threadIdx.x] =
-        static_cast<int>(threadIdx.x) < rows ? Sub(b[row0 + threadIdx.x], sums_shared[threadIdx.x])
-                                             : Zero<E>();
+    residual[threadIdx.x] = static_cast<int>(threadIdx.x) < rows
+                                ? Sub(b[row0 + threadIdx.x], sums_shared[threadIdx.x])
+                                : Zero<E>();
   }
   __syncthreads();
   current.MultiplyAdd([&](int j) { return residual[j]; }, sums);
   TileT::Reduce(sums, partial, sums_shared);
-  if (static_cast<int>(threadIdx.x) < rows) x[row0 + threadIdx.x] = sums_shared[threadIdx.x];
-  // Publish: every thread's x store is ordered before the fence by the barrier (the pattern of
-  // cooperative groups' grid sync).
+  if (static_cast<int>(threadIdx.x) < rows) {
+    x[row0 + threadIdx.x] = sums_shared[threadIdx.x];
+    __threadfence();
+  }
+  // Publish: each writer's fence, then the barrier, then thread 0's fence and store (the pattern
+  // of cooperative groups' grid sync, with the writers' own fences on top).
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -441,18 +443,18 @@ cudaError_t LaunchPermuteVector(const T* src, const int* rows, int64_t n, bool s
   using E = DeviceType<T>;
   if (n <= 0) return cudaSuccess;
   constexpr int kPermuteThreads = 256;
-  const int blocks = static_cast<int>(std::min<int64_t>((n + kPermuteThreads - 1) / kPermuteThreads,
-                                                        1024));
+  const int blocks =
+      static_cast<int>(std::min<int64_t>((n + kPermuteThreads - 1) / kPermuteThreads, 1024));
   PermuteVectorKernel<E><<<blocks, kPermuteThreads, 0, stream>>>(
       reinterpret_cast<const E*>(src), rows, n, scatter, reinterpret_cast<E*>(dst));
   return cudaGetLastError();
 }
 
-#define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                               \
-  template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, T*, cudaStream_t);   \
-  template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, const T*, bool, const T*, \
-                                                T*, void*, cudaStream_t);                    \
-  template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,       \
+#define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                  \
+  template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, T*, cudaStream_t);       \
+  template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, const T*, bool, const T*, T*, \
+                                                void*, cudaStream_t);                            \
+  template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,           \
                                               cudaStream_t);
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(float)
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(double)

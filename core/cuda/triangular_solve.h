@@ -44,8 +44,7 @@ inline constexpr size_t kTriangularSolveSyncBytes = 2 * sizeof(unsigned);
 // kTriangularSolveBlock, zero outside the triangle and the block. A zero pivot gives Inf/NaN.
 // REQUIRES: inverse holds DiagonalInverseElements(n) elements of device memory.
 template <typename T>
-cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, T* inverse,
-                                       cudaStream_t stream);
+cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, T* inverse, cudaStream_t stream);
 
 // x := op(A)^-1 b with op(A) = A, or its conjugate transpose when `adjoint`, and `inverse` from
 // LaunchInvertDiagonalBlocks on the same triangle. x may be b (in place); otherwise they must not

@@ -112,10 +112,9 @@ TYPED_TEST(CudaCondition, FactorSolvesGiveTheHostBlocksEstimate) {
     SCOPED_TRACE(::testing::Message() << "n=" << n);
     const std::vector<T> r = UpperTriangular<T>(n, n <= 300 ? 4.0 : 8.0, 31 + n);
     const double norm = cpu::UpperTriangleOneNorm<T>(n, r.data(), n, cpu::Storage::kColumnMajor);
-    absl::StatusOr<double> host =
-        cpu::ReciprocalCondition<T>(cpu::Factors::kUpper, n, r.data(), n,
-                                    cpu::Storage::kColumnMajor, norm, nullptr,
-                                    kDeviceEstimateColumns);
+    absl::StatusOr<double> host = cpu::ReciprocalCondition<T>(cpu::Factors::kUpper, n, r.data(), n,
+                                                              cpu::Storage::kColumnMajor, norm,
+                                                              nullptr, kDeviceEstimateColumns);
     ASSERT_TRUE(host.ok()) << host.status();
     absl::StatusOr<DeviceBuffer> device_r = context.Allocate(r.size() * sizeof(T));
     ASSERT_TRUE(device_r.ok());

@@ -77,8 +77,8 @@ std::vector<T> RandomVector(int64_t n, uint64_t seed) {
 }
 
 // The column-major lda x n array of a well-conditioned triangle: off-diagonal entries uniform in
-// [-1, 1] / n, diagonal entries with real part in [1, 2] (and imaginary part in [-0.5, 0.5]). Everything the solve must not read (the
-// other triangle, rows n..lda-1, a unit diagonal) is NaN.
+// [-1, 1] / n, diagonal entries with real part in [1, 2] (and imaginary part in [-0.5, 0.5]).
+// Everything the solve must not read (the other triangle, rows n..lda-1, a unit diagonal) is NaN.
 template <typename T>
 std::vector<T> Triangle(int64_t n, int64_t lda, bool lower, bool unit, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -161,19 +161,19 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                                           device_b->template as<const T>(), x->template as<T>(),
                                           sync->data(), context.stream()),
                     cudaSuccess);
-          ASSERT_EQ(LaunchTriangularSolve(triangle, inverse->template as<const T>(), adjoint,
-                                          in_place->template as<const T>(),
-                                          in_place->template as<T>(), sync->data(),
-                                          context.stream()),
-                    cudaSuccess);
-          ASSERT_EQ(Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
-                                 lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
-                                 adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
-                                 unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT,
-                                 static_cast<int>(n), 1, &one, LibraryPointer<T>(device_a->data()),
-                                 static_cast<int>(lda), LibraryPointer<T>(reference->data()),
-                                 static_cast<int>(n)),
-                    CUBLAS_STATUS_SUCCESS);
+          ASSERT_EQ(
+              LaunchTriangularSolve(triangle, inverse->template as<const T>(), adjoint,
+                                    in_place->template as<const T>(), in_place->template as<T>(),
+                                    sync->data(), context.stream()),
+              cudaSuccess);
+          ASSERT_EQ(
+              Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
+                           lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
+                           adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
+                           unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n), 1,
+                           &one, LibraryPointer<T>(device_a->data()), static_cast<int>(lda),
+                           LibraryPointer<T>(reference->data()), static_cast<int>(n)),
+              CUBLAS_STATUS_SUCCESS);
           const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
           const std::vector<T> got_in_place = DownloadVector<T>(context, *in_place, b.size());
           const std::vector<T> want = DownloadVector<T>(context, *reference, b.size());
@@ -200,8 +200,8 @@ TYPED_TEST(CudaTriangularSolve, FactorSolvesMatchGetrsAndPotrs) {
     std::vector<T> spd(a.size());
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j) {
-        spd[i + j * n] = (a[i + j * n] + Conjugate(a[j + i * n])) / T(2.0 * n) +
-                         (i == j ? T(2) : T(0));
+        spd[i + j * n] =
+            (a[i + j * n] + Conjugate(a[j + i * n])) / T(2.0 * n) + (i == j ? T(2) : T(0));
       }
     }
     absl::StatusOr<DeviceBuffer> lu = UploadVector(context, a);
@@ -212,8 +212,8 @@ TYPED_TEST(CudaTriangularSolve, FactorSolvesMatchGetrsAndPotrs) {
     int* info = ipiv + n;
     int lu_elements = 0;
     int cholesky_elements = 0;
-    ASSERT_EQ(Traits::getrf_buffer_size(context.cusolver(), n, n, LibraryPointer<T>(lu->data()),
-                                        n, &lu_elements),
+    ASSERT_EQ(Traits::getrf_buffer_size(context.cusolver(), n, n, LibraryPointer<T>(lu->data()), n,
+                                        &lu_elements),
               CUSOLVER_STATUS_SUCCESS);
     ASSERT_EQ(Traits::potrf_buffer_size(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n,
                                         LibraryPointer<T>(cholesky->data()), n, &cholesky_elements),
