@@ -61,12 +61,13 @@ absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::UpperTriangle(Devic
 template <typename T>
 absl::Status DeviceFactorSolves<T>::Prepare() {
   MATRIXD_ASSIGN_OR_RETURN(sync_, context_->Allocate(kTriangularSolveSyncBytes));
+  constexpr int kBlock = kTriangularSolveBlock<T>;
   for (Factor& factor : factors_) {
     MATRIXD_ASSIGN_OR_RETURN(
         factor.inverse,
-        context_->Allocate(static_cast<size_t>(DiagonalInverseElements(n_)) * sizeof(T)));
+        context_->Allocate(static_cast<size_t>(DiagonalInverseElements(n_, kBlock)) * sizeof(T)));
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchInvertDiagonalBlocks(
-        factor.triangle, factor.inverse.template as<T>(), context_->stream()));
+        factor.triangle, kBlock, factor.inverse.template as<T>(), context_->stream()));
   }
   if (!host_rows_.empty()) {
     const size_t bytes = host_rows_.size() * sizeof(int);
@@ -81,9 +82,9 @@ absl::Status DeviceFactorSolves<T>::Prepare() {
 template <typename T>
 absl::Status DeviceFactorSolves<T>::Solve(const Stage& stage, bool adjoint, const T* b, T* x) {
   const Factor& factor = factors_[static_cast<size_t>(stage.factor)];
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      LaunchTriangularSolve(factor.triangle, factor.inverse.template as<const T>(),
-                            stage.adjoint != adjoint, b, x, sync_.data(), context_->stream()));
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTriangularSolve(
+      factor.triangle, kTriangularSolveBlock<T>, factor.inverse.template as<const T>(),
+      stage.adjoint != adjoint, b, x, sync_.data(), context_->stream()));
   return absl::OkStatus();
 }
 

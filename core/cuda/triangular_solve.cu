@@ -7,7 +7,7 @@
 
 // The synchronization-free dense triangular solve (the scheme of Liu et al.'s sparse SpTRSV, on
 // dense row blocks), with MAGMA's inverted diagonal blocks (magmablas_dtrsv on dtrtri_diag):
-// the chain from one row block to the next is then a 64 x 64 product instead of 64 dependent
+// the chain from one row block to the next is then one B x B product instead of B dependent
 // substitution steps, and that chain, not the bandwidth, bounds a one-vector solve.
 //
 // Solve order: op(A) is lower triangular when A is lower and op = N, or A is upper and op = H;
@@ -16,20 +16,31 @@
 // that are already running: no deadlock whatever the scheduler does. Blocks finish in step order
 // (each waits for the step before it), so one counter `solved` says which parts of x are ready.
 //
-// Tile of op(A) for row block p and column block q (both kBlock wide, cut at n):
+// Tile of op(A) for row block p and column block q (both B wide, cut at n):
 // op = N: M(i, j) = A(p B + i, q B + j), column-major from a + p B + q B lda;
 // op = H: M(i, j) = conj(A(q B + j, p B + i)), i.e. tile[j + i lda] from a + q B + p B lda.
 // Either way warps read along the contiguous dimension of A (see TileOf below).
+//
+// Two shapes: B = 64 with 256 threads, the next tile's loads issued before the current one is
+// used (16 elements a thread, twice); B = 128 with 512 threads, one tile at a time (32 elements
+// a thread): half as many steps in the chain, twice the rows per block to stream.
 
 namespace matrixd::cuda {
 namespace {
 
-constexpr int kBlock = kTriangularSolveBlock;
-constexpr int kThreads = 256;
 constexpr int kWarpSize = 32;
-constexpr int kWarps = kThreads / kWarpSize;
-constexpr int kPerThread = kBlock * kBlock / kThreads;  // tile elements a thread holds
-static_assert(kBlock % kWarps == 0 && kBlock % kWarpSize == 0 && kThreads % kBlock == 0);
+
+template <int kBlockRows, int kBlockThreads, bool kLoadAhead>
+struct Shape {
+  static constexpr int kBlock = kBlockRows;
+  static constexpr int kThreads = kBlockThreads;
+  static constexpr bool kAhead = kLoadAhead;
+  static constexpr int kWarps = kThreads / kWarpSize;
+  static constexpr int kPerThread = kBlock * kBlock / kThreads;  // tile elements a thread holds
+  static_assert(kBlock % kWarps == 0 && kBlock % kWarpSize == 0 && kThreads % kBlock == 0);
+};
+using Shape64 = Shape<64, 256, true>;
+using Shape128 = Shape<128, 512, false>;
 
 template <typename T>
 struct DeviceOf {
@@ -150,53 +161,65 @@ __device__ __forceinline__ E WarpSum(E v) {
   return v;
 }
 
-// Rows of the block that starts at row `first` of n.
-__device__ __forceinline__ int BlockRows(int64_t n, int64_t first) {
-  return n - first < kBlock ? static_cast<int>(n - first) : kBlock;
+// Rows of the block of `block` rows that starts at row `first` of n.
+__device__ __forceinline__ int BlockRows(int64_t n, int64_t first, int block) {
+  return n - first < block ? static_cast<int>(n - first) : block;
 }
 
 // ---- Diagonal blocks ----
 
 // Thread j of block p: column j of the inverse of diagonal block p, by substitution on e_j,
-// written straight into `inverse` (the thread reads back only what it wrote).
-template <typename E>
+// written straight into `inverse` (the thread reads back only what it wrote). The sums run in
+// kChains independent chains so that the multiply-adds do not wait for each other.
+template <typename E, int kBlock>
 __global__ void __launch_bounds__(kBlock)
     InvertDiagonalBlocksKernel(const E* a, int64_t n, int64_t lda, bool lower, bool unit,
                                E* inverse) {
+  constexpr int kChains = 4;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kBlock;
-  const int rows = BlockRows(n, first);
+  const int rows = BlockRows(n, first, kBlock);
   const E* d = a + first + first * lda;  // D(i, k) = d[i + k lda]
   E* y = inverse + static_cast<int64_t>(blockIdx.x) * kBlock * kBlock + threadIdx.x * kBlock;
   const int j = static_cast<int>(threadIdx.x);
   for (int i = 0; i < kBlock; ++i) y[i] = Zero<E>();
   if (j >= rows) return;
-  // D y = e_j: y_i = 0 on the side of j away from the triangle.
+  // D y = e_j: y_i = 0 on the side of j away from the triangle; y_i from the y_k between.
+  const auto solve_row = [&](int i, int k_begin, int k_end) {
+    E s[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s[c] = Zero<E>();
+    if (i == j) s[0] = One<E>();
+    int k = k_begin;
+    for (; k + kChains <= k_end; k += kChains) {
+#pragma unroll
+      for (int c = 0; c < kChains; ++c) s[c] = MulSub(d[i + (k + c) * lda], y[k + c], s[c]);
+    }
+    for (; k < k_end; ++k) s[0] = MulSub(d[i + k * lda], y[k], s[0]);
+    const E sum = Add(Add(s[0], s[1]), Add(s[2], s[3]));
+    y[i] = unit ? sum : Divide(sum, d[i + i * lda]);
+  };
+  static_assert(kChains == 4);
   if (lower) {
-    for (int i = j; i < rows; ++i) {
-      E s = i == j ? One<E>() : Zero<E>();
-      for (int k = j; k < i; ++k) s = MulSub(d[i + k * lda], y[k], s);
-      y[i] = unit ? s : Divide(s, d[i + i * lda]);
-    }
+    for (int i = j; i < rows; ++i) solve_row(i, j, i);
   } else {
-    for (int i = j; i >= 0; --i) {
-      E s = i == j ? One<E>() : Zero<E>();
-      for (int k = i + 1; k <= j; ++k) s = MulSub(d[i + k * lda], y[k], s);
-      y[i] = unit ? s : Divide(s, d[i + i * lda]);
-    }
+    for (int i = j; i >= 0; --i) solve_row(i, i + 1, j + 1);
   }
 }
 
 // ---- The solve ----
 
-// A tile of op(A) (kBlock x kBlock, zero beyond rows x cols) in registers, and the thread's part
-// of its product with a vector. Two layouts, both coalesced:
-// op = N: thread t holds row i = t % kBlock, columns j = g kPerThread + k (g = t / kBlock);
+// A tile of op(A) (B x B, zero beyond rows x cols) in registers, and the thread's part of its
+// product with a vector. Two layouts, both coalesced:
+// op = N: thread t holds row i = t % B, columns j = g kPerThread + k (g = t / B);
 // op = H: lane l of warp w holds rows i = w + kWarps r and columns j = l + 32 h.
-template <typename E, bool kAdjoint>
+template <typename E, bool kAdjoint, typename S>
 struct Tile;
 
-template <typename E>
-struct Tile<E, false> {
+template <typename E, typename S>
+struct Tile<E, false, S> {
+  static constexpr int kBlock = S::kBlock;
+  static constexpr int kThreads = S::kThreads;
+  static constexpr int kPerThread = S::kPerThread;
   E m[kPerThread];
 
   // The thread's partial sum of its row.
@@ -238,11 +261,12 @@ struct Tile<E, false> {
   }
 };
 
-template <typename E>
-struct Tile<E, true> {
-  static constexpr int kRowsPerWarp = kBlock / kWarps;
-  static constexpr int kColumnsPerLane = kBlock / kWarpSize;
-  static_assert(kRowsPerWarp * kColumnsPerLane == kPerThread);
+template <typename E, typename S>
+struct Tile<E, true, S> {
+  static constexpr int kWarps = S::kWarps;
+  static constexpr int kRowsPerWarp = S::kBlock / kWarps;
+  static constexpr int kColumnsPerLane = S::kBlock / kWarpSize;
+  static_assert(kRowsPerWarp * kColumnsPerLane == S::kPerThread);
   E m[kRowsPerWarp][kColumnsPerLane];
 
   struct Sums {
@@ -315,16 +339,17 @@ __device__ __forceinline__ int WaitUntilSolved(unsigned* solved, int needed, int
 }
 
 // sync[0]: the ticket counter; sync[1]: steps solved (x published for them).
-template <typename E, bool kAdjoint>
-__global__ void __launch_bounds__(kThreads)
+template <typename E, bool kAdjoint, typename S>
+__global__ void __launch_bounds__(S::kThreads)
     TriangularSolveKernel(const E* a, int64_t n, int64_t lda, bool forward, const E* inverse,
                           const E* b, E* x, unsigned* sync) {
+  constexpr int kBlock = S::kBlock;
   __shared__ int step_shared;
   __shared__ int seen[2];
-  __shared__ E partial[kThreads];
+  __shared__ E partial[S::kThreads];
   __shared__ E sums_shared[kBlock];
   __shared__ E residual[kBlock];
-  using TileT = Tile<E, kAdjoint>;
+  using TileT = Tile<E, kAdjoint, S>;
 
   if (threadIdx.x == 0) step_shared = static_cast<int>(atomicAdd(&sync[0], 1u));
   __syncthreads();
@@ -332,45 +357,58 @@ __global__ void __launch_bounds__(kThreads)
   const int blocks = static_cast<int>(gridDim.x);
   const auto block_of = [&](int s) { return forward ? s : blocks - 1 - s; };
   const int64_t row0 = static_cast<int64_t>(block_of(step)) * kBlock;
-  const int rows = BlockRows(n, row0);
+  const int rows = BlockRows(n, row0, kBlock);
   const E* diagonal_inverse = inverse + static_cast<int64_t>(block_of(step)) * kBlock * kBlock;
+  // b now, off the chain from one block to the next (b is never written by another block).
+  const bool owns_row = static_cast<int>(threadIdx.x) < rows;
+  const E b_row = owns_row ? b[row0 + threadIdx.x] : Zero<E>();
 
-  // The tiles of the solved part one ahead of their use, so that the next tile's loads are in
-  // flight while the block waits for (and multiplies by) the current one's x; after the last,
-  // the diagonal block's inverse.
+  // Tile s of the solved part (s < step), or the diagonal block's inverse (s == step).
   const auto load = [&](TileT& tile, int s) {
     if (s < step) {
       const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
-      tile.Load(TileOf<kAdjoint>(a, lda, row0, col0), lda, rows, BlockRows(n, col0));
+      tile.Load(TileOf<kAdjoint>(a, lda, row0, col0), lda, rows, BlockRows(n, col0, kBlock));
     } else {
       tile.Load(diagonal_inverse, kBlock, rows, rows);
     }
   };
-  TileT current;
-  TileT next;
   typename TileT::Sums sums;
-  load(current, 0);
   int ready = 0;
   int slot = 0;
-  for (int s = 0; s < step; ++s) {
-    load(next, s + 1);
+  // sums += tile s times x's block s, once x's block s is published.
+  const auto multiply = [&](const TileT& tile, int s) {
     if (ready <= s) ready = WaitUntilSolved(&sync[1], s + 1, seen, slot);
     const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
-    const int cols = BlockRows(n, col0);
+    const int cols = BlockRows(n, col0, kBlock);
     // .cg: x was written by other blocks during this kernel; L1 is not coherent with them.
-    current.MultiplyAdd([&](int j) { return j < cols ? __ldcg(x + col0 + j) : Zero<E>(); }, sums);
-    current = next;
+    tile.MultiplyAdd([&](int j) { return j < cols ? __ldcg(x + col0 + j) : Zero<E>(); }, sums);
+  };
+  TileT current;
+  if constexpr (S::kAhead) {
+    // The next tile's loads in flight while the block waits for (and multiplies by) the current
+    // one's x; after the last, the inverse.
+    TileT next;
+    load(current, 0);
+    for (int s = 0; s < step; ++s) {
+      load(next, s + 1);
+      multiply(current, s);
+      current = next;
+    }
+  } else {
+    for (int s = 0; s < step; ++s) {
+      load(current, s);
+      multiply(current, s);
+    }
+    load(current, step);
   }
   TileT::Reduce(sums, partial, sums_shared);
   if (threadIdx.x < kBlock) {
-    residual[threadIdx.x] = static_cast<int>(threadIdx.x) < rows
-                                ? Sub(b[row0 + threadIdx.x], sums_shared[threadIdx.x])
-                                : Zero<E>();
+    residual[threadIdx.x] = owns_row ? Sub(b_row, sums_shared[threadIdx.x]) : Zero<E>();
   }
   __syncthreads();
   current.MultiplyAdd([&](int j) { return residual[j]; }, sums);
   TileT::Reduce(sums, partial, sums_shared);
-  if (static_cast<int>(threadIdx.x) < rows) {
+  if (owns_row) {
     x[row0 + threadIdx.x] = sums_shared[threadIdx.x];
     __threadfence();
   }
@@ -397,42 +435,70 @@ __global__ void PermuteVectorKernel(const E* src, const int* rows, int64_t n, bo
   }
 }
 
-int BlocksOf(int64_t n) { return static_cast<int>((n + kBlock - 1) / kBlock); }
+int BlocksOf(int64_t n, int block) { return static_cast<int>((n + block - 1) / block); }
+
+template <typename E, typename S>
+void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, bool adjoint, const E* b, E* x,
+                unsigned* sync, cudaStream_t stream) {
+  const bool forward = triangle.lower != adjoint;
+  const int grid = BlocksOf(triangle.n, S::kBlock);
+  if (adjoint) {
+    TriangularSolveKernel<E, true, S><<<grid, S::kThreads, 0, stream>>>(
+        triangle.a, triangle.n, triangle.lda, forward, inverse, b, x, sync);
+  } else {
+    TriangularSolveKernel<E, false, S><<<grid, S::kThreads, 0, stream>>>(
+        triangle.a, triangle.n, triangle.lda, forward, inverse, b, x, sync);
+  }
+}
+
+template <typename T>
+DeviceTriangle<DeviceType<T>> OnDevice(const DeviceTriangle<T>& triangle) {
+  return {.a = reinterpret_cast<const DeviceType<T>*>(triangle.a),
+          .n = triangle.n,
+          .lda = triangle.lda,
+          .lower = triangle.lower,
+          .unit_diagonal = triangle.unit_diagonal};
+}
 
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, T* inverse,
+cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T* inverse,
                                        cudaStream_t stream) {
   using E = DeviceType<T>;
+  if (!IsTriangularSolveBlock(block)) return cudaErrorInvalidValue;
   if (triangle.n <= 0) return cudaSuccess;
-  InvertDiagonalBlocksKernel<E><<<BlocksOf(triangle.n), kBlock, 0, stream>>>(
-      reinterpret_cast<const E*>(triangle.a), triangle.n, triangle.lda, triangle.lower,
-      triangle.unit_diagonal, reinterpret_cast<E*>(inverse));
+  const DeviceTriangle<E> t = OnDevice(triangle);
+  auto* out = reinterpret_cast<E*>(inverse);
+  if (block == Shape64::kBlock) {
+    InvertDiagonalBlocksKernel<E, Shape64::kBlock><<<BlocksOf(t.n, block), block, 0, stream>>>(
+        t.a, t.n, t.lda, t.lower, t.unit_diagonal, out);
+  } else {
+    InvertDiagonalBlocksKernel<E, Shape128::kBlock><<<BlocksOf(t.n, block), block, 0, stream>>>(
+        t.a, t.n, t.lda, t.lower, t.unit_diagonal, out);
+  }
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, const T* inverse, bool adjoint,
-                                  const T* b, T* x, void* sync, cudaStream_t stream) {
+cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
+                                  bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream) {
   using E = DeviceType<T>;
+  if (!IsTriangularSolveBlock(block)) return cudaErrorInvalidValue;
   if (triangle.n <= 0) return cudaSuccess;
   if (const cudaError_t reset = cudaMemsetAsync(sync, 0, kTriangularSolveSyncBytes, stream);
       reset != cudaSuccess) {
     return reset;
   }
-  const bool forward = triangle.lower != adjoint;
-  const auto* a = reinterpret_cast<const E*>(triangle.a);
+  const DeviceTriangle<E> t = OnDevice(triangle);
   const auto* inv = reinterpret_cast<const E*>(inverse);
   const auto* in = reinterpret_cast<const E*>(b);
   auto* out = reinterpret_cast<E*>(x);
   auto* counters = static_cast<unsigned*>(sync);
-  if (adjoint) {
-    TriangularSolveKernel<E, true><<<BlocksOf(triangle.n), kThreads, 0, stream>>>(
-        a, triangle.n, triangle.lda, forward, inv, in, out, counters);
+  if (block == Shape64::kBlock) {
+    QueueSolve<E, Shape64>(t, inv, adjoint, in, out, counters, stream);
   } else {
-    TriangularSolveKernel<E, false><<<BlocksOf(triangle.n), kThreads, 0, stream>>>(
-        a, triangle.n, triangle.lda, forward, inv, in, out, counters);
+    QueueSolve<E, Shape128>(t, inv, adjoint, in, out, counters, stream);
   }
   return cudaGetLastError();
 }
@@ -450,11 +516,11 @@ cudaError_t LaunchPermuteVector(const T* src, const int* rows, int64_t n, bool s
   return cudaGetLastError();
 }
 
-#define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                  \
-  template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, T*, cudaStream_t);       \
-  template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, const T*, bool, const T*, T*, \
-                                                void*, cudaStream_t);                            \
-  template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,           \
+#define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                   \
+  template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, int, T*, cudaStream_t);   \
+  template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, int, const T*, bool, const T*, \
+                                                T*, void*, cudaStream_t);                         \
+  template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,            \
                                               cudaStream_t);
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(float)
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(double)

@@ -74,19 +74,18 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
   MATRIXD_ASSIGN_OR_RETURN(const double lu_solve, TimeOnDevice(context, repeats, zero_x, [&] {
                              return ours(false, x.data(), 1);
                            }));
-  // One triangle at a time: L (unit lower, forward) and U^T (the adjoint's first solve).
+  // One triangle at a time: L (unit lower, forward) and U^T (the adjoint's first solve), by
+  // cuBLAS dtrsv and by core/cuda/triangular_solve.h with each block size.
   const cuda::DeviceTriangle<double> lower{
       .a = factors.as<const double>(), .n = n, .lda = n, .lower = true, .unit_diagonal = true};
   const cuda::DeviceTriangle<double> upper{
       .a = factors.as<const double>(), .n = n, .lda = n, .lower = false, .unit_diagonal = false};
-  MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer inverse,
-                           context.Allocate(sizeof(double) * cuda::DiagonalInverseElements(n)));
   MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer sync,
                            context.Allocate(cuda::kTriangularSolveSyncBytes));
+  // dtrsv's seconds, then ours with 64- and 128-row blocks.
   const auto time_triangle = [&](const cuda::DeviceTriangle<double>& triangle,
-                                 bool transpose) -> absl::StatusOr<std::pair<double, double>> {
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchInvertDiagonalBlocks(triangle, inverse.as<double>(), context.stream()));
+                                 bool transpose) -> absl::StatusOr<std::vector<double>> {
+    std::vector<double> times;
     MATRIXD_ASSIGN_OR_RETURN(
         const double trsv, TimeOnDevice(context, repeats, zero_x, [&] {
           MATRIXD_CUDA_RETURN_IF_ERROR(cublasDtrsv(
@@ -96,17 +95,26 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
               factors.as<const double>(), n, x.as<double>(), 1));
           return absl::OkStatus();
         }));
-    MATRIXD_ASSIGN_OR_RETURN(
-        const double solve, TimeOnDevice(context, repeats, zero_x, [&] {
-          MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTriangularSolve(
-              triangle, inverse.as<const double>(), transpose, x.as<const double>(), x.as<double>(),
-              sync.data(), context.stream()));
-          return absl::OkStatus();
-        }));
-    return std::make_pair(trsv, solve);
+    times.push_back(trsv);
+    for (const int block : {64, 128}) {
+      MATRIXD_ASSIGN_OR_RETURN(
+          cuda::DeviceBuffer inverse,
+          context.Allocate(sizeof(double) * cuda::DiagonalInverseElements(n, block)));
+      MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchInvertDiagonalBlocks(
+          triangle, block, inverse.as<double>(), context.stream()));
+      MATRIXD_ASSIGN_OR_RETURN(
+          const double solve, TimeOnDevice(context, repeats, zero_x, [&] {
+            MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTriangularSolve(
+                triangle, block, inverse.as<const double>(), transpose, x.as<const double>(),
+                x.as<double>(), sync.data(), context.stream()));
+            return absl::OkStatus();
+          }));
+      times.push_back(solve);
+    }
+    return times;
   };
-  MATRIXD_ASSIGN_OR_RETURN(const auto l_times, time_triangle(lower, false));
-  MATRIXD_ASSIGN_OR_RETURN(const auto ut_times, time_triangle(upper, true));
+  MATRIXD_ASSIGN_OR_RETURN(const std::vector<double> l_times, time_triangle(lower, false));
+  MATRIXD_ASSIGN_OR_RETURN(const std::vector<double> ut_times, time_triangle(upper, true));
 
   // The median wall seconds of the whole estimate on `apply`, and its number of block solves.
   const auto time_estimate = [&](const auto& apply) -> absl::StatusOr<std::pair<double, int>> {
@@ -129,12 +137,13 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
   };
   MATRIXD_ASSIGN_OR_RETURN(const auto estimate, time_estimate(ours));
   MATRIXD_ASSIGN_OR_RETURN(const auto estimate_getrs, time_estimate(getrs));
-  std::printf("%-6d %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-7d %-10s %s\n", n,
-              Seconds(getrf).c_str(), Seconds(one).c_str(), Seconds(two).c_str(),
-              Seconds(lu_solve).c_str(), Seconds(l_times.first).c_str(),
-              Seconds(l_times.second).c_str(), Seconds(ut_times.first).c_str(),
-              Seconds(ut_times.second).c_str(), Seconds(estimate.first).c_str(), estimate.second,
-              Percent(estimate.first, getrf).c_str(), Seconds(estimate_getrs.first).c_str());
+  std::printf(
+      "%-6d %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-7d %-10s %s\n", n,
+      Seconds(getrf).c_str(), Seconds(one).c_str(), Seconds(two).c_str(), Seconds(lu_solve).c_str(),
+      Seconds(l_times[0]).c_str(), Seconds(l_times[1]).c_str(), Seconds(l_times[2]).c_str(),
+      Seconds(ut_times[0]).c_str(), Seconds(ut_times[1]).c_str(), Seconds(ut_times[2]).c_str(),
+      Seconds(estimate.first).c_str(), estimate.second, Percent(estimate.first, getrf).c_str(),
+      Seconds(estimate_getrs.first).c_str());
   return absl::OkStatus();
 }
 
@@ -142,14 +151,18 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
 
 void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
   PrintHeader("Condition estimate on the GPU, by part, float64 (cuSOLVER LU factors on the device)",
-              "n      getrf      getrs x1   getrs x2   LU solve   dtrsv L    ours L     dtrsv U^T  "
-              "ours U^T   estimate   solves  est/getrf  estimate on getrs",
-              {"getrf, getrs, LU solve, dtrsv, ours: median device seconds of one call (getrs x2: "
-               "2 right-hand sides; LU solve: DeviceFactorSolves::Apply, one vector, the "
-               "estimator's solve; dtrsv / ours: cuBLAS and core/cuda/triangular_solve.h on one "
-               "triangle, L unit lower, U^T the transposed upper)",
-               "estimate: median wall seconds of the device block estimator on its own solves, "
-               "`solves` block solves; estimate on getrs: the same estimator on cuSOLVER getrs",
+              "n      getrf      getrs x1   getrs x2   LU solve   dtrsv L    L 64       L 128      "
+              "dtrsv U^T  U^T 64     U^T 128    estimate   solves  est/getrf  estimate on getrs",
+              {"getrf, getrs, LU solve, dtrsv, L, U^T: median device seconds of one call (getrs "
+               "x2: 2 right-hand sides; LU solve: DeviceFactorSolves::Apply, one vector, the "
+               "estimator's solve, blocks of " +
+                   std::to_string(cuda::kTriangularSolveBlock<double>) +
+                   " rows; dtrsv: cuBLAS on one triangle, L unit lower, U^T the transposed "
+                   "upper; L 64 ... U^T 128: core/cuda/triangular_solve.h on the same triangle "
+                   "with 64- and 128-row blocks)",
+               "estimate: median wall seconds of the device block estimator on its own solves "
+               "(prepared: the diagonal blocks already inverted), `solves` block solves; "
+               "estimate on getrs: the same estimator on cuSOLVER getrs",
                "target (issue 15): est/getrf < 5 % at n >= 4096"});
   for (const int n : flags.condition_sizes) {
     const absl::Status status = ConditionSolvesRow(context, n, flags.repeats);

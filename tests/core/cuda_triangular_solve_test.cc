@@ -1,7 +1,8 @@
 // The one-vector triangular solves of core/cuda/triangular_solve.h against cuBLAS trsm with one
-// right-hand side (lower/upper, op N/H, unit/non-unit diagonal, lda > n, n around the block size
-// and beyond), and DeviceFactorSolves (core/cuda/factor_solves.h) against getrs and potrs on
-// the same factors. Entries the solve must not read are NaN. Skips where there is no CUDA device.
+// right-hand side (lower/upper, op N/H, unit/non-unit diagonal, lda > n, both block sizes, n
+// around them and beyond), and DeviceFactorSolves (core/cuda/factor_solves.h) against getrs and
+// potrs on the same factors. Entries the solve must not read are NaN. Skips where there is no CUDA
+// device.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -131,7 +132,7 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
   absl::StatusOr<DeviceBuffer> sync = context.Allocate(kTriangularSolveSyncBytes);
   ASSERT_TRUE(sync.ok()) << sync.status();
   const typename Traits::Device one = Traits::One();
-  for (const int64_t n : {1, 63, 64, 65, 1000, 4096}) {
+  for (const int64_t n : {1, 63, 64, 65, 127, 128, 129, 1000, 4096}) {
     const int64_t lda = n + 3;
     for (const bool lower : {true, false}) {
       for (const bool unit : {false, true}) {
@@ -143,47 +144,61 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                                          .lda = lda,
                                          .lower = lower,
                                          .unit_diagonal = unit};
-        absl::StatusOr<DeviceBuffer> inverse =
-            context.Allocate(static_cast<size_t>(DiagonalInverseElements(n)) * sizeof(T));
-        ASSERT_TRUE(inverse.ok()) << inverse.status();
-        ASSERT_EQ(LaunchInvertDiagonalBlocks(triangle, inverse->template as<T>(), context.stream()),
-                  cudaSuccess);
-        for (const bool adjoint : {false, true}) {
-          SCOPED_TRACE(::testing::Message() << "n=" << n << " lower=" << lower << " unit=" << unit
-                                            << " adjoint=" << adjoint);
-          const std::vector<T> b = RandomVector<T>(n, 100 + n);
-          absl::StatusOr<DeviceBuffer> device_b = UploadVector(context, b);
-          absl::StatusOr<DeviceBuffer> x = context.Allocate(b.size() * sizeof(T));
-          absl::StatusOr<DeviceBuffer> in_place = UploadVector(context, b);
-          absl::StatusOr<DeviceBuffer> reference = UploadVector(context, b);
-          ASSERT_TRUE(device_b.ok() && x.ok() && in_place.ok() && reference.ok());
-          ASSERT_EQ(LaunchTriangularSolve(triangle, inverse->template as<const T>(), adjoint,
-                                          device_b->template as<const T>(), x->template as<T>(),
-                                          sync->data(), context.stream()),
+        for (const int block : {64, 128}) {
+          absl::StatusOr<DeviceBuffer> inverse =
+              context.Allocate(static_cast<size_t>(DiagonalInverseElements(n, block)) * sizeof(T));
+          ASSERT_TRUE(inverse.ok()) << inverse.status();
+          ASSERT_EQ(LaunchInvertDiagonalBlocks(triangle, block, inverse->template as<T>(),
+                                               context.stream()),
                     cudaSuccess);
-          ASSERT_EQ(
-              LaunchTriangularSolve(triangle, inverse->template as<const T>(), adjoint,
-                                    in_place->template as<const T>(), in_place->template as<T>(),
-                                    sync->data(), context.stream()),
-              cudaSuccess);
-          ASSERT_EQ(
-              Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
-                           lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
-                           adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
-                           unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n), 1,
-                           &one, LibraryPointer<T>(device_a->data()), static_cast<int>(lda),
-                           LibraryPointer<T>(reference->data()), static_cast<int>(n)),
-              CUBLAS_STATUS_SUCCESS);
-          const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
-          const std::vector<T> got_in_place = DownloadVector<T>(context, *in_place, b.size());
-          const std::vector<T> want = DownloadVector<T>(context, *reference, b.size());
-          EXPECT_LE(RelativeError(got, want), kTolerance<T>);
-          // A fixed order of operations: in place or not, and run again, the same bits.
-          EXPECT_EQ(got_in_place, got);
+          for (const bool adjoint : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "n=" << n << " lower=" << lower << " unit=" << unit
+                                              << " block=" << block << " adjoint=" << adjoint);
+            const std::vector<T> b = RandomVector<T>(n, 100 + n);
+            absl::StatusOr<DeviceBuffer> device_b = UploadVector(context, b);
+            absl::StatusOr<DeviceBuffer> x = context.Allocate(b.size() * sizeof(T));
+            absl::StatusOr<DeviceBuffer> in_place = UploadVector(context, b);
+            absl::StatusOr<DeviceBuffer> reference = UploadVector(context, b);
+            ASSERT_TRUE(device_b.ok() && x.ok() && in_place.ok() && reference.ok());
+            const T* inv = inverse->template as<const T>();
+            ASSERT_EQ(LaunchTriangularSolve(triangle, block, inv, adjoint,
+                                            device_b->template as<const T>(), x->template as<T>(),
+                                            sync->data(), context.stream()),
+                      cudaSuccess);
+            ASSERT_EQ(LaunchTriangularSolve(
+                          triangle, block, inv, adjoint, in_place->template as<const T>(),
+                          in_place->template as<T>(), sync->data(), context.stream()),
+                      cudaSuccess);
+            ASSERT_EQ(
+                Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
+                             lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
+                             adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
+                             unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n), 1,
+                             &one, LibraryPointer<T>(device_a->data()), static_cast<int>(lda),
+                             LibraryPointer<T>(reference->data()), static_cast<int>(n)),
+                CUBLAS_STATUS_SUCCESS);
+            const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
+            const std::vector<T> got_in_place = DownloadVector<T>(context, *in_place, b.size());
+            const std::vector<T> want = DownloadVector<T>(context, *reference, b.size());
+            EXPECT_LE(RelativeError(got, want), kTolerance<T>);
+            // A fixed order of operations: in place or not, and run again, the same bits.
+            EXPECT_EQ(got_in_place, got);
+          }
         }
       }
     }
   }
+}
+
+TYPED_TEST(CudaTriangularSolve, RefusesABlockItHasNoShapeFor) {
+  using T = TypeParam;
+  DeviceContext& context = *this->context_;
+  const DeviceTriangle<T> triangle{.a = nullptr, .n = 10, .lda = 10};
+  EXPECT_EQ(LaunchInvertDiagonalBlocks<T>(triangle, 32, nullptr, context.stream()),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 96, nullptr, false, nullptr, nullptr, nullptr,
+                                     context.stream()),
+            cudaErrorInvalidValue);
 }
 
 // getrf and potrf factors of random matrices, solved by DeviceFactorSolves and by cuSOLVER.
