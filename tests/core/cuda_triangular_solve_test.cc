@@ -98,6 +98,15 @@ std::vector<T> Triangle(int64_t n, int64_t lda, bool lower, bool unit, uint64_t 
   return a;
 }
 
+// a with every NaN replaced by 0.
+template <typename T>
+std::vector<T> WithoutNaN(std::vector<T> a) {
+  for (T& x : a) {
+    if (std::isnan(std::abs(x))) x = T(0);
+  }
+  return a;
+}
+
 template <typename T>
 absl::StatusOr<DeviceBuffer> UploadVector(DeviceContext& context, const std::vector<T>& host) {
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device, context.Allocate(host.size() * sizeof(T)));
@@ -138,7 +147,11 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
       for (const bool unit : {false, true}) {
         const std::vector<T> a = Triangle<T>(n, lda, lower, unit, 7 + n);
         absl::StatusOr<DeviceBuffer> device_a = UploadVector(context, a);
+        // cuBLAS gets zeros where ours gets NaN: the reference should not depend on how it
+        // masks what it does not read.
+        absl::StatusOr<DeviceBuffer> clean_a = UploadVector(context, WithoutNaN(a));
         ASSERT_TRUE(device_a.ok()) << device_a.status();
+        ASSERT_TRUE(clean_a.ok()) << clean_a.status();
         const DeviceTriangle<T> triangle{.a = device_a->template as<const T>(),
                                          .n = n,
                                          .lda = lda,
@@ -174,7 +187,7 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                              lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
                              adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
                              unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n), 1,
-                             &one, LibraryPointer<T>(device_a->data()), static_cast<int>(lda),
+                             &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
                              LibraryPointer<T>(reference->data()), static_cast<int>(n)),
                 CUBLAS_STATUS_SUCCESS);
             const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
