@@ -46,8 +46,8 @@ class DeviceOneNorm {
 };
 
 // x := A^-1 x (adjoint false) or A^-H x (true): an n x columns block of the factorization's type
-// at device address x, column-major with leading dimension n, queued on the context's stream (one
-// getrs / potrs / trsm with `columns` right-hand sides).
+// at device address x, column-major with leading dimension n, queued on the context's stream
+// (the backend's estimates use DeviceFactorSolves::Apply, core/cuda/factor_solves.h).
 using DeviceInverseApply = absl::FunctionRef<absl::Status(bool adjoint, void* x, int columns)>;
 
 // Columns of the device estimator's block. 1, not the host's 2: cuSOLVER's getrs with 2

@@ -19,6 +19,7 @@
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/determinant_batch.h"
 #include "core/cuda/exact_determinant.h"
+#include "core/cuda/factor_solves.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/modular_lu.h"
@@ -80,7 +81,7 @@ struct LuValue {
 // and the pivots are multiplied on the device: only a DeterminantSummary comes back. The
 // condition estimate is that of the factorized (D A)^T in the 1-norm, i.e. D A's in the
 // infinity-norm (docs/accuracy.md): ||(D A)^T||_1 from column sums before getrf overwrites the
-// copy, then Hager-Higham on getrs with the factors.
+// copy, then Hager-Higham on the factors (core/cuda/factor_solves.h).
 template <typename Source>
 absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& context,
                                         ComputeStats* stats) {
@@ -166,11 +167,16 @@ absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& cont
         elements * sizeof(Wide), flops_per_update * 5.0 * nd * nd});
     return value;
   }
-  auto solve = [&](bool adjoint, void* x, int columns) -> absl::Status {
-    MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrs(
-        context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n, columns,
-        LibraryPointer<Wide>(work.data()), n, ipiv, LibraryPointer<Wide>(x), n, info));
-    return absl::OkStatus();
+  // The pivots come back once (the stream is idle after the summary's download); the solves
+  // apply them as getrs would.
+  std::vector<int> host_pivots(static_cast<size_t>(n));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(pivots, host_pivots.data(), host_pivots.size() * sizeof(int)));
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceFactorSolves<Wide> solves,
+      DeviceFactorSolves<Wide>::Lu(context, work.as<const Wide>(), n, n, host_pivots));
+  auto solve = [&](bool adjoint, void* x, int columns) {
+    return solves.Apply(adjoint, x, columns);
   };
   MATRIXD_ASSIGN_OR_RETURN(value.rcond, DeviceReciprocalCondition<Wide>(
                                             context, n, norm, DeviceInverseApply(solve), stats));

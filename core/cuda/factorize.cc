@@ -18,6 +18,7 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/device_span.h"
+#include "core/cuda/factor_solves.h"
 #include "core/cuda/factorize_batch.h"
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/kernel_timer.h"
@@ -187,12 +188,18 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   MATRIXD_RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cusolver_getrf", 2 * a.byte_size(),
                                                 kFlopsPerUpdate<T> / 2.0 * LuFlops(m, n)));
   if (one_norm.has_value()) {
-    // getrs with the factors, which the transposes above only read.
-    auto solve = [&](bool adjoint, void* x, int columns) -> absl::Status {
-      MATRIXD_CUDA_RETURN_IF_ERROR(
-          Traits::getrs(context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n, columns,
-                        Ptr<T>(factors), m, ipiv, LibraryPointer<T>(x), n, info + kApplyInfo));
-      return absl::OkStatus();
+    // Solves with the factors (which the transposes above only read) and the pivots already
+    // downloaded; none on a singular matrix, whose estimate is 0 without a solve.
+    std::optional<DeviceFactorSolves<T>> solves;
+    if (!result.singular_column.has_value()) {
+      MATRIXD_ASSIGN_OR_RETURN(DeviceFactorSolves<T> lu,
+                               DeviceFactorSolves<T>::Lu(
+                                   context, factors.as<const T>(), n, m,
+                                   std::span<const int>(host_ints.data(), static_cast<size_t>(k))));
+      solves.emplace(std::move(lu));
+    }
+    auto solve = [&](bool adjoint, void* x, int columns) {
+      return solves->Apply(adjoint, x, columns);
     };
     MATRIXD_ASSIGN_OR_RETURN(
         result.accuracy,
@@ -294,12 +301,11 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   MATRIXD_RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf", 2 * a.byte_size(),
                                                 kFlopsPerUpdate<T> * nd * nd * nd / 6.0));
   if (one_norm.has_value()) {
-    // potrs with B = U^H U; B is Hermitian, so B^-H = B^-1.
-    auto solve = [&](bool /*adjoint*/, void* x, int columns) -> absl::Status {
-      MATRIXD_CUDA_RETURN_IF_ERROR(Traits::potrs(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n,
-                                                 columns, Ptr<T>(factor), n, LibraryPointer<T>(x),
-                                                 n, info + kApplyInfo));
-      return absl::OkStatus();
+    // B = U^H U, U in the upper triangle (the zeroed lower one is not read).
+    MATRIXD_ASSIGN_OR_RETURN(DeviceFactorSolves<T> solves,
+                             DeviceFactorSolves<T>::Cholesky(context, factor.as<const T>(), n, n));
+    auto solve = [&](bool adjoint, void* x, int columns) {
+      return solves.Apply(adjoint, x, columns);
     };
     MATRIXD_ASSIGN_OR_RETURN(result.accuracy,
                              EstimateAccuracy<T>(context, n, *one_norm, /*singular=*/false,
@@ -379,7 +385,7 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
       LaunchTranspose(AsSpan<const T>(factors), k, n, m, AsSpan<T>(r), n, stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchZeroStrictTriangle(AsSpan<T>(r), k, n, Triangle::kLower, stream));
-  // The condition of R's leading k x k square, from the factors before ormqr and orgqr: trsm
+  // The condition of R's leading k x k square, from the factors before ormqr and orgqr: solves
   // with the upper triangle (the reflectors below it are not read).
   std::optional<Accuracy> accuracy;
   ComputeStats estimate_stats;
@@ -387,13 +393,11 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
     MATRIXD_ASSIGN_OR_RETURN(DeviceOneNorm one_norm,
                              DeviceOneNorm::Queue(context, factors.as<const T>(), k, k, m,
                                                   /*upper_triangle=*/true));
-    const typename Traits::Device one = Traits::One();
-    auto solve = [&](bool adjoint, void* x, int columns) -> absl::Status {
-      MATRIXD_CUDA_RETURN_IF_ERROR(
-          Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER,
-                       adjoint ? Traits::kAdjoint : CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, k, columns,
-                       &one, Ptr<T>(factors), m, LibraryPointer<T>(x), k));
-      return absl::OkStatus();
+    MATRIXD_ASSIGN_OR_RETURN(
+        DeviceFactorSolves<T> solves,
+        DeviceFactorSolves<T>::UpperTriangle(context, factors.as<const T>(), k, m));
+    auto solve = [&](bool adjoint, void* x, int columns) {
+      return solves.Apply(adjoint, x, columns);
     };
     MATRIXD_ASSIGN_OR_RETURN(accuracy,
                              EstimateAccuracy<T>(context, k, one_norm, /*singular=*/false,

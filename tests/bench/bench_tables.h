@@ -81,8 +81,9 @@ void BenchCondensation(Backend& gpu, cuda::DeviceContext& context, const Flags& 
 void BenchBlockSparse(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
 // Real Glynn permanents next to the FP64 floor: both precisions, dense and sparse walks.
 void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& flags);
-// Where the GPU condition estimate's time goes: getrs with 1 and 2 right-hand sides next to the
-// device block estimator on getrs, at each of flags.condition_sizes (part of `condition`).
+// Where the GPU condition estimate's time goes: getrs with 1 and 2 right-hand sides, the
+// estimator's own LU solve, its triangular solves next to cuBLAS dtrsv, and the device block
+// estimator on its solves and on getrs, at each of flags.condition_sizes (part of `condition`).
 void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags);
 #endif
 

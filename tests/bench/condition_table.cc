@@ -69,9 +69,10 @@ void BenchCondition(const std::string& label, Backend& backend, const Flags& fla
       {"factor: the factorization's kernel record (cusolver_getrf/potrf/geqrf on the GPU, "
        "getrf/potrf/geqrf on the CPU)",
        "rcond: the records one_norm (GPU: ||A||_1 from column sums before the factorization) and "
-       "condition_estimate (the block estimator: GPU 1 vector, getrs/potrs/trsm and small "
-       "kernels, one download per solve; CPU 2 vectors at once, blocked substitution with "
-       "threaded gemv); the CPU determinant's factor record is lu (its elimination)",
+       "condition_estimate (the block estimator: GPU 1 vector, its own one-vector triangular "
+       "solves and small kernels, one download per solve; CPU 2 vectors at once, blocked "
+       "substitution with threaded gemv); the CPU determinant's factor record is lu (its "
+       "elimination)",
        "target (issue 15): rcond/factor < 5 % at n >= 4096"});
   for (const int n : flags.condition_sizes) {
     const Matrix general = RandomMatrix(n, n, DType::kFloat64, 21);

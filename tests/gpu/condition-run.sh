@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Issue 15 on a lent GPU: the condition-estimate tests on the device (the block estimator,
-# Factorize with estimate_condition, the CUDA determinant's rcond and error bound, repeatability),
-# then the `condition` table (the estimate next to cuSOLVER getrf/potrf/geqrf and the LU
-# determinant at n = 4096 and 8192, float64; the determinant LU rows are the determinant path),
-# followed by the table of where the estimate's time goes (getrs with 1 and 2 right-hand sides,
-# the number of block solves, the time not spent solving).
+# Issue 15 on a lent GPU: the condition-estimate tests on the device (the one-vector triangular
+# solves against cuBLAS trsm, getrs and potrs; the block estimator, Factorize with
+# estimate_condition, the CUDA determinant's rcond and error bound, repeatability), then the
+# `condition` table (the estimate next to cuSOLVER getrf/potrf/geqrf and the LU determinant at
+# n = 4096 and 8192, float64; the determinant LU rows are the determinant path), followed by the
+# table of where the estimate's time goes (getrs with 1 and 2 right-hand sides, the estimator's
+# own LU solve, its triangular solves against cuBLAS dtrsv, the estimate on its solves and on
+# getrs, the number of block solves).
 # One device call, under the tool's 10 minutes. Runs from the repository root with the binaries
 # bundled in .gpu/ and writes its logs under $OUT:
 #
@@ -25,7 +27,7 @@ log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 nvidia-smi -L | tee -a "${out}/summary.txt"
 log "matrixd_core_test: condition estimates, factorize accuracy, determinant error bounds"
 timeout 240 "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*' \
+  --gtest_filter='CudaTriangularSolve*:ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*' \
   >"${out}/core.txt" 2>&1
 log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core.txt" | tr '\n' ' ')"
 grep -E '^\[  FAILED  \]' "${out}/core.txt" | tee -a "${out}/summary.txt"

@@ -1,0 +1,129 @@
+#include "core/cuda/factor_solves.h"
+
+#include <complex>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cuda_status.h"
+#include "core/status_macros.h"
+
+namespace matrixd::cuda {
+
+template <typename T>
+absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Lu(DeviceContext& context,
+                                                                const T* factors, int64_t n,
+                                                                int64_t lda,
+                                                                std::span<const int> pivots) {
+  if (static_cast<int64_t>(pivots.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pivots has ", pivots.size(), " entries, want n = ", n));
+  }
+  // The swaps applied in turn to 0..n-1: (P b)[i] = b[rows[i]], as getrs's laswp applies them.
+  std::vector<int> rows(static_cast<size_t>(n));
+  std::iota(rows.begin(), rows.end(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int pivot = pivots[static_cast<size_t>(i)];
+    if (pivot < i + 1 || pivot > n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pivots[", i, "] is ", pivot, ", want it in [", i + 1, ", ", n, "]"));
+    }
+    std::swap(rows[static_cast<size_t>(i)], rows[static_cast<size_t>(pivot - 1)]);
+  }
+  DeviceFactorSolves solves(context, n);
+  solves.host_rows_ = std::move(rows);
+  solves.AddFactor({.a = factors, .n = n, .lda = lda, .lower = true, .unit_diagonal = true});
+  solves.AddFactor({.a = factors, .n = n, .lda = lda, .lower = false, .unit_diagonal = false});
+  solves.stages_ = {{.factor = 0, .adjoint = false}, {.factor = 1, .adjoint = false}};
+  return solves;
+}
+
+template <typename T>
+absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Cholesky(DeviceContext& context,
+                                                                      const T* factor, int64_t n,
+                                                                      int64_t ld) {
+  DeviceFactorSolves solves(context, n);
+  solves.AddFactor({.a = factor, .n = n, .lda = ld, .lower = false, .unit_diagonal = false});
+  solves.stages_ = {{.factor = 0, .adjoint = true}, {.factor = 0, .adjoint = false}};
+  return solves;
+}
+
+template <typename T>
+absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::UpperTriangle(DeviceContext& context,
+                                                                           const T* r, int64_t n,
+                                                                           int64_t ld) {
+  DeviceFactorSolves solves(context, n);
+  solves.AddFactor({.a = r, .n = n, .lda = ld, .lower = false, .unit_diagonal = false});
+  solves.stages_ = {{.factor = 0, .adjoint = false}};
+  return solves;
+}
+
+template <typename T>
+absl::Status DeviceFactorSolves<T>::Prepare() {
+  MATRIXD_ASSIGN_OR_RETURN(sync_, context_->Allocate(kTriangularSolveSyncBytes));
+  constexpr int kBlock = kTriangularSolveBlock<T>;
+  for (Factor& factor : factors_) {
+    MATRIXD_ASSIGN_OR_RETURN(
+        factor.inverse,
+        context_->Allocate(static_cast<size_t>(DiagonalInverseElements(n_, kBlock)) * sizeof(T)));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchInvertDiagonalBlocks(
+        factor.triangle, kBlock, factor.inverse.template as<T>(), context_->stream()));
+  }
+  if (!host_rows_.empty()) {
+    const size_t bytes = host_rows_.size() * sizeof(int);
+    MATRIXD_ASSIGN_OR_RETURN(rows_, context_->Allocate(bytes));
+    MATRIXD_RETURN_IF_ERROR(context_->Upload(host_rows_.data(), rows_, bytes));
+    MATRIXD_ASSIGN_OR_RETURN(work_, context_->Allocate(static_cast<size_t>(n_) * sizeof(T)));
+  }
+  prepared_ = true;
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status DeviceFactorSolves<T>::Solve(const Stage& stage, bool adjoint, const T* b, T* x) {
+  const Factor& factor = factors_[static_cast<size_t>(stage.factor)];
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTriangularSolve(
+      factor.triangle, kTriangularSolveBlock<T>, factor.inverse.template as<const T>(),
+      stage.adjoint != adjoint, b, x, sync_.data(), context_->stream()));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status DeviceFactorSolves<T>::Apply(bool adjoint, void* x, int columns) {
+  // A^-1 = ... op(F_2)^-1 op(F_1)^-1 P and A^-H = P^T op(F_1)^-H op(F_2)^-H ...: the permuted
+  // vector goes through work_, and the solve next to the permutation moves it back.
+  if (!prepared_) MATRIXD_RETURN_IF_ERROR(Prepare());
+  const bool permuted = !host_rows_.empty();
+  const size_t count = stages_.size();
+  for (int c = 0; c < columns; ++c) {
+    T* column = static_cast<T*>(x) + static_cast<int64_t>(c) * n_;
+    T* current = column;
+    if (permuted && !adjoint) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchPermuteVector<T>(column, rows_.as<const int>(), n_,
+                                                          /*scatter=*/false, work_.as<T>(),
+                                                          context_->stream()));
+      current = work_.as<T>();
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const Stage& stage = adjoint ? stages_[count - 1 - k] : stages_[k];
+      T* next = current;
+      if (permuted && !adjoint && k + 1 == count) next = column;
+      if (permuted && adjoint && k == 0) next = work_.as<T>();
+      MATRIXD_RETURN_IF_ERROR(Solve(stage, adjoint, current, next));
+      current = next;
+    }
+    if (permuted && adjoint) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          LaunchPermuteVector<T>(work_.as<const T>(), rows_.as<const int>(), n_,
+                                 /*scatter=*/true, column, context_->stream()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template class DeviceFactorSolves<float>;
+template class DeviceFactorSolves<double>;
+template class DeviceFactorSolves<std::complex<float>>;
+template class DeviceFactorSolves<std::complex<double>>;
+
+}  // namespace matrixd::cuda

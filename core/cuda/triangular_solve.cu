@@ -1,0 +1,531 @@
+#include <algorithm>
+#include <complex>
+#include <cstdint>
+#include <cuda/atomic>
+
+#include "core/cuda/triangular_solve.h"
+
+// The synchronization-free dense triangular solve (the scheme of Liu et al.'s sparse SpTRSV, on
+// dense row blocks), with MAGMA's inverted diagonal blocks (magmablas_dtrsv on dtrtri_diag):
+// the chain from one row block to the next is then one B x B product instead of B dependent
+// substitution steps, and that chain, not the bandwidth, bounds a one-vector solve.
+//
+// Solve order: op(A) is lower triangular when A is lower and op = N, or A is upper and op = H;
+// then row blocks go first to last ("forward"), otherwise last to first. The ticket counter hands
+// out steps in that order to thread blocks as they start, so a block only ever waits for blocks
+// that are already running: no deadlock whatever the scheduler does. Blocks finish in step order
+// (each waits for the step before it), so one counter `solved` says which parts of x are ready.
+//
+// Tile of op(A) for row block p and column block q (both B wide, cut at n):
+// op = N: M(i, j) = A(p B + i, q B + j), column-major from a + p B + q B lda;
+// op = H: M(i, j) = conj(A(q B + j, p B + i)), i.e. tile[j + i lda] from a + q B + p B lda.
+// Either way warps read along the contiguous dimension of A (see TileOf below).
+//
+// Two shapes: B = 64 with 256 threads, the next tile's loads issued before the current one is
+// used (16 elements a thread, twice); B = 128 with 512 threads, one tile at a time (32 elements
+// a thread): half as many steps in the chain, twice the rows per block to stream.
+
+namespace matrixd::cuda {
+namespace {
+
+constexpr int kWarpSize = 32;
+
+template <int kBlockRows, int kBlockThreads, bool kLoadAhead>
+struct Shape {
+  static constexpr int kBlock = kBlockRows;
+  static constexpr int kThreads = kBlockThreads;
+  static constexpr bool kAhead = kLoadAhead;
+  static constexpr int kWarps = kThreads / kWarpSize;
+  static constexpr int kPerThread = kBlock * kBlock / kThreads;  // tile elements a thread holds
+  static_assert(kBlock % kWarps == 0 && kBlock % kWarpSize == 0 && kThreads % kBlock == 0);
+};
+using Shape64 = Shape<64, 256, true>;
+using Shape128 = Shape<128, 512, false>;
+
+template <typename T>
+struct DeviceOf {
+  using type = T;
+};
+template <>
+struct DeviceOf<std::complex<float>> {
+  using type = float2;
+};
+template <>
+struct DeviceOf<std::complex<double>> {
+  using type = double2;
+};
+template <typename T>
+using DeviceType = typename DeviceOf<T>::type;
+
+// ---- Arithmetic on float, double, float2 and double2 (complex) ----
+
+template <typename E>
+__device__ __forceinline__ E Zero() {
+  return E{};
+}
+template <typename E>
+__device__ __forceinline__ E One();
+template <>
+__device__ __forceinline__ float One<float>() {
+  return 1.0f;
+}
+template <>
+__device__ __forceinline__ double One<double>() {
+  return 1.0;
+}
+template <>
+__device__ __forceinline__ float2 One<float2>() {
+  return make_float2(1.0f, 0.0f);
+}
+template <>
+__device__ __forceinline__ double2 One<double2>() {
+  return make_double2(1.0, 0.0);
+}
+
+__device__ __forceinline__ float Conj(float x) { return x; }
+__device__ __forceinline__ double Conj(double x) { return x; }
+__device__ __forceinline__ float2 Conj(float2 z) { return make_float2(z.x, -z.y); }
+__device__ __forceinline__ double2 Conj(double2 z) { return make_double2(z.x, -z.y); }
+
+__device__ __forceinline__ float Add(float a, float b) { return a + b; }
+__device__ __forceinline__ double Add(double a, double b) { return a + b; }
+__device__ __forceinline__ float2 Add(float2 a, float2 b) {
+  return make_float2(a.x + b.x, a.y + b.y);
+}
+__device__ __forceinline__ double2 Add(double2 a, double2 b) {
+  return make_double2(a.x + b.x, a.y + b.y);
+}
+
+__device__ __forceinline__ float Sub(float a, float b) { return a - b; }
+__device__ __forceinline__ double Sub(double a, double b) { return a - b; }
+__device__ __forceinline__ float2 Sub(float2 a, float2 b) {
+  return make_float2(a.x - b.x, a.y - b.y);
+}
+__device__ __forceinline__ double2 Sub(double2 a, double2 b) {
+  return make_double2(a.x - b.x, a.y - b.y);
+}
+
+// c + a b.
+__device__ __forceinline__ float MulAdd(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double MulAdd(double a, double b, double c) { return fma(a, b, c); }
+__device__ __forceinline__ float2 MulAdd(float2 a, float2 b, float2 c) {
+  return make_float2(fmaf(-a.y, b.y, fmaf(a.x, b.x, c.x)), fmaf(a.y, b.x, fmaf(a.x, b.y, c.y)));
+}
+__device__ __forceinline__ double2 MulAdd(double2 a, double2 b, double2 c) {
+  return make_double2(fma(-a.y, b.y, fma(a.x, b.x, c.x)), fma(a.y, b.x, fma(a.x, b.y, c.y)));
+}
+
+// c - a b.
+template <typename E>
+__device__ __forceinline__ E MulSub(E a, E b, E c) {
+  return Sub(c, MulAdd(a, b, Zero<E>()));
+}
+
+// num / den; complex division scaled by den's larger part so |den|^2 neither overflows nor
+// underflows.
+__device__ __forceinline__ float Divide(float num, float den) { return num / den; }
+__device__ __forceinline__ double Divide(double num, double den) { return num / den; }
+template <typename C>
+__device__ __forceinline__ C DivideComplex(C num, C den) {
+  const auto scale = fmax(fabs(den.x), fabs(den.y));
+  const auto re = den.x / scale;
+  const auto im = den.y / scale;
+  const auto norm = (re * re + im * im) * scale;
+  C q;
+  q.x = (num.x * re + num.y * im) / norm;
+  q.y = (num.y * re - num.x * im) / norm;
+  return q;
+}
+__device__ __forceinline__ float2 Divide(float2 num, float2 den) { return DivideComplex(num, den); }
+__device__ __forceinline__ double2 Divide(double2 num, double2 den) {
+  return DivideComplex(num, den);
+}
+
+__device__ __forceinline__ float ShuffleDown(float v, int offset) {
+  return __shfl_down_sync(0xffffffffu, v, offset);
+}
+__device__ __forceinline__ double ShuffleDown(double v, int offset) {
+  return __shfl_down_sync(0xffffffffu, v, offset);
+}
+__device__ __forceinline__ float2 ShuffleDown(float2 v, int offset) {
+  return make_float2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
+}
+__device__ __forceinline__ double2 ShuffleDown(double2 v, int offset) {
+  return make_double2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
+}
+
+// Lane 0 gets the warp's sum.
+template <typename E>
+__device__ __forceinline__ E WarpSum(E v) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v = Add(v, ShuffleDown(v, offset));
+  return v;
+}
+
+// Rows of the block of `block` rows that starts at row `first` of n.
+__device__ __forceinline__ int BlockRows(int64_t n, int64_t first, int block) {
+  return n - first < block ? static_cast<int>(n - first) : block;
+}
+
+// ---- Diagonal blocks ----
+
+// Thread j of block p: column j of the inverse of diagonal block p, by substitution on e_j,
+// written straight into `inverse` (the thread reads back only what it wrote). The sums run in
+// kChains independent chains so that the multiply-adds do not wait for each other.
+template <typename E, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+    InvertDiagonalBlocksKernel(const E* a, int64_t n, int64_t lda, bool lower, bool unit,
+                               E* inverse) {
+  constexpr int kChains = 4;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kBlock;
+  const int rows = BlockRows(n, first, kBlock);
+  const E* d = a + first + first * lda;  // D(i, k) = d[i + k lda]
+  E* y = inverse + static_cast<int64_t>(blockIdx.x) * kBlock * kBlock + threadIdx.x * kBlock;
+  const int j = static_cast<int>(threadIdx.x);
+  for (int i = 0; i < kBlock; ++i) y[i] = Zero<E>();
+  if (j >= rows) return;
+  // D y = e_j: y_i = 0 on the side of j away from the triangle; y_i from the y_k between.
+  const auto solve_row = [&](int i, int k_begin, int k_end) {
+    E s[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) s[c] = Zero<E>();
+    if (i == j) s[0] = One<E>();
+    int k = k_begin;
+    for (; k + kChains <= k_end; k += kChains) {
+#pragma unroll
+      for (int c = 0; c < kChains; ++c) s[c] = MulSub(d[i + (k + c) * lda], y[k + c], s[c]);
+    }
+    for (; k < k_end; ++k) s[0] = MulSub(d[i + k * lda], y[k], s[0]);
+    const E sum = Add(Add(s[0], s[1]), Add(s[2], s[3]));
+    y[i] = unit ? sum : Divide(sum, d[i + i * lda]);
+  };
+  static_assert(kChains == 4);
+  if (lower) {
+    for (int i = j; i < rows; ++i) solve_row(i, j, i);
+  } else {
+    for (int i = j; i >= 0; --i) solve_row(i, i + 1, j + 1);
+  }
+}
+
+// ---- The solve ----
+
+// A tile of op(A) (B x B, zero beyond rows x cols) in registers, and the thread's part of its
+// product with a vector. Two layouts, both coalesced:
+// op = N: thread t holds row i = t % B, columns j = g kPerThread + k (g = t / B);
+// op = H: lane l of warp w holds rows i = w + kWarps r and columns j = l + 32 h.
+template <typename E, bool kAdjoint, typename S>
+struct Tile;
+
+template <typename E, typename S>
+struct Tile<E, false, S> {
+  static constexpr int kBlock = S::kBlock;
+  static constexpr int kThreads = S::kThreads;
+  static constexpr int kPerThread = S::kPerThread;
+  E m[kPerThread];
+
+  // The thread's partial sum of its row.
+  struct Sums {
+    E value = Zero<E>();
+  };
+
+  __device__ __forceinline__ void Load(const E* tile, int64_t ld, int rows, int cols) {
+    const int i = static_cast<int>(threadIdx.x) % kBlock;
+    const int j0 = static_cast<int>(threadIdx.x) / kBlock * kPerThread;
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int j = j0 + k;
+      m[k] = i < rows && j < cols ? tile[i + j * ld] : Zero<E>();
+    }
+  }
+
+  // sums += M v, v(j) for j < kBlock.
+  template <typename Vector>
+  __device__ __forceinline__ void MultiplyAdd(Vector v, Sums& sums) const {
+    const int j0 = static_cast<int>(threadIdx.x) / kBlock * kPerThread;
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) sums.value = MulAdd(m[k], v(j0 + k), sums.value);
+  }
+
+  // out[i] := row i's sum over all threads, then sums := 0. Every thread calls it; out is
+  // visible to all on return. partial: kThreads elements of shared memory.
+  static __device__ __forceinline__ void Reduce(Sums& sums, E* partial, E* out) {
+    partial[threadIdx.x] = sums.value;
+    __syncthreads();
+    if (threadIdx.x < kBlock) {
+      E s = partial[threadIdx.x];
+#pragma unroll
+      for (int g = 1; g < kThreads / kBlock; ++g) s = Add(s, partial[threadIdx.x + g * kBlock]);
+      out[threadIdx.x] = s;
+    }
+    __syncthreads();
+    sums.value = Zero<E>();
+  }
+};
+
+template <typename E, typename S>
+struct Tile<E, true, S> {
+  static constexpr int kWarps = S::kWarps;
+  static constexpr int kRowsPerWarp = S::kBlock / kWarps;
+  static constexpr int kColumnsPerLane = S::kBlock / kWarpSize;
+  static_assert(kRowsPerWarp * kColumnsPerLane == S::kPerThread);
+  E m[kRowsPerWarp][kColumnsPerLane];
+
+  struct Sums {
+    E value[kRowsPerWarp] = {};
+  };
+
+  __device__ __forceinline__ void Load(const E* tile, int64_t ld, int rows, int cols) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int i = warp + kWarps * r;
+#pragma unroll
+      for (int h = 0; h < kColumnsPerLane; ++h) {
+        const int j = lane + kWarpSize * h;
+        m[r][h] = i < rows && j < cols ? Conj(tile[j + i * ld]) : Zero<E>();
+      }
+    }
+  }
+
+  template <typename Vector>
+  __device__ __forceinline__ void MultiplyAdd(Vector v, Sums& sums) const {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    E vj[kColumnsPerLane];
+#pragma unroll
+    for (int h = 0; h < kColumnsPerLane; ++h) vj[h] = v(lane + kWarpSize * h);
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+#pragma unroll
+      for (int h = 0; h < kColumnsPerLane; ++h) {
+        sums.value[r] = MulAdd(m[r][h], vj[h], sums.value[r]);
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void Reduce(Sums& sums, E* /*partial*/, E* out) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const E s = WarpSum(sums.value[r]);
+      if (lane == 0) out[warp + kWarps * r] = s;
+      sums.value[r] = Zero<E>();
+    }
+    __syncthreads();
+  }
+};
+
+// The address of op(A)'s tile (row block `row0`, column block `col0`) in A; see the top.
+template <bool kAdjoint, typename E>
+__device__ __forceinline__ const E* TileOf(const E* a, int64_t lda, int64_t row0, int64_t col0) {
+  return kAdjoint ? a + col0 + row0 * lda : a + row0 + col0 * lda;
+}
+
+// Waits until `solved` >= needed and returns the count seen. Thread 0 polls with acquire loads;
+// the barrier passes what it saw (and the ordering) to the rest of the block. The two slots
+// alternate so that thread 0 never overwrites a value another thread has yet to read.
+__device__ __forceinline__ int WaitUntilSolved(unsigned* solved, int needed, int* seen, int& slot) {
+  if (threadIdx.x == 0) {
+    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> counter(*solved);
+    unsigned value = counter.load(::cuda::memory_order_acquire);
+    while (value < static_cast<unsigned>(needed))
+      value = counter.load(::cuda::memory_order_acquire);
+    seen[slot] = static_cast<int>(value);
+  }
+  __syncthreads();
+  const int ready = seen[slot];
+  slot ^= 1;
+  return ready;
+}
+
+// sync[0]: the ticket counter; sync[1]: steps solved (x published for them).
+template <typename E, bool kAdjoint, typename S>
+__global__ void __launch_bounds__(S::kThreads)
+    TriangularSolveKernel(const E* a, int64_t n, int64_t lda, bool forward, const E* inverse,
+                          const E* b, E* x, unsigned* sync) {
+  constexpr int kBlock = S::kBlock;
+  __shared__ int step_shared;
+  __shared__ int seen[2];
+  __shared__ E partial[S::kThreads];
+  __shared__ E sums_shared[kBlock];
+  __shared__ E residual[kBlock];
+  using TileT = Tile<E, kAdjoint, S>;
+
+  if (threadIdx.x == 0) step_shared = static_cast<int>(atomicAdd(&sync[0], 1u));
+  __syncthreads();
+  const int step = step_shared;
+  const int blocks = static_cast<int>(gridDim.x);
+  const auto block_of = [&](int s) { return forward ? s : blocks - 1 - s; };
+  const int64_t row0 = static_cast<int64_t>(block_of(step)) * kBlock;
+  const int rows = BlockRows(n, row0, kBlock);
+  const E* diagonal_inverse = inverse + static_cast<int64_t>(block_of(step)) * kBlock * kBlock;
+  // b now, off the chain from one block to the next (b is never written by another block).
+  const bool owns_row = static_cast<int>(threadIdx.x) < rows;
+  const E b_row = owns_row ? b[row0 + threadIdx.x] : Zero<E>();
+
+  // Tile s of the solved part (s < step), or the diagonal block's inverse (s == step).
+  const auto load = [&](TileT& tile, int s) {
+    if (s < step) {
+      const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
+      tile.Load(TileOf<kAdjoint>(a, lda, row0, col0), lda, rows, BlockRows(n, col0, kBlock));
+    } else {
+      tile.Load(diagonal_inverse, kBlock, rows, rows);
+    }
+  };
+  typename TileT::Sums sums;
+  int ready = 0;
+  int slot = 0;
+  // sums += tile s times x's block s, once x's block s is published.
+  const auto multiply = [&](const TileT& tile, int s) {
+    if (ready <= s) ready = WaitUntilSolved(&sync[1], s + 1, seen, slot);
+    const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
+    const int cols = BlockRows(n, col0, kBlock);
+    // .cg: x was written by other blocks during this kernel; L1 is not coherent with them.
+    tile.MultiplyAdd([&](int j) { return j < cols ? __ldcg(x + col0 + j) : Zero<E>(); }, sums);
+  };
+  TileT current;
+  if constexpr (S::kAhead) {
+    // The next tile's loads in flight while the block waits for (and multiplies by) the current
+    // one's x; after the last, the inverse.
+    TileT next;
+    load(current, 0);
+    for (int s = 0; s < step; ++s) {
+      load(next, s + 1);
+      multiply(current, s);
+      current = next;
+    }
+  } else {
+    for (int s = 0; s < step; ++s) {
+      load(current, s);
+      multiply(current, s);
+    }
+    load(current, step);
+  }
+  TileT::Reduce(sums, partial, sums_shared);
+  if (threadIdx.x < kBlock) {
+    residual[threadIdx.x] = owns_row ? Sub(b_row, sums_shared[threadIdx.x]) : Zero<E>();
+  }
+  __syncthreads();
+  current.MultiplyAdd([&](int j) { return residual[j]; }, sums);
+  TileT::Reduce(sums, partial, sums_shared);
+  if (owns_row) {
+    x[row0 + threadIdx.x] = sums_shared[threadIdx.x];
+    __threadfence();
+  }
+  // Publish: each writer's fence, then the barrier, then thread 0's fence and store (the pattern
+  // of cooperative groups' grid sync, with the writers' own fences on top).
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device>(sync[1]).store(
+        static_cast<unsigned>(step + 1), ::cuda::memory_order_relaxed);
+  }
+}
+
+template <typename E>
+__global__ void PermuteVectorKernel(const E* src, const int* rows, int64_t n, bool scatter,
+                                    E* dst) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (scatter) {
+      dst[rows[i]] = src[i];
+    } else {
+      dst[i] = src[rows[i]];
+    }
+  }
+}
+
+int BlocksOf(int64_t n, int block) { return static_cast<int>((n + block - 1) / block); }
+
+template <typename E, typename S>
+void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, bool adjoint, const E* b, E* x,
+                unsigned* sync, cudaStream_t stream) {
+  const bool forward = triangle.lower != adjoint;
+  const int grid = BlocksOf(triangle.n, S::kBlock);
+  if (adjoint) {
+    TriangularSolveKernel<E, true, S><<<grid, S::kThreads, 0, stream>>>(
+        triangle.a, triangle.n, triangle.lda, forward, inverse, b, x, sync);
+  } else {
+    TriangularSolveKernel<E, false, S><<<grid, S::kThreads, 0, stream>>>(
+        triangle.a, triangle.n, triangle.lda, forward, inverse, b, x, sync);
+  }
+}
+
+template <typename T>
+DeviceTriangle<DeviceType<T>> OnDevice(const DeviceTriangle<T>& triangle) {
+  return {.a = reinterpret_cast<const DeviceType<T>*>(triangle.a),
+          .n = triangle.n,
+          .lda = triangle.lda,
+          .lower = triangle.lower,
+          .unit_diagonal = triangle.unit_diagonal};
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T* inverse,
+                                       cudaStream_t stream) {
+  using E = DeviceType<T>;
+  if (!IsTriangularSolveBlock(block)) return cudaErrorInvalidValue;
+  if (triangle.n <= 0) return cudaSuccess;
+  const DeviceTriangle<E> t = OnDevice(triangle);
+  auto* out = reinterpret_cast<E*>(inverse);
+  if (block == Shape64::kBlock) {
+    InvertDiagonalBlocksKernel<E, Shape64::kBlock><<<BlocksOf(t.n, block), block, 0, stream>>>(
+        t.a, t.n, t.lda, t.lower, t.unit_diagonal, out);
+  } else {
+    InvertDiagonalBlocksKernel<E, Shape128::kBlock><<<BlocksOf(t.n, block), block, 0, stream>>>(
+        t.a, t.n, t.lda, t.lower, t.unit_diagonal, out);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
+                                  bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream) {
+  using E = DeviceType<T>;
+  if (!IsTriangularSolveBlock(block)) return cudaErrorInvalidValue;
+  if (triangle.n <= 0) return cudaSuccess;
+  if (const cudaError_t reset = cudaMemsetAsync(sync, 0, kTriangularSolveSyncBytes, stream);
+      reset != cudaSuccess) {
+    return reset;
+  }
+  const DeviceTriangle<E> t = OnDevice(triangle);
+  const auto* inv = reinterpret_cast<const E*>(inverse);
+  const auto* in = reinterpret_cast<const E*>(b);
+  auto* out = reinterpret_cast<E*>(x);
+  auto* counters = static_cast<unsigned*>(sync);
+  if (block == Shape64::kBlock) {
+    QueueSolve<E, Shape64>(t, inv, adjoint, in, out, counters, stream);
+  } else {
+    QueueSolve<E, Shape128>(t, inv, adjoint, in, out, counters, stream);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchPermuteVector(const T* src, const int* rows, int64_t n, bool scatter, T* dst,
+                                cudaStream_t stream) {
+  using E = DeviceType<T>;
+  if (n <= 0) return cudaSuccess;
+  constexpr int kPermuteThreads = 256;
+  const int blocks =
+      static_cast<int>(std::min<int64_t>((n + kPermuteThreads - 1) / kPermuteThreads, 1024));
+  PermuteVectorKernel<E><<<blocks, kPermuteThreads, 0, stream>>>(
+      reinterpret_cast<const E*>(src), rows, n, scatter, reinterpret_cast<E*>(dst));
+  return cudaGetLastError();
+}
+
+#define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                   \
+  template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, int, T*, cudaStream_t);   \
+  template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, int, const T*, bool, const T*, \
+                                                T*, void*, cudaStream_t);                         \
+  template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,            \
+                                              cudaStream_t);
+MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(float)
+MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(double)
+MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(std::complex<float>)
+MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(std::complex<double>)
+#undef MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE
+
+}  // namespace matrixd::cuda

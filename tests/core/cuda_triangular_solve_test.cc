@@ -1,0 +1,312 @@
+// The one-vector triangular solves of core/cuda/triangular_solve.h against cuBLAS trsm with one
+// right-hand side (lower/upper, op N/H, unit/non-unit diagonal, lda > n, both block sizes, n
+// around them and beyond), and DeviceFactorSolves (core/cuda/factor_solves.h) against getrs and
+// potrs on the same factors. Entries the solve must not read are NaN. Skips where there is no CUDA
+// device.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/cuda_status.h"
+#include "core/cuda/device_context.h"
+#include "core/cuda/factor_solves.h"
+#include "core/cuda/factorize_common.h"
+#include "core/cuda/library_types.h"
+#include "core/cuda/triangular_solve.h"
+#include "gtest/gtest.h"
+
+namespace matrixd::cuda {
+namespace {
+
+template <typename T>
+class CudaTriangularSolve : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) {
+      GTEST_SKIP() << "no CUDA device here: CUDA triangular solve tests skipped";
+    }
+    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
+    ASSERT_TRUE(context.ok()) << context.status();
+    context_ = *std::move(context);
+  }
+  std::unique_ptr<DeviceContext> context_;
+};
+using ElementTypes = ::testing::Types<float, double, std::complex<float>, std::complex<double>>;
+TYPED_TEST_SUITE(CudaTriangularSolve, ElementTypes);
+
+template <typename T>
+constexpr bool kSingle = std::is_same_v<T, float> || std::is_same_v<T, std::complex<float>>;
+
+// Relative max-norm error allowed against the library on the well-conditioned triangles below.
+template <typename T>
+constexpr double kTolerance = kSingle<T> ? 5e-5 : 1e-13;
+
+template <typename T>
+T Uniform(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  if constexpr (kIsComplex<T>) {
+    const double re = uniform(rng);
+    return T(re, uniform(rng));
+  } else {
+    return static_cast<T>(uniform(rng));
+  }
+}
+
+template <typename T>
+T Conjugate(T x) {
+  if constexpr (kIsComplex<T>) {
+    return std::conj(x);
+  } else {
+    return x;
+  }
+}
+
+template <typename T>
+std::vector<T> RandomVector(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) x = Uniform<T>(rng);
+  return v;
+}
+
+// The column-major lda x n array of a well-conditioned triangle: off-diagonal entries uniform in
+// [-1, 1] / n, diagonal entries with real part in [1, 2] (and imaginary part in [-0.5, 0.5]).
+// Everything the solve must not read (the other triangle, rows n..lda-1, a unit diagonal) is NaN.
+template <typename T>
+std::vector<T> Triangle(int64_t n, int64_t lda, bool lower, bool unit, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const T nan = T(std::numeric_limits<double>::quiet_NaN());
+  std::vector<T> a(static_cast<size_t>(lda * n), nan);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < n; ++i) {
+      T& x = a[static_cast<size_t>(i + j * lda)];
+      if (i == j) {
+        x = unit ? nan : Uniform<T>(rng) * T(0.5) + T(1.5);
+      } else if ((i > j) == lower) {
+        x = Uniform<T>(rng) / T(static_cast<double>(n));
+      }
+    }
+  }
+  return a;
+}
+
+// a with every NaN replaced by 0.
+template <typename T>
+std::vector<T> WithoutNaN(std::vector<T> a) {
+  for (T& x : a) {
+    if (std::isnan(std::abs(x))) x = T(0);
+  }
+  return a;
+}
+
+template <typename T>
+absl::StatusOr<DeviceBuffer> UploadVector(DeviceContext& context, const std::vector<T>& host) {
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device, context.Allocate(host.size() * sizeof(T)));
+  MATRIXD_RETURN_IF_ERROR(context.Upload(host.data(), device, host.size() * sizeof(T)));
+  return device;
+}
+
+template <typename T>
+std::vector<T> DownloadVector(DeviceContext& context, const DeviceBuffer& device, size_t size) {
+  std::vector<T> host(size);
+  const absl::Status status = context.Download(device, host.data(), size * sizeof(T));
+  EXPECT_TRUE(status.ok()) << status;
+  return host;
+}
+
+// max_i |x_i - want_i| / max_i |want_i|.
+template <typename T>
+double RelativeError(const std::vector<T>& x, const std::vector<T>& want) {
+  double error = 0.0;
+  double scale = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    error = std::max(error, static_cast<double>(std::abs(x[i] - want[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+  }
+  return scale > 0.0 ? error / scale : error;
+}
+
+TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
+  using T = TypeParam;
+  using Traits = LibraryTraits<T>;
+  DeviceContext& context = *this->context_;
+  absl::StatusOr<DeviceBuffer> sync = context.Allocate(kTriangularSolveSyncBytes);
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  const typename Traits::Device one = Traits::One();
+  for (const int64_t n : {1, 63, 64, 65, 127, 128, 129, 1000, 4096}) {
+    const int64_t lda = n + 3;
+    for (const bool lower : {true, false}) {
+      for (const bool unit : {false, true}) {
+        const std::vector<T> a = Triangle<T>(n, lda, lower, unit, 7 + n);
+        absl::StatusOr<DeviceBuffer> device_a = UploadVector(context, a);
+        // cuBLAS gets zeros where ours gets NaN: the reference should not depend on how it
+        // masks what it does not read.
+        absl::StatusOr<DeviceBuffer> clean_a = UploadVector(context, WithoutNaN(a));
+        ASSERT_TRUE(device_a.ok()) << device_a.status();
+        ASSERT_TRUE(clean_a.ok()) << clean_a.status();
+        const DeviceTriangle<T> triangle{.a = device_a->template as<const T>(),
+                                         .n = n,
+                                         .lda = lda,
+                                         .lower = lower,
+                                         .unit_diagonal = unit};
+        for (const int block : {64, 128}) {
+          absl::StatusOr<DeviceBuffer> inverse =
+              context.Allocate(static_cast<size_t>(DiagonalInverseElements(n, block)) * sizeof(T));
+          ASSERT_TRUE(inverse.ok()) << inverse.status();
+          ASSERT_EQ(LaunchInvertDiagonalBlocks(triangle, block, inverse->template as<T>(),
+                                               context.stream()),
+                    cudaSuccess);
+          for (const bool adjoint : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "n=" << n << " lower=" << lower << " unit=" << unit
+                                              << " block=" << block << " adjoint=" << adjoint);
+            const std::vector<T> b = RandomVector<T>(n, 100 + n);
+            absl::StatusOr<DeviceBuffer> device_b = UploadVector(context, b);
+            absl::StatusOr<DeviceBuffer> x = context.Allocate(b.size() * sizeof(T));
+            absl::StatusOr<DeviceBuffer> in_place = UploadVector(context, b);
+            absl::StatusOr<DeviceBuffer> reference = UploadVector(context, b);
+            ASSERT_TRUE(device_b.ok() && x.ok() && in_place.ok() && reference.ok());
+            const T* inv = inverse->template as<const T>();
+            ASSERT_EQ(LaunchTriangularSolve(triangle, block, inv, adjoint,
+                                            device_b->template as<const T>(), x->template as<T>(),
+                                            sync->data(), context.stream()),
+                      cudaSuccess);
+            ASSERT_EQ(LaunchTriangularSolve(
+                          triangle, block, inv, adjoint, in_place->template as<const T>(),
+                          in_place->template as<T>(), sync->data(), context.stream()),
+                      cudaSuccess);
+            ASSERT_EQ(
+                Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
+                             lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
+                             adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
+                             unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n), 1,
+                             &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
+                             LibraryPointer<T>(reference->data()), static_cast<int>(n)),
+                CUBLAS_STATUS_SUCCESS);
+            const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
+            const std::vector<T> got_in_place = DownloadVector<T>(context, *in_place, b.size());
+            const std::vector<T> want = DownloadVector<T>(context, *reference, b.size());
+            EXPECT_LE(RelativeError(got, want), kTolerance<T>);
+            // A fixed order of operations: in place or not, and run again, the same bits.
+            EXPECT_EQ(got_in_place, got);
+          }
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(CudaTriangularSolve, RefusesABlockItHasNoShapeFor) {
+  using T = TypeParam;
+  DeviceContext& context = *this->context_;
+  const DeviceTriangle<T> triangle{.a = nullptr, .n = 10, .lda = 10};
+  EXPECT_EQ(LaunchInvertDiagonalBlocks<T>(triangle, 32, nullptr, context.stream()),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 96, nullptr, false, nullptr, nullptr, nullptr,
+                                     context.stream()),
+            cudaErrorInvalidValue);
+}
+
+// getrf and potrf factors of random matrices, solved by DeviceFactorSolves and by cuSOLVER.
+TYPED_TEST(CudaTriangularSolve, FactorSolvesMatchGetrsAndPotrs) {
+  using T = TypeParam;
+  using Traits = LibraryTraits<T>;
+  DeviceContext& context = *this->context_;
+  const double tolerance = kSingle<T> ? 5e-3 : 1e-10;
+  constexpr int kColumns = 2;
+  for (const int n : {1, 65, 1000}) {
+    // LU of a matrix with entries uniform in [-1, 1] (rows are swapped).
+    const std::vector<T> a = RandomVector<T>(static_cast<int64_t>(n) * n, 3 + n);
+    // Hermitian positive definite by Gershgorin: (M + M^H) / (2 n) + 2 I.
+    std::vector<T> spd(a.size());
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        spd[i + j * n] =
+            (a[i + j * n] + Conjugate(a[j + i * n])) / T(2.0 * n) + (i == j ? T(2) : T(0));
+      }
+    }
+    absl::StatusOr<DeviceBuffer> lu = UploadVector(context, a);
+    absl::StatusOr<DeviceBuffer> cholesky = UploadVector(context, spd);
+    absl::StatusOr<DeviceBuffer> ints = context.Allocate(sizeof(int) * (n + 1));
+    ASSERT_TRUE(lu.ok() && cholesky.ok() && ints.ok());
+    int* ipiv = ints->template as<int>();
+    int* info = ipiv + n;
+    int lu_elements = 0;
+    int cholesky_elements = 0;
+    ASSERT_EQ(Traits::getrf_buffer_size(context.cusolver(), n, n, LibraryPointer<T>(lu->data()), n,
+                                        &lu_elements),
+              CUSOLVER_STATUS_SUCCESS);
+    ASSERT_EQ(Traits::potrf_buffer_size(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n,
+                                        LibraryPointer<T>(cholesky->data()), n, &cholesky_elements),
+              CUSOLVER_STATUS_SUCCESS);
+    absl::StatusOr<DeviceBuffer> workspace =
+        context.Allocate(sizeof(T) * std::max({lu_elements, cholesky_elements, 1}));
+    ASSERT_TRUE(workspace.ok());
+    ASSERT_EQ(Traits::getrf(context.cusolver(), n, n, LibraryPointer<T>(lu->data()), n,
+                            LibraryPointer<T>(workspace->data()), ipiv, info),
+              CUSOLVER_STATUS_SUCCESS);
+    ASSERT_EQ(Traits::potrf(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n,
+                            LibraryPointer<T>(cholesky->data()), n,
+                            LibraryPointer<T>(workspace->data()), cholesky_elements, info),
+              CUSOLVER_STATUS_SUCCESS);
+    std::vector<int> pivots(static_cast<size_t>(n));
+    ASSERT_TRUE(context.Download(*ints, pivots.data(), pivots.size() * sizeof(int)).ok());
+
+    absl::StatusOr<DeviceFactorSolves<T>> lu_solves =
+        DeviceFactorSolves<T>::Lu(context, lu->template as<const T>(), n, n, pivots);
+    ASSERT_TRUE(lu_solves.ok()) << lu_solves.status();
+    absl::StatusOr<DeviceFactorSolves<T>> cholesky_solves =
+        DeviceFactorSolves<T>::Cholesky(context, cholesky->template as<const T>(), n, n);
+    ASSERT_TRUE(cholesky_solves.ok()) << cholesky_solves.status();
+    for (const bool adjoint : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " adjoint=" << adjoint);
+      const std::vector<T> b = RandomVector<T>(static_cast<int64_t>(n) * kColumns, 50 + n);
+      absl::StatusOr<DeviceBuffer> x = UploadVector(context, b);
+      absl::StatusOr<DeviceBuffer> want = UploadVector(context, b);
+      ASSERT_TRUE(x.ok() && want.ok());
+      ASSERT_TRUE(lu_solves->Apply(adjoint, x->data(), kColumns).ok());
+      ASSERT_EQ(Traits::getrs(context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n,
+                              kColumns, LibraryPointer<T>(lu->data()), n, ipiv,
+                              LibraryPointer<T>(want->data()), n, info),
+                CUSOLVER_STATUS_SUCCESS);
+      EXPECT_LE(RelativeError(DownloadVector<T>(context, *x, b.size()),
+                              DownloadVector<T>(context, *want, b.size())),
+                tolerance)
+          << "LU";
+
+      ASSERT_TRUE(context.Upload(b.data(), *x, b.size() * sizeof(T)).ok());
+      ASSERT_TRUE(context.Upload(b.data(), *want, b.size() * sizeof(T)).ok());
+      ASSERT_TRUE(cholesky_solves->Apply(adjoint, x->data(), kColumns).ok());
+      ASSERT_EQ(Traits::potrs(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n, kColumns,
+                              LibraryPointer<T>(cholesky->data()), n,
+                              LibraryPointer<T>(want->data()), n, info),
+                CUSOLVER_STATUS_SUCCESS);
+      EXPECT_LE(RelativeError(DownloadVector<T>(context, *x, b.size()),
+                              DownloadVector<T>(context, *want, b.size())),
+                tolerance)
+          << "Cholesky";
+    }
+  }
+}
+
+TYPED_TEST(CudaTriangularSolve, PivotsOutOfRangeAreRefused) {
+  using T = TypeParam;
+  DeviceContext& context = *this->context_;
+  const std::vector<int> short_pivots = {1, 2};
+  EXPECT_EQ(DeviceFactorSolves<T>::Lu(context, nullptr, 3, 3, short_pivots).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<int> backwards = {2, 1, 3};  // row 1 may swap only with rows 1..2
+  const absl::Status status = DeviceFactorSolves<T>::Lu(context, nullptr, 3, 3, backwards).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "pivots[1] is 1, want it in [2, 3]");
+}
+
+}  // namespace
+}  // namespace matrixd::cuda
