@@ -16,6 +16,7 @@ Job::Job(std::string id, JobSpec spec, bool large, absl::Time submitted)
       owner_(std::move(spec.owner)),
       estimated_flops_(spec.estimated_flops),
       device_bytes_(spec.device_bytes),
+      device_span_(spec.device_span),
       deadline_(spec.deadline),
       large_(large),
       pinned_device_(spec.pinned_device),

@@ -52,8 +52,14 @@ struct JobSpec {
   std::string op;
   // Estimated floating-point (or modular) operations: picks the scheduler's lane.
   double estimated_flops = 0.0;
-  // Device memory the job allocates at its peak (for admission); 0 for none.
+  // Device memory the job allocates at its peak (for admission); 0 for none. On each device of a
+  // job that spans several (device_span).
   uint64_t device_bytes = 0;
+  // > 0: the job runs on the backend's first device_span devices at once whatever admission
+  // chooses (a product or determinant over several GPUs, core/multi_gpu/multi_gpu_backend.h):
+  // admission reserves device_bytes on each of them and places the job on device 0, pinned or
+  // not. 0: a job of one device.
+  int device_span = 0;
   // The job fails with DEADLINE_EXCEEDED when it has not finished by then: dropped unrun if still
   // queued, cancelled if running.
   absl::Time deadline = absl::InfiniteFuture();
@@ -103,6 +109,8 @@ class Job {
   const std::string& owner() const { return owner_; }
   double estimated_flops() const { return estimated_flops_; }
   uint64_t device_bytes() const { return device_bytes_; }
+  // JobSpec::device_span.
+  int device_span() const { return device_span_; }
   absl::Time deadline() const { return deadline_; }
   bool large() const { return large_; }
   // The device admission placed the job on (an index into Backend::DeviceMemory()), passed to
@@ -154,6 +162,7 @@ class Job {
   const std::string owner_;
   const double estimated_flops_;
   const uint64_t device_bytes_;
+  const int device_span_;
   const absl::Time deadline_;
   const bool large_;
   const int pinned_device_;

@@ -13,6 +13,21 @@ MemoryJobAdmission::MemoryJobAdmission(std::vector<MemoryAdmission*> devices)
     : devices_(std::move(devices)), admitted_jobs_(devices_.size(), 0) {}
 
 absl::Status MemoryJobAdmission::CheckFits(const JobSpec& spec) {
+  if (spec.device_span > 0) {
+    if (spec.device_span > static_cast<int>(devices_.size())) {
+      return absl::ResourceExhaustedError(absl::StrCat(spec.op, " runs on ", spec.device_span,
+                                                       " devices; this server admits to ",
+                                                       devices_.size()));
+    }
+    uint64_t smallest = devices_[0]->capacity();
+    for (int i = 1; i < spec.device_span; ++i) {
+      smallest = std::min(smallest, devices_[i]->capacity());
+    }
+    if (spec.device_bytes <= smallest) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        spec.op, " needs about ", spec.device_bytes, " bytes of device memory on each of ",
+        spec.device_span, " devices; the limit is ", smallest, " bytes (--device_memory_limit)"));
+  }
   uint64_t largest = 0;
   for (const MemoryAdmission* device : devices_) largest = std::max(largest, device->capacity());
   if (spec.device_bytes <= largest) return absl::OkStatus();
@@ -23,6 +38,7 @@ absl::Status MemoryJobAdmission::CheckFits(const JobSpec& spec) {
 
 bool MemoryJobAdmission::TryAdmit(Job& job) {
   absl::MutexLock lock(&mutex_);
+  if (job.device_span() > 0) return TryAdmitSpan(job);
   std::vector<int> order(devices_.size());
   std::iota(order.begin(), order.end(), 0);
   // Fewest admitted jobs first, then most room; stable, so the lower index among equals.
@@ -60,7 +76,46 @@ bool MemoryJobAdmission::TryAdmit(Job& job) {
   return false;
 }
 
+bool MemoryJobAdmission::TryReserveSpan(int span, uint64_t bytes) {
+  for (int i = 0; i < span; ++i) {
+    if (devices_[i]->TryReserve(bytes)) continue;
+    while (i > 0) devices_[--i]->Unreserve(bytes);
+    return false;
+  }
+  return true;
+}
+
+bool MemoryJobAdmission::TryAdmitSpan(Job& job) {
+  const int span = std::min(job.device_span(), static_cast<int>(devices_.size()));
+  const uint64_t bytes = job.device_bytes();
+  bool admitted = TryReserveSpan(span, bytes);
+  // Idle resident matrices may be in the way: spill them where the room is short, and try again.
+  if (!admitted && reclaimer_ != nullptr) {
+    bool freed = false;
+    for (int i = 0; i < span; ++i) {
+      const MemoryAdmission& device = *devices_[i];
+      const uint64_t free_bytes =
+          device.capacity() - std::min(device.reserved(), device.capacity());
+      if (free_bytes < bytes && reclaimer_(i, bytes - free_bytes) > 0) freed = true;
+    }
+    admitted = freed && TryReserveSpan(span, bytes);
+  }
+  if (!admitted) return false;
+  for (int i = 0; i < span; ++i) ++admitted_jobs_[i];
+  job.PlaceOnDevice(0);
+  return true;
+}
+
 void MemoryJobAdmission::Release(const Job& job) {
+  if (job.device_span() > 0) {
+    absl::MutexLock lock(&mutex_);
+    const int span = std::min(job.device_span(), static_cast<int>(devices_.size()));
+    for (int i = 0; i < span; ++i) {
+      devices_[i]->Unreserve(job.device_bytes());
+      --admitted_jobs_[i];
+    }
+    return;
+  }
   const int index = job.device_index();
   if (index < 0 || index >= static_cast<int>(devices_.size())) return;
   absl::MutexLock lock(&mutex_);

@@ -2,7 +2,9 @@
 // when the device memory it stated (JobSpec::device_bytes) fits under some device's limit next to
 // the jobs already admitted there. The job is placed on that device (JobControl::device_index),
 // preferring the device with the fewest admitted jobs, then the one with the most room. A job
-// pinned to a device (JobSpec::pinned_device, deterministic requests) goes there or waits.
+// pinned to a device (JobSpec::pinned_device, deterministic requests) goes there or waits. A job
+// over several devices (JobSpec::device_span) starts only when its memory fits on each of the
+// devices it spans, and holds it on all of them.
 #ifndef MATRIXD_SERVER_MEMORY_JOB_ADMISSION_H_
 #define MATRIXD_SERVER_MEMORY_JOB_ADMISSION_H_
 
@@ -30,7 +32,9 @@ class MemoryJobAdmission final : public JobAdmission {
   using Reclaimer = std::function<uint64_t(int index, uint64_t bytes)>;
   void set_reclaimer(Reclaimer reclaimer) { reclaimer_ = std::move(reclaimer); }
 
-  // RESOURCE_EXHAUSTED, naming both sizes, for a job that needs more than the largest limit.
+  // RESOURCE_EXHAUSTED, naming both sizes, for a job that needs more than the largest limit (for a
+  // job over several devices: than the smallest limit among them, or more devices than there
+  // are).
   absl::Status CheckFits(const JobSpec& spec) override;
   bool TryAdmit(Job& job) override;
   void Release(const Job& job) override;
@@ -39,6 +43,11 @@ class MemoryJobAdmission final : public JobAdmission {
   int admitted_jobs(int index) const;
 
  private:
+  // TryAdmit for a job over the first job.device_span() devices: all of them, or none.
+  bool TryAdmitSpan(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Reserves `bytes` on devices [0, span); none when one has not the room.
+  bool TryReserveSpan(int span, uint64_t bytes);
+
   const std::vector<MemoryAdmission*> devices_;
   Reclaimer reclaimer_;
   mutable absl::Mutex mutex_;

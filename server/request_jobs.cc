@@ -1,5 +1,6 @@
 #include "server/request_jobs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -227,6 +228,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::DeterminantRequest& request,
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes = backend.DeterminantDeviceBytes(inputs->matrix.view(), inputs->options);
   spec.runs_on_host = backend.DeterminantRunsOnHost(inputs->matrix.view(), inputs->options);
+  if (inputs->options.devices > 1) spec.device_span = inputs->options.devices;
   if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(
@@ -380,6 +382,9 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes =
       backend.MultiplyDeviceBytes(inputs->a.view(), inputs->b.view(), inputs->options);
+  if (IsMultiDeviceProduct(inputs->options)) {
+    spec.device_span = std::max(inputs->options.devices, 1);
+  }
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));

@@ -69,6 +69,7 @@ __global__ void DiagonalSummaryKernel(BlockCyclicPart part, const double* data, 
   double log_sum = 0.0;
   double negatives = 0.0;
   double zeros = 0.0;
+  double nonfinite = 0.0;
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < n;
        k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t kb = k / part.block;
@@ -77,8 +78,10 @@ __global__ void DiagonalSummaryKernel(BlockCyclicPart part, const double* data, 
     const int64_t li = (kb / part.grid_rows) * part.block + offset;
     const int64_t lj = (kb / part.grid_cols) * part.block + offset;
     const double d = data[li + lj * part.ld];
-    if (d == 0.0 || !isfinite(d)) {
+    if (d == 0.0) {
       zeros += 1.0;
+    } else if (!isfinite(d)) {
+      nonfinite += 1.0;
     } else {
       log_sum += log(fabs(d));
       if (d < 0.0) negatives += 1.0;
@@ -87,10 +90,12 @@ __global__ void DiagonalSummaryKernel(BlockCyclicPart part, const double* data, 
   log_sum = WarpSum(log_sum);
   negatives = WarpSum(negatives);
   zeros = WarpSum(zeros);
+  nonfinite = WarpSum(nonfinite);
   if (threadIdx.x % 32 == 0) {
     atomicAdd(&summary[0], log_sum);
     atomicAdd(&summary[1], negatives);
     atomicAdd(&summary[2], zeros);
+    atomicAdd(&summary[3], nonfinite);
   }
 }
 

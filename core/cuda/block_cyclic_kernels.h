@@ -41,9 +41,13 @@ enum class GeneratedMatrix {
 cudaError_t LaunchGenerate(const BlockCyclicPart& part, GeneratedMatrix matrix, uint64_t seed,
                            double* data, cudaStream_t stream);
 
-// Adds, over the global diagonal entries d = A(k, k) this part holds, sum log|d| to summary[0],
-// the count of negative d to summary[1] and of zero (or non-finite) d to summary[2]. The caller
-// zeroes `summary` (3 doubles on the device) first.
+// What LaunchDiagonalSummary adds up, as kDiagonalSummaryFields doubles (so that the ranks' sums
+// travel in one all-reduce): [0] sum log|d| over the finite non-zero d, [1] the count of negative
+// finite d, [2] of zero d, [3] of Inf or NaN d.
+inline constexpr int kDiagonalSummaryFields = 4;
+
+// Adds, over the global diagonal entries d = A(k, k) this part holds, the fields above to
+// `summary`. The caller zeroes `summary` (kDiagonalSummaryFields doubles on the device) first.
 cudaError_t LaunchDiagonalSummary(const BlockCyclicPart& part, const double* data, double* summary,
                                   cudaStream_t stream);
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
 #include "core/multi_gpu/nccl_status.h"
+#include "core/multi_gpu/operand_source.h"
 #include "core/status_macros.h"
 
 namespace matrixd::multi_gpu {
@@ -92,20 +93,29 @@ struct BlockSlot {
   DeviceDoubles c;
 };
 
-// Copies block (bi, bj) of the row-major host matrix (rows x cols, block nb; zero padding beyond
-// the edges) into `block` (row-major nb x nb) on `stream`.
-absl::Status CopyBlockUp(const MatrixView& host, int64_t bi, int64_t bj, int64_t nb, double* block,
-                         cudaStream_t stream) {
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(block, 0, nb * nb * sizeof(double), stream));
+// Copies block (bi, bj) of the row-major matrix `m` (rows x cols, block nb; in host memory or on a
+// GPU, as `source` says) into `block` (row-major nb x nb, zeroed already: the padding beyond the
+// edges) on `rank`'s GPU, whose stream `pulling` copies from host memory.
+absl::Status CopyBlockUp(const MatrixView& m, const OperandSource& source, int64_t bi, int64_t bj,
+                         int64_t nb, double* block, int rank, cudaStream_t pulling) {
   const int64_t row0 = bi * nb;
   const int64_t col0 = bj * nb;
-  const int64_t rows = std::clamp<int64_t>(host.rows - row0, 0, nb);
-  const int64_t cols = std::clamp<int64_t>(host.cols - col0, 0, nb);
+  const int64_t rows = std::clamp<int64_t>(m.rows - row0, 0, nb);
+  const int64_t cols = std::clamp<int64_t>(m.cols - col0, 0, nb);
   if (rows == 0 || cols == 0) return absl::OkStatus();
-  const double* source = reinterpret_cast<const double*>(host.data) + row0 * host.cols + col0;
-  return MATRIXD_CUDA_STATUS(cudaMemcpy2DAsync(block, nb * sizeof(double), source,
-                                               host.cols * sizeof(double), cols * sizeof(double),
-                                               rows, cudaMemcpyHostToDevice, stream));
+  const double* from = reinterpret_cast<const double*>(m.data) + row0 * m.cols + col0;
+  MATRIXD_ASSIGN_OR_RETURN(cudaStream_t stream, source.StreamFor(rank, pulling));
+  return MATRIXD_CUDA_STATUS(cudaMemcpy2DAsync(block, nb * sizeof(double), from,
+                                               m.cols * sizeof(double), cols * sizeof(double), rows,
+                                               cudaMemcpyDefault, stream));
+}
+
+absl::Status SynchronizeComputeStreams(const std::vector<GpuRank>& ranks) {
+  for (const GpuRank& rank : ranks) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(rank.compute));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -144,27 +154,39 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
   // Grid position p = i q + j lives on rank p mod R. Initial skew: (i, j) holds A(i, j + i) and
   // B(i + j, j), indices mod q.
   const auto start = std::chrono::steady_clock::now();
+  MATRIXD_ASSIGN_OR_RETURN(const OperandSource a_source, OperandSource::Of(a));
+  MATRIXD_ASSIGN_OR_RETURN(const OperandSource b_source, OperandSource::Of(b));
   std::vector<BlockSlot> slots(static_cast<size_t>(q * q));
+  for (int p = 0; p < q * q; ++p) {
+    BlockSlot& slot = slots[p];
+    slot.rank = p % gpus;
+    const GpuRank& rank = ranks[slot.rank];
+    for (int buffer = 0; buffer < 2; ++buffer) {
+      MATRIXD_RETURN_IF_ERROR(slot.a[buffer].Allocate(rank.device, block_elements));
+      MATRIXD_RETURN_IF_ERROR(slot.b[buffer].Allocate(rank.device, block_elements));
+    }
+    MATRIXD_RETURN_IF_ERROR(slot.c.Allocate(rank.device, block_elements));
+    for (double* zeroed : {slot.a[0].get(), slot.b[0].get(), slot.c.get()}) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(zeroed, 0, block_elements * sizeof(double), rank.compute));
+    }
+  }
+  // A block pushed from the GPU holding a device operand goes on that GPU's stream: the zeroing
+  // above must have landed first.
+  MATRIXD_RETURN_IF_ERROR(SynchronizeComputeStreams(ranks));
   for (int i = 0; i < q; ++i) {
     for (int j = 0; j < q; ++j) {
       BlockSlot& slot = slots[i * q + j];
-      slot.rank = (i * q + j) % gpus;
       const GpuRank& rank = ranks[slot.rank];
-      for (int buffer = 0; buffer < 2; ++buffer) {
-        MATRIXD_RETURN_IF_ERROR(slot.a[buffer].Allocate(rank.device, block_elements));
-        MATRIXD_RETURN_IF_ERROR(slot.b[buffer].Allocate(rank.device, block_elements));
-      }
-      MATRIXD_RETURN_IF_ERROR(slot.c.Allocate(rank.device, block_elements));
-      MATRIXD_CUDA_RETURN_IF_ERROR(
-          cudaMemsetAsync(slot.c.get(), 0, block_elements * sizeof(double), rank.compute));
-      MATRIXD_RETURN_IF_ERROR(CopyBlockUp(a, i, (j + i) % q, nb, slot.a[0].get(), rank.compute));
-      MATRIXD_RETURN_IF_ERROR(CopyBlockUp(b, (i + j) % q, j, nb, slot.b[0].get(), rank.compute));
+      MATRIXD_RETURN_IF_ERROR(
+          CopyBlockUp(a, a_source, i, (j + i) % q, nb, slot.a[0].get(), rank.device, rank.compute));
+      MATRIXD_RETURN_IF_ERROR(
+          CopyBlockUp(b, b_source, (i + j) % q, j, nb, slot.b[0].get(), rank.device, rank.compute));
     }
   }
-  for (GpuRank& rank : ranks) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(rank.compute));
-  }
+  MATRIXD_RETURN_IF_ERROR(a_source.Synchronize());
+  MATRIXD_RETURN_IF_ERROR(b_source.Synchronize());
+  MATRIXD_RETURN_IF_ERROR(SynchronizeComputeStreams(ranks));
   if (times != nullptr) times->scatter_seconds = SecondsSince(start);
 
   const auto rounds_start = std::chrono::steady_clock::now();

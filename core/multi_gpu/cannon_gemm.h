@@ -19,15 +19,16 @@ namespace matrixd::multi_gpu {
 int CannonGridSide(int gpus);
 
 struct CannonTimes {
-  double scatter_seconds = 0.0;  // host to the GPUs, with the initial skew
+  double scatter_seconds = 0.0;  // the operands to the GPUs, with the initial skew
   double rounds_seconds = 0.0;   // the q rounds of GEMM + shifts (the figure to compare)
   double gather_seconds = 0.0;   // back to the host
 };
 
-// C = A B, A m x k and B k x n float64 host matrices (row-major), on `devices` (CUDA ordinals,
-// one NCCL rank each). `times`, when not null, gets the phases' wall times. Errors of CUDA,
-// cuBLAS and NCCL as UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other dtypes,
-// shapes that do not agree, or no device.
+// C = A B, A m x k and B k x n float64 matrices (row-major; each in host memory or on any GPU,
+// see operand_source.h), on `devices` (CUDA ordinals, one NCCL rank each); C in host memory.
+// `times`, when not null, gets the phases' wall times. Errors of CUDA, cuBLAS and NCCL as
+// UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other dtypes, shapes that do not
+// agree, or no device.
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixView& a,
                                   const MatrixView& b, CannonTimes* times = nullptr);
 

@@ -49,7 +49,8 @@ absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<i
                              DeviceAllocation<int>::Allocate(device, static_cast<size_t>(n)));
     self->pivot_pointers_.push_back(pivots.get());
     self->pivots_.push_back(std::move(pivots));
-    MATRIXD_ASSIGN_OR_RETURN(auto summary, DeviceAllocation<double>::Allocate(device, 3));
+    MATRIXD_ASSIGN_OR_RETURN(
+        auto summary, DeviceAllocation<double>::Allocate(device, cuda::kDiagonalSummaryFields));
     self->summary_.push_back(std::move(summary));
   }
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(self->devices_[0]));
@@ -112,20 +113,20 @@ absl::Status CusolverMgLu::Factor() {
 }
 
 absl::StatusOr<DistributedDeterminant> CusolverMgLu::Determinant() {
-  std::array<double, 3> total{};
+  std::array<double, cuda::kDiagonalSummaryFields> total{};
   // Two readings of the pivot vector (pivot_counts.h): NVIDIA's example lays it out like A's
   // first row (each GPU holds its column blocks' pivots); the other: all of it on the first GPU.
   PivotCounts as_row;
   PivotCounts whole;
   for (int g = 0; g < gpus(); ++g) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[g]));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemset(summary_[g].get(), 0, 3 * sizeof(double)));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemset(summary_[g].get(), 0, summary_[g].bytes()));
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cuda::LaunchDiagonalSummary(parts_[g], matrices_[g].get(), summary_[g].get(), nullptr));
-    std::array<double, 3> local{};
+    std::array<double, cuda::kDiagonalSummaryFields> local{};
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(local.data(), summary_[g].get(), sizeof(local), cudaMemcpyDeviceToHost));
-    for (int i = 0; i < 3; ++i) total[i] += local[i];
+    for (size_t i = 0; i < local.size(); ++i) total[i] += local[i];
     std::vector<int> pivots(pivots_[g].count());
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(pivots.data(), pivots_[g].get(), pivots_[g].bytes(), cudaMemcpyDeviceToHost));
@@ -142,7 +143,7 @@ absl::StatusOr<DistributedDeterminant> CusolverMgLu::Determinant() {
     return DistributedDeterminant{.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()};
   }
   const PivotCounts readings[2] = {as_row, whole};
-  return CombineDeterminant(total[0], total[1], total[2], readings);
+  return CombineDeterminant(total[0], total[1], total[2], total[3], readings);
 }
 
 }  // namespace matrixd::multi_gpu

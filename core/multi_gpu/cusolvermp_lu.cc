@@ -32,7 +32,8 @@ absl::StatusOr<std::unique_ptr<CusolverMpLu>> CusolverMpLu::Create(NcclRank& ran
       std::max<int64_t>(self->part_.local_cols, self->part_.local_rows) + block);
   MATRIXD_ASSIGN_OR_RETURN(self->pivots_, DeviceArray<int64_t>::Allocate(pivot_count));
   MATRIXD_ASSIGN_OR_RETURN(self->info_, DeviceArray<int>::Allocate(1));
-  MATRIXD_ASSIGN_OR_RETURN(self->summary_, DeviceArray<double>::Allocate(3));
+  MATRIXD_ASSIGN_OR_RETURN(self->summary_,
+                           DeviceArray<double>::Allocate(cuda::kDiagonalSummaryFields));
 
   // cuSOLVERMp takes no default stream; NcclRank's is its own.
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverMpCreate(&self->handle_, rank.device(), rank.stream()));
@@ -71,10 +72,10 @@ absl::Status CusolverMpLu::Factor() {
 
 absl::StatusOr<DistributedDeterminant> CusolverMpLu::Determinant() {
   cudaStream_t stream = rank_.stream();
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary_.get(), 0, 3 * sizeof(double), stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary_.get(), 0, summary_.bytes(), stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cuda::LaunchDiagonalSummary(part_, a_.get(), summary_.get(), stream));
-  std::array<double, 3> diagonal{};
+  std::array<double, cuda::kDiagonalSummaryFields> diagonal{};
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(diagonal.data(), summary_.get(), sizeof(diagonal),
                                                cudaMemcpyDeviceToHost, stream));
   // Two readings of the pivot vector (see pivot_counts.h): like row 1 of A, held by process row 0
@@ -99,16 +100,19 @@ absl::StatusOr<DistributedDeterminant> CusolverMpLu::Determinant() {
     as_column =
         CountPivots(pivots, part_.local_rows, n_, part_.block, part_.grid_rows, part_.grid_row);
   }
-  std::array<double, 3 + 2 * PivotCounts::kFields> local{};
+  constexpr int kDiagonal = cuda::kDiagonalSummaryFields;
+  std::array<double, kDiagonal + 2 * PivotCounts::kFields> local{};
   std::copy(diagonal.begin(), diagonal.end(), local.begin());
   const auto row_fields = as_row.ToArray();
   const auto column_fields = as_column.ToArray();
-  std::copy(row_fields.begin(), row_fields.end(), local.begin() + 3);
-  std::copy(column_fields.begin(), column_fields.end(), local.begin() + 3 + PivotCounts::kFields);
+  std::copy(row_fields.begin(), row_fields.end(), local.begin() + kDiagonal);
+  std::copy(column_fields.begin(), column_fields.end(),
+            local.begin() + kDiagonal + PivotCounts::kFields);
   MATRIXD_ASSIGN_OR_RETURN(std::vector<double> total, rank_.AllReduce(local, ncclSum));
-  const PivotCounts readings[2] = {PivotCounts::FromArray(&total[3]),
-                                   PivotCounts::FromArray(&total[3 + PivotCounts::kFields])};
-  return CombineDeterminant(total[0], total[1], total[2], readings);
+  const PivotCounts readings[2] = {
+      PivotCounts::FromArray(&total[kDiagonal]),
+      PivotCounts::FromArray(&total[kDiagonal + PivotCounts::kFields])};
+  return CombineDeterminant(total[0], total[1], total[2], total[3], readings);
 }
 
 }  // namespace matrixd::multi_gpu

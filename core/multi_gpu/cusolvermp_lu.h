@@ -58,7 +58,7 @@ class CusolverMpLu {
   DeviceArray<double> a_;
   DeviceArray<int64_t> pivots_;
   DeviceArray<int> info_;
-  DeviceArray<double> summary_;  // the diagonal's log-sum, negatives and zeros
+  DeviceArray<double> summary_;  // cuda::LaunchDiagonalSummary's fields
   DeviceArray<unsigned char> device_work_;
   std::vector<unsigned char> host_work_;
   cusolverMpHandle* handle_ = nullptr;

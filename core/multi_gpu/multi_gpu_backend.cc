@@ -115,10 +115,12 @@ class MultiGpuBackend : public BackendWrapper {
     return MultiGpuLuDeviceBytesPerGpu(a.rows, options.devices, kLuBlock);
   }
 
-  // The LU over several GPUs uploads its parts from host memory.
+  // The LU over several GPUs copies its parts from wherever the operand lies (a device operand
+  // from its GPU: operand_source.h) and looks for NaN and Inf there itself.
   bool DeterminantReadsOnDevice(const MatrixView& a,
                                 const DeterminantOptions& options) const override {
-    return options.devices <= 1 && target().DeterminantReadsOnDevice(a, options);
+    if (options.devices <= 1) return target().DeterminantReadsOnDevice(a, options);
+    return CheckMultiDeviceDeterminant(a.dtype, options).ok();
   }
 
   uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
@@ -127,10 +129,12 @@ class MultiGpuBackend : public BackendWrapper {
     return CannonDeviceBytesPerGpu(a.rows, a.cols, b.cols, std::max(options.devices, 1));
   }
 
-  // Cannon reads its operands from host memory.
+  // Cannon scatters its operands from wherever they lie (operand_source.h); C comes back to host
+  // memory.
   bool MultiplyReadsOnDevice(const MatrixView& a, const MatrixView& b,
                              const MultiplyOptions& options) const override {
-    return !IsMultiDeviceProduct(options) && target().MultiplyReadsOnDevice(a, b, options);
+    if (!IsMultiDeviceProduct(options)) return target().MultiplyReadsOnDevice(a, b, options);
+    return CheckMultiDevice(a.dtype, options).ok() && b.dtype == a.dtype;
   }
 
  private:

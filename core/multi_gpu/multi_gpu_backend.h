@@ -6,8 +6,9 @@
 // (method kCublasMp) needs one process per GPU, which the server does not start yet: it answers
 // UNIMPLEMENTED and says where it is measured instead.
 //
-// The job's memory is admitted on the device the job was placed on only; the other GPUs it
-// uses are not reserved (docs/distributed.md): give such jobs a server of their own.
+// Both read their operands where they lie, host memory or a GPU (operand_source.h), so a
+// resident operand needs no copy to the host. The per-GPU bytes below are what each of the
+// `devices` GPUs needs: the server reserves them on every one (JobSpec::device_span).
 #ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 #define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 

@@ -7,11 +7,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/cuda/batch_kernels.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/lu_row_swaps.h"
 #include "core/multi_gpu/block_cyclic_part.h"
+#include "core/multi_gpu/operand_source.h"
 #include "core/multi_gpu/peer_access.h"
 #include "core/status_macros.h"
+#include "core/validation.h"
 
 namespace matrixd::multi_gpu {
 
@@ -65,8 +68,12 @@ absl::StatusOr<std::unique_ptr<MultiGpuLu>> MultiGpuLu::Create(std::vector<int> 
     MATRIXD_ASSIGN_OR_RETURN(auto workspace, DeviceAllocation<double>::Allocate(
                                                  device, static_cast<size_t>(std::max(work, 1))));
     self->work_.push_back(std::move(workspace));
-    MATRIXD_ASSIGN_OR_RETURN(auto summary, DeviceAllocation<double>::Allocate(device, 3));
+    MATRIXD_ASSIGN_OR_RETURN(
+        auto summary, DeviceAllocation<double>::Allocate(device, cuda::kDiagonalSummaryFields));
     self->summary_.push_back(std::move(summary));
+    MATRIXD_ASSIGN_OR_RETURN(auto first_nonfinite,
+                             DeviceAllocation<unsigned long long>::Allocate(device, 1));
+    self->first_nonfinite_.push_back(std::move(first_nonfinite));
   }
   return self;
 }
@@ -220,18 +227,55 @@ absl::Status MultiGpuLu::Upload(const MatrixView& a) {
                                                    n_, " matrix, got ", a.rows, "x", a.cols, " ",
                                                    DTypeName(a.dtype)));
   }
+  MATRIXD_ASSIGN_OR_RETURN(const OperandSource source, OperandSource::Of(a));
+  // The parts may still be read by the last factorisation's work (a copy pushed from another
+  // GPU is not ordered after it).
+  MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
   // Row-major rows [k nb, (k+1) nb) of A are column-major block column k of A^T: one contiguous
   // copy per block.
-  const auto* source = reinterpret_cast<const double*>(a.data);
+  const auto* elements = reinterpret_cast<const double*>(a.data);
   for (int64_t panel = 0; panel < panels_; ++panel) {
     const int g = Owner(panel);
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(matrices_[g].get() + LocalColumn(panel) * n_, source + panel * block_ * n_,
-                        static_cast<size_t>(Width(panel) * n_) * sizeof(double), cudaMemcpyDefault,
-                        lanes_[g]->update));
+    MATRIXD_ASSIGN_OR_RETURN(cudaStream_t stream,
+                             source.StreamFor(lanes_[g]->device, lanes_[g]->update));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+        matrices_[g].get() + LocalColumn(panel) * n_, elements + panel * block_ * n_,
+        static_cast<size_t>(Width(panel) * n_) * sizeof(double), cudaMemcpyDefault, stream));
   }
-  return SynchronizeAll();
+  MATRIXD_RETURN_IF_ERROR(source.Synchronize());
+  MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
+  return CheckFinite();
+}
+
+absl::Status MultiGpuLu::CheckFinite() {
+  for (int g = 0; g < gpus(); ++g) {
+    LuLane& lane = *lanes_[g];
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(first_nonfinite_[g].get(), 0xff, first_nonfinite_[g].bytes(), lane.update));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchFirstNonFinite(matrices_[g].get(), parts_[g].local_cols * n_, sizeof(double), 0,
+                                   first_nonfinite_[g].get(), lane.update));
+  }
+  // GPU g's local element e is A^T(e mod n, global column of local column e div n), that is
+  // A(that column, e mod n); a GPU's first hit is its first in A's row-major order too.
+  int64_t first = -1;
+  for (int g = 0; g < gpus(); ++g) {
+    LuLane& lane = *lanes_[g];
+    unsigned long long local = 0;
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&local, first_nonfinite_[g].get(), sizeof(local),
+                                                 cudaMemcpyDeviceToHost, lane.update));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.update));
+    if (local == ~0ull) continue;
+    const auto e = static_cast<int64_t>(local);
+    const int64_t column = e / n_;
+    const int64_t row = ((column / block_) * gpus() + g) * block_ + column % block_;
+    const int64_t element = row * n_ + e % n_;
+    if (first < 0 || element < first) first = element;
+  }
+  if (first >= 0) return NonFiniteEntryError("matrix", first, n_);
+  return absl::OkStatus();
 }
 
 absl::Status MultiGpuLu::Generate(cuda::GeneratedMatrix matrix, uint64_t seed) {
@@ -273,21 +317,21 @@ absl::Status MultiGpuLu::Factor() {
 }
 
 absl::StatusOr<DistributedDeterminant> MultiGpuLu::Determinant() {
-  std::array<double, 3> total{};
+  std::array<double, cuda::kDiagonalSummaryFields> total{};
   for (int g = 0; g < gpus(); ++g) {
     LuLane& lane = *lanes_[g];
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(summary_[g].get(), 0, 3 * sizeof(double), lane.update));
+        cudaMemsetAsync(summary_[g].get(), 0, summary_[g].bytes(), lane.update));
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cuda::LaunchDiagonalSummary(parts_[g], matrices_[g].get(), summary_[g].get(), lane.update));
-    std::array<double, 3> local{};
+    std::array<double, cuda::kDiagonalSummaryFields> local{};
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(local.data(), summary_[g].get(), sizeof(local),
                                                  cudaMemcpyDeviceToHost, lane.update));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.update));
-    for (int i = 0; i < 3; ++i) total[i] += local[i];
+    for (size_t i = 0; i < local.size(); ++i) total[i] += local[i];
   }
-  // A zero (or, after one, non-finite) pivot: det is 0 whatever the pivots after it.
+  // A zero pivot: det is 0 whatever the pivots after it (and what a division by it left).
   if (total[2] > 0) {
     return DistributedDeterminant{.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()};
   }
@@ -298,7 +342,7 @@ absl::StatusOr<DistributedDeterminant> MultiGpuLu::Determinant() {
                                           pivots.size() * sizeof(int), cudaMemcpyDeviceToHost));
   const std::vector<int64_t> wide(pivots.begin(), pivots.end());
   const PivotCounts counts[1] = {CountPivots(wide, n_, n_, n_, 1, 0)};
-  return CombineDeterminant(total[0], total[1], total[2], counts);
+  return CombineDeterminant(total[0], total[1], total[2], total[3], counts);
 }
 
 absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,

@@ -50,9 +50,11 @@ class MultiGpuLu {
   const cuda::BlockCyclicPart& part(int g) const { return parts_[g]; }
   double* matrix(int g) const { return matrices_[g].get(); }
 
-  // Copies the n x n float64 matrix `a` (row-major, in host or device memory) onto the GPUs. The
-  // factorisation is then that of its transpose (row-major rows are column-major columns), whose
-  // determinant is the same. INVALID_ARGUMENT for another dtype or shape.
+  // Copies the n x n float64 matrix `a` (row-major, in host memory or on any GPU: see
+  // operand_source.h) onto the GPUs, and checks its entries there. The factorisation is then that
+  // of its transpose (row-major rows are column-major columns), whose determinant is the same.
+  // INVALID_ARGUMENT for another dtype or shape, and for a NaN or Inf entry (NonFiniteEntryError
+  // for "matrix", core/validation.h: a device operand was never read on the host).
   absl::Status Upload(const MatrixView& a);
   // Makes `matrix` from `seed` in place (cuda::LaunchGenerate: the same global matrix as on one
   // GPU). Returns before it completes; Factor waits for it.
@@ -63,7 +65,8 @@ class MultiGpuLu {
   absl::Status Factor();
 
   // The determinant of the last factorisation: sign and log|det| (sign 0 and -inf when singular).
-  // INTERNAL when the pivots fail pivot_counts.h's checks.
+  // OUT_OF_RANGE when a pivot overflowed the double range (and none is zero); INTERNAL when the
+  // pivots fail pivot_counts.h's checks.
   absl::StatusOr<DistributedDeterminant> Determinant();
 
  private:
@@ -87,6 +90,8 @@ class MultiGpuLu {
   absl::Status LookAhead(int64_t panel);       // step `panel`'s work for panel + 1 (its owner)
   absl::Status UpdateTrailing(int64_t panel);  // step `panel`'s trailing update, every GPU
   absl::Status SynchronizeAll();
+  // INVALID_ARGUMENT naming the first NaN or Inf of the uploaded matrix (row-major order).
+  absl::Status CheckFinite();
 
   int64_t n_ = 0;
   int64_t block_ = 0;
@@ -95,14 +100,15 @@ class MultiGpuLu {
   std::vector<cuda::BlockCyclicPart> parts_;
   std::vector<DeviceAllocation<double>> matrices_;
   std::vector<std::array<DeviceAllocation<double>, 2>> panel_copies_;  // by step parity (R > 1)
-  std::vector<DeviceAllocation<int>> pivots_;   // n global 1-based pivots on every GPU
-  std::vector<DeviceAllocation<int>> infos_;    // getrf's info of each panel the GPU factors
-  std::vector<DeviceAllocation<double>> work_;  // getrf's workspace
-  std::vector<DeviceAllocation<double>> summary_;
+  std::vector<DeviceAllocation<int>> pivots_;      // n global 1-based pivots on every GPU
+  std::vector<DeviceAllocation<int>> infos_;       // getrf's info of each panel the GPU factors
+  std::vector<DeviceAllocation<double>> work_;     // getrf's workspace
+  std::vector<DeviceAllocation<double>> summary_;  // cuda::LaunchDiagonalSummary's fields
+  std::vector<DeviceAllocation<unsigned long long>> first_nonfinite_;  // of the local part
 };
 
 // The determinant of the n x n float64 matrix `a` (host or device memory) by MultiGpuLu over
-// `devices` with panels of `block` columns. Errors as Create, Upload and Factor.
+// `devices` with panels of `block` columns. Errors as Create, Upload, Factor and Determinant.
 absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
                                                            const MatrixView& a, int64_t block);
 

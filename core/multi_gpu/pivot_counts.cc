@@ -41,7 +41,7 @@ PivotCounts CountPivots(const std::vector<int64_t>& pivots, int64_t local_count,
 }
 
 absl::StatusOr<DistributedDeterminant> CombineDeterminant(double log_sum, double negatives,
-                                                          double zeros,
+                                                          double zeros, double nonfinite,
                                                           absl::Span<const PivotCounts> readings) {
   std::optional<bool> odd_swaps;
   std::string tried;
@@ -69,6 +69,10 @@ absl::StatusOr<DistributedDeterminant> CombineDeterminant(double log_sum, double
   }
   if (zeros > 0) {
     return DistributedDeterminant{.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()};
+  }
+  if (nonfinite > 0) {
+    return absl::OutOfRangeError(
+        "determinant: element growth during LU overflowed the double range");
   }
   const bool odd = *odd_swaps != (std::llround(negatives) % 2 != 0);
   return DistributedDeterminant{.sign = odd ? -1 : 1, .log_abs = log_sum};

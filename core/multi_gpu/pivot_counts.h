@@ -49,11 +49,13 @@ struct PivotCounts {
 PivotCounts CountPivots(const std::vector<int64_t>& pivots, int64_t local_count, int64_t n,
                         int64_t block, int procs, int coord);
 
-// The determinant from the summed diagonal numbers (log-sum, negatives, zeros) and the summed
-// counts of each reading of the pivot vector. Uses the readings (and bases) that pass the checks
-// above; INTERNAL when none does, or when two that do disagree on the sign.
+// The determinant from the summed diagonal numbers (log-sum, negatives, zeros, non-finite: see
+// cuda::LaunchDiagonalSummary) and the summed counts of each reading of the pivot vector. Uses the
+// readings (and bases) that pass the checks above; INTERNAL when none does, or when two that do
+// disagree on the sign. A zero pivot makes det 0; otherwise a non-finite one (element growth past
+// the double range) is OUT_OF_RANGE, as on one GPU (cuda::DeterminantOfSummary).
 absl::StatusOr<DistributedDeterminant> CombineDeterminant(double log_sum, double negatives,
-                                                          double zeros,
+                                                          double zeros, double nonfinite,
                                                           absl::Span<const PivotCounts> readings);
 
 }  // namespace matrixd::multi_gpu

@@ -1,7 +1,9 @@
 // The CUDA backend with products and determinants over several GPUs
 // (core/multi_gpu/multi_gpu_backend.h): the product by Cannon over 1..all GPUs and the
-// determinant by MultiGpuLu over 2..all GPUs equal the CPU backend's, and what they cannot take
-// is refused with a status naming the field. Skips without a CUDA device.
+// determinant by MultiGpuLu over 2..all GPUs equal the CPU backend's, from host operands and from
+// resident matrices, and what they cannot take is refused with a status naming the field. Which
+// jobs read device operands in place is checked on a wrapped CPU backend, anywhere; the rest skips
+// without a CUDA device.
 #include "core/multi_gpu/multi_gpu_backend.h"
 
 #include <cuda_runtime.h>
@@ -13,6 +15,7 @@
 
 #include "core/cpu/cpu_backend.h"
 #include "core/make_backend.h"
+#include "core/resident_matrix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
@@ -33,6 +36,79 @@ TEST(CannonDeviceBytesPerGpu, FiveBlocksPerGridPosition) {
   EXPECT_EQ(CannonDeviceBytesPerGpu(1000, 1000, 1000, 4), 5u * 500 * 500 * 8);
   // 2 GPUs: a 2 x 2 grid, two positions each.
   EXPECT_EQ(CannonDeviceBytesPerGpu(1000, 1000, 1000, 2), 2u * 5 * 500 * 500 * 8);
+}
+
+// A view that says its bytes are on device 0 (only shapes and options are read here).
+MatrixView DeviceView(const Matrix& m) {
+  MatrixView view = m.view();
+  view.space = MemorySpace::kDevice;
+  view.device = 0;
+  return view;
+}
+
+TEST(MultiGpuBackend, JobsOverSeveralGpusReadDeviceOperandsInPlace) {
+  // The questions read no GPU: any wrapped backend answers them.
+  const std::unique_ptr<Backend> backend =
+      WithMultiGpuProducts(MakeCpuBackend({.threads = 1}), {0, 1});
+  const Matrix a(8, 8, DType::kFloat64);
+  const Matrix f(8, 8, DType::kFloat32);
+  EXPECT_TRUE(backend->DeterminantReadsOnDevice(DeviceView(a), {.devices = 2}));
+  EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(f), {.devices = 2}));
+  EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(a), {.modulus = 7, .devices = 2}));
+  EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(a), {.devices = 3}));
+  const MultiplyOptions cannon{.devices = 2, .method = MultiplyMethod::kCannon};
+  EXPECT_TRUE(backend->MultiplyReadsOnDevice(DeviceView(a), DeviceView(a), cannon));
+  EXPECT_TRUE(backend->MultiplyReadsOnDevice(DeviceView(a), DeviceView(a), {.devices = 2}));
+  MultiplyOptions transposed = cannon;
+  transposed.transpose_a = true;
+  EXPECT_FALSE(backend->MultiplyReadsOnDevice(DeviceView(a), DeviceView(a), transposed));
+  EXPECT_FALSE(backend->MultiplyReadsOnDevice(DeviceView(f), DeviceView(f), cannon));
+  // One device: the wrapped backend's answer (the CPU backend reads host bytes).
+  EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(a), {}));
+  EXPECT_FALSE(backend->MultiplyReadsOnDevice(DeviceView(a), DeviceView(a), {}));
+}
+
+TEST(MultiGpuBackend, ResidentOperandsGiveTheHostOperandsResults) {
+  const int devices = DeviceCount();
+  if (devices < 2) GTEST_SKIP() << "needs 2 CUDA devices";
+  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  const auto resident = [&](const Matrix& m, int device_index) {
+    absl::StatusOr<std::unique_ptr<ResidentMatrix>> r =
+        (*cuda)->AllocateResident(m.rows(), m.cols(), m.dtype(), device_index);
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE((*r)->Write(0, {m.bytes(), m.byte_size()}).ok());
+    EXPECT_TRUE((*r)->Flush().ok());
+    return *std::move(r);
+  };
+  JobControl control;
+  // The operands on the last GPU and on the first: each GPU's share is pushed by its holder.
+  const Matrix a = testing::RandomMatrix<double>(700, 700, 3);
+  const Matrix b = testing::RandomMatrix<double>(700, 500, 4);
+  const std::unique_ptr<ResidentMatrix> a_resident = resident(a, devices - 1);
+  const std::unique_ptr<ResidentMatrix> b_resident = resident(b, 0);
+  ASSERT_TRUE(a_resident->view().on_device());
+  for (int gpus = 2; gpus <= devices; ++gpus) {
+    const DeterminantOptions det_options{.devices = gpus};
+    ASSERT_TRUE((*cuda)->DeterminantReadsOnDevice(a_resident->view(), det_options));
+    auto from_host = (*cuda)->Determinant(a.view(), det_options, &control);
+    auto from_device = (*cuda)->Determinant(a_resident->view(), det_options, &control);
+    ASSERT_TRUE(from_host.ok()) << from_host.status();
+    ASSERT_TRUE(from_device.ok()) << from_device.status();
+    EXPECT_EQ(from_device->value.phase(), from_host->value.phase()) << gpus << " GPUs";
+    EXPECT_EQ(from_device->value.log_abs(), from_host->value.log_abs()) << gpus << " GPUs";
+
+    const MultiplyOptions options{.devices = gpus, .method = MultiplyMethod::kCannon};
+    ASSERT_TRUE((*cuda)->MultiplyReadsOnDevice(a_resident->view(), b_resident->view(), options));
+    auto c_host = (*cuda)->Multiply(a.view(), b.view(), options, &control);
+    auto c_device = (*cuda)->Multiply(a_resident->view(), b_resident->view(), options, &control);
+    ASSERT_TRUE(c_host.ok()) << c_host.status();
+    ASSERT_TRUE(c_device.ok()) << c_device.status();
+    ASSERT_EQ(c_device->c.byte_size(), c_host->c.byte_size());
+    EXPECT_TRUE(std::equal(c_device->c.bytes(), c_device->c.bytes() + c_device->c.byte_size(),
+                           c_host->c.bytes()))
+        << gpus << " GPUs";
+  }
 }
 
 TEST(MultiGpuBackend, ProductOverEveryDeviceCountEqualsTheCpuProduct) {

@@ -1,15 +1,21 @@
 // MultiGpuLu (our LU with look-ahead over the GPUs of one process) against the CPU backend's
-// LAPACK determinant and against exact values. The argument checks run anywhere; the rest skips
-// without a CUDA device and runs on every GPU count from 1 to min(devices, 3).
+// LAPACK determinant and against exact values, from host operands and from resident matrices on
+// each GPU; NaN and Inf are refused naming the entry, an overflowing pivot is OUT_OF_RANGE. The
+// argument checks run anywhere; the rest skips without a CUDA device and runs on every GPU count
+// from 1 to min(devices, 3).
 #include "core/multi_gpu/multi_gpu_lu.h"
 
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/make_backend.h"
+#include "core/resident_matrix.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
 
@@ -38,6 +44,34 @@ Matrix ReversedLaplacian(int64_t n) {
     const int64_t row = n - 1 - i;
     for (int64_t j = std::max<int64_t>(0, row - 1); j <= std::min(n - 1, row + 1); ++j) {
       values[i * n + j] = row == j ? 2.0 : -1.0;
+    }
+  }
+  return a;
+}
+
+// `m` as a resident matrix of the CUDA backend on its device `device_index` (stream-ordered pool
+// memory of that GPU: readable by that GPU only).
+std::unique_ptr<ResidentMatrix> OnDevice(Backend& cuda, const Matrix& m, int device_index) {
+  absl::StatusOr<std::unique_ptr<ResidentMatrix>> resident =
+      cuda.AllocateResident(m.rows(), m.cols(), m.dtype(), device_index);
+  EXPECT_TRUE(resident.ok()) << resident.status();
+  if (!resident.ok()) return nullptr;
+  EXPECT_TRUE((*resident)->Write(0, {m.bytes(), m.byte_size()}).ok());
+  EXPECT_TRUE((*resident)->Flush().ok());
+  EXPECT_TRUE((*resident)->view().on_device());
+  return *std::move(resident);
+}
+
+// Wilkinson's matrix (1 on the diagonal, -1 below it, 1 in the last column) times `scale`, stored
+// transposed: MultiGpuLu factors the transpose of what it is given, so it meets the matrix itself,
+// whose last pivot under partial pivoting is scale * 2^(n-1).
+Matrix WilkinsonTransposed(int64_t n, double scale) {
+  Matrix a(n, n, DType::kFloat64);
+  auto values = a.As<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const double w = (j == i || j == n - 1) ? 1.0 : (i > j ? -1.0 : 0.0);
+      values[j * n + i] = scale * w;
     }
   }
   return a;
@@ -138,6 +172,73 @@ TEST(MultiGpuLu, FactorsAgainAfterANewUpload) {
     ASSERT_TRUE(det.ok()) << det.status();
     EXPECT_EQ(det->sign, 1);
     EXPECT_NEAR(det->log_abs, std::log(97.0), 1e-10);
+  }
+}
+
+TEST(MultiGpuLu, ADeviceOperandOnAnyGpuGivesTheHostOperandsDeterminant) {
+  const int max_gpus = MaxGpus();
+  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
+  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  const int64_t n = 300;
+  const Matrix a = testing::RandomMatrix<double>(n, n, 11);
+  // Where the matrix lies changes no arithmetic: the same bits, whichever GPU pushes them.
+  for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+    auto from_host = MultiGpuDeterminant(FirstDevices(gpus), a.view(), 32);
+    ASSERT_TRUE(from_host.ok()) << from_host.status();
+    for (int holder = 0; holder < DeviceCount(); ++holder) {
+      const std::unique_ptr<ResidentMatrix> resident = OnDevice(**cuda, a, holder);
+      ASSERT_NE(resident, nullptr);
+      auto from_device = MultiGpuDeterminant(FirstDevices(gpus), resident->view(), 32);
+      ASSERT_TRUE(from_device.ok())
+          << "gpus=" << gpus << " holder=" << holder << ": " << from_device.status();
+      EXPECT_EQ(from_device->sign, from_host->sign) << "gpus=" << gpus << " holder=" << holder;
+      EXPECT_EQ(from_device->log_abs, from_host->log_abs)
+          << "gpus=" << gpus << " holder=" << holder;
+    }
+  }
+}
+
+TEST(MultiGpuLu, ANanOrInfIsInvalidArgumentNamingTheFirstEntry) {
+  const int max_gpus = MaxGpus();
+  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
+  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  const int64_t n = 100;
+  // Block 16: row 37 is in panel 2 (GPU 0 of 2), row 60 in panel 3 (GPU 1 of 2); the first in
+  // row-major order is the one named, whichever GPU finds it.
+  Matrix a = testing::RandomMatrix<double>(n, n, 5);
+  a.As<double>()[60 * n + 2] = std::numeric_limits<double>::infinity();
+  a.As<double>()[37 * n + 90] = std::numeric_limits<double>::quiet_NaN();
+  const std::unique_ptr<ResidentMatrix> resident = OnDevice(**cuda, a, 0);
+  ASSERT_NE(resident, nullptr);
+  for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+    for (const MatrixView& view : {a.view(), resident->view()}) {
+      auto det = MultiGpuDeterminant(FirstDevices(gpus), view, 16);
+      EXPECT_EQ(det.status().code(), absl::StatusCode::kInvalidArgument) << "gpus=" << gpus;
+      EXPECT_EQ(det.status().message(), "matrix[37, 90] is not finite (NaN or Inf)")
+          << "gpus=" << gpus << " on_device=" << view.on_device();
+    }
+  }
+}
+
+TEST(MultiGpuLu, AnOverflowingPivotIsOutOfRangeNotZero) {
+  const int max_gpus = MaxGpus();
+  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
+  // Finite entries of 1e300; the last pivot, 1e300 * 2^63, is not a double.
+  const Matrix a = WilkinsonTransposed(64, 1e300);
+  for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+    auto det = MultiGpuDeterminant(FirstDevices(gpus), a.view(), 16);
+    EXPECT_EQ(det.status().code(), absl::StatusCode::kOutOfRange)
+        << "gpus=" << gpus << ": " << det.status();
+  }
+  // Scaled by 1 it is exact: det = 2^63.
+  const Matrix small = WilkinsonTransposed(64, 1.0);
+  for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+    auto det = MultiGpuDeterminant(FirstDevices(gpus), small.view(), 16);
+    ASSERT_TRUE(det.ok()) << det.status();
+    EXPECT_EQ(det->sign, 1);
+    EXPECT_NEAR(det->log_abs, 63 * std::log(2.0), 1e-12);
   }
 }
 

@@ -62,7 +62,7 @@ TEST(PivotCounts, OneBasedSwapsSummedOverProcesses) {
   EXPECT_EQ(counts.last_is_base1, 1);
   EXPECT_EQ(counts.last_is_base0, 0);
   const PivotCounts readings[1] = {counts};
-  auto det = CombineDeterminant(std::log(10.0), 2, 0, readings);
+  auto det = CombineDeterminant(std::log(10.0), 2, 0, 0, readings);
   ASSERT_TRUE(det.ok()) << det.status();
   EXPECT_EQ(det->sign, -1);  // three swaps, two negative pivots
   EXPECT_DOUBLE_EQ(det->log_abs, std::log(10.0));
@@ -75,7 +75,7 @@ TEST(PivotCounts, ZeroBasedPivotsAreRecognised) {
   EXPECT_EQ(counts.invalid_base0, 0);
   EXPECT_EQ(counts.swaps_base0, 3);
   const PivotCounts readings[1] = {counts};
-  auto det = CombineDeterminant(0.5, 0, 0, readings);
+  auto det = CombineDeterminant(0.5, 0, 0, 0, readings);
   ASSERT_TRUE(det.ok()) << det.status();
   EXPECT_EQ(det->sign, -1);
 }
@@ -86,7 +86,7 @@ TEST(PivotCounts, ReversedRowsNeedFloorHalfSwaps) {
     std::vector<int64_t> pivots(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) pivots[static_cast<size_t>(j)] = std::max(j, n - 1 - j) + 1;
     const PivotCounts readings[1] = {Distributed(pivots, 3, 2)};
-    auto det = CombineDeterminant(0.0, 0, 0, readings);
+    auto det = CombineDeterminant(0.0, 0, 0, 0, readings);
     ASSERT_TRUE(det.ok()) << det.status();
     EXPECT_EQ(det->sign, (n / 2) % 2 == 0 ? 1 : -1) << "n=" << n;
   }
@@ -94,16 +94,32 @@ TEST(PivotCounts, ReversedRowsNeedFloorHalfSwaps) {
 
 TEST(PivotCounts, AZeroPivotMakesTheDeterminantZero) {
   const PivotCounts readings[1] = {Distributed({1, 2, 3}, 1, 1)};
-  auto det = CombineDeterminant(1.0, 0, 1, readings);
+  auto det = CombineDeterminant(1.0, 0, 1, 0, readings);
   ASSERT_TRUE(det.ok());
   EXPECT_EQ(det->sign, 0);
   EXPECT_TRUE(std::isinf(det->log_abs) && det->log_abs < 0);
 }
 
+TEST(PivotCounts, ANonFinitePivotIsOutOfRangeNotZero) {
+  // Element growth past the double range: an Inf or NaN on U's diagonal, and no zero pivot.
+  const PivotCounts readings[1] = {Distributed({1, 2, 3}, 1, 1)};
+  auto det = CombineDeterminant(1.0, 0, 0, 1, readings);
+  EXPECT_EQ(det.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(det.status().message().find("overflowed"), absl::string_view::npos);
+}
+
+TEST(PivotCounts, AZeroPivotWinsOverANonFiniteOne) {
+  // As on one GPU (cuda::DeterminantOfSummary): a singular matrix is det 0 whatever follows.
+  const PivotCounts readings[1] = {Distributed({1, 2, 3}, 1, 1)};
+  auto det = CombineDeterminant(1.0, 0, 1, 1, readings);
+  ASSERT_TRUE(det.ok()) << det.status();
+  EXPECT_EQ(det->sign, 0);
+}
+
 TEST(PivotCounts, PivotsFittingNoReadingAreAnError) {
   // A pivot above its step (row 0 for step 2) cannot come from partial pivoting.
   const PivotCounts readings[1] = {Distributed({1, 2, 0, 4}, 2, 2)};
-  auto det = CombineDeterminant(0.0, 0, 0, readings);
+  auto det = CombineDeterminant(0.0, 0, 0, 0, readings);
   EXPECT_EQ(det.status().code(), absl::StatusCode::kInternal);
 }
 
@@ -137,7 +153,7 @@ TEST(PivotCounts, TheWrongLayoutFailsTheChecksOnATwoByTwoGrid) {
     const PivotCounts as_column = Sum({count(rank00, 0), count(rank10, 1)});
     EXPECT_GT(as_row.invalid_base1 + (as_row.last_is_base1 == 1 ? 0 : 1), 0) << "seed " << seed;
     const PivotCounts readings[2] = {as_row, as_column};
-    auto det = CombineDeterminant(0.0, 0, 0, readings);
+    auto det = CombineDeterminant(0.0, 0, 0, 0, readings);
     ASSERT_TRUE(det.ok()) << det.status();
     int64_t swaps = 0;
     for (int64_t j = 0; j < n; ++j) swaps += truth[static_cast<size_t>(j)] != j + 1 ? 1 : 0;
@@ -152,7 +168,8 @@ TEST(PivotCounts, ReadingsThatPassButDisagreeAreAnError) {
   PivotCounts odd = even;
   odd.swaps_base1 = 3;
   const PivotCounts readings[2] = {even, odd};
-  EXPECT_EQ(CombineDeterminant(0.0, 0, 0, readings).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(CombineDeterminant(0.0, 0, 0, 0, readings).status().code(),
+            absl::StatusCode::kInternal);
 }
 
 }  // namespace

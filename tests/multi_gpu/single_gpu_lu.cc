@@ -44,7 +44,8 @@ absl::Status SingleGpuLu(
   MATRIXD_ASSIGN_OR_RETURN(auto pivots,
                            DeviceAllocation<int64_t>::Allocate(device, static_cast<size_t>(n)));
   MATRIXD_ASSIGN_OR_RETURN(auto info, DeviceAllocation<int>::Allocate(device, 1));
-  MATRIXD_ASSIGN_OR_RETURN(auto summary, DeviceAllocation<double>::Allocate(device, 3));
+  MATRIXD_ASSIGN_OR_RETURN(
+      auto summary, DeviceAllocation<double>::Allocate(device, cuda::kDiagonalSummaryFields));
   const cuda::BlockCyclicPart whole{
       .rows = n, .cols = n, .block = n, .local_rows = n, .local_cols = n, .ld = n};
   CusolverDnHandle cusolver;
@@ -70,10 +71,10 @@ absl::Status SingleGpuLu(
         device_work.get(), device_bytes, host_work.data(), host_bytes, info.get()));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     const double seconds = Now() - start;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary.get(), 0, 3 * sizeof(double), stream));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary.get(), 0, summary.bytes(), stream));
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cuda::LaunchDiagonalSummary(whole, a.get(), summary.get(), stream));
-    double diagonal[3];
+    double diagonal[cuda::kDiagonalSummaryFields];
     int host_info = 0;
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_pivots.data(), pivots.get(),
                                                  host_pivots.size() * sizeof(int64_t),
@@ -90,8 +91,8 @@ absl::Status SingleGpuLu(
     DistributedDeterminant det{.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()};
     if (diagonal[2] == 0) {
       const PivotCounts counts[1] = {CountPivots(host_pivots, n, n, n, 1, 0)};
-      MATRIXD_ASSIGN_OR_RETURN(det,
-                               CombineDeterminant(diagonal[0], diagonal[1], diagonal[2], counts));
+      MATRIXD_ASSIGN_OR_RETURN(
+          det, CombineDeterminant(diagonal[0], diagonal[1], diagonal[2], diagonal[3], counts));
     }
     on_run(run, seconds, det);
   }

@@ -3,7 +3,9 @@
 // arithmetic on the CPU backend. It records the device each product was placed on
 // (JobControl::device_index), and an 8-row product holds its memory until Release(). Its resident
 // matrices live in host memory but say they are on their device (a device view with that
-// device_index), and its determinants read them there and record where they ran.
+// device_index), and its determinants read them there and record where they ran. It takes products
+// and determinants over several of its devices (devices > 1), as the multi-GPU CUDA backend does,
+// and runs them as one-device ones.
 #ifndef MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
 #define MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
 
@@ -63,6 +65,9 @@ class FakeDeviceBackend final : public Backend {
   static std::string DeviceName(int index) { return absl::StrCat("fake device ", index); }
 
   std::string_view name() const override { return "fake"; }
+  absl::Status Supports(const OperationQuery& query) const override {
+    return Backend::Supports(OneDevice(query));
+  }
   std::string device() const override { return absl::StrCat(devices_, " fake devices"); }
 
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
@@ -75,7 +80,9 @@ class FakeDeviceBackend final : public Backend {
     }
     MatrixView host = a;  // a fake device view is host memory
     host.space = MemorySpace::kHost;
-    return cpu_->Determinant(host, options, control);
+    DeterminantOptions one = options;
+    one.devices = 1;
+    return cpu_->Determinant(host, one, control);
   }
   bool DeterminantReadsOnDevice(const MatrixView& /*a*/,
                                 const DeterminantOptions& /*options*/) const override {
@@ -109,7 +116,10 @@ class FakeDeviceBackend final : public Backend {
       placed_.push_back(control != nullptr ? control->device_index() : JobControl::kAnyDevice);
     }
     if (a.rows == 8) release_.WaitForNotificationWithTimeout(absl::Seconds(10));
-    return cpu_->Multiply(a, b, options, control);
+    MultiplyOptions one = options;
+    one.devices = 1;
+    one.method = MultiplyMethod::kAuto;
+    return cpu_->Multiply(a, b, one, control);
   }
   absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                             JobControl* control) override {
@@ -157,6 +167,13 @@ class FakeDeviceBackend final : public Backend {
   }
 
  private:
+  static OperationQuery OneDevice(OperationQuery query) {
+    query.multiply.devices = 1;
+    query.multiply.method = MultiplyMethod::kAuto;
+    query.determinant.devices = 1;
+    return query;
+  }
+
   const int devices_;
   std::unique_ptr<Backend> cpu_ = MakeCpuBackend({.threads = 1});
   absl::Notification release_;

@@ -1,6 +1,7 @@
 // Device-memory admission over two fake devices of 1000 bytes each through the whole server
 // (tests/server/fake_device_backend.h). Checks that jobs are placed on the device with room, that
-// the backend is told where (JobControl::device_index), and the per-device metrics.
+// the backend is told where (JobControl::device_index), the per-device metrics, and that a job
+// over several devices holds its memory on each of them.
 #include <memory>
 #include <set>
 #include <string>
@@ -125,6 +126,79 @@ TEST(MultiDeviceAdmission, AJobOnAResidentMatrixRunsOnItsDevice) {
       EXPECT_EQ(backend.determinants_placed().back(), devices[i]) << handles[i];
     }
   }
+}
+
+// A product over both devices (devices = 2) reserves its 800 bytes on each: a 300-byte job then
+// fits on neither and waits; once it ends, both devices are free again.
+TEST(MultiDeviceAdmission, AJobOverSeveralDevicesHoldsItsMemoryOnEachOfThem) {
+  auto owned = std::make_unique<FakeDeviceBackend>(2);
+  FakeDeviceBackend& backend = *owned;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.limits = TestLimits();
+  options.scheduler.workers = 4;
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
+      MatrixServer::Start(std::move(owned), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client client((*server)->address());
+  absl::StatusOr<v1::MultiplyResponse> spread = absl::UnknownError("not run");
+  absl::StatusOr<v1::MultiplyResponse> waiter = absl::UnknownError("not run");
+  std::vector<std::thread> threads;
+  struct Cleanup {
+    FakeDeviceBackend& backend;
+    std::vector<std::thread>& threads;
+    ~Cleanup() {
+      backend.Release();
+      for (std::thread& thread : threads) {
+        if (thread.joinable()) thread.join();
+      }
+    }
+  } cleanup{backend, threads};
+
+  threads.emplace_back([&] {
+    v1::MultiplyRequest request = SquareProduct(8);
+    request.set_devices(2);
+    spread = client.Multiply(request);
+  });
+  ASSERT_TRUE(backend.AwaitStarted(1));
+  EXPECT_EQ(backend.placed(), std::vector<int>{0});
+  EXPECT_EQ((*server)->memory_admission(0)->reserved(), 800u);
+  EXPECT_EQ((*server)->memory_admission(1)->reserved(), 800u);
+
+  absl::Notification waiter_done;
+  threads.emplace_back([&] {
+    waiter = client.Multiply(SquareProduct(3));
+    waiter_done.Notify();
+  });
+  EXPECT_FALSE(waiter_done.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  EXPECT_EQ((*server)->scheduler().queued(), 1);
+
+  backend.Release();
+  for (std::thread& thread : threads) thread.join();
+  ASSERT_TRUE(spread.ok()) << spread.status();
+  // 8 x 8 ones times 8 x 8 twos: every entry 16.
+  absl::StatusOr<std::vector<double>> c = ReadMatrix<double>(spread->c());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c, std::vector<double>(64, 16.0));
+  ASSERT_TRUE(waiter.ok()) << waiter.status();
+  EXPECT_EQ((*server)->memory_admission(0)->reserved(), 0u);
+  EXPECT_EQ((*server)->memory_admission(1)->reserved(), 0u);
+}
+
+TEST(MultiDeviceAdmission, AJobOverMoreDevicesThanTheServerHasIsRefused) {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.limits = TestLimits();
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
+      MatrixServer::Start(std::make_unique<FakeDeviceBackend>(2), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client client((*server)->address());
+  v1::MultiplyRequest request = SquareProduct(3);
+  request.set_devices(3);
+  absl::StatusOr<v1::MultiplyResponse> response = client.Multiply(request);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(response.status().message().find("runs on 3 devices"), absl::string_view::npos)
+      << response.status();
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Jobs over 2 GPUs through the server reading a resident operand where it lies (issue 10: no copy
+# to the host and back), in one device call on nvidia-h100-x2 (or nvidia-h200-x2):
+#   1. gate: matrixd_multi_gpu_test (MultiGpuLu.*, MultiGpuBackend.*, CannonGemm.*: resident
+#      operands on each GPU, NaN/Inf, overflow) and matrixd_server_test MultiDeviceAdmission.*;
+#   2. matrixd --backend=cuda on both GPUs; `generate random N --seed=7` (resident, float64), then
+#      `det @HANDLE --devices=1` and `--devices=2`, twice each (the first call of each warms up);
+#   3. two resident M x M matrices, `multiply @A @B --keep` on one GPU and with
+#      `--devices=2 --multiply_method=cannon`, twice each (C kept on the server, then removed);
+#   4. the server's stats of each call (compute seconds, kernels: cannon_scatter/rounds/gather,
+#      multi_gpu_lu) are in cli.txt; summary.txt has round trips and exits, metrics.txt the
+#      device-memory metrics sampled while a 2-GPU job runs (both GPUs' `admitted`).
+# Every step runs under `timeout`; a failure stops nothing else. Output in $OUT.
+#
+# Preparing (here):
+#   cmake --build build -j2 --target matrixd matrixctl matrixd_multi_gpu_test matrixd_server_test
+#   ../shared/gpu/bundle.sh .gpu build/server/matrixd build/client/matrixctl \
+#       build/tests/matrixd_multi_gpu_test build/tests/matrixd_server_test
+# then through the device tool, carry [".gpu"], kind nvidia-h100-x2:
+#   tests/gpu/mgres-run.sh
+# Knobs: N=32768 (determinant), M=16384 (product), REPEATS=2, GATE=1 (0 skips step 1); BIN and
+# BACKEND let it be tried without a GPU (BIN=build/... BACKEND=cpu GATE=0 N=64 M=64 OUT=/tmp/x).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:?OUT must name the output directory}
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bin=${BIN:-.gpu/bin}
+n=${N:-32768}
+m=${M:-16384}
+repeats=${REPEATS:-2}
+backend=${BACKEND:-cuda}
+log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
+now() { date +%s.%N; }
+since() { awk "BEGIN {printf \"%.3f\", $(now) - $1}"; }
+
+command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${out}/summary.txt"
+command -v nvidia-smi >/dev/null && nvidia-smi topo -m >"${out}/topology.txt" 2>&1
+
+if [ "${GATE:-1}" = 1 ]; then
+  log "matrixd_multi_gpu_test"
+  timeout 300 "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
+    --gtest_filter='MultiGpuLu.*:MultiGpuBackend.*:CannonGemm.*' >"${out}/multi_gpu_test.txt" 2>&1
+  log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/multi_gpu_test.txt" | tr '\n' ' ')"
+  log "matrixd_server_test MultiDeviceAdmission.*"
+  timeout 120 "${bin}/matrixd_server_test" --gtest_brief=1 \
+    --gtest_filter='MultiDeviceAdmission.*' >"${out}/server_test.txt" 2>&1
+  log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/server_test.txt" | tr '\n' ' ')"
+fi
+
+port=50063
+log "matrixd --backend=${backend}"
+"${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9473 \
+  --resident_memory_limit=60% >"${out}/matrixd.log" 2>&1 &
+pid=$!
+ctl() { timeout 300 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=280s "$@"; }
+for _ in $(seq 120); do
+  ctl --deadline=1s health >/dev/null 2>&1 && break
+  sleep 0.5
+done
+ctl health >>"${out}/cli.txt" 2>&1
+
+# Samples the device-memory metrics every 0.2 s into metrics.txt while the caller's job runs.
+sample_metrics() {
+  while kill -0 "$1" 2>/dev/null; do
+    curl -s 127.0.0.1:9473/metrics | grep -E '^matrixd_device_memory_bytes.*admitted' \
+      | tr '\n' ' ' >>"${out}/metrics.txt"
+    echo >>"${out}/metrics.txt"
+    sleep 0.2
+  done
+}
+
+# timed LABEL ARGS...: one matrixctl call, its output in cli.txt, round trip and exit in summary.
+timed() {
+  local label=$1
+  shift
+  echo "### ${label}: matrixctl $*" >>"${out}/cli.txt"
+  local t0
+  t0=$(now)
+  ctl "$@" >>"${out}/cli.txt" 2>&1 &
+  local call=$!
+  echo "### ${label}" >>"${out}/metrics.txt"
+  sample_metrics "${call}" &
+  local sampler=$!
+  wait "${call}"
+  local rc=$?
+  wait "${sampler}" 2>/dev/null
+  log "  ${label}: exit ${rc}, round trip $(since "${t0}") s"
+}
+
+t0=$(now)
+handle=$(ctl generate random "${n}" --seed=7 2>>"${out}/cli.txt")
+log "generate random ${n}: $(since "${t0}") s, handle ${handle:0:8}"
+if [ -n "${handle}" ]; then
+  for devices in 1 2; do
+    for r in $(seq "${repeats}"); do
+      timed "det n=${n} devices=${devices} run ${r}" det "@${handle:0:8}" --devices="${devices}"
+    done
+  done
+  ctl rm "${handle}" >/dev/null 2>&1
+fi
+
+a=$(ctl generate random "${m}" --seed=3 2>>"${out}/cli.txt")
+b=$(ctl generate random "${m}" --seed=4 2>>"${out}/cli.txt")
+log "generate 2 x random ${m}: handles ${a:0:8} ${b:0:8}"
+if [ -n "${a}" ] && [ -n "${b}" ]; then
+  for r in $(seq "${repeats}"); do
+    timed "multiply m=${m} devices=1 run ${r}" multiply "@${a:0:8}" "@${b:0:8}" --keep
+    timed "multiply m=${m} cannon devices=2 run ${r}" multiply "@${a:0:8}" "@${b:0:8}" --keep \
+      --devices=2 --multiply_method=cannon
+  done
+fi
+ctl ls >>"${out}/cli.txt" 2>&1
+ctl ls 2>/dev/null | awk '$1 ~ /^[0-9a-f]+$/ && length($1) == 32 {print $1}' |
+  while read -r h; do ctl rm "$h" >/dev/null 2>&1; done
+
+# The server's compute time and kernels of each call, next to the round trips above.
+grep -E '^### |^matrixctl:|compute|log\|det' "${out}/cli.txt" \
+  >"${out}/stats.txt" 2>/dev/null
+curl -s 127.0.0.1:9473/metrics | grep -E '^matrixd_(device_memory|kernel_duration_seconds_sum)' \
+  >>"${out}/metrics-end.txt" 2>&1
+kill "${pid}"
+wait "${pid}" 2>/dev/null
+log "done"
