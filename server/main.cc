@@ -334,7 +334,10 @@ int RunWorker(matrixd::distributed::MpiSession& mpi) {
   std::string note;
   absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> grid = FormGrid(cuda, &note);
   if (!grid.ok()) {
-    Log(absl::StrCat("rank ", mpi.rank(), ": cannot form the grid: ", grid.status().message()));
+    // An engine refused on every rank is rank 0's to report.
+    if (!absl::IsFailedPrecondition(grid.status())) {
+      Log(absl::StrCat("rank ", mpi.rank(), ": cannot form the grid: ", grid.status().message()));
+    }
     return kExitBadConfig;
   }
   const absl::Status served = (*grid)->ServeWorker();

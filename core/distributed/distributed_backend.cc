@@ -333,10 +333,10 @@ class DistributedBackend final : public BackendWrapper {
   absl::Status CheckCublasMp(DType dtype, const MultiplyOptions& options) const {
     if (!on_device_) {
       return absl::UnimplementedError(absl::StrCat(
-          "method = CUBLASMP: this distributed server's grid runs ScaLAPACK (",
-          options_.engine_note.empty() ? "no GPU engine" : options_.engine_note,
-          "); cuBLASMp needs --backend=cuda, one GPU per MPI rank and a build with the NVIDIA "
-          "MP wheels (docs/distributed.md)"));
+          "method = CUBLASMP: this distributed server's grid engine is ",
+          options_.engine_note.empty() ? "ScaLAPACK" : options_.engine_note,
+          "; cuBLASMp needs --backend=cuda, one GPU per MPI rank and a build with the NVIDIA MP "
+          "wheels (docs/distributed.md)"));
     }
     if (dtype != DType::kFloat64) {
       return absl::UnimplementedError(absl::StrCat(
