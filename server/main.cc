@@ -310,7 +310,7 @@ int WorkersFromFlags(const matrixd::Backend& backend) {
 // server runs (rank 0) or would run (the workers, from the flags) the cuda backend. Sets *note to
 // ChooseGridEngine's line.
 absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> FormGrid(bool cuda_backend,
-                                                                             std::string* note) {
+                                                                              std::string* note) {
   absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> grid =
       matrixd::distributed::ScalapackGrid::Create(absl::GetFlag(FLAGS_distributed_block));
   if (!grid.ok()) return grid.status();

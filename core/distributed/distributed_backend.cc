@@ -98,9 +98,9 @@ class DistributedBackend final : public BackendWrapper {
         grid_(std::move(grid)),
         options_(options),
         on_device_(grid_->device_engine() != nullptr),
-        device_(on_device_ ? absl::StrCat(GridDevice("cuBLASMp/cuSOLVERMp"),
-                                          " (Factorize on ScaLAPACK)")
-                           : GridDevice("ScaLAPACK")) {}
+        device_(on_device_
+                    ? absl::StrCat(GridDevice("cuBLASMp/cuSOLVERMp"), " (Factorize on ScaLAPACK)")
+                    : GridDevice("ScaLAPACK")) {}
 
   ~DistributedBackend() override {
     if (!options_.lost->load()) {
@@ -339,8 +339,8 @@ class DistributedBackend final : public BackendWrapper {
           "wheels (docs/distributed.md)"));
     }
     if (dtype != DType::kFloat64) {
-      return absl::UnimplementedError(absl::StrCat(
-          "a.dtype is ", std::string(DTypeName(dtype)), "; method = CUBLASMP takes float64"));
+      return absl::UnimplementedError(absl::StrCat("a.dtype is ", std::string(DTypeName(dtype)),
+                                                   "; method = CUBLASMP takes float64"));
     }
     if (options.block_size > 0 || options.verify) {
       return absl::UnimplementedError(

@@ -21,9 +21,9 @@ constexpr size_t kReasonBytes = 512;
 // This process's rank among the ranks of its node: the GPU it takes.
 absl::StatusOr<int> LocalRank() {
   MPI_Comm node = MPI_COMM_NULL;
-  MATRIXD_RETURN_IF_ERROR(MpiStatus(
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-      "MPI_Comm_split_type"));
+  MATRIXD_RETURN_IF_ERROR(
+      MpiStatus(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+                "MPI_Comm_split_type"));
   int local = 0;
   const absl::Status ranked = MpiStatus(MPI_Comm_rank(node, &local), "MPI_Comm_rank(node)");
   MPI_Comm_free(&node);
@@ -41,8 +41,8 @@ absl::Status LocalReadiness(GridEngineKind wanted, bool cuda_backend, int local_
   MATRIXD_ASSIGN_OR_RETURN(*plugin, LoadDeviceGridPlugin());
   const int devices = (*plugin)->DeviceCount();
   if (local_rank >= devices) {
-    return absl::FailedPreconditionError(absl::StrCat("no GPU for local rank ", local_rank, " (",
-                                                      devices, " visible)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no GPU for local rank ", local_rank, " (", devices, " visible)"));
   }
   return absl::OkStatus();
 }
@@ -72,8 +72,8 @@ absl::StatusOr<GridEngineKind> ParseGridEngine(absl::string_view name) {
   if (name == "auto") return GridEngineKind::kAuto;
   if (name == "scalapack") return GridEngineKind::kScalapack;
   if (name == "nvidia_mp") return GridEngineKind::kNvidiaMp;
-  return absl::InvalidArgumentError(absl::StrCat("--distributed_engine is \"", name,
-                                                 "\"; want auto, scalapack or nvidia_mp"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--distributed_engine is \"", name, "\"; want auto, scalapack or nvidia_mp"));
 }
 
 absl::StatusOr<std::string> ChooseGridEngine(GridEngineKind wanted, bool cuda_backend,
@@ -95,9 +95,9 @@ absl::StatusOr<std::string> ChooseGridEngine(GridEngineKind wanted, bool cuda_ba
     }
     MATRIXD_ASSIGN_OR_RETURN(agreed, Agree(made, rank, ranks));
     if (agreed.ok()) {
-      MATRIXD_RETURN_IF_ERROR(MpiStatus(MPI_Bcast(id.data(), static_cast<int>(id.size()),
-                                                  MPI_BYTE, kRoot, MPI_COMM_WORLD),
-                                        "MPI_Bcast(NCCL id)"));
+      MATRIXD_RETURN_IF_ERROR(MpiStatus(
+          MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, kRoot, MPI_COMM_WORLD),
+          "MPI_Bcast(NCCL id)"));
       absl::StatusOr<std::unique_ptr<DeviceGridEngine>> joined =
           plugin->Join(id, ranks, rank, local_rank);
       MATRIXD_ASSIGN_OR_RETURN(agreed, Agree(joined.status(), rank, ranks));

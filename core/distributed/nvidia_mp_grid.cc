@@ -4,8 +4,8 @@
 // result part back. Before a job allocates, the ranks agree that everyone's parts fit (an NCCL
 // all-reduce): a rank that failed alone would leave the others blocked in the library's
 // collectives.
-#include <cuda_runtime.h>
 #include <cublasmp.h>
+#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstring>
@@ -82,18 +82,18 @@ class NvidiaMpGridEngine final : public DeviceGridEngine {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
     double needed = 0.0;
     for (const BlockCyclicLayout* layout : layouts) {
-      needed += static_cast<double>(multi_gpu::PartElements(multi_gpu::PartOf(*layout, rank_->rank())) *
-                                    sizeof(double));
+      needed += static_cast<double>(
+          multi_gpu::PartElements(multi_gpu::PartOf(*layout, rank_->rank())) * sizeof(double));
     }
-    const bool fits =
-        needed + kWorkspaceShare * static_cast<double>(total_bytes) <= static_cast<double>(free_bytes);
+    const bool fits = needed + kWorkspaceShare * static_cast<double>(total_bytes) <=
+                      static_cast<double>(free_bytes);
     MATRIXD_ASSIGN_OR_RETURN(std::vector<double> short_ranks,
                              rank_->AllReduce({fits ? 0.0 : 1.0}, ncclSum));
     if (short_ranks[0] == 0.0) return absl::OkStatus();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        what, " does not fit the GPUs: ", static_cast<int>(short_ranks[0]), " of ",
-        rank_->ranks(), " ranks lack the memory for their parts (this rank needs ",
-        static_cast<uint64_t>(needed), " bytes and has ", free_bytes, " free)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " does not fit the GPUs: ", static_cast<int>(short_ranks[0]), " of ",
+                     rank_->ranks(), " ranks lack the memory for their parts (this rank needs ",
+                     static_cast<uint64_t>(needed), " bytes and has ", free_bytes, " free)"));
   }
 
   absl::Status Upload(const std::vector<double>& local, const cuda::BlockCyclicPart& part,

@@ -4,9 +4,9 @@
 // gathers the result. The engines: ScaLAPACK on the CPU (always), and, when every rank has a GPU
 // and the grid was given a DeviceGridEngine (device_grid_engine.h), cuBLASMp for products and
 // cuSOLVERMp for determinants; the header says which one a job uses, and both share the header,
-// scatter and gather here. The other ranks sit in ServeWorker. Every method here is collective: all ranks call
-// it in the same order, and on the root from one thread at a time. MPI errors come back as
-// UNAVAILABLE (the communicator returns errors instead of aborting); a rank that dies can also
+// scatter and gather here. The other ranks sit in ServeWorker. Every method here is collective: all
+// ranks call it in the same order, and on the root from one thread at a time. MPI errors come back
+// as UNAVAILABLE (the communicator returns errors instead of aborting); a rank that dies can also
 // leave the others blocked, which the caller must bound with a timeout (see
 // distributed_backend.h).
 #ifndef MATRIXD_CORE_DISTRIBUTED_SCALAPACK_GRID_H_

@@ -36,7 +36,8 @@ class GatheringDeviceEngine final : public DeviceGridEngine {
     JobControl control;
     absl::StatusOr<MultiplyResult> c = cpu_->Multiply(whole_a.view(), whole_b.view(), {}, &control);
     if (!c.ok()) return c.status();
-    const BlockCyclicLayout c_layout{.rows = a.rows, .cols = b.cols, .block = a.block, .grid = a.grid};
+    const BlockCyclicLayout c_layout{
+        .rows = a.rows, .cols = b.cols, .block = a.block, .grid = a.grid};
     std::vector<double> local(Elements(c_layout));
     PackLocal(c_layout, Rank(), c->c.bytes(), sizeof(double),
               reinterpret_cast<std::byte*>(local.data()));

@@ -1,13 +1,13 @@
 // The distributed backend against the CPU backend on the same inputs, under mpirun: rank 0 runs the
 // tests, the other ranks serve the grid (see main below). With MATRIXD_TEST_DEVICE_ENGINE=1 every
 // rank's grid gets the gathering stand-in for the GPU engine (gathering_device_engine.h), blocks
-// of 3 for its jobs, so that the GPU engine's path through the grid runs without a GPU. Blocks of MATRIXD_TEST_BLOCK (default 4)
-// so that small matrices already span several blocks per rank, and sizes that the grid and the
-// block do not divide, or that are smaller than the grid.
+// of 3 for its jobs, so that the GPU engine's path through the grid runs without a GPU. Blocks of
+// MATRIXD_TEST_BLOCK (default 4) so that small matrices already span several blocks per rank, and
+// sizes that the grid and the block do not divide, or that are smaller than the grid.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -150,12 +150,13 @@ TEST(GridMultiplyCublasMp, RunsOnTheDeviceEngineOrSaysWhyNot) {
   if (!g_device_engine) {
     EXPECT_EQ(grid.status().code(), absl::StatusCode::kUnimplemented) << grid.status();
     EXPECT_THAT(std::string(grid.status().message()), ::testing::HasSubstr("CUBLASMP"));
-    EXPECT_EQ(g_distributed->Supports({.operation = Operation::kMultiply,
-                                       .rows = 7,
-                                       .cols = 9,
-                                       .second_rows = 5,
-                                       .second_cols = 9,
-                                       .multiply = options})
+    EXPECT_EQ(g_distributed
+                  ->Supports({.operation = Operation::kMultiply,
+                              .rows = 7,
+                              .cols = 9,
+                              .second_rows = 5,
+                              .second_cols = 9,
+                              .multiply = options})
                   .code(),
               absl::StatusCode::kUnimplemented);
     return;
@@ -234,8 +235,7 @@ int main(int argc, char** argv) {
   const char* engine_env = std::getenv("MATRIXD_TEST_DEVICE_ENGINE");
   matrixd::distributed::g_device_engine = engine_env != nullptr && std::string(engine_env) == "1";
   if (matrixd::distributed::g_device_engine) {
-    (*grid)->SetDeviceEngine(
-        std::make_unique<matrixd::distributed::GatheringDeviceEngine>());
+    (*grid)->SetDeviceEngine(std::make_unique<matrixd::distributed::GatheringDeviceEngine>());
   }
   if ((*session)->rank() != 0) return (*grid)->ServeWorker().ok() ? 0 : 1;
   std::unique_ptr<matrixd::Backend> backend = matrixd::distributed::MakeDistributedBackend(
