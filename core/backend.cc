@@ -266,7 +266,15 @@ absl::Status Backend::Supports(const OperationQuery& query) const {
   if (absl::Status s = CheckDType(query); !s.ok()) return s;
   if (absl::Status s = CheckShapes(query); !s.ok()) return s;
   if (absl::Status s = CheckOptions(query); !s.ok()) return s;
-  // A backend that spreads one product over several GPUs (core/multi_gpu) answers these itself.
+  // A backend that spreads one product over several GPUs (core/multi_gpu) answers these itself,
+  // and the distributed grid (core/distributed) method kCublasMp.
+  if (query.operation == Operation::kMultiply &&
+      query.multiply.method == MultiplyMethod::kCublasMp) {
+    return absl::UnimplementedError(absl::StrCat(
+        "method = CUBLASMP: cuBLASMp runs with one MPI rank per GPU (`mpirun -n R matrixd "
+        "--distributed --backend=cuda`); this is the ",
+        std::string(name()), " backend"));
+  }
   if (query.operation == Operation::kMultiply && IsMultiDeviceProduct(query.multiply)) {
     return absl::UnimplementedError(absl::StrCat(
         "devices = ", query.multiply.devices,

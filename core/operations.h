@@ -158,7 +158,7 @@ struct FactorizeResult {
 enum class MultiplyMethod {
   kAuto,      // one device; Cannon when devices > 1
   kCannon,    // Cannon's algorithm over NCCL in this process (core/multi_gpu/cannon_gemm.h)
-  kCublasMp,  // NVIDIA cuBLASMp: needs one process per GPU, which the server does not start yet
+  kCublasMp,  // NVIDIA cuBLASMp, one process per GPU: the --distributed grid's GPU engine
 };
 
 struct MultiplyOptions {

@@ -32,6 +32,7 @@
 #include "server/server.h"
 #ifdef MATRIXD_HAVE_DISTRIBUTED
 #include "core/distributed/distributed_backend.h"
+#include "core/distributed/grid_engine_choice.h"
 #include "core/distributed/mpi_session.h"
 #include "core/distributed/scalapack_grid.h"
 #endif
@@ -117,10 +118,19 @@ ABSL_FLAG(std::string, state_dir, "",
           "(cpu and cuda backends)");
 ABSL_FLAG(bool, distributed, false,
           "run under mpirun: rank 0 serves gRPC, the other ranks join its large float64 "
-          "Multiply, Determinant and LU jobs over a ScaLAPACK grid (docs/distributed.md)");
+          "Multiply, Determinant and LU jobs over a grid of every rank: ScaLAPACK, or "
+          "cuBLASMp/cuSOLVERMp on one GPU per rank (--distributed_engine; docs/distributed.md)");
+ABSL_FLAG(std::string, distributed_engine, "auto",
+          "--distributed: auto (cuBLASMp/cuSOLVERMp when every rank has a GPU for its local rank, "
+          "the cuda backend runs and the build has them; else ScaLAPACK), scalapack, or "
+          "nvidia_mp (the GPUs or no start). Factorize always runs on ScaLAPACK");
+ABSL_FLAG(int64_t, distributed_gpu_block, 0,
+          "--distributed with the GPU engine: the block size of its block-cyclic layout; 0 = 1024 "
+          "for products, 512 for determinants");
 ABSL_FLAG(int64_t, distributed_min_dimension, 1024,
           "--distributed: the smallest largest-dimension of a job that goes to the grid");
-ABSL_FLAG(int, distributed_block, 64, "--distributed: the block size of the block-cyclic layout");
+ABSL_FLAG(int, distributed_block, 64,
+          "--distributed: the block size of ScaLAPACK's block-cyclic layout");
 ABSL_FLAG(absl::Duration, distributed_timeout, absl::Minutes(30),
           "--distributed: a grid job not finished by then fails with UNAVAILABLE and the grid is "
           "given up (later jobs run on rank 0 alone)");
@@ -300,6 +310,51 @@ int WorkersFromFlags(const matrixd::Backend& backend) {
   return absl::GetFlag(FLAGS_streams_per_device) * devices;
 }
 
+#ifdef MATRIXD_HAVE_DISTRIBUTED
+// The grid of every rank with its engine (collective: every rank calls it). `cuda_backend`: the
+// server runs (rank 0) or would run (the workers, from the flags) the cuda backend. Sets *note to
+// ChooseGridEngine's line.
+absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> FormGrid(bool cuda_backend,
+                                                                              std::string* note) {
+  absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> grid =
+      matrixd::distributed::ScalapackGrid::Create(absl::GetFlag(FLAGS_distributed_block));
+  if (!grid.ok()) return grid.status();
+  absl::StatusOr<matrixd::distributed::GridEngineKind> kind =
+      matrixd::distributed::ParseGridEngine(absl::GetFlag(FLAGS_distributed_engine));
+  if (!kind.ok()) return kind.status();
+  absl::StatusOr<std::string> chosen =
+      matrixd::distributed::ChooseGridEngine(*kind, cuda_backend, **grid);
+  if (!chosen.ok()) return chosen.status();
+  *note = *std::move(chosen);
+  return grid;
+}
+
+// A rank other than 0: no backend, no gRPC, no metrics; it joins rank 0's grid jobs until rank 0
+// shuts the grid down. Returns the process's exit code.
+int RunWorker(matrixd::distributed::MpiSession& mpi) {
+  absl::StatusOr<bool> root_ready = mpi.RootReady(false);
+  if (!root_ready.ok() || !*root_ready) return kExitBadConfig;  // rank 0 says why
+  const std::string name = absl::GetFlag(FLAGS_backend);
+  const bool cuda = name == "cuda" || (name == "auto" && matrixd::CudaDeviceAvailable());
+  std::string note;
+  absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> grid = FormGrid(cuda, &note);
+  if (!grid.ok()) {
+    // An engine refused on every rank is rank 0's to report.
+    if (!absl::IsFailedPrecondition(grid.status())) {
+      Log(absl::StrCat("rank ", mpi.rank(), ": cannot form the grid: ", grid.status().message()));
+    }
+    return kExitBadConfig;
+  }
+  const absl::Status served = (*grid)->ServeWorker();
+  if (!served.ok()) {
+    Log(absl::StrCat("rank ", mpi.rank(), ": ", served.message()));
+    mpi.lost()->store(true);
+    return kExitCannotListen;
+  }
+  return 0;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -316,15 +371,25 @@ int main(int argc, char** argv) {
     Log(options.status().message());
     return kExitBadConfig;
   }
-  absl::StatusOr<std::unique_ptr<matrixd::Backend>> backend = BackendFromFlags();
-  if (!backend.ok()) {
-    Log(absl::StrCat("cannot create the backend: ", backend.status().message()));
-    return kExitBadConfig;
-  }
 #ifdef MATRIXD_HAVE_DISTRIBUTED
   // Declared before the server, so that MPI outlives it.
   std::unique_ptr<matrixd::distributed::MpiSession> mpi;
   if (absl::GetFlag(FLAGS_distributed)) {
+    // The same flags on every rank: a bad one stops every rank here, before MPI.
+    if (absl::GetFlag(FLAGS_distributed_block) < 1) {
+      Log("--distributed_block must be >= 1");
+      return kExitBadConfig;
+    }
+    if (absl::GetFlag(FLAGS_distributed_gpu_block) < 0) {
+      Log("--distributed_gpu_block must be >= 0");
+      return kExitBadConfig;
+    }
+    if (absl::Status engine =
+            matrixd::distributed::ParseGridEngine(absl::GetFlag(FLAGS_distributed_engine)).status();
+        !engine.ok()) {
+      Log(engine.message());
+      return kExitBadConfig;
+    }
     absl::StatusOr<std::unique_ptr<matrixd::distributed::MpiSession>> session =
         matrixd::distributed::MpiSession::Init(&argc, &argv);
     if (!session.ok()) {
@@ -332,39 +397,46 @@ int main(int argc, char** argv) {
       return kExitBadConfig;
     }
     mpi = *std::move(session);
-    const int block = absl::GetFlag(FLAGS_distributed_block);
-    if (block < 1) {
-      Log("--distributed_block must be >= 1");
-      return kExitBadConfig;
-    }
-    absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> grid =
-        matrixd::distributed::ScalapackGrid::Create(block);
-    if (!grid.ok()) {
-      Log(absl::StrCat("cannot form the grid: ", grid.status().message()));
-      return kExitBadConfig;
-    }
-    if (mpi->rank() != 0) {
-      // Workers: no gRPC, no metrics; they join the root's grid jobs until it shuts down.
-      const absl::Status served = (*grid)->ServeWorker();
-      if (!served.ok()) {
-        Log(absl::StrCat("rank ", mpi->rank(), ": ", served.message()));
-        mpi->lost()->store(true);
-        return kExitCannotListen;
-      }
-      return 0;
-    }
-    Log(absl::StrCat("distributed: ", mpi->size(), " MPI ranks as a ", (*grid)->shape().rows, "x",
-                     (*grid)->shape().cols, " ScaLAPACK grid"));
-    *backend = matrixd::distributed::MakeDistributedBackend(
-        *std::move(backend), *std::move(grid),
-        {.min_dimension = absl::GetFlag(FLAGS_distributed_min_dimension),
-         .timeout = absl::GetFlag(FLAGS_distributed_timeout),
-         .lost = mpi->lost()});
+    if (mpi->rank() != 0) return RunWorker(*mpi);
   }
 #else
   if (absl::GetFlag(FLAGS_distributed)) {
     Log("--distributed: this build has no distributed mode (MPI and ScaLAPACK were not found)");
     return kExitBadConfig;
+  }
+#endif
+  absl::StatusOr<std::unique_ptr<matrixd::Backend>> backend = BackendFromFlags();
+#ifdef MATRIXD_HAVE_DISTRIBUTED
+  if (mpi != nullptr) {
+    absl::StatusOr<bool> told = mpi->RootReady(backend.ok());
+    if (!told.ok()) {
+      Log(told.status().message());
+      return kExitBadConfig;
+    }
+  }
+#endif
+  if (!backend.ok()) {
+    Log(absl::StrCat("cannot create the backend: ", backend.status().message()));
+    return kExitBadConfig;
+  }
+#ifdef MATRIXD_HAVE_DISTRIBUTED
+  if (mpi != nullptr) {
+    std::string note;
+    absl::StatusOr<std::unique_ptr<matrixd::distributed::ScalapackGrid>> grid =
+        FormGrid((*backend)->name() == "cuda", &note);
+    if (!grid.ok()) {
+      Log(absl::StrCat("cannot form the grid: ", grid.status().message()));
+      return kExitBadConfig;
+    }
+    Log(absl::StrCat("distributed: ", mpi->size(), " MPI ranks as a ", (*grid)->shape().rows, "x",
+                     (*grid)->shape().cols, " grid; engine: ", note));
+    *backend = matrixd::distributed::MakeDistributedBackend(
+        *std::move(backend), *std::move(grid),
+        {.min_dimension = absl::GetFlag(FLAGS_distributed_min_dimension),
+         .timeout = absl::GetFlag(FLAGS_distributed_timeout),
+         .lost = mpi->lost(),
+         .device_block = absl::GetFlag(FLAGS_distributed_gpu_block),
+         .engine_note = note});
   }
 #endif
 

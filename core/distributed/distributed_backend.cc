@@ -68,6 +68,28 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+constexpr int64_t kDeviceGemmBlock = 1024;
+constexpr int64_t kDeviceLuBlock = 512;
+
+// op(a) as a dense float64 copy: the GPU engine multiplies untransposed operands.
+Matrix DenseOperand(const MatrixView& a, bool transpose) {
+  if (!transpose) return Matrix::CopyOf(a);
+  Matrix t(a.cols, a.rows, DType::kFloat64);
+  const auto* in = reinterpret_cast<const double*>(a.data);
+  double* out = t.As<double>().data();
+  constexpr int64_t kTile = 64;  // tiles, so that both sides are read and written in lines
+  for (int64_t i0 = 0; i0 < a.rows; i0 += kTile) {
+    for (int64_t j0 = 0; j0 < a.cols; j0 += kTile) {
+      for (int64_t i = i0; i < std::min(a.rows, i0 + kTile); ++i) {
+        for (int64_t j = j0; j < std::min(a.cols, j0 + kTile); ++j) {
+          out[j * a.rows + i] = in[i * a.cols + j];
+        }
+      }
+    }
+  }
+  return t;
+}
+
 class DistributedBackend final : public BackendWrapper {
  public:
   DistributedBackend(std::unique_ptr<Backend> local, std::unique_ptr<ScalapackGrid> grid,
@@ -75,8 +97,10 @@ class DistributedBackend final : public BackendWrapper {
       : BackendWrapper(std::move(local)),
         grid_(std::move(grid)),
         options_(options),
-        device_(absl::StrCat(target().device(), " + ScaLAPACK grid ", grid_->shape().rows, "x",
-                             grid_->shape().cols, " of MPI ranks")) {}
+        on_device_(grid_->device_engine() != nullptr),
+        device_(on_device_
+                    ? absl::StrCat(GridDevice("cuBLASMp/cuSOLVERMp"), " (Factorize on ScaLAPACK)")
+                    : GridDevice("ScaLAPACK")) {}
 
   ~DistributedBackend() override {
     if (!options_.lost->load()) {
@@ -94,30 +118,45 @@ class DistributedBackend final : public BackendWrapper {
 
   std::string device() const override { return device_; }
 
+  absl::Status Supports(const OperationQuery& query) const override {
+    if (query.operation != Operation::kMultiply ||
+        query.multiply.method != MultiplyMethod::kCublasMp) {
+      return target().Supports(query);
+    }
+    // The local checks (dtype, shapes, limits) of a one-device product, then what the grid takes.
+    OperationQuery single = query;
+    single.multiply.method = MultiplyMethod::kAuto;
+    single.multiply.devices = 1;
+    if (absl::Status s = target().Supports(single); !s.ok()) return s;
+    return CheckCublasMp(query.dtype, query.multiply);
+  }
+
   absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                                                 const DeterminantOptions& options,
                                                 JobControl* control) override {
-    const bool lu =
-        options.method == DeterminantMethod::kAuto || options.method == DeterminantMethod::kLu;
-    if (!lu || options.modulus != 0 || !OnGrid(a, nullptr)) {
+    if (!DeterminantOnGrid(a, options) || a.on_device()) {
       return target().Determinant(a, options, control);
     }
-    GridJobHeader header{.command = GridCommand::kLu, .a_rows = a.rows, .a_cols = a.cols};
+    GridJobHeader header{.command = GridCommand::kLu,
+                         .on_device = on_device_ ? 1 : 0,
+                         .a_rows = a.rows,
+                         .a_cols = a.cols,
+                         .block = on_device_ ? DeviceBlock(kDeviceLuBlock) : 0};
     const auto start = std::chrono::steady_clock::now();
     MATRIXD_ASSIGN_OR_RETURN(GridLu lu_result, RunLu(header, a, nullptr));
     DeterminantResult result;
     result.value = lu_result.determinant;
     result.method_used = DeterminantMethod::kLu;
-    result.stats =
-        Stats("scalapack_pdgetrf", SecondsSince(start), 2.0 / 3.0 * Cube(a.rows), a.size());
+    result.stats = Stats(on_device_ ? "cusolvermp_getrf" : "scalapack_pdgetrf",
+                         on_device_ ? "cuSOLVERMp" : "ScaLAPACK", SecondsSince(start),
+                         2.0 / 3.0 * Cube(a.rows), a.size());
     return result;
   }
 
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
-    // A condition estimate runs on the local backend: pdgecon is not wired to the grid.
-    if (options.kind != FactorizationKind::kLu || options.batch_count > 0 ||
-        options.estimate_condition || !OnGrid(a, rhs)) {
+    if (!FactorizeOnGrid(a, options, rhs) || a.on_device() ||
+        (rhs != nullptr && rhs->on_device())) {
       return target().Factorize(a, options, rhs, control);
     }
     GridJobHeader header{.command = GridCommand::kLu,
@@ -140,30 +179,49 @@ class DistributedBackend final : public BackendWrapper {
     result.singular_column = lu_result.singular_column;
     result.solution = std::move(lu_result.solution);
     const double solve_flops = rhs != nullptr ? 2.0 * Square(a.rows) * rhs->cols : 0.0;
-    result.stats =
-        Stats("scalapack_pdgetrf", SecondsSince(start), 2.0 / 3.0 * Cube(a.rows) + solve_flops,
-              2 * a.size() + (rhs != nullptr ? 2 * rhs->size() : 0));
+    result.stats = Stats("scalapack_pdgetrf", "ScaLAPACK", SecondsSince(start),
+                         2.0 / 3.0 * Cube(a.rows) + solve_flops,
+                         2 * a.size() + (rhs != nullptr ? 2 * rhs->size() : 0));
     return result;
   }
 
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
                                           JobControl* control) override {
-    // Freivalds' check (verify) runs where C is computed, which the grid's pdgemm does not offer:
-    // a verified product runs on the local backend, check included.
-    if (options.block_size > 0 || options.verify || !OnGrid(a, &b)) {
+    if (options.method == MultiplyMethod::kCublasMp) {
+      MATRIXD_RETURN_IF_ERROR(CheckCublasMp(a.dtype, options));
+      if (options_.lost->load()) return Lost();
+      if (a.on_device() || b.on_device()) {
+        return absl::InternalError("method = CUBLASMP was given device operands, not host bytes");
+      }
+    } else if (!MultiplyOnGrid(a, b, options) || a.on_device() || b.on_device()) {
       return target().Multiply(a, b, options, control);
     }
     GridJobHeader header{.command = GridCommand::kMultiply,
                          .transpose_a = options.transpose_a ? 1 : 0,
                          .transpose_b = options.transpose_b ? 1 : 0,
+                         .on_device = on_device_ ? 1 : 0,
                          .a_rows = a.rows,
                          .a_cols = a.cols,
                          .b_rows = b.rows,
-                         .b_cols = b.cols};
+                         .b_cols = b.cols,
+                         .block = on_device_ ? DeviceBlock(kDeviceGemmBlock) : 0};
     const auto start = std::chrono::steady_clock::now();
-    auto a_copy = std::make_shared<Matrix>(Matrix::CopyOf(a));
-    auto b_copy = std::make_shared<Matrix>(Matrix::CopyOf(b));
+    std::shared_ptr<Matrix> a_copy;
+    std::shared_ptr<Matrix> b_copy;
+    if (on_device_) {
+      // cuBLASMp gets op(A) and op(B) as dense operands.
+      a_copy = std::make_shared<Matrix>(DenseOperand(a, options.transpose_a));
+      b_copy = std::make_shared<Matrix>(DenseOperand(b, options.transpose_b));
+      header.transpose_a = header.transpose_b = 0;
+      header.a_rows = a_copy->rows();
+      header.a_cols = a_copy->cols();
+      header.b_rows = b_copy->rows();
+      header.b_cols = b_copy->cols();
+    } else {
+      a_copy = std::make_shared<Matrix>(Matrix::CopyOf(a));
+      b_copy = std::make_shared<Matrix>(Matrix::CopyOf(b));
+    }
     MATRIXD_ASSIGN_OR_RETURN(
         Matrix c, RunOnGrid<Matrix>([header, a_copy, b_copy](
                                         ScalapackGrid& grid) mutable -> absl::StatusOr<Matrix> {
@@ -174,7 +232,8 @@ class DistributedBackend final : public BackendWrapper {
         }));
     const int64_t k = options.transpose_a ? a.rows : a.cols;
     MultiplyResult result;
-    result.stats = Stats("scalapack_pdgemm", SecondsSince(start),
+    result.stats = Stats(on_device_ ? "cublasmp_gemm" : "scalapack_pdgemm",
+                         on_device_ ? "cuBLASMp" : "ScaLAPACK", SecondsSince(start),
                          2.0 * static_cast<double>(c.rows()) * static_cast<double>(c.cols()) *
                              static_cast<double>(k),
                          a.size() + b.size() + c.size());
@@ -182,23 +241,119 @@ class DistributedBackend final : public BackendWrapper {
     return result;
   }
 
+  // Grid jobs read host bytes: a resident operand is copied to the host for them.
+  bool DeterminantReadsOnDevice(const MatrixView& a,
+                                const DeterminantOptions& options) const override {
+    return !DeterminantOnGrid(a, options) && target().DeterminantReadsOnDevice(a, options);
+  }
+  bool MultiplyReadsOnDevice(const MatrixView& a, const MatrixView& b,
+                             const MultiplyOptions& options) const override {
+    return !MultiplyOnGrid(a, b, options) && options.method != MultiplyMethod::kCublasMp &&
+           target().MultiplyReadsOnDevice(a, b, options);
+  }
+  // The grid does not look for NaN or Inf: the caller checks grid operands itself.
+  bool FactorizeChecksFinite(const MatrixView& a, const FactorizeOptions& options,
+                             const MatrixView* rhs) const override {
+    return !FactorizeOnGrid(a, options, rhs) && target().FactorizeChecksFinite(a, options, rhs);
+  }
+
+  // A grid job takes no memory of the local backend's devices, except the GPU engine's parts on
+  // rank 0's GPU (1/R of the operands; admitted on the device the job was placed on).
+  uint64_t DeterminantDeviceBytes(const MatrixView& a,
+                                  const DeterminantOptions& options) const override {
+    if (!DeterminantOnGrid(a, options)) return target().DeterminantDeviceBytes(a, options);
+    return PartBytes(a.size());
+  }
+  uint64_t FactorizeDeviceBytes(const MatrixView& a, const FactorizeOptions& options,
+                                const MatrixView* rhs) const override {
+    if (!FactorizeOnGrid(a, options, rhs)) return target().FactorizeDeviceBytes(a, options, rhs);
+    return 0;
+  }
+  uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
+                               const MultiplyOptions& options) const override {
+    if (!MultiplyOnGrid(a, b, options) && options.method != MultiplyMethod::kCublasMp) {
+      return target().MultiplyDeviceBytes(a, b, options);
+    }
+    const int64_t m = options.transpose_a ? a.cols : a.rows;
+    const int64_t n = options.transpose_b ? b.rows : b.cols;
+    return PartBytes(a.size() + b.size() + m * n);
+  }
+
  private:
   static double Square(int64_t n) { return static_cast<double>(n) * static_cast<double>(n); }
   static double Cube(int64_t n) { return Square(n) * static_cast<double>(n); }
 
-  // Whether a float64 host job of these operands goes to the grid.
-  bool OnGrid(const MatrixView& a, const MatrixView* b) const {
-    if (options_.lost->load() || a.dtype != DType::kFloat64 || a.on_device()) return false;
-    if (b != nullptr && (b->dtype != DType::kFloat64 || b->on_device())) return false;
+  std::string GridDevice(const char* engine) const {
+    return absl::StrCat(target().device(), " + ", engine, " grid ", grid_->shape().rows, "x",
+                        grid_->shape().cols, " of MPI ranks");
+  }
+
+  int64_t DeviceBlock(int64_t fallback) const {
+    return options_.device_block > 0 ? options_.device_block : fallback;
+  }
+
+  // Bytes of rank 0's GPU parts of `elements` float64 elements over the ranks (0 on ScaLAPACK).
+  uint64_t PartBytes(int64_t elements) const {
+    if (!on_device_) return 0;
+    const auto ranks = static_cast<uint64_t>(grid_->shape().size());
+    return (static_cast<uint64_t>(elements) + ranks - 1) / ranks * sizeof(double);
+  }
+
+  // Whether float64 operands of these shapes go to the grid (shapes and dtypes only: the
+  // operand's bytes may still be on a device, then copied to the host by the caller).
+  bool GridSized(const MatrixView& a, const MatrixView* b) const {
+    if (options_.lost->load() || a.dtype != DType::kFloat64) return false;
+    if (b != nullptr && b->dtype != DType::kFloat64) return false;
     int64_t largest = std::max(a.rows, a.cols);
     if (b != nullptr) largest = std::max({largest, b->rows, b->cols});
     return largest >= options_.min_dimension;
   }
 
-  ComputeStats Stats(const char* kernel, double seconds, double flops, int64_t elements) const {
+  bool DeterminantOnGrid(const MatrixView& a, const DeterminantOptions& options) const {
+    const bool lu =
+        options.method == DeterminantMethod::kAuto || options.method == DeterminantMethod::kLu;
+    return lu && options.modulus == 0 && options.devices <= 1 && GridSized(a, nullptr);
+  }
+
+  // A condition estimate runs on the local backend: pdgecon is not wired to the grid.
+  bool FactorizeOnGrid(const MatrixView& a, const FactorizeOptions& options,
+                       const MatrixView* rhs) const {
+    return options.kind == FactorizationKind::kLu && options.batch_count == 0 &&
+           !options.estimate_condition && GridSized(a, rhs);
+  }
+
+  // Freivalds' check (verify) runs where C is computed, which the grid does not offer: a verified
+  // product runs on the local backend, check included; so do products over the local GPUs.
+  bool MultiplyOnGrid(const MatrixView& a, const MatrixView& b,
+                      const MultiplyOptions& options) const {
+    return options.block_size == 0 && !options.verify && !IsMultiDeviceProduct(options) &&
+           GridSized(a, &b);
+  }
+
+  absl::Status CheckCublasMp(DType dtype, const MultiplyOptions& options) const {
+    if (!on_device_) {
+      return absl::UnimplementedError(absl::StrCat(
+          "method = CUBLASMP: this distributed server's grid engine is ",
+          options_.engine_note.empty() ? "ScaLAPACK" : options_.engine_note,
+          "; cuBLASMp needs --backend=cuda, one GPU per MPI rank and a build with the NVIDIA MP "
+          "wheels (docs/distributed.md)"));
+    }
+    if (dtype != DType::kFloat64) {
+      return absl::UnimplementedError(absl::StrCat("a.dtype is ", std::string(DTypeName(dtype)),
+                                                   "; method = CUBLASMP takes float64"));
+    }
+    if (options.block_size > 0 || options.verify) {
+      return absl::UnimplementedError(
+          "block_size and verify are not taken by method = CUBLASMP (the grid's product)");
+    }
+    return absl::OkStatus();
+  }
+
+  ComputeStats Stats(const char* kernel, const char* engine, double seconds, double flops,
+                     int64_t elements) const {
     const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(double);
     return {.backend = std::string(target().name()),
-            .device = device_,
+            .device = GridDevice(engine),
             .seconds = seconds,
             .bytes_moved = bytes,
             .flops = flops,
@@ -250,6 +405,7 @@ class DistributedBackend final : public BackendWrapper {
 
   std::unique_ptr<ScalapackGrid> grid_;
   DistributedBackendOptions options_;
+  bool on_device_;  // the grid has its GPU engine
   std::string device_;
   absl::Mutex grid_mutex_;
   GridThread thread_;  // last: stops before the grid it uses

@@ -23,6 +23,14 @@ absl::StatusOr<std::unique_ptr<MpiSession>> MpiSession::Init(int* argc, char*** 
   return std::unique_ptr<MpiSession>(new MpiSession(rank, size));
 }
 
+absl::StatusOr<bool> MpiSession::RootReady(bool ready) {
+  int flag = ready ? 1 : 0;
+  if (MPI_Bcast(&flag, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    return absl::UnavailableError("MPI_Bcast(root ready) failed");
+  }
+  return flag != 0;
+}
+
 MpiSession::~MpiSession() {
   if (!lost_->load()) MPI_Finalize();
 }

@@ -21,6 +21,10 @@ class MpiSession {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+
+  // Collective: the root's `ready` on every rank (the others' argument is ignored), so that the
+  // workers stop when the root cannot start. UNAVAILABLE for MPI errors.
+  absl::StatusOr<bool> RootReady(bool ready);
   // Set by whoever finds the grid broken; read by the destructor.
   const std::shared_ptr<std::atomic<bool>>& lost() const { return lost_; }
 

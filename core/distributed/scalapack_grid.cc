@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/distributed/mpi_status.h"
 #include "core/distributed/scalapack.h"
 #include "core/status_macros.h"
 
@@ -19,16 +21,6 @@ namespace {
 constexpr int kRoot = 0;
 constexpr int kScatterTag = 17;
 constexpr int kGatherTag = 18;
-
-absl::Status MpiStatus(int code, const char* call) {
-  if (code == MPI_SUCCESS) return absl::OkStatus();
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  return absl::UnavailableError(
-      absl::StrCat(call, " failed: ", std::string(text, static_cast<size_t>(length)),
-                   " (a rank of the grid is gone?)"));
-}
 
 absl::Status CheckIntExtent(int64_t value, const char* what) {
   if (value > std::numeric_limits<int>::max()) {
@@ -41,6 +33,15 @@ absl::Status CheckIntExtent(int64_t value, const char* what) {
 int AsInt(int64_t value) { return static_cast<int>(value); }
 
 }  // namespace
+
+ScaledNumber ScaledFromSignedLog(const SignedLogDeterminant& det) {
+  if (det.sign == 0 || !std::isfinite(det.log_abs)) return ScaledNumber::Zero();
+  // |det| = 2^(log_abs / ln 2) = 2^fraction * 2^exponent, fraction in [0, 1).
+  const double log2_abs = det.log_abs / std::log(2.0);
+  const double exponent = std::floor(log2_abs);
+  return ScaledNumber::FromParts((det.sign < 0 ? -1.0 : 1.0) * std::exp2(log2_abs - exponent),
+                                 static_cast<int64_t>(exponent));
+}
 
 absl::StatusOr<std::unique_ptr<ScalapackGrid>> ScalapackGrid::Create(int64_t block) {
   // Errors come back as return codes, so that a lost rank fails a job instead of the process.
@@ -74,8 +75,12 @@ absl::Status ScalapackGrid::BroadcastHeader(GridJobHeader* header) {
                    "MPI_Bcast(job header)");
 }
 
-BlockCyclicLayout ScalapackGrid::Layout(int64_t rows, int64_t cols) const {
-  return {.rows = rows, .cols = cols, .block = block_, .grid = shape_};
+BlockCyclicLayout ScalapackGrid::Layout(const GridJobHeader& header, int64_t rows,
+                                        int64_t cols) const {
+  return {.rows = rows,
+          .cols = cols,
+          .block = header.block > 0 ? header.block : block_,
+          .grid = shape_};
 }
 
 absl::StatusOr<std::vector<int>> ScalapackGrid::Descriptor(const BlockCyclicLayout& layout) const {
@@ -84,7 +89,7 @@ absl::StatusOr<std::vector<int>> ScalapackGrid::Descriptor(const BlockCyclicLayo
   std::vector<int> desc(9);
   const int m = AsInt(layout.rows);
   const int n = AsInt(layout.cols);
-  const int nb = AsInt(block_);
+  const int nb = AsInt(layout.block);
   const int zero = 0;
   const int lld = AsInt(layout.LocalLeadingDimension(rank_ / shape_.cols));
   int info = 0;
@@ -148,12 +153,27 @@ absl::StatusOr<Matrix> ScalapackGrid::Gather(const BlockCyclicLayout& layout,
 
 absl::StatusOr<Matrix> ScalapackGrid::Multiply(const GridJobHeader& header, const MatrixView* a,
                                                const MatrixView* b) {
-  const BlockCyclicLayout a_layout = Layout(header.a_rows, header.a_cols);
-  const BlockCyclicLayout b_layout = Layout(header.b_rows, header.b_cols);
+  const BlockCyclicLayout a_layout = Layout(header, header.a_rows, header.a_cols);
+  const BlockCyclicLayout b_layout = Layout(header, header.b_rows, header.b_cols);
   const int64_t m = header.transpose_a ? header.a_cols : header.a_rows;
   const int64_t k = header.transpose_a ? header.a_rows : header.a_cols;
   const int64_t n = header.transpose_b ? header.b_rows : header.b_cols;
-  const BlockCyclicLayout c_layout = Layout(m, n);
+  const BlockCyclicLayout c_layout = Layout(header, m, n);
+  if (header.on_device) {
+    // Checked on every rank before any message, so that a refused job leaves the grid in step.
+    if (device_engine_ == nullptr) {
+      return absl::InvalidArgumentError("the grid has no device engine");
+    }
+    if (header.transpose_a || header.transpose_b) {
+      return absl::InvalidArgumentError(
+          "the device engine multiplies untransposed operands (the root transposes them)");
+    }
+    MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter(a_layout, a));
+    MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_b, Scatter(b_layout, b));
+    MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_c,
+                             device_engine_->Multiply(a_layout, b_layout, local_a, local_b));
+    return Gather(c_layout, local_c);
+  }
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_a, Descriptor(a_layout));
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_b, Descriptor(b_layout));
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_c, Descriptor(c_layout));
@@ -179,12 +199,14 @@ absl::StatusOr<Matrix> ScalapackGrid::Multiply(const GridJobHeader& header, cons
 absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const MatrixView* a,
                                          const MatrixView* rhs) {
   const int64_t n = header.a_rows;
-  const BlockCyclicLayout a_layout = Layout(n, n);
+  const BlockCyclicLayout a_layout = Layout(header, n, n);
+  if (header.on_device) return DeviceDeterminant(header, a_layout, a);
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_a, Descriptor(a_layout));
   MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter(a_layout, a));
+  const int64_t nb = a_layout.block;
   const int myrow = rank_ / shape_.cols;
   const int mycol = rank_ % shape_.cols;
-  std::vector<int> ipiv(static_cast<size_t>(a_layout.LocalRows(myrow) + block_));
+  std::vector<int> ipiv(static_cast<size_t>(a_layout.LocalRows(myrow) + nb));
   const int in = AsInt(n);
   const int one = 1;
   int info = 0;
@@ -199,11 +221,11 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
   ScaledNumber diagonal;
   const int64_t ld = a_layout.LocalLeadingDimension(myrow);
   for (int64_t i = 0; i < n; ++i) {
-    if (OwnerOf(i, block_, shape_.rows) != myrow || OwnerOf(i, block_, shape_.cols) != mycol) {
+    if (OwnerOf(i, nb, shape_.rows) != myrow || OwnerOf(i, nb, shape_.cols) != mycol) {
       continue;
     }
-    const int64_t li = LocalIndexOf(i, block_, shape_.rows);
-    const int64_t lj = LocalIndexOf(i, block_, shape_.cols);
+    const int64_t li = LocalIndexOf(i, nb, shape_.rows);
+    const int64_t lj = LocalIndexOf(i, nb, shape_.cols);
     diagonal *= local_a[static_cast<size_t>(lj * ld + li)];
   }
   const std::array<double, 2> part = {diagonal.mantissa().real(),
@@ -217,7 +239,7 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
   std::vector<int64_t> local_pivots(static_cast<size_t>(n), 0);
   if (mycol == 0) {
     for (int64_t li = 0; li < a_layout.LocalRows(myrow); ++li) {
-      const int64_t i = ((li / block_) * shape_.rows + myrow) * block_ + li % block_;
+      const int64_t i = ((li / nb) * shape_.rows + myrow) * nb + li % nb;
       local_pivots[static_cast<size_t>(i)] = ipiv[static_cast<size_t>(li)];
     }
   }
@@ -227,7 +249,7 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
                                     "MPI_Reduce(pivots)"));
 
   if (header.b_cols > 0 && info == 0) {
-    const BlockCyclicLayout b_layout = Layout(header.b_rows, header.b_cols);
+    const BlockCyclicLayout b_layout = Layout(header, header.b_rows, header.b_cols);
     MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_b, Descriptor(b_layout));
     MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_b, Scatter(b_layout, rhs));
     const int nrhs = AsInt(header.b_cols);
@@ -262,6 +284,21 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
     }
   }
   if (!header.want_factors) result.permutation.clear();
+  return result;
+}
+
+absl::StatusOr<GridLu> ScalapackGrid::DeviceDeterminant(const GridJobHeader& header,
+                                                        const BlockCyclicLayout& layout,
+                                                        const MatrixView* a) {
+  if (device_engine_ == nullptr) return absl::InvalidArgumentError("the grid has no device engine");
+  if (header.want_factors || header.b_cols > 0) {
+    return absl::InvalidArgumentError(
+        "the device engine gives the determinant only (no factors, no right-hand side)");
+  }
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter(layout, a));
+  MATRIXD_ASSIGN_OR_RETURN(SignedLogDeterminant det, device_engine_->Determinant(layout, local_a));
+  GridLu result;
+  result.determinant = ScaledFromSignedLog(det);
   return result;
 }
 

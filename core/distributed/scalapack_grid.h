@@ -1,9 +1,12 @@
 // The ranks of one `mpirun` as a ScaLAPACK process grid, and the jobs they run together. Rank 0
 // (the root) holds the operands and the results; it broadcasts a GridJobHeader, scatters the
-// operands block-cyclically, every rank computes its part with ScaLAPACK, and the root gathers
-// the result. The other ranks sit in ServeWorker. Every method here is collective: all ranks call
-// it in the same order, and on the root from one thread at a time. MPI errors come back as
-// UNAVAILABLE (the communicator returns errors instead of aborting); a rank that dies can also
+// operands block-cyclically, every rank computes its part with one of two engines, and the root
+// gathers the result. The engines: ScaLAPACK on the CPU (always), and, when every rank has a GPU
+// and the grid was given a DeviceGridEngine (device_grid_engine.h), cuBLASMp for products and
+// cuSOLVERMp for determinants; the header says which one a job uses, and both share the header,
+// scatter and gather here. The other ranks sit in ServeWorker. Every method here is collective: all
+// ranks call it in the same order, and on the root from one thread at a time. MPI errors come back
+// as UNAVAILABLE (the communicator returns errors instead of aborting); a rank that dies can also
 // leave the others blocked, which the caller must bound with a timeout (see
 // distributed_backend.h).
 #ifndef MATRIXD_CORE_DISTRIBUTED_SCALAPACK_GRID_H_
@@ -12,11 +15,13 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/distributed/block_cyclic.h"
+#include "core/distributed/device_grid_engine.h"
 #include "core/matrix.h"
 #include "core/scaled_number.h"
 
@@ -30,11 +35,19 @@ struct GridJobHeader {
   int32_t transpose_a = 0;   // kMultiply
   int32_t transpose_b = 0;   // kMultiply
   int32_t want_factors = 0;  // kLu: gather L\U and the permutation to the root
+  // 1: the device engine runs the job (kMultiply without transposes; kLu for the determinant
+  // alone: no factors, no right-hand side); 0: ScaLAPACK.
+  int32_t on_device = 0;
   int64_t a_rows = 0;
   int64_t a_cols = 0;
   int64_t b_rows = 0;  // kMultiply: B; kLu: the right-hand side (0 x 0 for none)
   int64_t b_cols = 0;
+  int64_t block = 0;  // of the job's block-cyclic layout; 0: the grid's block()
 };
+
+// det = sign * exp(log_abs) as a ScaledNumber (mantissa and binary exponent), which cannot
+// overflow: Zero for sign 0 or log_abs -inf. REQUIRES: |log_abs| < 1e18 when finite.
+ScaledNumber ScaledFromSignedLog(const SignedLogDeterminant& det);
 
 // An LU of a square float64 matrix over the grid, on the root.
 struct GridLu {
@@ -59,17 +72,27 @@ class ScalapackGrid {
   GridShape shape() const { return shape_; }
   int64_t block() const { return block_; }
 
+  // Gives every rank's grid the GPU engine. Called on every rank, or on none (see
+  // ChooseGridEngine in grid_engine_choice.h); jobs whose header has on_device use it.
+  void SetDeviceEngine(std::unique_ptr<DeviceGridEngine> engine) {
+    device_engine_ = std::move(engine);
+  }
+  DeviceGridEngine* device_engine() const { return device_engine_.get(); }
+
   // The root sends *header; the other ranks receive into it.
   absl::Status BroadcastHeader(GridJobHeader* header);
 
-  // C = op(A) op(B), float64. The root passes A and B (host, row-major) and gets C; the other
-  // ranks pass null and get an empty matrix.
+  // C = op(A) op(B), float64, by pdgemm or (header.on_device, no transposes) cuBLASMp. The root
+  // passes A and B (host, row-major) and gets C; the other ranks pass null and get an empty
+  // matrix. INVALID_ARGUMENT on every rank for a job the engine does not take.
   absl::StatusOr<Matrix> Multiply(const GridJobHeader& header, const MatrixView* a,
                                   const MatrixView* b);
 
   // LU with partial pivoting of a square float64 A (pdgetrf), det(A) from the distributed
   // diagonal and pivots (reduced as mantissa and exponent, so it cannot overflow), and X with
-  // A X = B (pdgetrs) when header.b_cols > 0 and A is not singular. Root as Multiply.
+  // A X = B (pdgetrs) when header.b_cols > 0 and A is not singular. Root as Multiply. With
+  // header.on_device (no factors, no right-hand side) the LU is cuSOLVERMp's and only the
+  // determinant comes back (singular_column unset, lu and permutation empty).
   absl::StatusOr<GridLu> Lu(const GridJobHeader& header, const MatrixView* a,
                             const MatrixView* rhs);
 
@@ -81,11 +104,14 @@ class ScalapackGrid {
   ScalapackGrid(int rank, GridShape shape, int64_t block, int context)
       : rank_(rank), shape_(shape), block_(block), context_(context) {}
 
-  BlockCyclicLayout Layout(int64_t rows, int64_t cols) const;
+  BlockCyclicLayout Layout(const GridJobHeader& header, int64_t rows, int64_t cols) const;
   absl::StatusOr<std::vector<int>> Descriptor(const BlockCyclicLayout& layout) const;
   // Scatters the root's `global` (row-major float64) into every rank's local part.
   absl::StatusOr<std::vector<double>> Scatter(const BlockCyclicLayout& layout,
                                               const MatrixView* global);
+  // The determinant of header.on_device jobs (kLu).
+  absl::StatusOr<GridLu> DeviceDeterminant(const GridJobHeader& header,
+                                           const BlockCyclicLayout& layout, const MatrixView* a);
   // Gathers every rank's local part into a row-major matrix on the root (empty elsewhere).
   absl::StatusOr<Matrix> Gather(const BlockCyclicLayout& layout, const std::vector<double>& local);
 
@@ -93,6 +119,7 @@ class ScalapackGrid {
   GridShape shape_;
   int64_t block_;
   int context_;
+  std::unique_ptr<DeviceGridEngine> device_engine_;  // null: ScaLAPACK only
 };
 
 }  // namespace matrixd::distributed

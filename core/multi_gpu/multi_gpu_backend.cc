@@ -141,9 +141,9 @@ class MultiGpuBackend : public BackendWrapper {
   absl::Status CheckMultiDevice(DType dtype, const MultiplyOptions& options) const {
     if (options.method == MultiplyMethod::kCublasMp) {
       return absl::UnimplementedError(
-          "method = CUBLASMP: cuBLASMp runs one process per GPU, which this server does not "
-          "start yet; use method = CANNON here (matrixd_mp_bench measures cuBLASMp, "
-          "docs/distributed.md)");
+          "method = CUBLASMP: cuBLASMp runs one process per GPU; start the server as `mpirun -n "
+          "R matrixd --distributed --backend=cuda` (one rank per GPU) to use it, or use method "
+          "= CANNON here (docs/distributed.md)");
     }
     const int available = static_cast<int>(devices_.size());
     if (options.devices > available) {

@@ -3,8 +3,8 @@
 // NCCL (core/multi_gpu/cannon_gemm.h), and Determinant with DeterminantOptions::devices > 1
 // (float64, LU, modulus 0) runs MultiGpuLu (core/multi_gpu/multi_gpu_lu.h), on the first
 // `devices` GPUs of the backend; everything else goes to the wrapped backend unchanged. cuBLASMp
-// (method kCublasMp) needs one process per GPU, which the server does not start yet: it answers
-// UNIMPLEMENTED and says where it is measured instead.
+// (method kCublasMp) needs one process per GPU: it answers UNIMPLEMENTED here and says how to
+// start the server with one MPI rank per GPU (core/distributed runs it there).
 //
 // Both read their operands where they lie, host memory or a GPU (operand_source.h), so a
 // resident operand needs no copy to the host. The per-GPU bytes below are what each of the

@@ -1,25 +1,34 @@
 // The distributed backend against the CPU backend on the same inputs, under mpirun: rank 0 runs the
-// tests, the other ranks serve the grid (see main below). Blocks of MATRIXD_TEST_BLOCK (default 4)
-// so that small matrices already span several blocks per rank, and sizes that the grid and the
-// block do not divide, or that are smaller than the grid.
+// tests, the other ranks serve the grid (see main below). With MATRIXD_TEST_DEVICE_ENGINE=1 every
+// rank's grid gets the gathering stand-in for the GPU engine (gathering_device_engine.h), blocks
+// of 3 for its jobs, so that the GPU engine's path through the grid runs without a GPU. Blocks of
+// MATRIXD_TEST_BLOCK (default 4) so that small matrices already span several blocks per rank, and
+// sizes that the grid and the block do not divide, or that are smaller than the grid.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/distributed/distributed_backend.h"
+#include "core/distributed/grid_engine_choice.h"
 #include "core/distributed/mpi_session.h"
 #include "core/distributed/scalapack_grid.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/distributed/gathering_device_engine.h"
 
 namespace matrixd::distributed {
 namespace {
 
 Backend* g_distributed = nullptr;
+bool g_device_engine = false;
+
+// The engine a grid job of this kind names in its stats.
+const char* Engine(const char* on_device) { return g_device_engine ? on_device : "ScaLAPACK"; }
 
 std::unique_ptr<Backend>& Reference() {
   static auto* backend = new std::unique_ptr<Backend>(MakeCpuBackend({.threads = 1}));
@@ -52,7 +61,7 @@ TEST_P(GridMultiply, EqualsSingleProcess) {
       auto single = Reference()->Multiply(a.view(), b.view(), options, &control);
       ASSERT_TRUE(grid.ok()) << grid.status();
       ASSERT_TRUE(single.ok()) << single.status();
-      EXPECT_THAT(grid->stats.device, ::testing::HasSubstr("ScaLAPACK"));
+      EXPECT_THAT(grid->stats.device, ::testing::HasSubstr(Engine("cuBLASMp")));
       EXPECT_LE(MaxAbsDifference(grid->c, single->c), 1e-13 * static_cast<double>(k))
           << "transpose_a " << transpose_a << " transpose_b " << transpose_b;
     }
@@ -74,7 +83,7 @@ TEST_P(GridDeterminant, EqualsSingleProcess) {
   auto single = Reference()->Determinant(a.view(), {}, &control);
   ASSERT_TRUE(grid.ok()) << grid.status();
   ASSERT_TRUE(single.ok()) << single.status();
-  EXPECT_THAT(grid->stats.device, ::testing::HasSubstr("ScaLAPACK"));
+  EXPECT_THAT(grid->stats.device, ::testing::HasSubstr(Engine("cuSOLVERMp")));
   EXPECT_EQ(grid->value.phase(), single->value.phase());
   EXPECT_NEAR(grid->value.log_abs(), single->value.log_abs(), 1e-10 * static_cast<double>(n));
 }
@@ -132,6 +141,71 @@ INSTANTIATE_TEST_SUITE_P(Sizes, GridLuSolve,
                          ::testing::Values(std::make_tuple(1, 1), std::make_tuple(3, 2),
                                            std::make_tuple(17, 3), std::make_tuple(50, 1)));
 
+TEST(GridMultiplyCublasMp, RunsOnTheDeviceEngineOrSaysWhyNot) {
+  const Matrix a = testing::RandomMatrix<double>(7, 9, 1);
+  const Matrix b = testing::RandomMatrix<double>(5, 9, 2);
+  const MultiplyOptions options{.transpose_b = true, .method = MultiplyMethod::kCublasMp};
+  JobControl control;
+  auto grid = g_distributed->Multiply(a.view(), b.view(), options, &control);
+  if (!g_device_engine) {
+    EXPECT_EQ(grid.status().code(), absl::StatusCode::kUnimplemented) << grid.status();
+    EXPECT_THAT(std::string(grid.status().message()), ::testing::HasSubstr("CUBLASMP"));
+    EXPECT_EQ(g_distributed
+                  ->Supports({.operation = Operation::kMultiply,
+                              .rows = 7,
+                              .cols = 9,
+                              .second_rows = 5,
+                              .second_cols = 9,
+                              .multiply = options})
+                  .code(),
+              absl::StatusCode::kUnimplemented);
+    return;
+  }
+  auto single = Reference()->Multiply(a.view(), b.view(), {.transpose_b = true}, &control);
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_THAT(grid->stats.device, ::testing::HasSubstr("cuBLASMp grid"));
+  EXPECT_LE(MaxAbsDifference(grid->c, single->c), 1e-13 * 9);
+}
+
+TEST(GridMultiplyCublasMp, RefusesOtherDTypes) {
+  const Matrix a = testing::RandomMatrix<float>(4, 4, 1);
+  JobControl control;
+  auto grid =
+      g_distributed->Multiply(a.view(), a.view(), {.method = MultiplyMethod::kCublasMp}, &control);
+  EXPECT_EQ(grid.status().code(), absl::StatusCode::kUnimplemented) << grid.status();
+}
+
+TEST(ScaledFromSignedLog, KeepsSignAndMagnitude) {
+  EXPECT_NEAR(ScaledFromSignedLog({.sign = 1, .log_abs = std::log(6.0)}).ToComplex().real(), 6.0,
+              1e-14);
+  EXPECT_NEAR(ScaledFromSignedLog({.sign = -1, .log_abs = std::log(0.375)}).ToComplex().real(),
+              -0.375, 1e-15);
+  // |det| = 10^3000 and 10^-3000: far outside a double, kept as mantissa and exponent.
+  const double huge = 3000 * std::log(10.0);
+  const ScaledNumber big = ScaledFromSignedLog({.sign = -1, .log_abs = huge});
+  EXPECT_NEAR(big.log_abs(), huge, 1e-12 * huge);
+  EXPECT_EQ(big.phase().real(), -1.0);
+  EXPECT_EQ(big.Decimal().exponent10, 3000);
+  EXPECT_NEAR(ScaledFromSignedLog({.sign = 1, .log_abs = -huge}).log_abs(), -huge, 1e-12 * huge);
+}
+
+TEST(ScaledFromSignedLog, SingularIsZero) {
+  EXPECT_TRUE(ScaledFromSignedLog({.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()})
+                  .is_zero());
+  EXPECT_TRUE(ScaledFromSignedLog({.sign = 1, .log_abs = -std::numeric_limits<double>::infinity()})
+                  .is_zero());
+}
+
+TEST(ParseGridEngine, TakesTheThreeNames) {
+  EXPECT_EQ(*ParseGridEngine("auto"), GridEngineKind::kAuto);
+  EXPECT_EQ(*ParseGridEngine("scalapack"), GridEngineKind::kScalapack);
+  EXPECT_EQ(*ParseGridEngine("nvidia_mp"), GridEngineKind::kNvidiaMp);
+  const absl::Status bad = ParseGridEngine("cublasmp").status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()), ::testing::HasSubstr("--distributed_engine"));
+}
+
 TEST(GridLuSolveSingular, FailsWithFailedPrecondition) {
   const Matrix a = Matrix::FromValues<double>(3, 3, std::vector<double>{1, 2, 3, 2, 4, 6, 1, 0, 1});
   const Matrix b = testing::RandomMatrix<double>(3, 1, 3);
@@ -158,10 +232,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(grid.status().message()).c_str());
     return 1;
   }
+  const char* engine_env = std::getenv("MATRIXD_TEST_DEVICE_ENGINE");
+  matrixd::distributed::g_device_engine = engine_env != nullptr && std::string(engine_env) == "1";
+  if (matrixd::distributed::g_device_engine) {
+    (*grid)->SetDeviceEngine(std::make_unique<matrixd::distributed::GatheringDeviceEngine>());
+  }
   if ((*session)->rank() != 0) return (*grid)->ServeWorker().ok() ? 0 : 1;
   std::unique_ptr<matrixd::Backend> backend = matrixd::distributed::MakeDistributedBackend(
       matrixd::MakeCpuBackend({.threads = 1}), *std::move(grid),
-      {.min_dimension = 1, .lost = (*session)->lost()});
+      {.min_dimension = 1, .lost = (*session)->lost(), .device_block = 3});
   matrixd::distributed::g_distributed = backend.get();
   const int result = RUN_ALL_TESTS();
   backend.reset();  // sends kShutdown to the other ranks

@@ -2,7 +2,8 @@
 # End to end on the real binaries: `mpirun -n 2 matrixd --distributed` (a 1x2 ScaLAPACK grid) must
 # give the single-process server's results through matrixctl (a product, a determinant, an LU
 # solve, all float64 and large enough to go to the grid); then, with a rank killed, a product must
-# fail with UNAVAILABLE while rank 0 keeps serving.
+# fail with UNAVAILABLE while rank 0 keeps serving. Also: the GPU engine is refused, with its
+# reason, on the cpu backend.
 #   tests/e2e/distributed_test.sh build/server/matrixd build/client/matrixctl MPIRUN
 set -euo pipefail
 matrixd=$1
@@ -94,7 +95,21 @@ print(f"solve: max |X_grid - X_single| = {err:.3g}")
 sys.exit(0 if a.shape == b.shape and err < 1e-8 else 1)
 PY
 
-# 4. Rank 1 dies: the next grid job fails with UNAVAILABLE (the root's send to it fails, or
+# 4. The GPU engine: on the CPU backend the grid runs ScaLAPACK, so method = CUBLASMP is refused
+# with the reason, and --distributed_engine=nvidia_mp does not start (exit 2, on every rank).
+cublasmp_rc=0
+ctl "$port_grid" multiply --random 100 --seed 1 --multiply_method cublasmp >"$dir/cublasmp.out" 2>&1 ||
+  cublasmp_rc=$?
+[[ $cublasmp_rc -ne 0 ]] && grep -q "UNIMPLEMENTED.*grid engine is ScaLAPACK" "$dir/cublasmp.out" ||
+  fail "method = CUBLASMP on a ScaLAPACK grid: $(cat "$dir/cublasmp.out")"
+nvidia_rc=0
+timeout 60 "$mpirun" --oversubscribe -n 2 "$matrixd" --distributed --distributed_engine=nvidia_mp \
+  "${common[@]}" >"$dir/nvidia_mp.out" 2>&1 || nvidia_rc=$?
+[[ $nvidia_rc -ne 0 && $nvidia_rc -ne 124 ]] && grep -q "distributed_engine=nvidia_mp: rank 0: the server runs the cpu backend" "$dir/nvidia_mp.out" ||
+  fail "--distributed_engine=nvidia_mp on the cpu backend started or said nothing (exit $nvidia_rc)"
+echo "GPU engine refused on the cpu backend, as it should"
+
+# 5. Rank 1 dies: the next grid job fails with UNAVAILABLE (the root's send to it fails, or
 # blocks until --distributed_timeout), and rank 0 keeps serving. The rank is killed before the
 # job starts so that the test does not depend on timing; docs/distributed.md says what a death
 # in the middle of pdgemm does (the same, by the timeout).
