@@ -1,6 +1,7 @@
 #include "core/cuda/cuda_memory_resource.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
@@ -13,6 +14,30 @@ namespace {
 // Whether this thread's last pool allocation failed by an injected fault: the stack's retry then
 // has nothing to reclaim (the fault stands for a device that is really full).
 thread_local bool last_allocation_injected = false;
+
+// Lets every GPU that can reach `device` by peer access read and write the memory of `pool`.
+// Memory of a stream-ordered pool is otherwise accessible from its own GPU only: a job on one GPU
+// could not read a resident matrix held by another (a copy between them fails with
+// cudaErrorInvalidValue), which a job with operands on two GPUs needs.
+absl::Status GrantPeerAccess(cudaMemPool_t pool, int device) {
+  int count = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
+  std::vector<cudaMemAccessDesc> access;
+  for (int peer = 0; peer < count; ++peer) {
+    int can_access = 0;
+    if (peer == device) continue;
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaDeviceCanAccessPeer(&can_access, peer, device));
+    if (can_access == 0) continue;
+    cudaMemAccessDesc desc{};
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id = peer;
+    desc.flags = cudaMemAccessFlagsProtReadWrite;
+    access.push_back(desc);
+  }
+  if (access.empty()) return absl::OkStatus();
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemPoolSetAccess(pool, access.data(), access.size()));
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -40,6 +65,7 @@ absl::StatusOr<std::unique_ptr<CudaAsyncResource>> CudaAsyncResource::Create(int
   uint64_t threshold = max_bytes;
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  MATRIXD_RETURN_IF_ERROR(GrantPeerAccess(pool, device));
   return resource;
 }
 

@@ -29,6 +29,8 @@ class CudaAsyncResource final : public MemoryResource {
   // A pool on `device` whose mapped size is capped at `max_bytes` (a multiple of 2 MiB), keeping up
   // to `max_bytes` of freed memory cached between operations. A driver older than CUDA 12.2 knows
   // no cap: the pool is then uncapped (the LimitingResource above it still holds the limit).
+  // Every GPU with peer access to `device` may read and write the pool's memory (so that a job on
+  // one GPU reads a resident matrix held by another).
   static absl::StatusOr<std::unique_ptr<CudaAsyncResource>> Create(int device, uint64_t max_bytes);
   ~CudaAsyncResource() override;
   CudaAsyncResource(const CudaAsyncResource&) = delete;
