@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "core/cuda/batch_kernels.h"
+#include "core/cuda/device_element.cuh"
 #include "core/cuda/element_bits.cuh"
 
 namespace matrixd::cuda {
@@ -69,47 +70,8 @@ __global__ void BatchedUpperTriangleKernel(const E* __restrict__ factors, int64_
   }
 }
 
-// ---- Arithmetic of the four element types (float2/double2 as complex numbers) ----
+// ---- Arithmetic beyond device_element.cuh (float2/double2 as complex numbers) ----
 
-template <typename E>
-__device__ __forceinline__ E Zero() {
-  return E{};
-}
-template <typename E>
-__device__ __forceinline__ E One();
-template <>
-__device__ __forceinline__ float One<float>() {
-  return 1.0f;
-}
-template <>
-__device__ __forceinline__ double One<double>() {
-  return 1.0;
-}
-template <>
-__device__ __forceinline__ float2 One<float2>() {
-  return make_float2(1.0f, 0.0f);
-}
-template <>
-__device__ __forceinline__ double2 One<double2>() {
-  return make_double2(1.0, 0.0);
-}
-
-__device__ __forceinline__ float Add(float a, float b) { return a + b; }
-__device__ __forceinline__ double Add(double a, double b) { return a + b; }
-__device__ __forceinline__ float2 Add(float2 a, float2 b) {
-  return make_float2(a.x + b.x, a.y + b.y);
-}
-__device__ __forceinline__ double2 Add(double2 a, double2 b) {
-  return make_double2(a.x + b.x, a.y + b.y);
-}
-__device__ __forceinline__ float Sub(float a, float b) { return a - b; }
-__device__ __forceinline__ double Sub(double a, double b) { return a - b; }
-__device__ __forceinline__ float2 Sub(float2 a, float2 b) {
-  return make_float2(a.x - b.x, a.y - b.y);
-}
-__device__ __forceinline__ double2 Sub(double2 a, double2 b) {
-  return make_double2(a.x - b.x, a.y - b.y);
-}
 __device__ __forceinline__ float Mul(float a, float b) { return a * b; }
 __device__ __forceinline__ double Mul(double a, double b) { return a * b; }
 __device__ __forceinline__ float2 Mul(float2 a, float2 b) {
@@ -135,22 +97,6 @@ __device__ __forceinline__ bool IsFinite(float a) { return isfinite(a); }
 __device__ __forceinline__ bool IsFinite(double a) { return isfinite(a); }
 __device__ __forceinline__ bool IsFinite(float2 a) { return isfinite(a.x) && isfinite(a.y); }
 __device__ __forceinline__ bool IsFinite(double2 a) { return isfinite(a.x) && isfinite(a.y); }
-
-// The device type of each host element type.
-template <typename T>
-struct DeviceTypeOf {
-  using Type = T;
-};
-template <>
-struct DeviceTypeOf<std::complex<float>> {
-  using Type = float2;
-};
-template <>
-struct DeviceTypeOf<std::complex<double>> {
-  using Type = double2;
-};
-template <typename T>
-using DeviceType = typename DeviceTypeOf<T>::Type;
 
 // ---- Q from the reflectors ----
 

@@ -27,6 +27,7 @@
 #include "core/cuda/blocking_event.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/device_element.cuh"
 #include "core/cuda/freivalds.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
@@ -93,24 +94,10 @@ __global__ void __launch_bounds__(kScanThreads)
   }
 }
 
-// The device element type with the same bytes as the host type T.
-template <typename T>
-struct DeviceElement {
-  using Type = T;
-};
-template <>
-struct DeviceElement<std::complex<float>> {
-  using Type = float2;
-};
-template <>
-struct DeviceElement<std::complex<double>> {
-  using Type = double2;
-};
-
 template <typename T>
 cudaError_t LaunchMarkNonZeroBlocks(const void* x, int64_t rows, int64_t cols, int64_t block,
                                     uint8_t* flags, int multiprocessors, cudaStream_t stream) {
-  using E = typename DeviceElement<T>::Type;
+  using E = DeviceType<T>;
   // Enough blocks for ~32 per multiprocessor; the rows are shared out across grid.y.
   const int64_t column_blocks = std::min<int64_t>(CeilDiv(cols, kScanThreads), int64_t{1} << 20);
   const int64_t row_blocks = std::clamp<int64_t>(32 * int64_t{multiprocessors} / column_blocks, 1,

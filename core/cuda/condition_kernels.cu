@@ -4,6 +4,7 @@
 
 #include "core/condition_estimate_start.h"
 #include "core/cuda/condition_kernels.h"
+#include "core/cuda/device_element.cuh"
 
 namespace matrixd::cuda {
 namespace {
@@ -12,23 +13,6 @@ constexpr int kThreads = 256;
 constexpr int kWarpSize = 32;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int64_t kMaxBlocks = 1024;
-
-// The device element type of a host element type (std::complex<R> shares float2/double2's
-// layout).
-template <typename T>
-struct DeviceOf {
-  using type = T;
-};
-template <>
-struct DeviceOf<std::complex<float>> {
-  using type = float2;
-};
-template <>
-struct DeviceOf<std::complex<double>> {
-  using type = double2;
-};
-template <typename T>
-using DeviceType = typename DeviceOf<T>::type;
 
 template <typename E>
 __device__ __forceinline__ E FromReal(double v);
@@ -48,11 +32,6 @@ template <>
 __device__ __forceinline__ double2 FromReal<double2>(double v) {
   return make_double2(v, 0.0);
 }
-
-__device__ __forceinline__ double Magnitude(float x) { return fabs(static_cast<double>(x)); }
-__device__ __forceinline__ double Magnitude(double x) { return fabs(x); }
-__device__ __forceinline__ double Magnitude(float2 z) { return hypot(double{z.x}, double{z.y}); }
-__device__ __forceinline__ double Magnitude(double2 z) { return hypot(z.x, z.y); }
 
 // The host block's UnitOf (core/condition_estimate.cc).
 __device__ __forceinline__ float Sign(float x) { return x >= 0.0f ? 1.0f : -1.0f; }

@@ -42,9 +42,9 @@ template <typename T>
 absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::Cholesky(DeviceContext& context,
                                                                       const T* factor, int64_t n,
                                                                       int64_t ld) {
-  DeviceFactorSolves solves(context, n);
-  solves.AddFactor({.a = factor, .n = n, .lda = ld, .lower = false, .unit_diagonal = false});
-  solves.stages_ = {{.factor = 0, .adjoint = true}, {.factor = 0, .adjoint = false}};
+  // A = R^H R: UpperTriangle's one stage (R) with a stage R^H put before it.
+  MATRIXD_ASSIGN_OR_RETURN(DeviceFactorSolves solves, UpperTriangle(context, factor, n, ld));
+  solves.stages_.insert(solves.stages_.begin(), Stage{.factor = 0, .adjoint = true});
   return solves;
 }
 

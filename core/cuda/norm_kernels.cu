@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "core/cuda/device_element.cuh"
 #include "core/cuda/norm_kernels.h"
 
 namespace matrixd::cuda {
@@ -8,11 +9,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarpSize = 32;
 constexpr int64_t kMaxBlocks = int64_t{1} << 16;
-
-__device__ __forceinline__ double Magnitude(float x) { return fabs(static_cast<double>(x)); }
-__device__ __forceinline__ double Magnitude(double x) { return fabs(x); }
-__device__ __forceinline__ double Magnitude(float2 z) { return hypot(double{z.x}, double{z.y}); }
-__device__ __forceinline__ double Magnitude(double2 z) { return hypot(z.x, z.y); }
 
 // One block per column (grid-stride over columns): a column is contiguous, so the block's loads
 // are coalesced; the partial sums meet through warp shuffles and one shared array, in a fixed

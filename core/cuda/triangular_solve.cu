@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cuda/atomic>
 
+#include "core/cuda/device_element.cuh"
 #include "core/cuda/triangular_solve.h"
 
 // The synchronization-free dense triangular solve (the scheme of Liu et al.'s sparse SpTRSV, on
@@ -42,68 +43,7 @@ struct Shape {
 using Shape64 = Shape<64, 256, true>;
 using Shape128 = Shape<128, 512, false>;
 
-template <typename T>
-struct DeviceOf {
-  using type = T;
-};
-template <>
-struct DeviceOf<std::complex<float>> {
-  using type = float2;
-};
-template <>
-struct DeviceOf<std::complex<double>> {
-  using type = double2;
-};
-template <typename T>
-using DeviceType = typename DeviceOf<T>::type;
-
-// ---- Arithmetic on float, double, float2 and double2 (complex) ----
-
-template <typename E>
-__device__ __forceinline__ E Zero() {
-  return E{};
-}
-template <typename E>
-__device__ __forceinline__ E One();
-template <>
-__device__ __forceinline__ float One<float>() {
-  return 1.0f;
-}
-template <>
-__device__ __forceinline__ double One<double>() {
-  return 1.0;
-}
-template <>
-__device__ __forceinline__ float2 One<float2>() {
-  return make_float2(1.0f, 0.0f);
-}
-template <>
-__device__ __forceinline__ double2 One<double2>() {
-  return make_double2(1.0, 0.0);
-}
-
-__device__ __forceinline__ float Conj(float x) { return x; }
-__device__ __forceinline__ double Conj(double x) { return x; }
-__device__ __forceinline__ float2 Conj(float2 z) { return make_float2(z.x, -z.y); }
-__device__ __forceinline__ double2 Conj(double2 z) { return make_double2(z.x, -z.y); }
-
-__device__ __forceinline__ float Add(float a, float b) { return a + b; }
-__device__ __forceinline__ double Add(double a, double b) { return a + b; }
-__device__ __forceinline__ float2 Add(float2 a, float2 b) {
-  return make_float2(a.x + b.x, a.y + b.y);
-}
-__device__ __forceinline__ double2 Add(double2 a, double2 b) {
-  return make_double2(a.x + b.x, a.y + b.y);
-}
-
-__device__ __forceinline__ float Sub(float a, float b) { return a - b; }
-__device__ __forceinline__ double Sub(double a, double b) { return a - b; }
-__device__ __forceinline__ float2 Sub(float2 a, float2 b) {
-  return make_float2(a.x - b.x, a.y - b.y);
-}
-__device__ __forceinline__ double2 Sub(double2 a, double2 b) {
-  return make_double2(a.x - b.x, a.y - b.y);
-}
+// ---- Arithmetic on float, double, float2 and double2 beyond device_element.cuh ----
 
 // c + a b.
 __device__ __forceinline__ float MulAdd(float a, float b, float c) { return fmaf(a, b, c); }

@@ -28,15 +28,49 @@ v1::MultiplyRequest SquareProduct(int n) {
   return request;
 }
 
-TEST(MultiDeviceAdmission, PlacesJobsOnTheDeviceWithRoomAndTellsTheBackend) {
-  auto owned = std::make_unique<FakeDeviceBackend>(2);
-  FakeDeviceBackend& backend = *owned;
+// A server over `backend` on a free loopback port with 4 workers, more than the jobs a test runs
+// at once: a job that waits waits for device memory, not for a worker.
+absl::StatusOr<std::unique_ptr<MatrixServer>> StartServer(
+    std::unique_ptr<FakeDeviceBackend> backend) {
   ServerOptions options;
   options.listen_address = "127.0.0.1:0";
   options.limits = TestLimits();
   options.scheduler.workers = 4;
-  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
-      MatrixServer::Start(std::move(owned), options);
+  return MatrixServer::Start(std::move(backend), options);
+}
+
+// Lets the backend's held jobs finish and joins the client threads at the end of a test, also
+// when an ASSERT ends it early.
+struct ReleaseAndJoin {
+  FakeDeviceBackend& backend;
+  std::vector<std::thread>& threads;
+  ~ReleaseAndJoin() {
+    backend.Release();
+    for (std::thread& thread : threads) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+};
+
+// Starts the 300-byte product SquareProduct(3) on a new thread of `threads`, its result into
+// `*response`, and expects it to stay queued (no device has room for it).
+void ExpectProductWaits(Client& client, MatrixServer& server, std::vector<std::thread>& threads,
+                        absl::StatusOr<v1::MultiplyResponse>* response) {
+  // Shared with the thread: it notifies after the backend lets the held jobs go, which is after
+  // this function returns.
+  auto done = std::make_shared<absl::Notification>();
+  threads.emplace_back([&client, response, done] {
+    *response = client.Multiply(SquareProduct(3));
+    done->Notify();
+  });
+  EXPECT_FALSE(done->WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  EXPECT_EQ(server.scheduler().queued(), 1);
+}
+
+TEST(MultiDeviceAdmission, PlacesJobsOnTheDeviceWithRoomAndTellsTheBackend) {
+  auto owned = std::make_unique<FakeDeviceBackend>(2);
+  FakeDeviceBackend& backend = *owned;
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server = StartServer(std::move(owned));
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_NE((*server)->memory_admission(1), nullptr);
   EXPECT_EQ((*server)->memory_admission(2), nullptr);
@@ -49,16 +83,7 @@ TEST(MultiDeviceAdmission, PlacesJobsOnTheDeviceWithRoomAndTellsTheBackend) {
   std::vector<absl::StatusOr<v1::MultiplyResponse>> held(2, absl::UnknownError("not run"));
   absl::StatusOr<v1::MultiplyResponse> waiter = absl::UnknownError("not run");
   std::vector<std::thread> threads;
-  struct Cleanup {
-    FakeDeviceBackend& backend;
-    std::vector<std::thread>& threads;
-    ~Cleanup() {
-      backend.Release();
-      for (std::thread& thread : threads) {
-        if (thread.joinable()) thread.join();
-      }
-    }
-  } cleanup{backend, threads};
+  const ReleaseAndJoin cleanup{backend, threads};
 
   // Two 800-byte products: neither fits next to the other on one device.
   for (int i = 0; i < 2; ++i) {
@@ -71,13 +96,7 @@ TEST(MultiDeviceAdmission, PlacesJobsOnTheDeviceWithRoomAndTellsTheBackend) {
   EXPECT_EQ(admitted(1), 800.0);
 
   // 300 bytes fit on neither device now: the job waits with workers free.
-  absl::Notification waiter_done;
-  threads.emplace_back([&] {
-    waiter = client.Multiply(SquareProduct(3));
-    waiter_done.Notify();
-  });
-  EXPECT_FALSE(waiter_done.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
-  EXPECT_EQ((*server)->scheduler().queued(), 1);
+  ExpectProductWaits(client, **server, threads, &waiter);
 
   backend.Release();
   for (std::thread& thread : threads) thread.join();
@@ -96,12 +115,7 @@ TEST(MultiDeviceAdmission, PlacesJobsOnTheDeviceWithRoomAndTellsTheBackend) {
 TEST(MultiDeviceAdmission, AJobOnAResidentMatrixRunsOnItsDevice) {
   auto owned = std::make_unique<FakeDeviceBackend>(2);
   FakeDeviceBackend& backend = *owned;
-  ServerOptions options;
-  options.listen_address = "127.0.0.1:0";
-  options.limits = TestLimits();
-  options.scheduler.workers = 4;
-  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
-      MatrixServer::Start(std::move(owned), options);
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server = StartServer(std::move(owned));
   ASSERT_TRUE(server.ok()) << server.status();
   Client client((*server)->address());
   std::vector<std::string> handles;
@@ -133,27 +147,13 @@ TEST(MultiDeviceAdmission, AJobOnAResidentMatrixRunsOnItsDevice) {
 TEST(MultiDeviceAdmission, AJobOverSeveralDevicesHoldsItsMemoryOnEachOfThem) {
   auto owned = std::make_unique<FakeDeviceBackend>(2);
   FakeDeviceBackend& backend = *owned;
-  ServerOptions options;
-  options.listen_address = "127.0.0.1:0";
-  options.limits = TestLimits();
-  options.scheduler.workers = 4;
-  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
-      MatrixServer::Start(std::move(owned), options);
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server = StartServer(std::move(owned));
   ASSERT_TRUE(server.ok()) << server.status();
   Client client((*server)->address());
   absl::StatusOr<v1::MultiplyResponse> spread = absl::UnknownError("not run");
   absl::StatusOr<v1::MultiplyResponse> waiter = absl::UnknownError("not run");
   std::vector<std::thread> threads;
-  struct Cleanup {
-    FakeDeviceBackend& backend;
-    std::vector<std::thread>& threads;
-    ~Cleanup() {
-      backend.Release();
-      for (std::thread& thread : threads) {
-        if (thread.joinable()) thread.join();
-      }
-    }
-  } cleanup{backend, threads};
+  const ReleaseAndJoin cleanup{backend, threads};
 
   threads.emplace_back([&] {
     v1::MultiplyRequest request = SquareProduct(8);
@@ -165,13 +165,7 @@ TEST(MultiDeviceAdmission, AJobOverSeveralDevicesHoldsItsMemoryOnEachOfThem) {
   EXPECT_EQ((*server)->memory_admission(0)->reserved(), 800u);
   EXPECT_EQ((*server)->memory_admission(1)->reserved(), 800u);
 
-  absl::Notification waiter_done;
-  threads.emplace_back([&] {
-    waiter = client.Multiply(SquareProduct(3));
-    waiter_done.Notify();
-  });
-  EXPECT_FALSE(waiter_done.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
-  EXPECT_EQ((*server)->scheduler().queued(), 1);
+  ExpectProductWaits(client, **server, threads, &waiter);
 
   backend.Release();
   for (std::thread& thread : threads) thread.join();
@@ -186,11 +180,8 @@ TEST(MultiDeviceAdmission, AJobOverSeveralDevicesHoldsItsMemoryOnEachOfThem) {
 }
 
 TEST(MultiDeviceAdmission, AJobOverMoreDevicesThanTheServerHasIsRefused) {
-  ServerOptions options;
-  options.listen_address = "127.0.0.1:0";
-  options.limits = TestLimits();
   absl::StatusOr<std::unique_ptr<MatrixServer>> server =
-      MatrixServer::Start(std::make_unique<FakeDeviceBackend>(2), options);
+      StartServer(std::make_unique<FakeDeviceBackend>(2));
   ASSERT_TRUE(server.ok()) << server.status();
   Client client((*server)->address());
   v1::MultiplyRequest request = SquareProduct(3);
