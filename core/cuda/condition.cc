@@ -47,7 +47,9 @@ absl::StatusOr<double> DeviceOneNorm::Value(DeviceContext& context, ComputeStats
 namespace {
 
 // The estimator's block on the device: X (the vectors solved), S and S_old (sign blocks), all
-// column-major n x t; h (n doubles); and two small result areas, downloaded after each solve.
+// column-major n x t, and two small result areas, downloaded after each solve. Between a solve
+// and its download runs one kernel: LaunchEstimateSolveSummary after A^-1,
+// LaunchEstimateLargestRows after A^-H.
 template <typename T>
 class DeviceInverseNormBlock final : public InverseNormBlock {
  public:
@@ -58,15 +60,12 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer x, context.Allocate(bytes));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer s, context.Allocate(bytes));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer s_old, context.Allocate(bytes));
-    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer h,
-                             context.Allocate(static_cast<size_t>(n) * sizeof(double)));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer solved, context.Allocate(sizeof(SolveSummary)));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ranked, context.Allocate(sizeof(AdjointSummary)));
     // S starts as zero (the first Solve makes it S_old): nothing is parallel to it.
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.data(), 0, bytes, context.stream()));
     return DeviceInverseNormBlock(context, n, t, apply, std::move(x), std::move(s),
-                                  std::move(s_old), std::move(h), std::move(solved),
-                                  std::move(ranked));
+                                  std::move(s_old), std::move(solved), std::move(ranked));
   }
 
   int64_t rows() const override { return n_; }
@@ -88,14 +87,18 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
     MATRIXD_RETURN_IF_ERROR(apply_(false, x_.data(), t_));
     std::swap(s_, s_old_);
     auto* summary = solved_.as<SolveSummary>();
-    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateNormsAndSigns(x_.as<const T>(), n_, t_,
-                                                             summary->norms, s_.as<T>(), stream()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateSolveSummary(
+        x_.as<const T>(), s_old_.as<const T>(), n_, t_, summary->norms, s_.as<T>(),
+        kIsComplex<T> ? nullptr : summary->products, stream()));
     return DownloadSolveSummary(norms, products);
   }
 
   absl::Status ResampleSigns(int column, uint64_t draw, std::span<double> products) override {
     if constexpr (!kIsComplex<T>) {
       MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateResample(s_.as<T>(), n_, column, draw, stream()));
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          LaunchEstimateSignProducts(s_.as<const T>(), s_old_.as<const T>(), n_, t_,
+                                     solved_.as<SolveSummary>()->products, stream()));
     }
     std::array<double, kMaxEstimateColumns> norms{};
     return DownloadSolveSummary(std::span<double>(norms.data(), static_cast<size_t>(t_)), products);
@@ -108,9 +111,9 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
     MATRIXD_RETURN_IF_ERROR(apply_(true, x_.data(), t_));
     auto* summary = ranked_.as<AdjointSummary>();
     const int count = static_cast<int>(largest.size());
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        LaunchEstimateLargestRows(x_.as<const T>(), n_, t_, h_.as<double>(), count, RowsOf(at_rows),
-                                  summary->values, summary->rows, summary->at, stream()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateLargestRows(x_.as<const T>(), n_, t_, count,
+                                                           RowsOf(at_rows), summary->values,
+                                                           summary->rows, summary->at, stream()));
     AdjointSummary host;
     MATRIXD_RETURN_IF_ERROR(context_->Download(ranked_, &host, sizeof(host)));
     for (int r = 0; r < count; ++r)
@@ -132,8 +135,8 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
   static_assert(kMaxEstimateRanked == kMaxRankedRows);
 
   DeviceInverseNormBlock(DeviceContext& context, int64_t n, int t, DeviceInverseApply apply,
-                         DeviceBuffer x, DeviceBuffer s, DeviceBuffer s_old, DeviceBuffer h,
-                         DeviceBuffer solved, DeviceBuffer ranked)
+                         DeviceBuffer x, DeviceBuffer s, DeviceBuffer s_old, DeviceBuffer solved,
+                         DeviceBuffer ranked)
       : context_(&context),
         n_(n),
         t_(t),
@@ -141,7 +144,6 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
         x_(std::move(x)),
         s_(std::move(s)),
         s_old_(std::move(s_old)),
-        h_(std::move(h)),
         solved_(std::move(solved)),
         ranked_(std::move(ranked)) {}
 
@@ -154,13 +156,8 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
     return out;
   }
 
-  // The products of the current signs (real T), then the norms and products come back.
+  // The norms and (real T) the sign products, queued before, come back.
   absl::Status DownloadSolveSummary(std::span<double> norms, std::span<double> products) {
-    auto* summary = solved_.as<SolveSummary>();
-    if constexpr (!kIsComplex<T>) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchEstimateSignProducts(
-          s_.as<const T>(), s_old_.as<const T>(), n_, t_, summary->products, stream()));
-    }
     SolveSummary host{};
     MATRIXD_RETURN_IF_ERROR(context_->Download(solved_, &host, sizeof(host)));
     std::copy_n(host.norms, norms.size(), norms.begin());
@@ -175,7 +172,6 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
   DeviceBuffer x_;
   DeviceBuffer s_;
   DeviceBuffer s_old_;
-  DeviceBuffer h_;
   DeviceBuffer solved_;
   DeviceBuffer ranked_;
 };

@@ -1,6 +1,7 @@
 #include <cfloat>
 #include <complex>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/condition_estimate_start.h"
 #include "core/cuda/condition_kernels.h"
@@ -99,21 +100,42 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One block per column: its 1-norm, and its signs.
+// Blocks [0, t): column j's 1-norm, and its signs into s. Real E, with products: blocks
+// [t, t + 2 t^2) the sign products of SignProductsKernel below, with the new signs taken from x
+// itself (the same +-1 the first blocks write), so that one launch follows the solve.
 template <typename E>
 __global__ void __launch_bounds__(kThreads)
-    NormsAndSignsKernel(const E* __restrict__ x, int64_t n, double* __restrict__ norms,
-                        E* __restrict__ s) {
+    SolveSummaryKernel(const E* __restrict__ x, const E* __restrict__ s_old, int64_t n, int t,
+                       double* __restrict__ norms, E* __restrict__ s,
+                       double* __restrict__ products) {
   __shared__ double partial[kWarps];
-  const int64_t offset = blockIdx.x * n;
+  const int b = static_cast<int>(blockIdx.x);
   double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const E v = x[offset + i];
-    sum += Magnitude(v);
-    s[offset + i] = Sign(v);
+  if (b < t) {
+    const int64_t offset = b * n;
+    for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+      const E v = x[offset + i];
+      sum += Magnitude(v);
+      s[offset + i] = Sign(v);
+    }
+    sum = BlockSum(sum, partial);
+    if (threadIdx.x == 0) norms[b] = sum;
+    return;
   }
-  sum = BlockSum(sum, partial);
-  if (threadIdx.x == 0) norms[blockIdx.x] = sum;
+  if constexpr (std::is_floating_point_v<E>) {
+    const int p = b - t;
+    const int i = (p % (t * t)) / t;
+    const int j = p % t;
+    const E* a = x + i * n;
+    const bool against_old = p < t * t;
+    const E* other = (against_old ? s_old : x) + j * n;
+    for (int64_t r = threadIdx.x; r < n; r += kThreads) {
+      const double o = against_old ? AsDouble(other[r]) : AsDouble(Sign(other[r]));
+      sum += AsDouble(Sign(a[r])) * o;
+    }
+    sum = BlockSum(sum, partial);
+    if (threadIdx.x == 0) products[p] = sum;
+  }
 }
 
 // One block per product: blocks [0, t^2) against s_old, [t^2, 2 t^2) against s.
@@ -151,18 +173,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// h_i := max_j |x(i, j)|, NaN when any is NaN.
 template <typename E>
-__global__ void __launch_bounds__(kThreads)
-    RowMaximaKernel(const E* __restrict__ x, int64_t n, int t, double* __restrict__ h) {
-  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * kThreads) {
-    double value = 0.0;
-    for (int j = 0; j < t; ++j) {
-      const double magnitude = Magnitude(x[j * n + i]);
-      value = isnan(magnitude) || isnan(value) ? magnitude + value : fmax(value, magnitude);
-    }
-    h[i] = value;
+__device__ __forceinline__ double RowMaximum(const E* __restrict__ x, int64_t n, int t, int64_t i) {
+  double value = 0.0;
+  for (int j = 0; j < t; ++j) {
+    const double magnitude = Magnitude(x[j * n + i]);
+    value = isnan(magnitude) || isnan(value) ? magnitude + value : fmax(value, magnitude);
   }
+  return value;
 }
 
 // The host block's RanksBefore: larger first, NaN below every number, ties to the lower row.
@@ -174,10 +193,12 @@ __device__ __forceinline__ bool RanksBefore(double va, int64_t ra, double vb, in
 }
 
 // One block: every thread keeps the `count` best of its rows (strided, so in increasing row
-// order), then `count` rounds each pick the best of the threads' heads (warp shuffles, then the
-// warps' winners in order).
+// order; h_i taken from x as it goes, so that no other kernel runs between the solve and the
+// download), then `count` rounds each pick the best of the threads' heads (warp shuffles, then
+// the warps' winners in order).
+template <typename E>
 __global__ void __launch_bounds__(kThreads)
-    LargestRowsKernel(const double* __restrict__ h, int64_t n, int count, EstimateRows at_rows,
+    LargestRowsKernel(const E* __restrict__ x, int64_t n, int t, int count, EstimateRows at_rows,
                       double* __restrict__ values, int64_t* __restrict__ rows,
                       double* __restrict__ at) {
   __shared__ double warp_value[kWarps];
@@ -187,7 +208,7 @@ __global__ void __launch_bounds__(kThreads)
   int64_t r[kMaxEstimateRanked];
   int size = 0;
   for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const double value = h[i];
+    const double value = RowMaximum(x, n, t, i);
     if (size == count && !RanksBefore(value, i, v[count - 1], r[count - 1])) continue;
     int p = size < count ? size++ : count - 1;
     while (p > 0 && RanksBefore(value, i, v[p - 1], r[p - 1])) {
@@ -233,7 +254,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    for (int j = 0; j < at_rows.count; ++j) at[j] = h[at_rows.row[j]];
+    for (int j = 0; j < at_rows.count; ++j) at[j] = RowMaximum(x, n, t, at_rows.row[j]);
   }
 }
 
@@ -256,11 +277,14 @@ cudaError_t LaunchEstimateUnitColumns(T* x, int64_t n, int t, EstimateRows rows,
 }
 
 template <typename T>
-cudaError_t LaunchEstimateNormsAndSigns(const T* x, int64_t n, int t, double* norms, T* s,
-                                        cudaStream_t stream) {
+cudaError_t LaunchEstimateSolveSummary(const T* x, const T* s_old, int64_t n, int t, double* norms,
+                                       T* s, double* products, cudaStream_t stream) {
   using E = DeviceType<T>;
-  NormsAndSignsKernel<E><<<t, kThreads, 0, stream>>>(reinterpret_cast<const E*>(x), n, norms,
-                                                     reinterpret_cast<E*>(s));
+  constexpr bool kReal = std::is_floating_point_v<E>;
+  const int blocks = kReal && products != nullptr ? t + 2 * t * t : t;
+  SolveSummaryKernel<E><<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const E*>(x),
+                                                         reinterpret_cast<const E*>(s_old), n, t,
+                                                         norms, reinterpret_cast<E*>(s), products);
   return cudaGetLastError();
 }
 
@@ -288,13 +312,12 @@ cudaError_t LaunchEstimateScaledCopy(const T* s, T* x, int64_t elements, double 
 }
 
 template <typename T>
-cudaError_t LaunchEstimateLargestRows(const T* x, int64_t n, int t, double* h, int count,
-                                      EstimateRows at_rows, double* values, int64_t* rows,
-                                      double* at, cudaStream_t stream) {
+cudaError_t LaunchEstimateLargestRows(const T* x, int64_t n, int t, int count, EstimateRows at_rows,
+                                      double* values, int64_t* rows, double* at,
+                                      cudaStream_t stream) {
   using E = DeviceType<T>;
-  RowMaximaKernel<E><<<BlocksFor(n), kThreads, 0, stream>>>(reinterpret_cast<const E*>(x), n, t, h);
-  if (const cudaError_t error = cudaGetLastError(); error != cudaSuccess) return error;
-  LargestRowsKernel<<<1, kThreads, 0, stream>>>(h, n, count, at_rows, values, rows, at);
+  LargestRowsKernel<E><<<1, kThreads, 0, stream>>>(reinterpret_cast<const E*>(x), n, t, count,
+                                                   at_rows, values, rows, at);
   return cudaGetLastError();
 }
 
@@ -302,12 +325,11 @@ cudaError_t LaunchEstimateLargestRows(const T* x, int64_t n, int t, double* h, i
   template cudaError_t LaunchEstimateStart<T>(T*, int64_t, int, double, cudaStream_t);           \
   template cudaError_t LaunchEstimateUnitColumns<T>(T*, int64_t, int, EstimateRows, double,      \
                                                     cudaStream_t);                               \
-  template cudaError_t LaunchEstimateNormsAndSigns<T>(const T*, int64_t, int, double*, T*,       \
-                                                      cudaStream_t);                             \
+  template cudaError_t LaunchEstimateSolveSummary<T>(const T*, const T*, int64_t, int, double*,  \
+                                                     T*, double*, cudaStream_t);                 \
   template cudaError_t LaunchEstimateScaledCopy<T>(const T*, T*, int64_t, double, cudaStream_t); \
-  template cudaError_t LaunchEstimateLargestRows<T>(const T*, int64_t, int, double*, int,        \
-                                                    EstimateRows, double*, int64_t*, double*,    \
-                                                    cudaStream_t);
+  template cudaError_t LaunchEstimateLargestRows<T>(const T*, int64_t, int, int, EstimateRows,   \
+                                                    double*, int64_t*, double*, cudaStream_t);
 MATRIXD_INSTANTIATE_ESTIMATE_KERNELS(float)
 MATRIXD_INSTANTIATE_ESTIMATE_KERNELS(double)
 MATRIXD_INSTANTIATE_ESTIMATE_KERNELS(std::complex<float>)

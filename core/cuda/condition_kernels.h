@@ -31,11 +31,14 @@ template <typename T>
 cudaError_t LaunchEstimateUnitColumns(T* x, int64_t n, int t, EstimateRows rows, double scale,
                                       cudaStream_t stream);
 
-// norms[j] := ||x(:, j)||_1, j < t; then s := sign(x) (+-1 for real T, +1 for 0 and NaN -> -1 as
-// the host's x >= 0 test; z / |z| for complex T, 1 where |z| is below the smallest normal double).
+// norms[j] := ||x(:, j)||_1, j < t; s := sign(x) (+-1 for real T, +1 for 0 and NaN -> -1 as
+// the host's x >= 0 test; z / |z| for complex T, 1 where |z| is below the smallest normal
+// double); and for real T with products non-null, the sign products of
+// LaunchEstimateSignProducts below of the new s against s_old, in the same launch. s and s_old
+// must not overlap; s_old is not read for complex T or null products.
 template <typename T>
-cudaError_t LaunchEstimateNormsAndSigns(const T* x, int64_t n, int t, double* norms, T* s,
-                                        cudaStream_t stream);
+cudaError_t LaunchEstimateSolveSummary(const T* x, const T* s_old, int64_t n, int t, double* norms,
+                                       T* s, double* products, cudaStream_t stream);
 
 // Real T only: products[i t + j] := s(:, i)^T s_old(:, j), products[t^2 + i t + j] :=
 // s(:, i)^T s(:, j), exact for +-1 entries.
@@ -52,14 +55,14 @@ template <typename T>
 cudaError_t LaunchEstimateScaledCopy(const T* s, T* x, int64_t elements, double scale,
                                      cudaStream_t stream);
 
-// h_i := max_j |x(i, j)| (NaN when any is NaN), then in one block: values[r], rows[r] for r <
+// With h_i := max_j |x(i, j)| (NaN when any is NaN), in one block: values[r], rows[r] for r <
 // count the rows of the `count` largest h_i, larger first, NaN below everything, ties to the lower
 // row (as the host block ranks them); at[j] := h_{at_rows.row[j]}, j < at_rows.count.
-// REQUIRES: count <= min(n, kMaxEstimateRanked); h holds n doubles of device memory.
+// REQUIRES: count <= min(n, kMaxEstimateRanked).
 template <typename T>
-cudaError_t LaunchEstimateLargestRows(const T* x, int64_t n, int t, double* h, int count,
-                                      EstimateRows at_rows, double* values, int64_t* rows,
-                                      double* at, cudaStream_t stream);
+cudaError_t LaunchEstimateLargestRows(const T* x, int64_t n, int t, int count, EstimateRows at_rows,
+                                      double* values, int64_t* rows, double* at,
+                                      cudaStream_t stream);
 
 }  // namespace matrixd::cuda
 

@@ -61,6 +61,9 @@ absl::StatusOr<DeviceFactorSolves<T>> DeviceFactorSolves<T>::UpperTriangle(Devic
 template <typename T>
 absl::Status DeviceFactorSolves<T>::Prepare() {
   MATRIXD_ASSIGN_OR_RETURN(sync_, context_->Allocate(kTriangularSolveSyncBytes));
+  // Zero once: every solve leaves the counters zero for the next.
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(sync_.data(), 0, kTriangularSolveSyncBytes, context_->stream()));
   constexpr int kBlock = kTriangularSolveBlock<T>;
   for (Factor& factor : factors_) {
     MATRIXD_ASSIGN_OR_RETURN(

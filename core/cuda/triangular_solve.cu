@@ -24,7 +24,10 @@
 //
 // Two shapes: B = 64 with 256 threads, the next tile's loads issued before the current one is
 // used (16 elements a thread, twice); B = 128 with 512 threads, one tile at a time (32 elements
-// a thread): half as many steps in the chain, twice the rows per block to stream.
+// a thread): half as many steps in the chain, twice the rows per block to stream. No 256-row
+// shape: its tile in registers would be 64 elements a thread at 1024 threads, 128 registers for
+// float64 with nothing left for the rest (65536 a multiprocessor), and 512 KiB does not fit in
+// shared memory either.
 
 namespace matrixd::cuda {
 namespace {
@@ -278,6 +281,21 @@ __device__ __forceinline__ int WaitUntilSolved(unsigned* solved, int needed, int
   return ready;
 }
 
+// Asks L2 for the kElements contiguous elements at p (a multiple of 128 bytes a thread), one
+// 128-byte line at a time, unrolled so that it holds no registers beyond the address. A hint
+// only: nothing is read into registers and no result depends on it.
+template <int kThreads, int kElements, typename E>
+__device__ __forceinline__ void PrefetchToL2(const E* p) {
+  constexpr int kLineBytes = 128;
+  constexpr int kLinesPerThread = kElements * static_cast<int>(sizeof(E)) / kLineBytes / kThreads;
+  static_assert(kLinesPerThread * kLineBytes * kThreads == kElements * sizeof(E));
+  const char* line = reinterpret_cast<const char*>(p) + threadIdx.x * kLineBytes;
+#pragma unroll
+  for (int k = 0; k < kLinesPerThread; ++k) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(line + k * kThreads * kLineBytes));
+  }
+}
+
 // sync[0]: the ticket counter; sync[1]: steps solved (x published for them).
 template <typename E, bool kAdjoint, typename S>
 __global__ void __launch_bounds__(S::kThreads)
@@ -335,7 +353,16 @@ __global__ void __launch_bounds__(S::kThreads)
       current = next;
     }
   } else {
+    // The diagonal inverse is loaded only after the last wait (one tile of registers): asked of
+    // L2 just before that wait, so that the load on the chain from one block to the next finds
+    // it there instead of in memory (where the triangle streamed through L2 since the previous
+    // solve has sent it).
     for (int s = 0; s < step; ++s) {
+      // Before the tile's loads, while no tile is live in registers. Not for op = H: there it
+      // made float64's kernel spill (128 registers, ptxas -v), which costs on every step.
+      if constexpr (!kAdjoint) {
+        if (s + 1 == step) PrefetchToL2<S::kThreads, kBlock * kBlock>(diagonal_inverse);
+      }
       load(current, s);
       multiply(current, s);
     }
@@ -356,6 +383,15 @@ __global__ void __launch_bounds__(S::kThreads)
   // of cooperative groups' grid sync, with the writers' own fences on top).
   __syncthreads();
   if (threadIdx.x == 0) {
+    if (step + 1 == blocks) {
+      // The last step: nobody waits for it, and every other block has drawn its ticket (this one
+      // drew the last) and is past its last wait (this block waited for all of them to publish),
+      // so nothing reads the counters again: zero them for the next solve, in place of a memset
+      // launch before each one.
+      sync[0] = 0;
+      sync[1] = 0;
+      return;
+    }
     __threadfence();
     ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device>(sync[1]).store(
         static_cast<unsigned>(step + 1), ::cuda::memory_order_relaxed);
@@ -426,10 +462,6 @@ cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T
   using E = DeviceType<T>;
   if (!IsTriangularSolveBlock(block)) return cudaErrorInvalidValue;
   if (triangle.n <= 0) return cudaSuccess;
-  if (const cudaError_t reset = cudaMemsetAsync(sync, 0, kTriangularSolveSyncBytes, stream);
-      reset != cudaSuccess) {
-    return reset;
-  }
   const DeviceTriangle<E> t = OnDevice(triangle);
   const auto* inv = reinterpret_cast<const E*>(inverse);
   const auto* in = reinterpret_cast<const E*>(b);

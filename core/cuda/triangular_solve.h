@@ -41,7 +41,8 @@ inline int64_t DiagonalInverseElements(int64_t n, int block) {
   return blocks * block * block;
 }
 
-// Bytes of the counters one solve uses (reset by LaunchTriangularSolve itself).
+// Bytes of the counters one solve uses: zero before the first solve (cudaMemsetAsync once, when
+// allocated); each solve leaves them zero for the next.
 inline constexpr size_t kTriangularSolveSyncBytes = 2 * sizeof(unsigned);
 
 // inverse := the inverses of the triangle's block x block diagonal blocks (the last one smaller
@@ -55,8 +56,9 @@ cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T*
 
 // x := op(A)^-1 b with op(A) = A, or its conjugate transpose when `adjoint`, and `inverse` from
 // LaunchInvertDiagonalBlocks on the same triangle with the same block. x may be b (in place);
-// otherwise they must not overlap. `sync` is kTriangularSolveSyncBytes of device memory used by
-// no concurrent solve. cudaErrorInvalidValue unless IsTriangularSolveBlock(block).
+// otherwise they must not overlap. `sync` is kTriangularSolveSyncBytes of device memory, zero
+// (see above), used by no concurrent solve; a solve that does not run to completion (a launch
+// error, a fault) may leave it nonzero. cudaErrorInvalidValue unless IsTriangularSolveBlock(block).
 template <typename T>
 cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
                                   bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream);

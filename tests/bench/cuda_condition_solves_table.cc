@@ -82,6 +82,8 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
       .a = factors.as<const double>(), .n = n, .lda = n, .lower = false, .unit_diagonal = false};
   MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer sync,
                            context.Allocate(cuda::kTriangularSolveSyncBytes));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(sync.data(), 0, cuda::kTriangularSolveSyncBytes, context.stream()));
   // dtrsv's seconds, then ours with 64- and 128-row blocks.
   const auto time_triangle = [&](const cuda::DeviceTriangle<double>& triangle,
                                  bool transpose) -> absl::StatusOr<std::vector<double>> {

@@ -140,6 +140,9 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
   DeviceContext& context = *this->context_;
   absl::StatusOr<DeviceBuffer> sync = context.Allocate(kTriangularSolveSyncBytes);
   ASSERT_TRUE(sync.ok()) << sync.status();
+  // Zeroed once: every solve must leave it zero for the next (checked after each pair below).
+  ASSERT_EQ(cudaMemsetAsync(sync->data(), 0, kTriangularSolveSyncBytes, context.stream()),
+            cudaSuccess);
   const typename Traits::Device one = Traits::One();
   for (const int64_t n : {1, 63, 64, 65, 127, 128, 129, 1000, 4096}) {
     const int64_t lda = n + 3;
@@ -196,6 +199,9 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
             EXPECT_LE(RelativeError(got, want), kTolerance<T>);
             // A fixed order of operations: in place or not, and run again, the same bits.
             EXPECT_EQ(got_in_place, got);
+            const std::vector<unsigned> counters = DownloadVector<unsigned>(
+                context, *sync, kTriangularSolveSyncBytes / sizeof(unsigned));
+            EXPECT_EQ(counters, std::vector<unsigned>(counters.size(), 0u));
           }
         }
       }
