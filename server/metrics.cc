@@ -2,6 +2,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <array>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,7 +38,31 @@ const Histogram::BucketBoundaries& WaitBuckets() {
   return *bounds;
 }
 
-std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+const Histogram::BucketBoundaries& GroupSizeBuckets() {
+  static const auto* const bounds =
+      new Histogram::BucketBoundaries{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  return *bounds;
+}
+
+// absl::StatusCodeToString without a string built per call: the canonical codes are named once.
+// The view lives until the next call on the same thread.
+absl::string_view CodeName(absl::StatusCode code) {
+  constexpr int kCanonicalCodes = 17;  // OK (0) to UNAUTHENTICATED (16)
+  static const auto* const names = [] {
+    auto* names = new std::array<std::string, kCanonicalCodes>;
+    for (int i = 0; i < kCanonicalCodes; ++i) {
+      (*names)[i] = absl::StatusCodeToString(static_cast<absl::StatusCode>(i));
+    }
+    return names;
+  }();
+  const int index = static_cast<int>(code);
+  if (index >= 0 && index < kCanonicalCodes) return (*names)[index];
+  thread_local std::string other;
+  other = absl::StatusCodeToString(code);
+  return other;
+}
+
+constexpr std::array<const char*, 4> kKernelLabels = {"op", "kernel", "dtype", "device"};
 
 }  // namespace
 
@@ -156,11 +182,25 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
                                 "or not (--resident_memory_limit).")
                           .Register(*registry_)),
       queue_depth_(queue_depth_family_.Add({})),
-      queue_wait_(queue_wait_family_.Add({}, WaitBuckets())) {
+      queue_wait_(queue_wait_family_.Add({}, WaitBuckets())),
+      job_counts_(jobs_, {"op", "status"}),
+      coalesced_group_counts_(coalesced_groups_, {"op"}),
+      coalesced_group_sizes_(coalesced_group_size_, {"op"}, &GroupSizeBuckets()),
+      client_job_counts_(client_jobs_, {"client", "status"}),
+      accuracy_counts_(accuracy_answers_, {"op", "ill_conditioned"}),
+      product_check_counts_(product_checks_, {"passed"}),
+      kernel_durations_(kernel_duration_, kKernelLabels, &KernelBuckets()),
+      kernel_byte_counts_(kernel_bytes_, kKernelLabels),
+      kernel_flop_counts_(kernel_flops_, kKernelLabels),
+      kernel_bandwidths_(kernel_bandwidth_, kKernelLabels),
+      kernel_efficiencies_(kernel_efficiency_, kKernelLabels),
+      rpc_durations_(rpc_duration_, {"method", "code"}, &WaitBuckets()),
+      transfer_byte_counts_(transfer_bytes_, {"direction", "path"}),
+      transfer_second_counts_(transfer_seconds_, {"direction", "path"}) {
   for (const char* direction : {"in", "out"}) {
     for (const char* path : {"inline", "stream"}) {
-      transfer_bytes_.Add({{"direction", direction}, {"path", path}});
-      transfer_seconds_.Add({{"direction", direction}, {"path", path}});
+      transfer_byte_counts_.Get({direction, path});
+      transfer_second_counts_.Get({direction, path});
     }
   }
   resident_moves_.Add({{"move", "spill"}});
@@ -174,14 +214,12 @@ Metrics::Metrics(absl::string_view version, absl::string_view backend)
           absl::StatusCode::kResourceExhausted, absl::StatusCode::kInvalidArgument,
           absl::StatusCode::kFailedPrecondition, absl::StatusCode::kOutOfRange,
           absl::StatusCode::kInternal, absl::StatusCode::kUnavailable}) {
-      jobs_.Add({{"op", op}, {"status", CodeName(code)}});
+      job_counts_.Get({op, CodeName(code)});
     }
-    for (const char* flag : {"true", "false"}) {
-      accuracy_answers_.Add({{"op", op}, {"ill_conditioned", flag}});
-    }
+    for (const char* flag : {"true", "false"}) accuracy_counts_.Get({op, flag});
   }
-  product_checks_.Add({{"passed", "true"}});
-  product_checks_.Add({{"passed", "false"}});
+  product_check_counts_.Get({"true"});
+  product_check_counts_.Get({"false"});
 }
 
 void Metrics::RecordQueueDepth(int64_t depth) { queue_depth_.Set(static_cast<double>(depth)); }
@@ -191,10 +229,7 @@ void Metrics::RecordQueueWait(absl::Duration wait) {
 }
 
 void Metrics::RecordClientJob(absl::string_view client, absl::StatusCode code) {
-  client_jobs_
-      .Add({{"client", client.empty() ? "anonymous" : std::string(client)},
-            {"status", CodeName(code)}})
-      .Increment();
+  client_job_counts_.Get({client.empty() ? "anonymous" : client, CodeName(code)}).Increment();
 }
 
 void Metrics::RecordClientRejection(absl::string_view client, absl::string_view reason) {
@@ -205,60 +240,60 @@ void Metrics::RecordClientRejection(absl::string_view client, absl::string_view 
 }
 
 void Metrics::RecordJob(absl::string_view op, absl::StatusCode code) {
-  jobs_.Add({{"op", std::string(op)}, {"status", CodeName(code)}}).Increment();
+  job_counts_.Get({op, CodeName(code)}).Increment();
 }
 
 void Metrics::RecordCoalescedGroup(absl::string_view op, int size) {
-  static const auto* const bounds =
-      new Histogram::BucketBoundaries{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
-  coalesced_groups_.Add({{"op", std::string(op)}}).Increment();
-  coalesced_group_size_.Add({{"op", std::string(op)}}, *bounds).Observe(size);
+  coalesced_group_counts_.Get({op}).Increment();
+  coalesced_group_sizes_.Get({op}).Observe(size);
 }
 
 void Metrics::RecordAccuracy(absl::string_view op, bool ill_conditioned) {
-  accuracy_answers_
-      .Add({{"op", std::string(op)}, {"ill_conditioned", ill_conditioned ? "true" : "false"}})
-      .Increment();
+  accuracy_counts_.Get({op, ill_conditioned ? "true" : "false"}).Increment();
 }
 
 void Metrics::RecordProductCheck(bool passed) {
-  product_checks_.Add({{"passed", passed ? "true" : "false"}}).Increment();
+  product_check_counts_.Get({passed ? "true" : "false"}).Increment();
 }
 
 void Metrics::RecordKernels(absl::string_view op, DType dtype, const ComputeStats& stats) {
-  std::vector<KernelRecord> whole;
-  const std::vector<KernelRecord>* records = &stats.kernels;
-  if (records->empty()) {
-    whole.push_back({.kernel = kWholeOperationKernel,
-                     .seconds = stats.seconds,
-                     .bytes = stats.bytes_moved,
-                     .flops = stats.flops});
-    records = &whole;
-  }
   double copy_bandwidth = 0.0;
   {
-    absl::MutexLock lock(&mutex_);
+    absl::ReaderMutexLock lock(&mutex_);
     const auto it = copy_bandwidth_by_device_.find(stats.device);
     if (it != copy_bandwidth_by_device_.end()) copy_bandwidth = it->second;
   }
-  for (const KernelRecord& record : *records) {
-    const prometheus::Labels labels = {{"op", std::string(op)},
-                                       {"kernel", record.kernel},
-                                       {"dtype", DTypeName(dtype)},
-                                       {"device", stats.device}};
-    kernel_bytes_.Add(labels).Increment(static_cast<double>(record.bytes));
-    kernel_flops_.Add(labels).Increment(record.flops > 0.0 ? record.flops : 0.0);
-    if (record.seconds <= 0.0) continue;
-    kernel_duration_.Add(labels, KernelBuckets()).Observe(record.seconds);
-    const double bandwidth = static_cast<double>(record.bytes) / record.seconds;
-    kernel_bandwidth_.Add(labels).Set(bandwidth);
-    if (copy_bandwidth > 0.0) kernel_efficiency_.Add(labels).Set(bandwidth / copy_bandwidth);
+  auto record_one = [&](absl::string_view kernel, double seconds, uint64_t bytes, double flops) {
+    const LabelledChildren<prometheus::Counter, 4>::Values labels = {op, kernel, DTypeName(dtype),
+                                                                     stats.device};
+    kernel_byte_counts_.Get(labels).Increment(static_cast<double>(bytes));
+    kernel_flop_counts_.Get(labels).Increment(flops > 0.0 ? flops : 0.0);
+    if (seconds <= 0.0) return;
+    kernel_durations_.Get(labels).Observe(seconds);
+    const double bandwidth = static_cast<double>(bytes) / seconds;
+    kernel_bandwidths_.Get(labels).Set(bandwidth);
+    if (copy_bandwidth > 0.0) kernel_efficiencies_.Get(labels).Set(bandwidth / copy_bandwidth);
+  };
+  if (stats.kernels.empty()) {
+    record_one(kWholeOperationKernel, stats.seconds, stats.bytes_moved, stats.flops);
+  }
+  for (const KernelRecord& record : stats.kernels) {
+    record_one(record.kernel, record.seconds, record.bytes, record.flops);
   }
 }
 
 void Metrics::RecordRpc(absl::string_view method, absl::StatusCode code, absl::Duration duration) {
-  rpc_duration_.Add({{"method", std::string(method)}, {"code", CodeName(code)}}, WaitBuckets())
-      .Observe(absl::ToDoubleSeconds(duration));
+  rpc_durations_.Get({method, CodeName(code)}).Observe(absl::ToDoubleSeconds(duration));
+}
+
+absl::string_view Metrics::RpcMethodName(absl::string_view method) {
+  {
+    absl::ReaderMutexLock lock(&method_mutex_);
+    const auto it = rpc_methods_.find(method);
+    if (it != rpc_methods_.end()) return *it;
+  }
+  absl::MutexLock lock(&method_mutex_);
+  return *rpc_methods_.emplace(method).first;
 }
 
 void Metrics::SetCopyBandwidth(absl::string_view device, double bytes_per_second) {
@@ -271,11 +306,9 @@ void Metrics::SetCopyBandwidth(absl::string_view device, double bytes_per_second
 
 void Metrics::RecordTransfer(absl::string_view direction, absl::string_view path, uint64_t bytes,
                              absl::Duration duration) {
-  const std::map<std::string, std::string> labels = {{"direction", std::string(direction)},
-                                                     {"path", std::string(path)}};
-  transfer_bytes_.Add(labels).Increment(static_cast<double>(bytes));
+  transfer_byte_counts_.Get({direction, path}).Increment(static_cast<double>(bytes));
   if (duration > absl::ZeroDuration()) {
-    transfer_seconds_.Add(labels).Increment(absl::ToDoubleSeconds(duration));
+    transfer_second_counts_.Get({direction, path}).Increment(absl::ToDoubleSeconds(duration));
   }
 }
 

@@ -20,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -28,6 +29,7 @@
 #include "core/backend.h"
 #include "core/matrix.h"
 #include "core/operations.h"
+#include "server/labelled_children.h"
 #include "server/resident_registry.h"
 
 namespace matrixd::server {
@@ -105,6 +107,9 @@ class Metrics {
   // One finished RPC: `method` as "package.Service/Method", `code` its gRPC status code
   // (matrixd_rpc_duration_seconds{method, code}).
   void RecordRpc(absl::string_view method, absl::StatusCode code, absl::Duration duration);
+  // A copy of `method` that lives as long as this, made once per distinct name: what an RPC's
+  // interceptor keeps instead of a string of its own.
+  absl::string_view RpcMethodName(absl::string_view method);
 
   // ---- Devices ----
   // The copy bandwidth measured on `device` (matrixd_device_copy_bandwidth_bytes_per_second);
@@ -164,10 +169,28 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& resident_limit_;
   prometheus::Gauge& queue_depth_;
   prometheus::Histogram& queue_wait_;
+  // The request path's series, by label values (in the order of each family's labels above).
+  LabelledChildren<prometheus::Counter, 2> job_counts_;               // op, status
+  LabelledChildren<prometheus::Counter, 1> coalesced_group_counts_;   // op
+  LabelledChildren<prometheus::Histogram, 1> coalesced_group_sizes_;  // op
+  LabelledChildren<prometheus::Counter, 2> client_job_counts_;        // client, status
+  LabelledChildren<prometheus::Counter, 2> accuracy_counts_;          // op, ill_conditioned
+  LabelledChildren<prometheus::Counter, 1> product_check_counts_;     // passed
+  // op, kernel, dtype, device
+  LabelledChildren<prometheus::Histogram, 4> kernel_durations_;
+  LabelledChildren<prometheus::Counter, 4> kernel_byte_counts_;
+  LabelledChildren<prometheus::Counter, 4> kernel_flop_counts_;
+  LabelledChildren<prometheus::Gauge, 4> kernel_bandwidths_;
+  LabelledChildren<prometheus::Gauge, 4> kernel_efficiencies_;
+  LabelledChildren<prometheus::Histogram, 2> rpc_durations_;         // method, code
+  LabelledChildren<prometheus::Counter, 2> transfer_byte_counts_;    // direction, path
+  LabelledChildren<prometheus::Counter, 2> transfer_second_counts_;  // direction, path
 
-  absl::Mutex mutex_;
+  absl::Mutex mutex_;  // read on every job (copy_bandwidth_by_device_), written rarely
   absl::flat_hash_map<std::string, double> copy_bandwidth_by_device_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_set<std::string> resident_devices_ ABSL_GUARDED_BY(mutex_);
+  absl::Mutex method_mutex_;
+  absl::node_hash_set<std::string> rpc_methods_ ABSL_GUARDED_BY(method_mutex_);
   absl::Mutex hook_mutex_;  // held while the hook runs: one scrape at a time refreshes gauges
   std::function<void(Metrics&)> scrape_hook_ ABSL_GUARDED_BY(hook_mutex_);
 };

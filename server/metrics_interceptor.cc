@@ -1,8 +1,8 @@
 #include "server/metrics_interceptor.h"
 
-#include <string>
-
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 
 namespace matrixd::server {
@@ -14,9 +14,12 @@ class RpcMetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
   RpcMetricsInterceptor(Metrics* metrics, const char* method)
       : metrics_(metrics), start_(absl::Now()) {
-    // "/matrixd.v1.MatrixService/Determinant" -> "matrixd.v1.MatrixService/Determinant".
-    method_ = method != nullptr ? method : "";
-    if (!method_.empty() && method_.front() == '/') method_.erase(0, 1);
+    // "/matrixd.v1.MatrixService/Determinant" -> "matrixd.v1.MatrixService/Determinant", kept
+    // by Metrics: `method` may not outlive the call's context, and a copy per call costs an
+    // allocation.
+    absl::string_view name = method != nullptr ? method : "";
+    absl::ConsumePrefix(&name, "/");
+    method_ = metrics_->RpcMethodName(name);
   }
 
   // A call torn down without sending a status (the client went away first) counts as CANCELLED,
@@ -40,7 +43,7 @@ class RpcMetricsInterceptor final : public grpc::experimental::Interceptor {
  private:
   Metrics* metrics_;
   absl::Time start_;
-  std::string method_;
+  absl::string_view method_;
   bool recorded_ = false;
 };
 

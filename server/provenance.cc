@@ -4,8 +4,10 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "core/crc32c.h"
 #include "google/protobuf/descriptor.h"
@@ -46,34 +48,52 @@ class Crc32cOutputStream final : public google::protobuf::io::ZeroCopyOutputStre
   uint32_t crc_ = 0;
 };
 
+// What ResultCrc32c needs of one response type, looked up once per type and thread (a response is
+// stamped on the thread that ran its job): the fields left out of the hash, and an empty message
+// of the type to swap them into. The aside message is empty again after each use.
+struct HashedType {
+  std::vector<const google::protobuf::FieldDescriptor*> excluded;
+  std::unique_ptr<google::protobuf::Message> aside;
+};
+
+HashedType& HashedTypeOf(const google::protobuf::Message& response) {
+  // Keyed by the descriptor, which lives as long as its pool (the generated pool: the process).
+  thread_local absl::flat_hash_map<const google::protobuf::Descriptor*, HashedType> types;
+  const google::protobuf::Descriptor* descriptor = response.GetDescriptor();
+  const auto [it, inserted] = types.try_emplace(descriptor);
+  if (inserted) {
+    for (const char* name : {"stats", "kept"}) {
+      if (const auto* field = descriptor->FindFieldByName(name); field != nullptr) {
+        it->second.excluded.push_back(field);
+      }
+    }
+    it->second.aside.reset(response.New());
+  }
+  return it->second;
+}
+
 }  // namespace
 
 uint32_t ResultCrc32c(google::protobuf::Message& response) {
-  const google::protobuf::Descriptor* descriptor = response.GetDescriptor();
-  std::vector<const google::protobuf::FieldDescriptor*> excluded;
-  for (const char* name : {"stats", "kept"}) {
-    if (const auto* field = descriptor->FindFieldByName(name); field != nullptr) {
-      excluded.push_back(field);
-    }
-  }
+  HashedType& type = HashedTypeOf(response);
+  google::protobuf::Message* const aside = type.aside.get();
   // Swapping message and map fields moves pointers, not the result.
-  const std::unique_ptr<google::protobuf::Message> aside(response.New());
   const google::protobuf::Reflection* reflection = response.GetReflection();
-  reflection->SwapFields(&response, aside.get(), excluded);
+  reflection->SwapFields(&response, aside, type.excluded);
   Crc32cOutputStream stream;
   {
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
     response.SerializeToCodedStream(&coded);
   }
-  reflection->SwapFields(&response, aside.get(), excluded);
+  reflection->SwapFields(&response, aside, type.excluded);
   return stream.Finish();
 }
 
 void StampProvenance(const Backend& backend, DType input, google::protobuf::Message& response,
                      v1::ComputeStats* stats) {
-  for (const auto& [name, version] : backend.Versions())
-    (*stats->mutable_versions())[name] = version;
+  auto& versions = *stats->mutable_versions();
+  for (auto& [name, version] : backend.Versions()) versions[std::move(name)] = std::move(version);
   if (stats->precision().empty()) stats->set_precision(DTypeName(input));
   stats->set_result_crc32c(absl::StrFormat("%08x", ResultCrc32c(response)));
 }
