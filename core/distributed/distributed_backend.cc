@@ -90,6 +90,34 @@ Matrix DenseOperand(const MatrixView& a, bool transpose) {
   return t;
 }
 
+// A float32 or complex64 operand widened to float64 or complex128 (the grid's LU runs in those,
+// as the CPU backend's determinant does); another dtype copied as it is.
+template <typename Narrow, typename Wide>
+Matrix WidenedCopy(const MatrixView& a) {
+  Matrix wide(a.rows, a.cols, DTypeOf<Wide>());
+  const auto* in = reinterpret_cast<const Narrow*>(a.data);
+  Wide* out = wide.As<Wide>().data();
+  for (int64_t i = 0; i < a.size(); ++i) out[i] = static_cast<Wide>(in[i]);
+  return wide;
+}
+
+Matrix Widened(const MatrixView& a) {
+  switch (a.dtype) {
+    case DType::kFloat32:
+      return WidenedCopy<float, double>(a);
+    case DType::kComplex64:
+      return WidenedCopy<std::complex<float>, std::complex<double>>(a);
+    default:
+      return Matrix::CopyOf(a);
+  }
+}
+
+// The grid's kernel names: "scalapack_pzgemm" for a complex128 product.
+std::string ScalapackKernel(DType dtype, const char* routine) {
+  constexpr char kLetters[] = {'s', 'd', 'c', 'z'};
+  return absl::StrCat("scalapack_p", std::string(1, kLetters[static_cast<int>(dtype)]), routine);
+}
+
 class DistributedBackend final : public BackendWrapper {
  public:
   DistributedBackend(std::unique_ptr<Backend> local, std::unique_ptr<ScalapackGrid> grid,
@@ -137,19 +165,22 @@ class DistributedBackend final : public BackendWrapper {
     if (!DeterminantOnGrid(a, options) || a.on_device()) {
       return target().Determinant(a, options, control);
     }
+    const bool on_device = JobOnDevice(a.dtype);
+    const auto start = std::chrono::steady_clock::now();
+    const Matrix wide = Widened(a);
     GridJobHeader header{.command = GridCommand::kLu,
-                         .on_device = on_device_ ? 1 : 0,
+                         .on_device = on_device ? 1 : 0,
+                         .dtype = static_cast<int32_t>(wide.dtype()),
                          .a_rows = a.rows,
                          .a_cols = a.cols,
-                         .block = on_device_ ? DeviceBlock(kDeviceLuBlock) : 0};
-    const auto start = std::chrono::steady_clock::now();
-    MATRIXD_ASSIGN_OR_RETURN(GridLu lu_result, RunLu(header, a, nullptr));
+                         .block = on_device ? DeviceBlock(kDeviceLuBlock) : 0};
+    MATRIXD_ASSIGN_OR_RETURN(GridLu lu_result, RunLu(header, wide.view(), nullptr));
     DeterminantResult result;
     result.value = lu_result.determinant;
     result.method_used = DeterminantMethod::kLu;
-    result.stats = Stats(on_device_ ? "cusolvermp_getrf" : "scalapack_pdgetrf",
-                         on_device_ ? "cuSOLVERMp" : "ScaLAPACK", SecondsSince(start),
-                         2.0 / 3.0 * Cube(a.rows), a.size());
+    result.stats = Stats(on_device ? "cusolvermp_getrf" : ScalapackKernel(wide.dtype(), "getrf"),
+                         on_device ? "cuSOLVERMp" : "ScaLAPACK", SecondsSince(start),
+                         FlopsPerMultiplyAdd(a.dtype) / 3.0 * Cube(a.rows), a.size(), wide.dtype());
     return result;
   }
 
@@ -181,7 +212,7 @@ class DistributedBackend final : public BackendWrapper {
     const double solve_flops = rhs != nullptr ? 2.0 * Square(a.rows) * rhs->cols : 0.0;
     result.stats = Stats("scalapack_pdgetrf", "ScaLAPACK", SecondsSince(start),
                          2.0 / 3.0 * Cube(a.rows) + solve_flops,
-                         2 * a.size() + (rhs != nullptr ? 2 * rhs->size() : 0));
+                         2 * a.size() + (rhs != nullptr ? 2 * rhs->size() : 0), a.dtype);
     return result;
   }
 
@@ -197,19 +228,23 @@ class DistributedBackend final : public BackendWrapper {
     } else if (!MultiplyOnGrid(a, b, options) || a.on_device() || b.on_device()) {
       return target().Multiply(a, b, options, control);
     }
+    // Only float64 goes to the GPU engine (cuBLASMp is wired for it alone); the other dtypes run
+    // on ScaLAPACK's p?gemm.
+    const bool on_device = JobOnDevice(a.dtype);
     GridJobHeader header{.command = GridCommand::kMultiply,
                          .transpose_a = options.transpose_a ? 1 : 0,
                          .transpose_b = options.transpose_b ? 1 : 0,
-                         .on_device = on_device_ ? 1 : 0,
+                         .on_device = on_device ? 1 : 0,
+                         .dtype = static_cast<int32_t>(a.dtype),
                          .a_rows = a.rows,
                          .a_cols = a.cols,
                          .b_rows = b.rows,
                          .b_cols = b.cols,
-                         .block = on_device_ ? DeviceBlock(kDeviceGemmBlock) : 0};
+                         .block = on_device ? DeviceBlock(kDeviceGemmBlock) : 0};
     const auto start = std::chrono::steady_clock::now();
     std::shared_ptr<Matrix> a_copy;
     std::shared_ptr<Matrix> b_copy;
-    if (on_device_) {
+    if (on_device) {
       // cuBLASMp gets op(A) and op(B) as dense operands.
       a_copy = std::make_shared<Matrix>(DenseOperand(a, options.transpose_a));
       b_copy = std::make_shared<Matrix>(DenseOperand(b, options.transpose_b));
@@ -232,11 +267,11 @@ class DistributedBackend final : public BackendWrapper {
         }));
     const int64_t k = options.transpose_a ? a.rows : a.cols;
     MultiplyResult result;
-    result.stats = Stats(on_device_ ? "cublasmp_gemm" : "scalapack_pdgemm",
-                         on_device_ ? "cuBLASMp" : "ScaLAPACK", SecondsSince(start),
-                         2.0 * static_cast<double>(c.rows()) * static_cast<double>(c.cols()) *
-                             static_cast<double>(k),
-                         a.size() + b.size() + c.size());
+    result.stats = Stats(on_device ? "cublasmp_gemm" : ScalapackKernel(a.dtype, "gemm"),
+                         on_device ? "cuBLASMp" : "ScaLAPACK", SecondsSince(start),
+                         FlopsPerMultiplyAdd(a.dtype) * static_cast<double>(c.rows()) *
+                             static_cast<double>(c.cols()) * static_cast<double>(k),
+                         a.size() + b.size() + c.size(), a.dtype);
     result.c = std::move(c);
     return result;
   }
@@ -262,7 +297,7 @@ class DistributedBackend final : public BackendWrapper {
   uint64_t DeterminantDeviceBytes(const MatrixView& a,
                                   const DeterminantOptions& options) const override {
     if (!DeterminantOnGrid(a, options)) return target().DeterminantDeviceBytes(a, options);
-    return PartBytes(a.size());
+    return JobOnDevice(a.dtype) ? PartBytes(a.size()) : 0;
   }
   uint64_t FactorizeDeviceBytes(const MatrixView& a, const FactorizeOptions& options,
                                 const MatrixView* rhs) const override {
@@ -276,7 +311,7 @@ class DistributedBackend final : public BackendWrapper {
     }
     const int64_t m = options.transpose_a ? a.cols : a.rows;
     const int64_t n = options.transpose_b ? b.rows : b.cols;
-    return PartBytes(a.size() + b.size() + m * n);
+    return JobOnDevice(a.dtype) ? PartBytes(a.size() + b.size() + m * n) : 0;
   }
 
  private:
@@ -299,11 +334,19 @@ class DistributedBackend final : public BackendWrapper {
     return (static_cast<uint64_t>(elements) + ranks - 1) / ranks * sizeof(double);
   }
 
-  // Whether float64 operands of these shapes go to the grid (shapes and dtypes only: the
-  // operand's bytes may still be on a device, then copied to the host by the caller).
+  // Whether a job of this dtype runs on the GPU engine: float64 alone (cuBLASMp and cuSOLVERMp
+  // are wired for it); the other dtypes run on ScaLAPACK.
+  bool JobOnDevice(DType dtype) const { return on_device_ && dtype == DType::kFloat64; }
+
+  // Real flops of one multiply-add: 2, or 8 for complex operands.
+  static double FlopsPerMultiplyAdd(DType dtype) { return IsComplex(dtype) ? 8.0 : 2.0; }
+
+  // Whether floating-point operands (float32, float64, complex64, complex128; b of a's dtype) of
+  // these shapes go to the grid (shapes and dtypes only: the operand's bytes may still be on a
+  // device, then copied to the host by the caller).
   bool GridSized(const MatrixView& a, const MatrixView* b) const {
-    if (options_.lost->load() || a.dtype != DType::kFloat64) return false;
-    if (b != nullptr && b->dtype != DType::kFloat64) return false;
+    if (options_.lost->load() || !IsFloating(a.dtype)) return false;
+    if (b != nullptr && b->dtype != a.dtype) return false;
     int64_t largest = std::max(a.rows, a.cols);
     if (b != nullptr) largest = std::max({largest, b->rows, b->cols});
     return largest >= options_.min_dimension;
@@ -315,11 +358,12 @@ class DistributedBackend final : public BackendWrapper {
     return lu && options.modulus == 0 && options.devices <= 1 && GridSized(a, nullptr);
   }
 
-  // A condition estimate runs on the local backend: pdgecon is not wired to the grid.
+  // A condition estimate runs on the local backend: pdgecon is not wired to the grid; nor are
+  // factors and solves of other dtypes than float64.
   bool FactorizeOnGrid(const MatrixView& a, const FactorizeOptions& options,
                        const MatrixView* rhs) const {
     return options.kind == FactorizationKind::kLu && options.batch_count == 0 &&
-           !options.estimate_condition && GridSized(a, rhs);
+           !options.estimate_condition && a.dtype == DType::kFloat64 && GridSized(a, rhs);
   }
 
   // Freivalds' check (verify) runs where C is computed, which the grid does not offer: a verified
@@ -349,9 +393,9 @@ class DistributedBackend final : public BackendWrapper {
     return absl::OkStatus();
   }
 
-  ComputeStats Stats(const char* kernel, const char* engine, double seconds, double flops,
-                     int64_t elements) const {
-    const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(double);
+  ComputeStats Stats(const std::string& kernel, const char* engine, double seconds, double flops,
+                     int64_t elements, DType dtype) const {
+    const uint64_t bytes = static_cast<uint64_t>(elements) * ElementSize(dtype);
     return {.backend = std::string(target().name()),
             .device = GridDevice(engine),
             .seconds = seconds,

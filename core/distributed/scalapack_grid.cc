@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/distributed/grid_scalar.h"
 #include "core/distributed/mpi_status.h"
-#include "core/distributed/scalapack.h"
 #include "core/status_macros.h"
 
 namespace matrixd::distributed {
@@ -31,6 +31,14 @@ absl::Status CheckIntExtent(int64_t value, const char* what) {
 }
 
 int AsInt(int64_t value) { return static_cast<int>(value); }
+
+// cuBLASMp and cuSOLVERMp are wired for float64 alone; the other dtypes run on ScaLAPACK.
+absl::Status CheckDeviceDType(const GridJobHeader& header) {
+  const auto dtype = static_cast<DType>(header.dtype);
+  if (dtype == DType::kFloat64) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("the device engine takes float64, not ",
+                                                 DTypeName(dtype), " (ScaLAPACK takes it)"));
+}
 
 }  // namespace
 
@@ -98,54 +106,55 @@ absl::StatusOr<std::vector<int>> ScalapackGrid::Descriptor(const BlockCyclicLayo
   return desc;
 }
 
-absl::StatusOr<std::vector<double>> ScalapackGrid::Scatter(const BlockCyclicLayout& layout,
-                                                           const MatrixView* global) {
-  std::vector<double> local(
+template <typename T>
+absl::StatusOr<std::vector<T>> ScalapackGrid::Scatter(const BlockCyclicLayout& layout,
+                                                      const MatrixView* global) {
+  std::vector<T> local(
       static_cast<size_t>(std::max<int64_t>(1, layout.LocalLeadingDimension(rank_ / shape_.cols) *
                                                    layout.LocalCols(rank_ % shape_.cols))));
   if (!is_root()) {
     const int64_t count = layout.LocalElements(rank_);
     MATRIXD_RETURN_IF_ERROR(CheckIntExtent(count, "local elements"));
-    MATRIXD_RETURN_IF_ERROR(MpiStatus(MPI_Recv(local.data(), AsInt(count), MPI_DOUBLE, kRoot,
+    MATRIXD_RETURN_IF_ERROR(MpiStatus(MPI_Recv(local.data(), AsInt(count), MpiElement<T>(), kRoot,
                                                kScatterTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
                                       "MPI_Recv(scatter)"));
     return local;
   }
-  std::vector<double> packed;
+  std::vector<T> packed;
   for (int r = 1; r < shape_.size(); ++r) {
     const int64_t count = layout.LocalElements(r);
     MATRIXD_RETURN_IF_ERROR(CheckIntExtent(count, "local elements"));
     packed.resize(static_cast<size_t>(count));
-    PackLocal(layout, r, global->data, sizeof(double), reinterpret_cast<std::byte*>(packed.data()));
-    MATRIXD_RETURN_IF_ERROR(
-        MpiStatus(MPI_Send(packed.data(), AsInt(count), MPI_DOUBLE, r, kScatterTag, MPI_COMM_WORLD),
-                  "MPI_Send(scatter)"));
+    PackLocal(layout, r, global->data, sizeof(T), reinterpret_cast<std::byte*>(packed.data()));
+    MATRIXD_RETURN_IF_ERROR(MpiStatus(
+        MPI_Send(packed.data(), AsInt(count), MpiElement<T>(), r, kScatterTag, MPI_COMM_WORLD),
+        "MPI_Send(scatter)"));
   }
-  PackLocal(layout, kRoot, global->data, sizeof(double),
-            reinterpret_cast<std::byte*>(local.data()));
+  PackLocal(layout, kRoot, global->data, sizeof(T), reinterpret_cast<std::byte*>(local.data()));
   return local;
 }
 
+template <typename T>
 absl::StatusOr<Matrix> ScalapackGrid::Gather(const BlockCyclicLayout& layout,
-                                             const std::vector<double>& local) {
+                                             const std::vector<T>& local) {
   if (!is_root()) {
     const int64_t count = layout.LocalElements(rank_);
     MATRIXD_RETURN_IF_ERROR(MpiStatus(
-        MPI_Send(local.data(), AsInt(count), MPI_DOUBLE, kRoot, kGatherTag, MPI_COMM_WORLD),
+        MPI_Send(local.data(), AsInt(count), MpiElement<T>(), kRoot, kGatherTag, MPI_COMM_WORLD),
         "MPI_Send(gather)"));
     return Matrix();
   }
-  Matrix global(layout.rows, layout.cols, DType::kFloat64);
-  UnpackLocal(layout, kRoot, reinterpret_cast<const std::byte*>(local.data()), sizeof(double),
+  Matrix global(layout.rows, layout.cols, DTypeOf<T>());
+  UnpackLocal(layout, kRoot, reinterpret_cast<const std::byte*>(local.data()), sizeof(T),
               global.mutable_bytes());
-  std::vector<double> packed;
+  std::vector<T> packed;
   for (int r = 1; r < shape_.size(); ++r) {
     const int64_t count = layout.LocalElements(r);
     packed.resize(static_cast<size_t>(count));
-    MATRIXD_RETURN_IF_ERROR(MpiStatus(MPI_Recv(packed.data(), AsInt(count), MPI_DOUBLE, r,
+    MATRIXD_RETURN_IF_ERROR(MpiStatus(MPI_Recv(packed.data(), AsInt(count), MpiElement<T>(), r,
                                                kGatherTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
                                       "MPI_Recv(gather)"));
-    UnpackLocal(layout, r, reinterpret_cast<const std::byte*>(packed.data()), sizeof(double),
+    UnpackLocal(layout, r, reinterpret_cast<const std::byte*>(packed.data()), sizeof(T),
                 global.mutable_bytes());
   }
   return global;
@@ -153,12 +162,6 @@ absl::StatusOr<Matrix> ScalapackGrid::Gather(const BlockCyclicLayout& layout,
 
 absl::StatusOr<Matrix> ScalapackGrid::Multiply(const GridJobHeader& header, const MatrixView* a,
                                                const MatrixView* b) {
-  const BlockCyclicLayout a_layout = Layout(header, header.a_rows, header.a_cols);
-  const BlockCyclicLayout b_layout = Layout(header, header.b_rows, header.b_cols);
-  const int64_t m = header.transpose_a ? header.a_cols : header.a_rows;
-  const int64_t k = header.transpose_a ? header.a_rows : header.a_cols;
-  const int64_t n = header.transpose_b ? header.b_rows : header.b_cols;
-  const BlockCyclicLayout c_layout = Layout(header, m, n);
   if (header.on_device) {
     // Checked on every rank before any message, so that a refused job leaves the grid in step.
     if (device_engine_ == nullptr) {
@@ -168,31 +171,41 @@ absl::StatusOr<Matrix> ScalapackGrid::Multiply(const GridJobHeader& header, cons
       return absl::InvalidArgumentError(
           "the device engine multiplies untransposed operands (the root transposes them)");
     }
-    MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter(a_layout, a));
-    MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_b, Scatter(b_layout, b));
+    MATRIXD_RETURN_IF_ERROR(CheckDeviceDType(header));
+    const BlockCyclicLayout a_layout = Layout(header, header.a_rows, header.a_cols);
+    const BlockCyclicLayout b_layout = Layout(header, header.b_rows, header.b_cols);
+    const BlockCyclicLayout c_layout = Layout(header, header.a_rows, header.b_cols);
+    MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter<double>(a_layout, a));
+    MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_b, Scatter<double>(b_layout, b));
     MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_c,
                              device_engine_->Multiply(a_layout, b_layout, local_a, local_b));
     return Gather(c_layout, local_c);
   }
+  return WithGridScalar(static_cast<DType>(header.dtype), [&](auto zero) {
+    return ScalapackMultiply<decltype(zero)>(header, a, b);
+  });
+}
+
+template <typename T>
+absl::StatusOr<Matrix> ScalapackGrid::ScalapackMultiply(const GridJobHeader& header,
+                                                        const MatrixView* a, const MatrixView* b) {
+  const BlockCyclicLayout a_layout = Layout(header, header.a_rows, header.a_cols);
+  const BlockCyclicLayout b_layout = Layout(header, header.b_rows, header.b_cols);
+  const int64_t m = header.transpose_a ? header.a_cols : header.a_rows;
+  const int64_t k = header.transpose_a ? header.a_rows : header.a_cols;
+  const int64_t n = header.transpose_b ? header.b_rows : header.b_cols;
+  const BlockCyclicLayout c_layout = Layout(header, m, n);
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_a, Descriptor(a_layout));
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_b, Descriptor(b_layout));
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_c, Descriptor(c_layout));
-  MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter(a_layout, a));
-  MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_b, Scatter(b_layout, b));
-  std::vector<double> local_c(
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<T> local_a, Scatter<T>(a_layout, a));
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<T> local_b, Scatter<T>(b_layout, b));
+  std::vector<T> local_c(
       static_cast<size_t>(std::max<int64_t>(1, c_layout.LocalLeadingDimension(rank_ / shape_.cols) *
                                                    c_layout.LocalCols(rank_ % shape_.cols))));
-  const char trans_a = header.transpose_a ? 'T' : 'N';
-  const char trans_b = header.transpose_b ? 'T' : 'N';
-  const int im = AsInt(m);
-  const int in = AsInt(n);
-  const int ik = AsInt(k);
-  const int one = 1;
-  const double alpha = 1.0;
-  const double beta = 0.0;
-  pdgemm_(&trans_a, &trans_b, &im, &in, &ik, &alpha, local_a.data(), &one, &one, desc_a.data(),
-          local_b.data(), &one, &one, desc_b.data(), &beta, local_c.data(), &one, &one,
-          desc_c.data());
+  Gemm(header.transpose_a ? 'T' : 'N', header.transpose_b ? 'T' : 'N', AsInt(m), AsInt(n),
+       AsInt(k), local_a.data(), desc_a.data(), local_b.data(), desc_b.data(), local_c.data(),
+       desc_c.data());
   return Gather(c_layout, local_c);
 }
 
@@ -201,17 +214,31 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
   const int64_t n = header.a_rows;
   const BlockCyclicLayout a_layout = Layout(header, n, n);
   if (header.on_device) return DeviceDeterminant(header, a_layout, a);
+  const auto dtype = static_cast<DType>(header.dtype);
+  if (dtype == DType::kFloat64) return ScalapackLu<double>(header, a, rhs);
+  if (dtype == DType::kComplex128) return ScalapackLu<std::complex<double>>(header, a, rhs);
+  return absl::InvalidArgumentError(
+      absl::StrCat("the grid's LU takes float64 or complex128, not ", DTypeName(dtype),
+                   " (the caller widens float32 and complex64)"));
+}
+
+template <typename T>
+absl::StatusOr<GridLu> ScalapackGrid::ScalapackLu(const GridJobHeader& header,
+                                                  const MatrixView* a, const MatrixView* rhs) {
+  const int64_t n = header.a_rows;
+  const BlockCyclicLayout a_layout = Layout(header, n, n);
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_a, Descriptor(a_layout));
-  MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter(a_layout, a));
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<T> local_a, Scatter<T>(a_layout, a));
   const int64_t nb = a_layout.block;
   const int myrow = rank_ / shape_.cols;
   const int mycol = rank_ % shape_.cols;
   std::vector<int> ipiv(static_cast<size_t>(a_layout.LocalRows(myrow) + nb));
   const int in = AsInt(n);
-  const int one = 1;
-  int info = 0;
-  pdgetrf_(&in, &in, local_a.data(), &one, &one, desc_a.data(), ipiv.data(), &info);
-  if (info < 0) return absl::InternalError(absl::StrCat("pdgetrf_ info ", info));
+  int info = Getrf(in, local_a.data(), desc_a.data(), ipiv.data());
+  if (info < 0) {
+    return absl::InternalError(absl::StrCat("p", std::string(1, ScalapackLetter<T>()),
+                                            "getrf_ info ", info));
+  }
 
   GridLu result;
   if (info > 0) result.singular_column = info - 1;
@@ -226,13 +253,14 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
     }
     const int64_t li = LocalIndexOf(i, nb, shape_.rows);
     const int64_t lj = LocalIndexOf(i, nb, shape_.cols);
-    diagonal *= local_a[static_cast<size_t>(lj * ld + li)];
+    diagonal *= std::complex<double>(local_a[static_cast<size_t>(lj * ld + li)]);
   }
-  const std::array<double, 2> part = {diagonal.mantissa().real(),
+  // Real part, imaginary part (0 for float64) and binary exponent of each rank's product.
+  const std::array<double, 3> part = {diagonal.mantissa().real(), diagonal.mantissa().imag(),
                                       static_cast<double>(diagonal.exponent2())};
-  std::vector<double> parts(is_root() ? 2 * static_cast<size_t>(shape_.size()) : 0);
+  std::vector<double> parts(is_root() ? 3 * static_cast<size_t>(shape_.size()) : 0);
   MATRIXD_RETURN_IF_ERROR(MpiStatus(
-      MPI_Gather(part.data(), 2, MPI_DOUBLE, parts.data(), 2, MPI_DOUBLE, kRoot, MPI_COMM_WORLD),
+      MPI_Gather(part.data(), 3, MPI_DOUBLE, parts.data(), 3, MPI_DOUBLE, kRoot, MPI_COMM_WORLD),
       "MPI_Gather(determinant parts)"));
 
   // The pivots: the ranks of process column 0 hold them for their rows; summed into one vector.
@@ -251,12 +279,13 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
   if (header.b_cols > 0 && info == 0) {
     const BlockCyclicLayout b_layout = Layout(header, header.b_rows, header.b_cols);
     MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_b, Descriptor(b_layout));
-    MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_b, Scatter(b_layout, rhs));
-    const int nrhs = AsInt(header.b_cols);
-    const char trans = 'N';
-    pdgetrs_(&trans, &in, &nrhs, local_a.data(), &one, &one, desc_a.data(), ipiv.data(),
-             local_b.data(), &one, &one, desc_b.data(), &info);
-    if (info != 0) return absl::InternalError(absl::StrCat("pdgetrs_ info ", info));
+    MATRIXD_ASSIGN_OR_RETURN(std::vector<T> local_b, Scatter<T>(b_layout, rhs));
+    info = Getrs(in, AsInt(header.b_cols), local_a.data(), desc_a.data(), ipiv.data(),
+                 local_b.data(), desc_b.data());
+    if (info != 0) {
+      return absl::InternalError(absl::StrCat("p", std::string(1, ScalapackLetter<T>()),
+                                              "getrs_ info ", info));
+    }
     MATRIXD_ASSIGN_OR_RETURN(Matrix x, Gather(b_layout, local_b));
     if (is_root()) result.solution = std::move(x);
   }
@@ -268,9 +297,9 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
   if (!result.singular_column.has_value()) {
     result.determinant = ScaledNumber();
     for (int r = 0; r < shape_.size(); ++r) {
-      result.determinant *=
-          ScaledNumber::FromParts(parts[2 * static_cast<size_t>(r)],
-                                  static_cast<int64_t>(parts[2 * static_cast<size_t>(r) + 1]));
+      const size_t at = 3 * static_cast<size_t>(r);
+      result.determinant *= ScaledNumber::FromParts({parts[at], parts[at + 1]},
+                                                    static_cast<int64_t>(parts[at + 2]));
     }
   }
   result.permutation.resize(static_cast<size_t>(n));
@@ -295,7 +324,8 @@ absl::StatusOr<GridLu> ScalapackGrid::DeviceDeterminant(const GridJobHeader& hea
     return absl::InvalidArgumentError(
         "the device engine gives the determinant only (no factors, no right-hand side)");
   }
-  MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter(layout, a));
+  MATRIXD_RETURN_IF_ERROR(CheckDeviceDType(header));
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<double> local_a, Scatter<double>(layout, a));
   MATRIXD_ASSIGN_OR_RETURN(SignedLogDeterminant det, device_engine_->Determinant(layout, local_a));
   GridLu result;
   result.determinant = ScaledFromSignedLog(det);

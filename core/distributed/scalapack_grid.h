@@ -38,6 +38,9 @@ struct GridJobHeader {
   // 1: the device engine runs the job (kMultiply without transposes; kLu for the determinant
   // alone: no factors, no right-hand side); 0: ScaLAPACK.
   int32_t on_device = 0;
+  // A DType: float32, float64, complex64 or complex128 for kMultiply; float64 or complex128 for
+  // kLu (the caller widens float32 and complex64); float64 alone with on_device.
+  int32_t dtype = static_cast<int32_t>(DType::kFloat64);
   int64_t a_rows = 0;
   int64_t a_cols = 0;
   int64_t b_rows = 0;  // kMultiply: B; kLu: the right-hand side (0 x 0 for none)
@@ -49,7 +52,7 @@ struct GridJobHeader {
 // overflow: Zero for sign 0 or log_abs -inf. REQUIRES: |log_abs| < 1e18 when finite.
 ScaledNumber ScaledFromSignedLog(const SignedLogDeterminant& det);
 
-// An LU of a square float64 matrix over the grid, on the root.
+// An LU of a square float64 or complex128 matrix over the grid, on the root.
 struct GridLu {
   ScaledNumber determinant = ScaledNumber::Zero();
   std::optional<int64_t> singular_column;  // first exactly zero pivot, 0-based
@@ -82,17 +85,20 @@ class ScalapackGrid {
   // The root sends *header; the other ranks receive into it.
   absl::Status BroadcastHeader(GridJobHeader* header);
 
-  // C = op(A) op(B), float64, by pdgemm or (header.on_device, no transposes) cuBLASMp. The root
-  // passes A and B (host, row-major) and gets C; the other ranks pass null and get an empty
-  // matrix. INVALID_ARGUMENT on every rank for a job the engine does not take.
+  // C = op(A) op(B) in header.dtype, by p?gemm (op: transpose, not conjugate) or
+  // (header.on_device: float64, no transposes) cuBLASMp. The root passes A and B (host,
+  // row-major, of header.dtype) and gets C; the other ranks pass null and get an empty matrix.
+  // INVALID_ARGUMENT on every rank for a job the engine does not take.
   absl::StatusOr<Matrix> Multiply(const GridJobHeader& header, const MatrixView* a,
                                   const MatrixView* b);
 
-  // LU with partial pivoting of a square float64 A (pdgetrf), det(A) from the distributed
-  // diagonal and pivots (reduced as mantissa and exponent, so it cannot overflow), and X with
-  // A X = B (pdgetrs) when header.b_cols > 0 and A is not singular. Root as Multiply. With
-  // header.on_device (no factors, no right-hand side) the LU is cuSOLVERMp's and only the
-  // determinant comes back (singular_column unset, lu and permutation empty).
+  // LU with partial pivoting of a square A of header.dtype, float64 or complex128 (pdgetrf,
+  // pzgetrf), det(A) from the distributed diagonal and pivots (reduced as mantissa and exponent,
+  // so it cannot overflow; complex for complex128), and X with A X = B (p?getrs) when
+  // header.b_cols > 0 and A is not singular. Root as Multiply. With header.on_device (float64, no
+  // factors, no right-hand side) the LU is cuSOLVERMp's and only the determinant comes back
+  // (singular_column unset, lu and permutation empty). INVALID_ARGUMENT on every rank for another
+  // dtype.
   absl::StatusOr<GridLu> Lu(const GridJobHeader& header, const MatrixView* a,
                             const MatrixView* rhs);
 
@@ -106,14 +112,23 @@ class ScalapackGrid {
 
   BlockCyclicLayout Layout(const GridJobHeader& header, int64_t rows, int64_t cols) const;
   absl::StatusOr<std::vector<int>> Descriptor(const BlockCyclicLayout& layout) const;
-  // Scatters the root's `global` (row-major float64) into every rank's local part.
-  absl::StatusOr<std::vector<double>> Scatter(const BlockCyclicLayout& layout,
-                                              const MatrixView* global);
+  // Scatters the root's `global` (row-major, elements T) into every rank's local part.
+  template <typename T>
+  absl::StatusOr<std::vector<T>> Scatter(const BlockCyclicLayout& layout,
+                                         const MatrixView* global);
+  // The ScaLAPACK engine's jobs, in the element type of header.dtype.
+  template <typename T>
+  absl::StatusOr<Matrix> ScalapackMultiply(const GridJobHeader& header, const MatrixView* a,
+                                           const MatrixView* b);
+  template <typename T>
+  absl::StatusOr<GridLu> ScalapackLu(const GridJobHeader& header, const MatrixView* a,
+                                     const MatrixView* rhs);
   // The determinant of header.on_device jobs (kLu).
   absl::StatusOr<GridLu> DeviceDeterminant(const GridJobHeader& header,
                                            const BlockCyclicLayout& layout, const MatrixView* a);
-  // Gathers every rank's local part into a row-major matrix on the root (empty elsewhere).
-  absl::StatusOr<Matrix> Gather(const BlockCyclicLayout& layout, const std::vector<double>& local);
+  // Gathers every rank's local part into a row-major matrix of T on the root (empty elsewhere).
+  template <typename T>
+  absl::StatusOr<Matrix> Gather(const BlockCyclicLayout& layout, const std::vector<T>& local);
 
   int rank_;
   GridShape shape_;
