@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <complex>
 #include <deque>
 #include <functional>
 #include <string>

@@ -53,14 +53,14 @@ constexpr char ScalapackLetter() {
 }
 
 // C = op(A) op(B) (alpha 1, beta 0), whole distributed matrices (ia = ja = 1).
-#define MATRIXD_GRID_GEMM(T, routine)                                                          \
-  inline void Gemm(char trans_a, char trans_b, int m, int n, int k, const T* a,               \
-                   const int* desc_a, const T* b, const int* desc_b, T* c, const int* desc_c) { \
-    const int one = 1;                                                                         \
-    const T alpha(1);                                                                          \
-    const T beta(0);                                                                           \
-    routine(&trans_a, &trans_b, &m, &n, &k, &alpha, a, &one, &one, desc_a, b, &one, &one,      \
-            desc_b, &beta, c, &one, &one, desc_c);                                             \
+#define MATRIXD_GRID_GEMM(T, routine)                                                              \
+  inline void Gemm(char trans_a, char trans_b, int m, int n, int k, const T* a, const int* desc_a, \
+                   const T* b, const int* desc_b, T* c, const int* desc_c) {                       \
+    const int one = 1;                                                                             \
+    const T alpha(1);                                                                              \
+    const T beta(0);                                                                               \
+    routine(&trans_a, &trans_b, &m, &n, &k, &alpha, a, &one, &one, desc_a, b, &one, &one, desc_b,  \
+            &beta, c, &one, &one, desc_c);                                                         \
   }
 MATRIXD_GRID_GEMM(float, psgemm_)
 MATRIXD_GRID_GEMM(double, pdgemm_)
@@ -91,8 +91,8 @@ inline int Getrs(int n, int nrhs, const double* a, const int* desc_a, const int*
   pdgetrs_(&trans, &n, &nrhs, a, &one, &one, desc_a, ipiv, b, &one, &one, desc_b, &info);
   return info;
 }
-inline int Getrs(int n, int nrhs, const std::complex<double>* a, const int* desc_a,
-                 const int* ipiv, std::complex<double>* b, const int* desc_b) {
+inline int Getrs(int n, int nrhs, const std::complex<double>* a, const int* desc_a, const int* ipiv,
+                 std::complex<double>* b, const int* desc_b) {
   const char trans = 'N';
   const int one = 1;
   int info = 0;

@@ -181,9 +181,8 @@ absl::StatusOr<Matrix> ScalapackGrid::Multiply(const GridJobHeader& header, cons
                              device_engine_->Multiply(a_layout, b_layout, local_a, local_b));
     return Gather(c_layout, local_c);
   }
-  return WithGridScalar(static_cast<DType>(header.dtype), [&](auto zero) {
-    return ScalapackMultiply<decltype(zero)>(header, a, b);
-  });
+  return WithGridScalar(static_cast<DType>(header.dtype),
+                        [&](auto zero) { return ScalapackMultiply<decltype(zero)>(header, a, b); });
 }
 
 template <typename T>
@@ -203,9 +202,8 @@ absl::StatusOr<Matrix> ScalapackGrid::ScalapackMultiply(const GridJobHeader& hea
   std::vector<T> local_c(
       static_cast<size_t>(std::max<int64_t>(1, c_layout.LocalLeadingDimension(rank_ / shape_.cols) *
                                                    c_layout.LocalCols(rank_ % shape_.cols))));
-  Gemm(header.transpose_a ? 'T' : 'N', header.transpose_b ? 'T' : 'N', AsInt(m), AsInt(n),
-       AsInt(k), local_a.data(), desc_a.data(), local_b.data(), desc_b.data(), local_c.data(),
-       desc_c.data());
+  Gemm(header.transpose_a ? 'T' : 'N', header.transpose_b ? 'T' : 'N', AsInt(m), AsInt(n), AsInt(k),
+       local_a.data(), desc_a.data(), local_b.data(), desc_b.data(), local_c.data(), desc_c.data());
   return Gather(c_layout, local_c);
 }
 
@@ -217,14 +215,14 @@ absl::StatusOr<GridLu> ScalapackGrid::Lu(const GridJobHeader& header, const Matr
   const auto dtype = static_cast<DType>(header.dtype);
   if (dtype == DType::kFloat64) return ScalapackLu<double>(header, a, rhs);
   if (dtype == DType::kComplex128) return ScalapackLu<std::complex<double>>(header, a, rhs);
-  return absl::InvalidArgumentError(
-      absl::StrCat("the grid's LU takes float64 or complex128, not ", DTypeName(dtype),
-                   " (the caller widens float32 and complex64)"));
+  return absl::InvalidArgumentError(absl::StrCat("the grid's LU takes float64 or complex128, not ",
+                                                 DTypeName(dtype),
+                                                 " (the caller widens float32 and complex64)"));
 }
 
 template <typename T>
-absl::StatusOr<GridLu> ScalapackGrid::ScalapackLu(const GridJobHeader& header,
-                                                  const MatrixView* a, const MatrixView* rhs) {
+absl::StatusOr<GridLu> ScalapackGrid::ScalapackLu(const GridJobHeader& header, const MatrixView* a,
+                                                  const MatrixView* rhs) {
   const int64_t n = header.a_rows;
   const BlockCyclicLayout a_layout = Layout(header, n, n);
   MATRIXD_ASSIGN_OR_RETURN(std::vector<int> desc_a, Descriptor(a_layout));
@@ -236,8 +234,8 @@ absl::StatusOr<GridLu> ScalapackGrid::ScalapackLu(const GridJobHeader& header,
   const int in = AsInt(n);
   int info = Getrf(in, local_a.data(), desc_a.data(), ipiv.data());
   if (info < 0) {
-    return absl::InternalError(absl::StrCat("p", std::string(1, ScalapackLetter<T>()),
-                                            "getrf_ info ", info));
+    return absl::InternalError(
+        absl::StrCat("p", std::string(1, ScalapackLetter<T>()), "getrf_ info ", info));
   }
 
   GridLu result;
@@ -283,8 +281,8 @@ absl::StatusOr<GridLu> ScalapackGrid::ScalapackLu(const GridJobHeader& header,
     info = Getrs(in, AsInt(header.b_cols), local_a.data(), desc_a.data(), ipiv.data(),
                  local_b.data(), desc_b.data());
     if (info != 0) {
-      return absl::InternalError(absl::StrCat("p", std::string(1, ScalapackLetter<T>()),
-                                              "getrs_ info ", info));
+      return absl::InternalError(
+          absl::StrCat("p", std::string(1, ScalapackLetter<T>()), "getrs_ info ", info));
     }
     MATRIXD_ASSIGN_OR_RETURN(Matrix x, Gather(b_layout, local_b));
     if (is_root()) result.solution = std::move(x);
@@ -298,8 +296,8 @@ absl::StatusOr<GridLu> ScalapackGrid::ScalapackLu(const GridJobHeader& header,
     result.determinant = ScaledNumber();
     for (int r = 0; r < shape_.size(); ++r) {
       const size_t at = 3 * static_cast<size_t>(r);
-      result.determinant *= ScaledNumber::FromParts({parts[at], parts[at + 1]},
-                                                    static_cast<int64_t>(parts[at + 2]));
+      result.determinant *=
+          ScaledNumber::FromParts({parts[at], parts[at + 1]}, static_cast<int64_t>(parts[at + 2]));
     }
   }
   result.permutation.resize(static_cast<size_t>(n));

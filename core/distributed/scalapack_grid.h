@@ -114,8 +114,7 @@ class ScalapackGrid {
   absl::StatusOr<std::vector<int>> Descriptor(const BlockCyclicLayout& layout) const;
   // Scatters the root's `global` (row-major, elements T) into every rank's local part.
   template <typename T>
-  absl::StatusOr<std::vector<T>> Scatter(const BlockCyclicLayout& layout,
-                                         const MatrixView* global);
+  absl::StatusOr<std::vector<T>> Scatter(const BlockCyclicLayout& layout, const MatrixView* global);
   // The ScaLAPACK engine's jobs, in the element type of header.dtype.
   template <typename T>
   absl::StatusOr<Matrix> ScalapackMultiply(const GridJobHeader& header, const MatrixView* a,

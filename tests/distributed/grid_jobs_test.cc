@@ -240,8 +240,8 @@ TEST(GridDeterminantComplexSingular, IsZero) {
   // Row 2 = 2 * row 0, with powers of two as pivots so that elimination cancels exactly.
   using C = std::complex<double>;
   const Matrix a = Matrix::FromValues<C>(
-      3, 3, std::vector<C>{{2, 0}, {1, 1}, {3, -1}, {1, 0}, {1, 1}, {0, 5}, {4, 0}, {2, 2},
-                           {6, -2}});
+      3, 3,
+      std::vector<C>{{2, 0}, {1, 1}, {3, -1}, {1, 0}, {1, 1}, {0, 5}, {4, 0}, {2, 2}, {6, -2}});
   JobControl control;
   auto grid = g_distributed->Determinant(a.view(), {}, &control);
   ASSERT_TRUE(grid.ok()) << grid.status();
@@ -251,8 +251,8 @@ TEST(GridDeterminantComplexSingular, IsZero) {
 TEST(GridLuSolveDTypes, OtherDTypesFactorOnTheLocalBackend) {
   const Matrix a = RandomOf(DType::kComplex128, 5, 5, 7);
   JobControl control;
-  auto grid = g_distributed->Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr,
-                                       &control);
+  auto grid =
+      g_distributed->Factorize(a.view(), {.kind = FactorizationKind::kLu}, nullptr, &control);
   ASSERT_TRUE(grid.ok()) << grid.status();
   EXPECT_THAT(grid->stats.device, ::testing::Not(::testing::HasSubstr("grid")));
 }
