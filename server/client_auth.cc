@@ -91,6 +91,30 @@ std::string ClientLabel(const ClientIdentity& client) {
                              : absl::StrCat("client \"", client.name, "\"");
 }
 
+namespace client_auth_internal {
+
+bool MayBeOverQuota(const Limits& server_limits, const ClientIdentity& client,
+                    const absl::Status& refused) {
+  return refused.code() == absl::StatusCode::kInvalidArgument &&
+         (client.limits.max_elements < server_limits.max_elements ||
+          client.limits.max_permanent_n < server_limits.max_permanent_n);
+}
+
+absl::Status OverQuotaError(const Limits& server_limits, const ClientIdentity& client,
+                            const absl::Status& refused) {
+  const bool tighter_elements = client.limits.max_elements < server_limits.max_elements;
+  const bool tighter_permanent = client.limits.max_permanent_n < server_limits.max_permanent_n;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "quota ",
+      tighter_elements && tighter_permanent ? "max_matrix_elements or max_permanent_n"
+      : tighter_elements                    ? "max_matrix_elements"
+                                            : "max_permanent_n",
+      " of ", ClientLabel(client), " (max_matrix_elements=", client.limits.max_elements,
+      ", max_permanent_n=", client.limits.max_permanent_n, "): ", refused.message()));
+}
+
+}  // namespace client_auth_internal
+
 absl::StatusOr<std::vector<TokenEntry>> ParseTokenFile(absl::string_view text) {
   std::vector<TokenEntry> entries;
   absl::flat_hash_set<std::string> names;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -30,7 +31,7 @@ namespace matrixd::server {
 struct ClientQuota {
   int max_jobs = 0;                 // jobs queued and running at once (calls and Submit jobs)
   uint64_t max_resident_bytes = 0;  // resident matrices together
-  int64_t max_matrix_elements = 0;  // per input matrix
+  int64_t max_matrix_elements = 0;  // per input matrix and per resident matrix it makes
   int max_permanent_n = 0;          // largest permanent
   int max_shm_regions = 0;          // registered shared-memory regions
 };
@@ -51,6 +52,40 @@ struct ClientIdentity {
 
 // The client as messages name it: "client \"alice\"", or "the anonymous client".
 std::string ClientLabel(const ClientIdentity& client);
+
+namespace client_auth_internal {
+inline const absl::Status& StatusOf(const absl::Status& status) { return status; }
+template <typename T>
+const absl::Status& StatusOf(const absl::StatusOr<T>& result) {
+  return result.status();
+}
+// Whether `refused` may be over `client`'s quota: INVALID_ARGUMENT while some limit of the
+// client's is tighter than the server's.
+bool MayBeOverQuota(const Limits& server_limits, const ClientIdentity& client,
+                    const absl::Status& refused);
+// RESOURCE_EXHAUSTED "quota NAME of CLIENT (max_matrix_elements=.., max_permanent_n=..): MESSAGE"
+// for `refused`, NAME the tighter limit(s).
+absl::Status OverQuotaError(const Limits& server_limits, const ClientIdentity& client,
+                            const absl::Status& refused);
+}  // namespace client_auth_internal
+
+// `check(limits)` (returning absl::Status or absl::StatusOr<T>) under the client's limits. A
+// request refused (INVALID_ARGUMENT) only because the client's limits are tighter than the
+// server's, i.e. one that `check(server_limits)` accepts, is over its quota: RESOURCE_EXHAUSTED
+// "quota max_matrix_elements ..." or "quota max_permanent_n ...". `check` may run twice, so it must
+// not change anything when it fails.
+template <typename Check>
+auto CheckWithinQuota(const Limits& server_limits, const ClientIdentity& client, Check&& check)
+    -> decltype(check(client.limits)) {
+  auto result = check(client.limits);
+  if (result.ok()) return result;
+  const absl::Status& refused = client_auth_internal::StatusOf(result);
+  if (!client_auth_internal::MayBeOverQuota(server_limits, client, refused) ||
+      !client_auth_internal::StatusOf(check(server_limits)).ok()) {
+    return result;
+  }
+  return client_auth_internal::OverQuotaError(server_limits, client, refused);
+}
 
 using Sha256Digest = std::array<unsigned char, 32>;
 

@@ -55,31 +55,18 @@ inline void CountQuotaRefusal(Metrics* metrics, const ClientIdentity& client,
   metrics->RecordClientRejection(client.name, message.substr(0, message.find_first_of(" :")));
 }
 
-// `make(limits)` (a MakeJob) under the client's limits, the job marked as the client's. A request
-// refused (INVALID_ARGUMENT) only because the client's limits are tighter than the server's is
-// over its quota: RESOURCE_EXHAUSTED naming max_matrix_elements or max_permanent_n.
+// `make(limits)` (a MakeJob) under the client's limits (CheckWithinQuota: RESOURCE_EXHAUSTED
+// naming max_matrix_elements or max_permanent_n for a request over the client's quota only), the
+// job marked as the client's.
 template <typename Make>
 absl::StatusOr<JobSpec> MakeJobWithinQuota(const Limits& server_limits,
                                            const ClientIdentity& client, Make make) {
-  absl::StatusOr<JobSpec> spec = make(client.limits);
+  absl::StatusOr<JobSpec> spec = CheckWithinQuota(server_limits, client, make);
   if (spec.ok()) {
     spec->owner = client.name;
     spec->owner_max_jobs = client.quota.max_jobs;
-    return spec;
   }
-  const bool tighter_elements = client.limits.max_elements < server_limits.max_elements;
-  const bool tighter_permanent = client.limits.max_permanent_n < server_limits.max_permanent_n;
-  if (spec.status().code() != absl::StatusCode::kInvalidArgument ||
-      (!tighter_elements && !tighter_permanent) || !make(server_limits).ok()) {
-    return spec;
-  }
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "quota ",
-      tighter_elements && tighter_permanent ? "max_matrix_elements or max_permanent_n"
-      : tighter_elements                    ? "max_matrix_elements"
-                                            : "max_permanent_n",
-      " of ", ClientLabel(client), " (max_matrix_elements=", client.limits.max_elements,
-      ", max_permanent_n=", client.limits.max_permanent_n, "): ", spec.status().message()));
+  return spec;
 }
 
 // The call's deadline as a job deadline (gRPC says "none" with the largest time point).

@@ -47,7 +47,8 @@ ABSL_FLAG(int, cpu_threads, 0,
 ABSL_FLAG(int, max_permanent_n, matrixd::Limits{}.max_permanent_n,
           "largest n accepted for a permanent");
 ABSL_FLAG(int64_t, max_matrix_elements, matrixd::Limits{}.max_elements,
-          "largest number of elements accepted per input matrix (and per product)");
+          "largest number of elements accepted per input matrix (and per product) and per "
+          "matrix that Upload, CreateMatrix or Generate makes resident");
 ABSL_FLAG(int, max_message_bytes, matrixd::server::ServerOptions{}.max_message_bytes,
           "largest request or response message in bytes");
 ABSL_FLAG(int, queue_depth, matrixd::server::SchedulerOptions{}.queue_depth,

@@ -123,9 +123,14 @@ class MatrixService final : public v1::MatrixService::CallbackService {
 
  private:
   // The checks of a call that makes a resident matrix (CreateMatrix, Generate): a registry, a
-  // server not draining, a valid shape (errors naming `rpc`).
+  // server not draining, a valid shape within `client`'s limits (CheckNewShape; errors naming
+  // `rpc`).
   absl::StatusOr<UploadShape> CheckNewMatrix(int64_t rows, int64_t cols, v1::DType dtype,
-                                             const char* rpc);
+                                             const char* rpc, const ClientIdentity& client);
+  // CheckUploadShape under `client`'s limits, as the operands of computing calls
+  // (CheckWithinQuota); a quota refusal is counted for `client`.
+  absl::StatusOr<UploadShape> CheckNewShape(int64_t rows, int64_t cols, v1::DType dtype,
+                                            const char* what, const ClientIdentity& client) const;
   // Identifies the caller and starts the computing call `rpc` (JobCallReactor).
   template <typename Request, typename Response>
   grpc::ServerUnaryReactor* StartJobCall(const char* rpc, grpc::CallbackServerContext* context,

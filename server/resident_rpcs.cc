@@ -33,11 +33,11 @@ ResidentOwner OwnerOf(const ClientIdentity& client) {
 class UploadReactor final : public grpc::ServerReadReactor<v1::UploadChunk> {
  public:
   UploadReactor(grpc::CallbackServerContext* context, ResidentRegistry& registry, Metrics* metrics,
-                v1::ResidentMatrix* response, ResidentOwner owner)
+                v1::ResidentMatrix* response, ResidentOwner owner, UploadShapeCheck check_shape)
       : context_(context),
         metrics_(metrics),
         response_(response),
-        assembler_(registry, std::move(owner)) {
+        assembler_(registry, std::move(owner), std::move(check_shape)) {
     StartRead(&incoming_);
   }
 
@@ -147,7 +147,13 @@ grpc::ServerReadReactor<v1::UploadChunk>* MatrixService::Upload(
   if (absl::Status open = scheduler_.accepting(); !open.ok()) {
     return new RefusedReactor<grpc::ServerReadReactor<v1::UploadChunk>>(open);
   }
-  return new UploadReactor(context, *resident_, metrics_, response, OwnerOf(**client));
+  // The reactor (and so the check) ends before the service does.
+  UploadShapeCheck check_shape = [this, identity = *client](int64_t rows, int64_t cols,
+                                                            v1::DType dtype) {
+    return CheckNewShape(rows, cols, dtype, "upload's first message", *identity);
+  };
+  return new UploadReactor(context, *resident_, metrics_, response, OwnerOf(**client),
+                           std::move(check_shape));
 }
 
 grpc::ServerWriteReactor<v1::DownloadChunk>* MatrixService::Download(
@@ -217,11 +223,22 @@ grpc::ServerUnaryReactor* MatrixService::Release(grpc::CallbackServerContext* co
   return reactor;
 }
 
+absl::StatusOr<UploadShape> MatrixService::CheckNewShape(int64_t rows, int64_t cols,
+                                                         v1::DType dtype, const char* what,
+                                                         const ClientIdentity& client) const {
+  absl::StatusOr<UploadShape> shape = CheckWithinQuota(limits_, client, [&](const Limits& limits) {
+    return CheckUploadShape(rows, cols, dtype, what, limits);
+  });
+  if (!shape.ok()) return CountRejection(client, shape.status());
+  return shape;
+}
+
 absl::StatusOr<UploadShape> MatrixService::CheckNewMatrix(int64_t rows, int64_t cols,
-                                                          v1::DType dtype, const char* rpc) {
+                                                          v1::DType dtype, const char* rpc,
+                                                          const ClientIdentity& client) {
   if (resident_ == nullptr) return absl::UnimplementedError(kNoRegistry);
   if (absl::Status open = scheduler_.accepting(); !open.ok()) return open;
-  return CheckUploadShape(rows, cols, dtype, rpc);
+  return CheckNewShape(rows, cols, dtype, rpc, client);
 }
 
 grpc::ServerUnaryReactor* MatrixService::CreateMatrix(grpc::CallbackServerContext* context,
@@ -231,7 +248,7 @@ grpc::ServerUnaryReactor* MatrixService::CreateMatrix(grpc::CallbackServerContex
   absl::Status status = [&]() -> absl::Status {
     MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
     absl::StatusOr<UploadShape> shape =
-        CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "CreateMatrix");
+        CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "CreateMatrix", *client);
     if (!shape.ok()) return shape.status();
     absl::StatusOr<ResidentInfo> info = resident_->CreateFilling(
         shape->rows, shape->cols, shape->dtype, request->label(), OwnerOf(*client));
@@ -250,7 +267,7 @@ grpc::ServerUnaryReactor* MatrixService::Generate(grpc::CallbackServerContext* c
   absl::Status status = [&]() -> absl::Status {
     MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<const ClientIdentity> client, Identify(*context));
     absl::StatusOr<UploadShape> shape =
-        CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "Generate");
+        CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "Generate", *client);
     if (!shape.ok()) return shape.status();
     GeneratorOptions options{.seed = request->seed()};
     switch (request->generator()) {

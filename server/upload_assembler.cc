@@ -3,6 +3,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,7 +15,7 @@
 namespace matrixd::server {
 
 absl::StatusOr<UploadShape> CheckUploadShape(int64_t rows, int64_t cols, v1::DType proto_dtype,
-                                             const char* what) {
+                                             const char* what, const Limits& limits) {
   MATRIXD_ASSIGN_OR_RETURN(DType dtype, FromProto(proto_dtype, what));
   if (rows <= 0 || cols <= 0) {
     return absl::InvalidArgumentError(
@@ -27,13 +28,28 @@ absl::StatusOr<UploadShape> CheckUploadShape(int64_t rows, int64_t cols, v1::DTy
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has shape ", rows, "x", cols, ": its size overflows 64 bits"));
   }
+  if (elements > static_cast<uint64_t>(limits.max_elements)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has rows x cols = ", rows, " x ", cols, " = ", elements,
+                     " elements, exceeds max_matrix_elements = ", limits.max_elements));
+  }
   return UploadShape{.rows = rows, .cols = cols, .dtype = dtype, .bytes = bytes};
 }
 
+UploadAssembler::UploadAssembler(ResidentRegistry& registry, ResidentOwner owner,
+                                 UploadShapeCheck check_shape)
+    : registry_(registry),
+      owner_(std::move(owner)),
+      check_shape_(check_shape != nullptr ? std::move(check_shape)
+                                          : [](int64_t rows, int64_t cols, v1::DType dtype) {
+                                              return CheckUploadShape(rows, cols, dtype,
+                                                                      "upload's first message",
+                                                                      Limits{});
+                                            }) {}
+
 absl::Status UploadAssembler::Start(const v1::UploadChunk& chunk) {
-  MATRIXD_ASSIGN_OR_RETURN(
-      UploadShape shape,
-      CheckUploadShape(chunk.rows(), chunk.cols(), chunk.dtype(), "upload's first message"));
+  MATRIXD_ASSIGN_OR_RETURN(UploadShape shape,
+                           check_shape_(chunk.rows(), chunk.cols(), chunk.dtype()));
   rows_ = shape.rows;
   cols_ = shape.cols;
   dtype_ = shape.dtype;

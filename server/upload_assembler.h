@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,13 +21,15 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "core/validation.h"
 #include "matrixd/v1/matrixd.pb.h"
 #include "server/resident_registry.h"
 
 namespace matrixd::server {
 
-// A matrix's shape as an upload (or CreateMatrix) names it, checked: a known dtype, rows and cols
-// >= 1 and a size that fits 64 bits; INVALID_ARGUMENT naming `what` otherwise.
+// A matrix's shape as an upload (or CreateMatrix, Generate) names it, checked: a known dtype, rows
+// and cols >= 1 and at most `limits.max_elements` elements (as the operands of computing calls);
+// INVALID_ARGUMENT naming `what` otherwise.
 struct UploadShape {
   int64_t rows = 0;
   int64_t cols = 0;
@@ -34,19 +37,25 @@ struct UploadShape {
   uint64_t bytes = 0;
 };
 absl::StatusOr<UploadShape> CheckUploadShape(int64_t rows, int64_t cols, v1::DType dtype,
-                                             const char* what);
+                                             const char* what, const Limits& limits);
+
+// Checks the shape an upload's first message names (CheckUploadShape under the caller's limits).
+using UploadShapeCheck =
+    std::function<absl::StatusOr<UploadShape>(int64_t rows, int64_t cols, v1::DType dtype)>;
 
 class UploadAssembler {
  public:
   // `registry` must outlive the assembler. The matrix is `owner`'s (and a part goes only into a
-  // matrix of `owner`'s: NOT_FOUND otherwise).
-  explicit UploadAssembler(ResidentRegistry& registry, ResidentOwner owner = {})
-      : registry_(registry), owner_(std::move(owner)) {}
+  // matrix of `owner`'s: NOT_FOUND otherwise). `check_shape` checks the first message's shape
+  // before anything is allocated; null: CheckUploadShape under the default Limits.
+  explicit UploadAssembler(ResidentRegistry& registry, ResidentOwner owner = {},
+                           UploadShapeCheck check_shape = nullptr);
 
   // Takes the next chunk. INVALID_ARGUMENT naming the problem: a first chunk without a valid
-  // shape or dtype, a later one that changes them, a gap or an overlap (offset other than the
-  // bytes so far), bytes past the end, a second checksum. RESOURCE_EXHAUSTED when the matrix
-  // does not fit. After an error the upload is dead: every later call fails.
+  // shape or dtype (or one over the limits, as `check_shape` says), a later one that changes them,
+  // a gap or an overlap (offset other than the bytes so far), bytes past the end, a second
+  // checksum. RESOURCE_EXHAUSTED when the matrix does not fit. After an error the upload is dead:
+  // every later call fails.
   absl::Status Add(const v1::UploadChunk& chunk);
   // Ends the stream: INVALID_ARGUMENT for an empty stream, missing bytes, a missing checksum or a
   // CRC32C that does not match; otherwise the new resident matrix.
@@ -66,6 +75,7 @@ class UploadAssembler {
 
   ResidentRegistry& registry_;
   const ResidentOwner owner_;
+  const UploadShapeCheck check_shape_;
   absl::Status dead_;                         // the first error; later calls repeat it
   std::unique_ptr<PendingResident> pending_;  // a whole upload
   std::unique_ptr<FillingPart> part_;         // or a part of a parallel one

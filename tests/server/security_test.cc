@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
@@ -168,7 +169,8 @@ class TokenTest : public ::testing::Test {
         "# test clients\n"
         "alice tok-alice max_permanent_n=5 max_resident_bytes=4KiB\n"
         "bob tok-bob max_jobs=2\n"
-        "carol tok-carol\n");
+        "carol tok-carol\n"
+        "dave tok-dave max_matrix_elements=100\n");
     absl::StatusOr<std::unique_ptr<ClientAuthenticator>> authenticator =
         ClientAuthenticator::FromFile(tokens_path_, TestLimits(), {});
     ASSERT_TRUE(authenticator.ok()) << authenticator.status();
@@ -275,6 +277,49 @@ TEST_F(TokenTest, QuotasAreResourceExhaustedNamingTheQuota) {
   EXPECT_THAT(server().metrics().Serialize(),
               HasSubstr("matrixd_client_rejections_total{client=\"alice\",reason=\""
                         "max_permanent_n\"}"));
+}
+
+// max_matrix_elements=100 bounds the matrices dave makes resident as it bounds his operands: an
+// 11 x 10 one is within the server's limit (65536) but not his.
+TEST_F(TokenTest, ResidentMatrixOverTheElementQuotaIsResourceExhaustedAndKeepsNothing) {
+  std::unique_ptr<Client> dave = As("tok-dave");
+  const v1::Matrix over = MakeMatrix<double>(11, 10, std::vector<double>(110, 1.0));
+  v1::GenerateRequest generate;
+  generate.set_rows(11);
+  generate.set_cols(10);
+  generate.set_dtype(v1::DTYPE_FLOAT64);
+  generate.set_generator(v1::GENERATOR_IDENTITY);
+  const absl::Status refused[] = {
+      dave->Upload(over, {.parallel_streams = 1}).status(),
+      dave->Upload(over, {.parallel_streams = 2, .parallel_min_bytes = 0})
+          .status(),  // CreateMatrix
+      dave->Generate(generate).status()};
+  for (const absl::Status& status : refused) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+    EXPECT_THAT(std::string(status.message()),
+                ::testing::AllOf(HasSubstr("quota max_matrix_elements of client \"dave\""),
+                                 HasSubstr("11 x 10 = 110 elements"),
+                                 HasSubstr("max_matrix_elements = 100")));
+  }
+  absl::StatusOr<v1::ListMatricesResponse> listed = dave->ListMatrices();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->matrices_size(), 0);
+  EXPECT_EQ(listed->resident_bytes(), 0u);
+  EXPECT_THAT(server().metrics().Serialize(),
+              HasSubstr("matrixd_client_rejections_total{client=\"dave\",reason=\""
+                        "max_matrix_elements\"} 3"));
+
+  // At his limit, each is made.
+  const v1::Matrix at_limit = MakeMatrix<double>(10, 10, std::vector<double>(100, 1.0));
+  absl::StatusOr<RemoteMatrix> streamed = dave->Upload(at_limit, {.parallel_streams = 1});
+  EXPECT_TRUE(streamed.ok()) << streamed.status();
+  absl::StatusOr<RemoteMatrix> in_parts =
+      dave->Upload(at_limit, {.parallel_streams = 2, .parallel_min_bytes = 0});
+  EXPECT_TRUE(in_parts.ok()) << in_parts.status();
+  generate.set_rows(10);
+  absl::StatusOr<v1::ResidentMatrix> generated = dave->Generate(generate);
+  ASSERT_TRUE(generated.ok()) << generated.status();
+  EXPECT_TRUE(dave->Release(generated->handle()).ok());
 }
 
 TEST_F(TokenTest, TokenRemovedFromTheFileIsRefusedAfterReload) {
