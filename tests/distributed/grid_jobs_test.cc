@@ -99,34 +99,6 @@ double ProductTolerance(DType dtype) {
 
 std::string DTypeParamName(DType dtype) { return DTypeName(dtype); }
 
-class GridMultiply : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
-
-TEST_P(GridMultiply, EqualsSingleProcess) {
-  const auto [m, k, n] = GetParam();
-  for (bool transpose_a : {false, true}) {
-    for (bool transpose_b : {false, true}) {
-      const Matrix a = transpose_a ? testing::RandomMatrix<double>(k, m, 1)
-                                   : testing::RandomMatrix<double>(m, k, 1);
-      const Matrix b = transpose_b ? testing::RandomMatrix<double>(n, k, 2)
-                                   : testing::RandomMatrix<double>(k, n, 2);
-      const MultiplyOptions options{.transpose_a = transpose_a, .transpose_b = transpose_b};
-      JobControl control;
-      auto grid = g_distributed->Multiply(a.view(), b.view(), options, &control);
-      auto single = Reference()->Multiply(a.view(), b.view(), options, &control);
-      ASSERT_TRUE(grid.ok()) << grid.status();
-      ASSERT_TRUE(single.ok()) << single.status();
-      EXPECT_THAT(grid->stats.device, ::testing::HasSubstr(Engine("cuBLASMp")));
-      EXPECT_LE(MaxAbsDifference(grid->c, single->c), 1e-13 * static_cast<double>(k))
-          << "transpose_a " << transpose_a << " transpose_b " << transpose_b;
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Shapes, GridMultiply,
-                         ::testing::Values(std::make_tuple(1, 1, 1), std::make_tuple(3, 2, 1),
-                                           std::make_tuple(7, 9, 5), std::make_tuple(37, 41, 29),
-                                           std::make_tuple(64, 64, 64)));
-
 // Every floating dtype on ScaLAPACK's p?gemm (float64 on the GPU engine where the grid has one),
 // for shapes smaller than the grid (1 x 1, 3 x 2 over 2 or 4 ranks) and shapes that neither the
 // grid nor the block divides.
@@ -167,7 +139,8 @@ INSTANTIATE_TEST_SUITE_P(
     DTypes, GridMultiplyDTypes,
     ::testing::Combine(::testing::ValuesIn(kFloatingDTypes),
                        ::testing::Values(std::make_tuple(1, 1, 1), std::make_tuple(3, 2, 1),
-                                         std::make_tuple(7, 9, 5), std::make_tuple(37, 41, 29))),
+                                         std::make_tuple(7, 9, 5), std::make_tuple(37, 41, 29),
+                                         std::make_tuple(64, 64, 64))),
     [](const auto& info) {
       const auto& shape = std::get<1>(info.param);
       return DTypeParamName(std::get<0>(info.param)) + "_" + std::to_string(std::get<0>(shape)) +
