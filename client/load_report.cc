@@ -67,13 +67,12 @@ std::string FormatLoadReport(const LoadReport& report) {
     return seconds > 0 ? absl::StrFormat("%.1f", static_cast<double>(count) / seconds)
                        : std::string("-");
   };
-  std::string out =
-      Line("load", absl::StrCat(LoadOpName(options.op), " ", options.n, "x", options.n, " ",
-                                DTypeFlagName(options.dtype), ", batch ", options.batch,
-                                ", concurrency ", options.concurrency, " over ", options.connections,
-                                options.connections == 1 ? " connection" : " connections",
-                                ", method ", options.method,
-                                ", ", report.distinct_requests, " distinct requests"));
+  std::string out = Line(
+      "load", absl::StrCat(LoadOpName(options.op), " ", options.n, "x", options.n, " ",
+                           DTypeFlagName(options.dtype), ", batch ", options.batch,
+                           ", concurrency ", options.concurrency, " over ", options.connections,
+                           options.connections == 1 ? " connection" : " connections", ", method ",
+                           options.method, ", ", report.distinct_requests, " distinct requests"));
   absl::StrAppend(&out, Line("requests", absl::StrCat(tally.requests)),
                   Line("ok", absl::StrCat(tally.ok_requests)),
                   Line("failed", absl::StrCat(tally.requests - tally.ok_requests)),
