@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/cuda_stream.h"
 #include "core/job_control.h"
 
 namespace matrixd::cuda {
@@ -23,36 +24,6 @@ inline double EliminationProgress(int64_t m, int64_t n) {
   return 1.0 - left * left * left;
 }
 
-// A CUDA event without timing, owned.
-class StreamEvent {
- public:
-  static absl::StatusOr<StreamEvent> Create() {
-    cudaEvent_t event = nullptr;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-    return StreamEvent(event);
-  }
-  StreamEvent(StreamEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  StreamEvent& operator=(StreamEvent&&) = delete;
-  StreamEvent(const StreamEvent&) = delete;
-  StreamEvent& operator=(const StreamEvent&) = delete;
-  ~StreamEvent() {
-    if (event_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(event_));
-  }
-
-  absl::Status Record(cudaStream_t stream) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(event_, stream));
-    return absl::OkStatus();
-  }
-  absl::Status Wait() {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(event_));
-    return absl::OkStatus();
-  }
-
- private:
-  explicit StreamEvent(cudaEvent_t event) : event_(event) {}
-  cudaEvent_t event_ = nullptr;
-};
-
 // The one host synchronisation a schedule allows itself, every few steps: each check-in marks the
 // stream and waits for the previous mark, so the host stays at most two intervals ahead of the
 // device (cancellation takes effect within about one interval, progress trails by one) and the
@@ -61,18 +32,18 @@ class StreamEvent {
 class CheckInPacer {
  public:
   static absl::StatusOr<CheckInPacer> Create() {
-    MATRIXD_ASSIGN_OR_RETURN(StreamEvent first, StreamEvent::Create());
-    MATRIXD_ASSIGN_OR_RETURN(StreamEvent second, StreamEvent::Create());
+    MATRIXD_ASSIGN_OR_RETURN(CudaEvent first, CudaEvent::Create());
+    MATRIXD_ASSIGN_OR_RETURN(CudaEvent second, CudaEvent::Create());
     return CheckInPacer(std::move(first), std::move(second));
   }
 
   // `progress`: the fraction of the work done once the stream reaches this point.
   absl::Status CheckIn(cudaStream_t stream, JobControl* control, double progress) {
-    StreamEvent& mark = count_ % 2 == 0 ? even_ : odd_;
+    CudaEvent& mark = count_ % 2 == 0 ? even_ : odd_;
     MATRIXD_RETURN_IF_ERROR(mark.Record(stream));
     if (count_ > 0) {
-      StreamEvent& previous = count_ % 2 == 0 ? odd_ : even_;
-      MATRIXD_RETURN_IF_ERROR(previous.Wait());
+      CudaEvent& previous = count_ % 2 == 0 ? odd_ : even_;
+      MATRIXD_RETURN_IF_ERROR(previous.Synchronize());
       ReportProgress(control, previous_progress_);
     }
     ++count_;
@@ -82,10 +53,10 @@ class CheckInPacer {
   }
 
  private:
-  CheckInPacer(StreamEvent even, StreamEvent odd) : even_(std::move(even)), odd_(std::move(odd)) {}
+  CheckInPacer(CudaEvent even, CudaEvent odd) : even_(std::move(even)), odd_(std::move(odd)) {}
 
-  StreamEvent even_;
-  StreamEvent odd_;
+  CudaEvent even_;
+  CudaEvent odd_;
   int64_t count_ = 0;
   double previous_progress_ = 0.0;
 };

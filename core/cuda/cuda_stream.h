@@ -65,6 +65,11 @@ class CudaEvent {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, event_, 0));
     return absl::OkStatus();
   }
+  // Blocks the host until the last Record's work is done.
+  absl::Status Synchronize() const {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(event_));
+    return absl::OkStatus();
+  }
 
  private:
   explicit CudaEvent(cudaEvent_t event) : event_(event) {}

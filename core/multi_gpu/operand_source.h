@@ -1,9 +1,10 @@
 // Where a job over several GPUs copies an operand from. Host memory: each GPU pulls its share on a
 // stream of its own. Device memory (a resident matrix in one GPU's stream-ordered pool, a CUDA IPC
-// region): the GPU holding it pushes every share, on a stream of that GPU, since pool memory is
-// readable only by the GPU it belongs to (peer access does not extend to it; the server's H200 x2
-// run of 2026-11-26 saw cudaErrorInvalidValue), while the shares' destinations (cudaMalloc) take a
-// copy from any GPU, peer to peer or, where peer access is off, through the host.
+// region): the GPU holding it pushes every share, on a stream of that GPU. Pool memory is
+// readable by another GPU only where the two have peer access (core/cuda/cuda_memory_resource.h
+// grants it then; without it a pull fails with cudaErrorInvalidValue), while the shares'
+// destinations (cudaMalloc) take a copy from any GPU, peer to peer or, where peer access is off,
+// through the host: pushing works on every machine.
 #ifndef MATRIXD_CORE_MULTI_GPU_OPERAND_SOURCE_H_
 #define MATRIXD_CORE_MULTI_GPU_OPERAND_SOURCE_H_
 
