@@ -71,6 +71,7 @@ absl::Status DeviceFactorSolves<T>::Prepare() {
         context_->Allocate(static_cast<size_t>(DiagonalInverseElements(n_, kBlock)) * sizeof(T)));
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchInvertDiagonalBlocks(
         factor.triangle, kBlock, factor.inverse.template as<T>(), context_->stream()));
+    if (near_tiles_ > 0) MATRIXD_RETURN_IF_ERROR(PrepareNearTiles(factor));
   }
   if (!host_rows_.empty()) {
     const size_t bytes = host_rows_.size() * sizeof(int);
@@ -83,11 +84,33 @@ absl::Status DeviceFactorSolves<T>::Prepare() {
 }
 
 template <typename T>
+absl::Status DeviceFactorSolves<T>::PrepareNearTiles(Factor& factor) {
+  constexpr int kBlock = kTriangularSolveBlock<T>;
+  // Only where the memory is there: without near tiles the solves are slower, not wrong.
+  const size_t bytes = static_cast<size_t>(NearTileElements(n_, kBlock, near_tiles_)) * sizeof(T);
+  absl::StatusOr<DeviceBuffer> near_n = context_->Allocate(bytes);
+  absl::StatusOr<DeviceBuffer> near_h = context_->Allocate(bytes);
+  if (!near_n.ok() || !near_h.ok()) return absl::OkStatus();
+  factor.near[0] = *std::move(near_n);
+  factor.near[1] = *std::move(near_h);
+  for (const bool adjoint : {false, true}) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(ComputeNearTiles(
+        context_->cublas(), factor.triangle, kBlock, factor.inverse.template as<const T>(), adjoint,
+        near_tiles_, factor.near[adjoint ? 1 : 0].template as<T>()));
+  }
+  factor.near_count = near_tiles_;
+  return absl::OkStatus();
+}
+
+template <typename T>
 absl::Status DeviceFactorSolves<T>::Solve(const Stage& stage, bool adjoint, const T* b, T* x) {
   const Factor& factor = factors_[static_cast<size_t>(stage.factor)];
+  const bool op_adjoint = stage.adjoint != adjoint;
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTriangularSolve(
-      factor.triangle, kTriangularSolveBlock<T>, factor.inverse.template as<const T>(),
-      stage.adjoint != adjoint, b, x, sync_.data(), context_->stream()));
+      factor.triangle, kTriangularSolveBlock<T>, factor.inverse.template as<const T>(), op_adjoint,
+      b, x, sync_.data(), context_->stream(),
+      factor.near_count > 0 ? factor.near[op_adjoint ? 1 : 0].template as<const T>() : nullptr,
+      factor.near_count));
   return absl::OkStatus();
 }
 

@@ -3,8 +3,10 @@
 // A = R (upper triangular), by the bandwidth-bound one-vector triangular solves of
 // core/cuda/triangular_solve.h instead of getrs / potrs / trsm (issue 15). The factors are only
 // read and must outlive the object. Creating one queues no device work: the first Apply inverts
-// the diagonal blocks and uploads the permutation (so an estimate's timer counts them). Moved,
-// never copied. T is float, double, std::complex<float> or std::complex<double>.
+// the diagonal blocks, computes the near tiles of each triangle and operation (kDefaultNearTiles
+// of them, none where their memory cannot be had) and uploads the permutation (so an estimate's
+// timer counts them). Moved, never copied. T is float, double, std::complex<float> or
+// std::complex<double>.
 #ifndef MATRIXD_CORE_CUDA_FACTOR_SOLVES_H_
 #define MATRIXD_CORE_CUDA_FACTOR_SOLVES_H_
 
@@ -19,6 +21,10 @@
 #include "core/cuda/triangular_solve.h"
 
 namespace matrixd::cuda {
+
+// Near tiles each solve uses (core/cuda/triangular_solve.h): 2 takes the last two blocks' work
+// off the chain from one block of x to the next (docs/benchmarks.md, issue 15).
+inline constexpr int kDefaultNearTiles = 2;
 
 template <typename T>
 class DeviceFactorSolves {
@@ -42,11 +48,18 @@ class DeviceFactorSolves {
   // contract). Returns the first allocation, upload or launch error.
   absl::Status Apply(bool adjoint, void* x, int columns);
 
+  // Near tiles for the solves from now on, 0 to kMaxNearTiles (benchmarks compare them).
+  // REQUIRES: before the first Apply.
+  void set_near_tiles(int near) { near_tiles_ = near; }
+
  private:
-  // One triangular factor and the inverses of its diagonal blocks.
+  // One triangular factor, the inverses of its diagonal blocks and its near tiles for op = N
+  // (near[0]) and op = H (near[1]), near_count of each.
   struct Factor {
-    DeviceTriangle<T> triangle;
-    DeviceBuffer inverse;
+    DeviceTriangle<T> triangle = {};
+    DeviceBuffer inverse = {};
+    DeviceBuffer near[2] = {};
+    int near_count = 0;
   };
   // A = P^T op(F_1) op(F_2) ...: factors_[stage.factor] with op = ^H when stage.adjoint.
   struct Stage {
@@ -56,11 +69,11 @@ class DeviceFactorSolves {
 
   DeviceFactorSolves(DeviceContext& context, int64_t n) : context_(&context), n_(n) {}
 
-  void AddFactor(DeviceTriangle<T> triangle) {
-    factors_.push_back(Factor{.triangle = triangle, .inverse = DeviceBuffer()});
-  }
-  // The device side, once: buffers, inverted diagonal blocks, the permutation.
+  void AddFactor(DeviceTriangle<T> triangle) { factors_.push_back(Factor{.triangle = triangle}); }
+  // The device side, once: buffers, inverted diagonal blocks, near tiles, the permutation.
   absl::Status Prepare();
+  // factor.near and near_count from its inverse (near_count stays 0 without the memory).
+  absl::Status PrepareNearTiles(Factor& factor);
   // The one-vector solve of stage `stage` (its op flipped when `adjoint`), b to x.
   absl::Status Solve(const Stage& stage, bool adjoint, const T* b, T* x);
 
@@ -69,6 +82,7 @@ class DeviceFactorSolves {
   std::vector<Factor> factors_;
   std::vector<Stage> stages_;
   std::vector<int> host_rows_;  // P as a gather: (P b)[i] = b[rows[i]]; empty without pivots
+  int near_tiles_ = kDefaultNearTiles;
   bool prepared_ = false;
   DeviceBuffer sync_;
   DeviceBuffer rows_;  // host_rows_ on the device

@@ -297,16 +297,26 @@ __device__ __forceinline__ void PrefetchToL2(const E* p) {
 }
 
 // sync[0]: the ticket counter; sync[1]: steps solved (x published for them).
+//
+// Row block p (solve step `step`) computes x_p = D_p^-1 (b_p - sum_{s < step} T_s x_s), T_s the
+// tile of op(A) against the block solved at step s. With `near` > 0 (near tiles N_k = D_p^-1 T_s
+// for the k = step - s <= near steps just before, from ComputeNearTiles) it computes instead
+// c_p = D_p^-1 (b_p - sum_{s < step - near} T_s x_s) while those steps are still being solved, and
+// x_p = c_p - sum_k N_k x_{step-k} at the end: after the last wait only one product, one reduction
+// and the publication remain on the chain from one block to the next (issue 15).
+// The block's work is a sequence of items, one tile each: the far tiles (s < step - near), the
+// diagonal inverse, then the near tiles (s = step - near ... step - 1, i.e. item - 1).
 template <typename E, bool kAdjoint, typename S>
 __global__ void __launch_bounds__(S::kThreads)
     TriangularSolveKernel(const E* a, int64_t n, int64_t lda, bool forward, const E* inverse,
-                          const E* b, E* x, unsigned* sync) {
+                          const E* near_tiles, int near, const E* b, E* x, unsigned* sync) {
   constexpr int kBlock = S::kBlock;
   __shared__ int step_shared;
   __shared__ int seen[2];
   __shared__ E partial[S::kThreads];
   __shared__ E sums_shared[kBlock];
   __shared__ E residual[kBlock];
+  __shared__ E c_shared[kBlock];
   using TileT = Tile<E, kAdjoint, S>;
 
   if (threadIdx.x == 0) step_shared = static_cast<int>(atomicAdd(&sync[0], 1u));
@@ -316,25 +326,51 @@ __global__ void __launch_bounds__(S::kThreads)
   const auto block_of = [&](int s) { return forward ? s : blocks - 1 - s; };
   const int64_t row0 = static_cast<int64_t>(block_of(step)) * kBlock;
   const int rows = BlockRows(n, row0, kBlock);
-  const E* diagonal_inverse = inverse + static_cast<int64_t>(block_of(step)) * kBlock * kBlock;
+  const int64_t tile_elements = static_cast<int64_t>(kBlock) * kBlock;
+  const E* diagonal_inverse = inverse + block_of(step) * tile_elements;
+  const int far_count = step > near ? step - near : 0;
+  const int items = step + 1;  // far_count far tiles, the inverse, step - far_count near tiles
   // b now, off the chain from one block to the next (b is never written by another block).
   const bool owns_row = static_cast<int>(threadIdx.x) < rows;
   const E b_row = owns_row ? b[row0 + threadIdx.x] : Zero<E>();
+  // The step whose x an item multiplies (none for the inverse).
+  const auto step_of = [&](int item) { return item < far_count ? item : item - 1; };
 
-  // Tile s of the solved part (s < step), or the diagonal block's inverse (s == step).
-  const auto load = [&](TileT& tile, int s) {
-    if (s < step) {
-      const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
-      tile.Load(TileOf<kAdjoint>(a, lda, row0, col0), lda, rows, BlockRows(n, col0, kBlock));
-    } else {
+  const auto load = [&](TileT& tile, int item) {
+    if (item == far_count) {
       tile.Load(diagonal_inverse, kBlock, rows, rows);
+      return;
+    }
+    const int s = step_of(item);
+    const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
+    const int cols = BlockRows(n, col0, kBlock);
+    if (item < far_count) {
+      tile.Load(TileOf<kAdjoint>(a, lda, row0, col0), lda, rows, cols);
+    } else {
+      // N_k of this row block, stored as ComputeNearTiles says (op = H: its adjoint).
+      const int k = step - s;
+      const E* tile_k =
+          near_tiles + ((k - 1) * static_cast<int64_t>(blocks) + block_of(step)) * tile_elements;
+      tile.Load(tile_k, kBlock, rows, cols);
     }
   };
   typename TileT::Sums sums;
   int ready = 0;
   int slot = 0;
-  // sums += tile s times x's block s, once x's block s is published.
-  const auto multiply = [&](const TileT& tile, int s) {
+  const auto process = [&](const TileT& tile, int item) {
+    if (item == far_count) {
+      // c := D^-1 (b - the far tiles' sum).
+      TileT::Reduce(sums, partial, sums_shared);
+      if (threadIdx.x < kBlock) {
+        residual[threadIdx.x] = owns_row ? Sub(b_row, sums_shared[threadIdx.x]) : Zero<E>();
+      }
+      __syncthreads();
+      tile.MultiplyAdd([&](int j) { return residual[j]; }, sums);
+      TileT::Reduce(sums, partial, c_shared);
+      return;
+    }
+    // sums += tile times x's block s, once x's block s is published.
+    const int s = step_of(item);
     if (ready <= s) ready = WaitUntilSolved(&sync[1], s + 1, seen, slot);
     const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
     const int cols = BlockRows(n, col0, kBlock);
@@ -343,44 +379,36 @@ __global__ void __launch_bounds__(S::kThreads)
   };
   TileT current;
   if constexpr (S::kAhead) {
-    // The next tile's loads in flight while the block waits for (and multiplies by) the current
-    // one's x; after the last, the inverse.
+    // The next item's loads in flight while the block waits for (and multiplies by) the current
+    // one's x.
     TileT next;
     load(current, 0);
-    for (int s = 0; s < step; ++s) {
-      load(next, s + 1);
-      multiply(current, s);
+    for (int item = 0; item < items; ++item) {
+      if (item + 1 < items) load(next, item + 1);
+      process(current, item);
       current = next;
     }
   } else {
-    // The diagonal inverse is loaded only after the last wait (one tile of registers): asked of
-    // L2 just before that wait, so that the load on the chain from one block to the next finds
-    // it there instead of in memory (where the triangle streamed through L2 since the previous
-    // solve has sent it).
-    for (int s = 0; s < step; ++s) {
-      // Before the tile's loads, while no tile is live in registers. Not for op = H: there it
-      // made float64's kernel spill (128 registers, ptxas -v), which costs on every step.
+    for (int item = 0; item < items; ++item) {
+      // The inverse is loaded right after a wait: asked of L2 before the tile ahead of it, so
+      // that the load finds it there instead of in memory (where the triangle streamed through
+      // L2 since the previous solve has sent it). Not for op = H: there it made float64's kernel
+      // spill (128 registers, ptxas -v), which costs on every step.
       if constexpr (!kAdjoint) {
-        if (s + 1 == step) PrefetchToL2<S::kThreads, kBlock * kBlock>(diagonal_inverse);
+        if (item + 1 == far_count) PrefetchToL2<S::kThreads, kBlock * kBlock>(diagonal_inverse);
       }
-      load(current, s);
-      multiply(current, s);
+      load(current, item);
+      process(current, item);
     }
-    load(current, step);
   }
-  TileT::Reduce(sums, partial, sums_shared);
-  if (threadIdx.x < kBlock) {
-    residual[threadIdx.x] = owns_row ? Sub(b_row, sums_shared[threadIdx.x]) : Zero<E>();
-  }
-  __syncthreads();
-  current.MultiplyAdd([&](int j) { return residual[j]; }, sums);
-  TileT::Reduce(sums, partial, sums_shared);
+  if (far_count < step) TileT::Reduce(sums, partial, sums_shared);  // the near tiles' sum
   if (owns_row) {
-    x[row0 + threadIdx.x] = sums_shared[threadIdx.x];
-    __threadfence();
+    x[row0 + threadIdx.x] = far_count < step ? Sub(c_shared[threadIdx.x], sums_shared[threadIdx.x])
+                                             : c_shared[threadIdx.x];
   }
-  // Publish: each writer's fence, then the barrier, then thread 0's fence and store (the pattern
-  // of cooperative groups' grid sync, with the writers' own fences on top).
+  // Publish: the barrier, then thread 0's fence and store — the pattern of cooperative groups'
+  // grid sync (the barrier orders the block's writes before thread 0's fence, which makes them
+  // visible at device scope before the counter moves).
   __syncthreads();
   if (threadIdx.x == 0) {
     if (step + 1 == blocks) {
@@ -414,16 +442,16 @@ __global__ void PermuteVectorKernel(const E* src, const int* rows, int64_t n, bo
 int BlocksOf(int64_t n, int block) { return static_cast<int>((n + block - 1) / block); }
 
 template <typename E, typename S>
-void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, bool adjoint, const E* b, E* x,
-                unsigned* sync, cudaStream_t stream) {
+void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, const E* near_tiles, int near,
+                bool adjoint, const E* b, E* x, unsigned* sync, cudaStream_t stream) {
   const bool forward = triangle.lower != adjoint;
   const int grid = BlocksOf(triangle.n, S::kBlock);
   if (adjoint) {
     TriangularSolveKernel<E, true, S><<<grid, S::kThreads, 0, stream>>>(
-        triangle.a, triangle.n, triangle.lda, forward, inverse, b, x, sync);
+        triangle.a, triangle.n, triangle.lda, forward, inverse, near_tiles, near, b, x, sync);
   } else {
     TriangularSolveKernel<E, false, S><<<grid, S::kThreads, 0, stream>>>(
-        triangle.a, triangle.n, triangle.lda, forward, inverse, b, x, sync);
+        triangle.a, triangle.n, triangle.lda, forward, inverse, near_tiles, near, b, x, sync);
   }
 }
 
@@ -458,19 +486,24 @@ cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T*
 
 template <typename T>
 cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
-                                  bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream) {
+                                  bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream,
+                                  const T* near_tiles, int near) {
   using E = DeviceType<T>;
-  if (!IsTriangularSolveBlock(block)) return cudaErrorInvalidValue;
+  if (!IsTriangularSolveBlock(block) || near < 0 || near > kMaxNearTiles ||
+      (near > 0 && near_tiles == nullptr)) {
+    return cudaErrorInvalidValue;
+  }
   if (triangle.n <= 0) return cudaSuccess;
   const DeviceTriangle<E> t = OnDevice(triangle);
   const auto* inv = reinterpret_cast<const E*>(inverse);
   const auto* in = reinterpret_cast<const E*>(b);
   auto* out = reinterpret_cast<E*>(x);
   auto* counters = static_cast<unsigned*>(sync);
+  const auto* near_inv = reinterpret_cast<const E*>(near_tiles);
   if (block == Shape64::kBlock) {
-    QueueSolve<E, Shape64>(t, inv, adjoint, in, out, counters, stream);
+    QueueSolve<E, Shape64>(t, inv, near_inv, near, adjoint, in, out, counters, stream);
   } else {
-    QueueSolve<E, Shape128>(t, inv, adjoint, in, out, counters, stream);
+    QueueSolve<E, Shape128>(t, inv, near_inv, near, adjoint, in, out, counters, stream);
   }
   return cudaGetLastError();
 }
@@ -491,7 +524,7 @@ cudaError_t LaunchPermuteVector(const T* src, const int* rows, int64_t n, bool s
 #define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                   \
   template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, int, T*, cudaStream_t);   \
   template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, int, const T*, bool, const T*, \
-                                                T*, void*, cudaStream_t);                         \
+                                                T*, void*, cudaStream_t, const T*, int);          \
   template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,            \
                                               cudaStream_t);
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(float)

@@ -2,13 +2,17 @@
 // device condition estimator (core/cuda/factor_solves.h): cuBLAS trsv and cuSOLVER getrs with one
 // vector are latency-bound (issue 15). One launch per solve: thread blocks take the triangle's
 // row blocks in solve order from a ticket counter, fold in the parts of x already solved as they
-// become ready, and apply the inverse of their diagonal block, inverted once beforehand.
+// become ready, and apply the inverse of their diagonal block, inverted once beforehand; with
+// near tiles (ComputeNearTiles, once per triangle and operation) the last few blocks of x are
+// applied through tiles already multiplied by that inverse, so that little work remains between
+// one block's x and the next.
 // Triangles are column-major with leading dimension lda; vectors are contiguous. Each launcher
 // queues its work on `stream` and returns the launch status; none synchronises. T is float,
 // double, std::complex<float> or std::complex<double>.
 #ifndef MATRIXD_CORE_CUDA_TRIANGULAR_SOLVE_H_
 #define MATRIXD_CORE_CUDA_TRIANGULAR_SOLVE_H_
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -54,14 +58,38 @@ template <typename T>
 cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T* inverse,
                                        cudaStream_t stream);
 
+// The most near tiles a solve takes.
+inline constexpr int kMaxNearTiles = 2;
+
+// Elements of `near` near tiles of an n x n triangle with `block`-row blocks.
+inline int64_t NearTileElements(int64_t n, int block, int near) {
+  return near * DiagonalInverseElements(n, block);
+}
+
+// near_tiles := for k = 1 .. near and each row block p, D_p^-1 T_pk, where D_p is op(A)'s
+// diagonal block p and T_pk the tile of op(A) in block row p against the block solved k steps
+// before p (op = A, or A^H when `adjoint`; none for the first k blocks in solve order), by cuBLAS
+// products queued on the handle's stream; `inverse` from LaunchInvertDiagonalBlocks with the same
+// block. Stored at near_tiles + ((k - 1) blocks + p) block^2, column-major with leading dimension
+// block; for op = H as its adjoint, A's tile times D_p^-1 (the solve reads it transposed). A
+// zero pivot gives Inf/NaN, as in the inverse. REQUIRES: near_tiles holds NearTileElements(n,
+// block, near) elements of device memory. Returns the first cuBLAS error.
+template <typename T>
+cublasStatus_t ComputeNearTiles(cublasHandle_t cublas, DeviceTriangle<T> triangle, int block,
+                                const T* inverse, bool adjoint, int near, T* near_tiles);
+
 // x := op(A)^-1 b with op(A) = A, or its conjugate transpose when `adjoint`, and `inverse` from
-// LaunchInvertDiagonalBlocks on the same triangle with the same block. x may be b (in place);
-// otherwise they must not overlap. `sync` is kTriangularSolveSyncBytes of device memory, zero
-// (see above), used by no concurrent solve; a solve that does not run to completion (a launch
-// error, a fault) may leave it nonzero. cudaErrorInvalidValue unless IsTriangularSolveBlock(block).
+// LaunchInvertDiagonalBlocks on the same triangle with the same block; with near > 0 (at most
+// kMaxNearTiles), `near_tiles` from ComputeNearTiles on the same triangle, block and `adjoint`
+// with at least `near` tiles. x may be b (in place); otherwise they must not overlap. `sync` is
+// kTriangularSolveSyncBytes of device memory, zero (see above), used by no concurrent solve; a
+// solve that does not run to completion (a launch error, a fault) may leave it nonzero.
+// cudaErrorInvalidValue unless IsTriangularSolveBlock(block) and 0 <= near <= kMaxNearTiles
+// (near_tiles not null when near > 0).
 template <typename T>
 cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
-                                  bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream);
+                                  bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream,
+                                  const T* near_tiles = nullptr, int near = 0);
 
 // dst[i] := src[rows[i]] (gather), or dst[rows[i]] := src[i] when `scatter`, i < n; rows is a
 // permutation of [0, n). src and dst must not overlap.

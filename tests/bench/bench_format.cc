@@ -27,6 +27,7 @@ void PrintHeader(const std::string& title, const std::string& columns,
 
 std::string Seconds(double s) { return Measured(s) ? Format("%.4f", s) : "-"; }
 
+std::string Microseconds(double s) { return Measured(s) ? Format("%.1f", s * 1e6) : "-"; }
 std::string Significant(double x) { return Measured(x) ? Format("%.3g", x) : "-"; }
 
 std::string Rate(double flops, double s, double unit) {

@@ -18,6 +18,8 @@ void PrintHeader(const std::string& title, const std::string& columns,
 
 // Seconds with four decimals.
 std::string Seconds(double s);
+// Seconds as microseconds with one decimal.
+std::string Microseconds(double s);
 // Three significant digits (for times from microseconds to hours, and rates).
 std::string Significant(double x);
 // flops / s / unit, one decimal.

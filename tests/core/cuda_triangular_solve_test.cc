@@ -1,8 +1,8 @@
 // The one-vector triangular solves of core/cuda/triangular_solve.h against cuBLAS trsm with one
-// right-hand side (lower/upper, op N/H, unit/non-unit diagonal, lda > n, both block sizes, n
-// around them and beyond), and DeviceFactorSolves (core/cuda/factor_solves.h) against getrs and
-// potrs on the same factors. Entries the solve must not read are NaN. Skips where there is no CUDA
-// device.
+// right-hand side (lower/upper, op N/H, unit/non-unit diagonal, lda > n, both block sizes, 0 to
+// kMaxNearTiles near tiles, n around the blocks and beyond), and DeviceFactorSolves
+// (core/cuda/factor_solves.h) against getrs and potrs on the same factors. Entries the solve must
+// not read are NaN. Skips where there is no CUDA device.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -168,40 +168,53 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                                                context.stream()),
                     cudaSuccess);
           for (const bool adjoint : {false, true}) {
-            SCOPED_TRACE(::testing::Message() << "n=" << n << " lower=" << lower << " unit=" << unit
-                                              << " block=" << block << " adjoint=" << adjoint);
-            const std::vector<T> b = RandomVector<T>(n, 100 + n);
-            absl::StatusOr<DeviceBuffer> device_b = UploadVector(context, b);
-            absl::StatusOr<DeviceBuffer> x = context.Allocate(b.size() * sizeof(T));
-            absl::StatusOr<DeviceBuffer> in_place = UploadVector(context, b);
-            absl::StatusOr<DeviceBuffer> reference = UploadVector(context, b);
-            ASSERT_TRUE(device_b.ok() && x.ok() && in_place.ok() && reference.ok());
-            const T* inv = inverse->template as<const T>();
-            ASSERT_EQ(LaunchTriangularSolve(triangle, block, inv, adjoint,
-                                            device_b->template as<const T>(), x->template as<T>(),
-                                            sync->data(), context.stream()),
-                      cudaSuccess);
-            ASSERT_EQ(LaunchTriangularSolve(
-                          triangle, block, inv, adjoint, in_place->template as<const T>(),
-                          in_place->template as<T>(), sync->data(), context.stream()),
-                      cudaSuccess);
+            absl::StatusOr<DeviceBuffer> near = context.Allocate(
+                static_cast<size_t>(NearTileElements(n, block, kMaxNearTiles)) * sizeof(T));
+            ASSERT_TRUE(near.ok()) << near.status();
             ASSERT_EQ(
-                Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
-                             lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
-                             adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
-                             unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n), 1,
-                             &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
-                             LibraryPointer<T>(reference->data()), static_cast<int>(n)),
+                ComputeNearTiles(context.cublas(), triangle, block, inverse->template as<const T>(),
+                                 adjoint, kMaxNearTiles, near->template as<T>()),
                 CUBLAS_STATUS_SUCCESS);
-            const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
-            const std::vector<T> got_in_place = DownloadVector<T>(context, *in_place, b.size());
-            const std::vector<T> want = DownloadVector<T>(context, *reference, b.size());
-            EXPECT_LE(RelativeError(got, want), kTolerance<T>);
-            // A fixed order of operations: in place or not, and run again, the same bits.
-            EXPECT_EQ(got_in_place, got);
-            const std::vector<unsigned> counters = DownloadVector<unsigned>(
-                context, *sync, kTriangularSolveSyncBytes / sizeof(unsigned));
-            EXPECT_EQ(counters, std::vector<unsigned>(counters.size(), 0u));
+            for (int near_count = 0; near_count <= kMaxNearTiles; ++near_count) {
+              SCOPED_TRACE(::testing::Message()
+                           << "n=" << n << " lower=" << lower << " unit=" << unit << " block="
+                           << block << " adjoint=" << adjoint << " near=" << near_count);
+              const std::vector<T> b = RandomVector<T>(n, 100 + n);
+              absl::StatusOr<DeviceBuffer> device_b = UploadVector(context, b);
+              absl::StatusOr<DeviceBuffer> x = context.Allocate(b.size() * sizeof(T));
+              absl::StatusOr<DeviceBuffer> in_place = UploadVector(context, b);
+              absl::StatusOr<DeviceBuffer> reference = UploadVector(context, b);
+              ASSERT_TRUE(device_b.ok() && x.ok() && in_place.ok() && reference.ok());
+              const T* inv = inverse->template as<const T>();
+              const T* near_tiles = near->template as<const T>();
+              ASSERT_EQ(
+                  LaunchTriangularSolve(triangle, block, inv, adjoint,
+                                        device_b->template as<const T>(), x->template as<T>(),
+                                        sync->data(), context.stream(), near_tiles, near_count),
+                  cudaSuccess);
+              ASSERT_EQ(LaunchTriangularSolve(triangle, block, inv, adjoint,
+                                              in_place->template as<const T>(),
+                                              in_place->template as<T>(), sync->data(),
+                                              context.stream(), near_tiles, near_count),
+                        cudaSuccess);
+              ASSERT_EQ(
+                  Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
+                               lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
+                               adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
+                               unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n),
+                               1, &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
+                               LibraryPointer<T>(reference->data()), static_cast<int>(n)),
+                  CUBLAS_STATUS_SUCCESS);
+              const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
+              const std::vector<T> got_in_place = DownloadVector<T>(context, *in_place, b.size());
+              const std::vector<T> want = DownloadVector<T>(context, *reference, b.size());
+              EXPECT_LE(RelativeError(got, want), kTolerance<T>);
+              // A fixed order of operations: in place or not, and run again, the same bits.
+              EXPECT_EQ(got_in_place, got);
+              const std::vector<unsigned> counters = DownloadVector<unsigned>(
+                  context, *sync, kTriangularSolveSyncBytes / sizeof(unsigned));
+              EXPECT_EQ(counters, std::vector<unsigned>(counters.size(), 0u));
+            }
           }
         }
       }
@@ -218,9 +231,19 @@ TYPED_TEST(CudaTriangularSolve, RefusesABlockItHasNoShapeFor) {
   EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 96, nullptr, false, nullptr, nullptr, nullptr,
                                      context.stream()),
             cudaErrorInvalidValue);
+  // Near tiles: at most kMaxNearTiles, and given when asked for.
+  EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 64, nullptr, false, nullptr, nullptr, nullptr,
+                                     context.stream(), nullptr, 1),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(ComputeNearTiles<T>(context.cublas(), triangle, 64, nullptr, false, kMaxNearTiles + 1,
+                                nullptr),
+            CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(ComputeNearTiles<T>(context.cublas(), triangle, 96, nullptr, false, 1, nullptr),
+            CUBLAS_STATUS_INVALID_VALUE);
 }
 
-// getrf and potrf factors of random matrices, solved by DeviceFactorSolves and by cuSOLVER.
+// getrf and potrf factors of random matrices, solved by DeviceFactorSolves (without and with near
+// tiles) and by cuSOLVER.
 TYPED_TEST(CudaTriangularSolve, FactorSolvesMatchGetrsAndPotrs) {
   using T = TypeParam;
   using Traits = LibraryTraits<T>;
@@ -265,39 +288,44 @@ TYPED_TEST(CudaTriangularSolve, FactorSolvesMatchGetrsAndPotrs) {
     std::vector<int> pivots(static_cast<size_t>(n));
     ASSERT_TRUE(context.Download(*ints, pivots.data(), pivots.size() * sizeof(int)).ok());
 
-    absl::StatusOr<DeviceFactorSolves<T>> lu_solves =
-        DeviceFactorSolves<T>::Lu(context, lu->template as<const T>(), n, n, pivots);
-    ASSERT_TRUE(lu_solves.ok()) << lu_solves.status();
-    absl::StatusOr<DeviceFactorSolves<T>> cholesky_solves =
-        DeviceFactorSolves<T>::Cholesky(context, cholesky->template as<const T>(), n, n);
-    ASSERT_TRUE(cholesky_solves.ok()) << cholesky_solves.status();
-    for (const bool adjoint : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "n=" << n << " adjoint=" << adjoint);
-      const std::vector<T> b = RandomVector<T>(static_cast<int64_t>(n) * kColumns, 50 + n);
-      absl::StatusOr<DeviceBuffer> x = UploadVector(context, b);
-      absl::StatusOr<DeviceBuffer> want = UploadVector(context, b);
-      ASSERT_TRUE(x.ok() && want.ok());
-      ASSERT_TRUE(lu_solves->Apply(adjoint, x->data(), kColumns).ok());
-      ASSERT_EQ(Traits::getrs(context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n,
-                              kColumns, LibraryPointer<T>(lu->data()), n, ipiv,
-                              LibraryPointer<T>(want->data()), n, info),
-                CUSOLVER_STATUS_SUCCESS);
-      EXPECT_LE(RelativeError(DownloadVector<T>(context, *x, b.size()),
-                              DownloadVector<T>(context, *want, b.size())),
-                tolerance)
-          << "LU";
+    for (const int near : {0, kDefaultNearTiles}) {
+      absl::StatusOr<DeviceFactorSolves<T>> lu_solves =
+          DeviceFactorSolves<T>::Lu(context, lu->template as<const T>(), n, n, pivots);
+      ASSERT_TRUE(lu_solves.ok()) << lu_solves.status();
+      absl::StatusOr<DeviceFactorSolves<T>> cholesky_solves =
+          DeviceFactorSolves<T>::Cholesky(context, cholesky->template as<const T>(), n, n);
+      ASSERT_TRUE(cholesky_solves.ok()) << cholesky_solves.status();
+      lu_solves->set_near_tiles(near);
+      cholesky_solves->set_near_tiles(near);
+      for (const bool adjoint : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "n=" << n << " near=" << near << " adjoint=" << adjoint);
+        const std::vector<T> b = RandomVector<T>(static_cast<int64_t>(n) * kColumns, 50 + n);
+        absl::StatusOr<DeviceBuffer> x = UploadVector(context, b);
+        absl::StatusOr<DeviceBuffer> want = UploadVector(context, b);
+        ASSERT_TRUE(x.ok() && want.ok());
+        ASSERT_TRUE(lu_solves->Apply(adjoint, x->data(), kColumns).ok());
+        ASSERT_EQ(Traits::getrs(context.cusolver(), adjoint ? Traits::kAdjoint : CUBLAS_OP_N, n,
+                                kColumns, LibraryPointer<T>(lu->data()), n, ipiv,
+                                LibraryPointer<T>(want->data()), n, info),
+                  CUSOLVER_STATUS_SUCCESS);
+        EXPECT_LE(RelativeError(DownloadVector<T>(context, *x, b.size()),
+                                DownloadVector<T>(context, *want, b.size())),
+                  tolerance)
+            << "LU";
 
-      ASSERT_TRUE(context.Upload(b.data(), *x, b.size() * sizeof(T)).ok());
-      ASSERT_TRUE(context.Upload(b.data(), *want, b.size() * sizeof(T)).ok());
-      ASSERT_TRUE(cholesky_solves->Apply(adjoint, x->data(), kColumns).ok());
-      ASSERT_EQ(Traits::potrs(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n, kColumns,
-                              LibraryPointer<T>(cholesky->data()), n,
-                              LibraryPointer<T>(want->data()), n, info),
-                CUSOLVER_STATUS_SUCCESS);
-      EXPECT_LE(RelativeError(DownloadVector<T>(context, *x, b.size()),
-                              DownloadVector<T>(context, *want, b.size())),
-                tolerance)
-          << "Cholesky";
+        ASSERT_TRUE(context.Upload(b.data(), *x, b.size() * sizeof(T)).ok());
+        ASSERT_TRUE(context.Upload(b.data(), *want, b.size() * sizeof(T)).ok());
+        ASSERT_TRUE(cholesky_solves->Apply(adjoint, x->data(), kColumns).ok());
+        ASSERT_EQ(Traits::potrs(context.cusolver(), CUBLAS_FILL_MODE_UPPER, n, kColumns,
+                                LibraryPointer<T>(cholesky->data()), n,
+                                LibraryPointer<T>(want->data()), n, info),
+                  CUSOLVER_STATUS_SUCCESS);
+        EXPECT_LE(RelativeError(DownloadVector<T>(context, *x, b.size()),
+                                DownloadVector<T>(context, *want, b.size())),
+                  tolerance)
+            << "Cholesky";
+      }
     }
   }
 }
