@@ -142,8 +142,7 @@ class BalancedLu {
                           .count = static_cast<int>(count),
                           .moduli = moduli_.as<BalancedModulus>(),
                           .states = states_.as<ModularLuState>()};
-    scratch_ =
-        LeafScratch{.rows = rows_.as<int>(), .inverse_pieces = inverse_pieces_.as<double>()};
+    scratch_ = LeafScratch{.rows = rows_.as<int>(), .inverse_pieces = inverse_pieces_.as<double>()};
     return LaunchResetStates(context_.stream(), batch_);
   }
 

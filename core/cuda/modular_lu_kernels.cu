@@ -301,10 +301,10 @@ __device__ void InvertLeaf(const BalancedModulus& f, int w, LeafShared& s,
     const bool active = j < w && (upper ? j > i : j < i);
     PieceSums sums;
     if (active) {
-      sums = upper ? UpperInversePart(lu, kLeafStride, s.inverse, kLeafStride, i, j, part,
-                                      kSweepParts)
-                   : LowerInversePart(lu, kLeafStride, s.inverse, kLeafStride, i, j, part,
-                                      kSweepParts);
+      sums =
+          upper
+              ? UpperInversePart(lu, kLeafStride, s.inverse, kLeafStride, i, j, part, kSweepParts)
+              : LowerInversePart(lu, kLeafStride, s.inverse, kLeafStride, i, j, part, kSweepParts);
     }
     for (int offset = 1; offset < kSweepParts; offset *= 2) {
       sums.low += __shfl_xor_sync(kFullMask, sums.low, offset);
@@ -312,9 +312,8 @@ __device__ void InvertLeaf(const BalancedModulus& f, int w, LeafShared& s,
     }
     if (part == 0) {
       if (active) {
-        s.inverse[i * kLeafStride + j] =
-            upper ? UpperInverseValue(f, s.inverse_diagonal[i], sums)
-                  : LowerInverseValue(f, lu, kLeafStride, i, j, sums);
+        s.inverse[i * kLeafStride + j] = upper ? UpperInverseValue(f, s.inverse_diagonal[i], sums)
+                                               : LowerInverseValue(f, lu, kLeafStride, i, j, sums);
       } else if (upper && j == i) {
         s.inverse[i * kLeafStride + i] = s.inverse_diagonal[i];
       }
