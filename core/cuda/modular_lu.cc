@@ -108,11 +108,7 @@ class BalancedLu {
     MATRIXD_ASSIGN_OR_RETURN(moduli_, context_.Allocate(count * sizeof(BalancedModulus)));
     MATRIXD_RETURN_IF_ERROR(
         context_.Upload(moduli.data(), moduli_, count * sizeof(BalancedModulus)));
-    MATRIXD_ASSIGN_OR_RETURN(lu_,
-                             context_.Allocate(count * kLeafWidth * kLeafWidth * sizeof(double)));
-    MATRIXD_ASSIGN_OR_RETURN(inverse_diagonal_,
-                             context_.Allocate(count * kLeafWidth * sizeof(double)));
-    MATRIXD_ASSIGN_OR_RETURN(ipiv_, context_.Allocate(count * kLeafWidth * sizeof(int)));
+    MATRIXD_ASSIGN_OR_RETURN(rows_, context_.Allocate(count * kLeafRowWords * sizeof(int)));
     MATRIXD_ASSIGN_OR_RETURN(states_, context_.Allocate(count * sizeof(ModularLuState)));
     MATRIXD_ASSIGN_OR_RETURN(
         inverse_pieces_,
@@ -146,10 +142,7 @@ class BalancedLu {
                           .count = static_cast<int>(count),
                           .moduli = moduli_.as<BalancedModulus>(),
                           .states = states_.as<ModularLuState>()};
-    scratch_ = LeafScratch{.lu = lu_.as<double>(),
-                           .inverse_diagonal = inverse_diagonal_.as<double>(),
-                           .ipiv = ipiv_.as<int>(),
-                           .inverse_pieces = inverse_pieces_.as<double>()};
+    scratch_ = LeafScratch{.rows = rows_.as<int>(), .inverse_pieces = inverse_pieces_.as<double>()};
     return LaunchResetStates(context_.stream(), batch_);
   }
 
@@ -213,16 +206,20 @@ class BalancedLu {
   absl::Status FactorLeaf(int64_t c, int w) {
     const cudaStream_t stream = context_.stream();
     MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, stream));
-    MATRIXD_RETURN_IF_ERROR(LaunchFactorLeaf(stream, batch_, c, w, scratch_));
-    MATRIXD_RETURN_IF_ERROR(LaunchApplyLeafSwaps(stream, batch_, c, w, scratch_));
-    MATRIXD_RETURN_IF_ERROR(LaunchInvertLeaf(stream, batch_, w, scratch_, Slot(c)));
+    // One launch factors and inverts the leaf; one more moves its pivot rows in the panel's
+    // columns and those to its right.
+    MATRIXD_RETURN_IF_ERROR(LaunchFactorLeaf(stream, batch_, c, w, scratch_, Slot(c)));
+    MATRIXD_RETURN_IF_ERROR(LaunchApplyLeafRows(stream, batch_, panel_start_, c, w, scratch_));
     const double leaf = static_cast<double>(w);
     // Two products per entry and step in the leaf; w^3 / 6 products for each triangular inverse
     // and w^3 / 3 for their product.
     work_.flops[kPanel] +=
         batch_size() * (4.0 * leaf * leaf * leaf / 3.0 + 4.0 * leaf * leaf * leaf / 3.0);
-    // The leaf's rows read and its factors written back; the factors read, the pieces written.
-    work_.bytes[kPanel] += static_cast<uint64_t>(batch_size() * 6.0 * leaf * leaf * 8.0);
+    // The leaf's block read and its inverse's pieces written; at most 2w rows of the panel's
+    // columns and those right of it read and written by the moves.
+    work_.bytes[kPanel] += static_cast<uint64_t>(
+        batch_size() * (3.0 * leaf * leaf + 4.0 * leaf * static_cast<double>(n_ - panel_start_)) *
+        8.0);
     return absl::OkStatus();
   }
 
@@ -348,9 +345,7 @@ class BalancedLu {
   PhaseClock& clock_;
   PhaseWork& work_;
   DeviceBuffer moduli_;
-  DeviceBuffer lu_;
-  DeviceBuffer inverse_diagonal_;
-  DeviceBuffer ipiv_;
+  DeviceBuffer rows_;
   DeviceBuffer states_;
   DeviceBuffer inverse_pieces_;
   DeviceBuffer own_apply_product_;
@@ -479,8 +474,7 @@ absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
 uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {
   const uint64_t n2 = static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
   uint64_t bytes = n2 * sizeof(double) + sizeof(BalancedModulus) + sizeof(ModularLuState) +
-                   kLeafWidth * kLeafWidth * sizeof(double) + kLeafWidth * sizeof(double) +
-                   kLeafWidth * sizeof(int) +
+                   kLeafRowWords * sizeof(int) +
                    kLeafInverseSlots * kLeafInverseWords * sizeof(double);
   const uint64_t apply = 2 * kLeafWidth * static_cast<uint64_t>(n);
   uint64_t product = 0;

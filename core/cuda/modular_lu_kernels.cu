@@ -27,32 +27,58 @@ __device__ double* MatrixOf(const ResidueBatch& batch, int b) {
   return batch.a + static_cast<int64_t>(b) * batch.n * batch.n;
 }
 
-// ---- The leaf: one thread block factors a diagonal block of at most kMaxLeafWidth columns ----
+// ---- The leaf: one thread block factors a diagonal block of at most kMaxLeafWidth columns and
+// inverts it, in one launch ----
+//
+// The leaf is a chain of w dependent steps, each too small to spread over several thread blocks
+// (at most 63 x 63 entries): a grid-wide barrier per step would cost more than the step. So one
+// block of 1024 threads takes the whole leaf with one barrier per step: the pivot search is a
+// ballot every warp evaluates alike (no shared result to publish), rows are never moved in shared
+// memory (a row's slot stays put and the pivots' order is kept apart), and every thread updates at
+// most four entries a step with both products reduced side by side (MulMinusMul). The factors then
+// stay in shared memory for the inverse; only the inverse's pieces and the row moves (for
+// ApplyLeafRowsKernel) leave the block.
 
-constexpr int kLeafThreads = 256;
+constexpr int kLeafThreads = 1024;
 constexpr int kLeafWarps = kLeafThreads / 32;
 constexpr int kLeafStride = kMaxLeafWidth + 1;  // shared row stride (odd: no bank conflicts)
 constexpr int kLeafColumnsPerLane = kMaxLeafWidth / 32;
+// Entries of the block per thread: row tid / kLeafColumnGroups, columns tid % kLeafColumnGroups
+// + k kLeafColumnGroups.
+constexpr int kLeafColumnGroups = kLeafThreads / kMaxLeafWidth;
+constexpr int kLeafColumnsPerThread = kMaxLeafWidth / kLeafColumnGroups;
+static_assert(kLeafColumnGroups * kLeafColumnsPerThread == kMaxLeafWidth);
+static_assert(kMaxLeafWidth == 64, "a slot mask of 64 bits, two ballots a column");
 
 // What the leaf keeps in shared memory. The rows are held "division-free": step j replaces every
-// later row x by u_jj x - x_j u_j (u_j the pivot row as held) and keeps x_j in place as its raw
-// multiplier, so no step waits for an inverse (an inverse costs ~50 dependent products: paid per
-// step it would dominate). Every row below step j then holds s_j times its true value, with
-// s_j = product of the held pivots before j; the true factors follow at the end from w inverses
-// taken in parallel: l_ij = x_ij / held u_jj and u_jc = held u_jc / s_j.
+// row x not yet a pivot by u_jj x - x_j u_j (u_j the pivot row as held) and keeps x_j in place as
+// its raw multiplier, so no step waits for an inverse (an inverse costs ~50 dependent products:
+// paid per step it would dominate). A row that is the pivot of step t has been through steps
+// 0..t-1 and holds s_t times its true value, s_t = product of the held pivots before t; the true
+// factors follow at the end from w inverses taken in parallel: l_tj = x_j / held u_jj and
+// u_tc = held u_tc / s_t.
 struct LeafShared {
+  // Slot r holds (a multiple of) the data of row origin[r] of `a`; after the steps, the factors
+  // in pivot order (row t = the pivot row of step t), zero outside w x w.
   double block[kMaxLeafWidth * kLeafStride];
-  double pivot_inverse[kMaxLeafWidth];    // 1 / held u_jj
-  double scale[kMaxLeafWidth];            // s_j
-  double scale_inverse[kMaxLeafWidth];    // 1 / s_j
-  int64_t origin[kMaxLeafWidth];          // the row of `a` whose data block row r holds now
-  int64_t moved_position[kMaxLeafWidth];  // rows below the block that took a block row's data,
+  double inverse[kMaxLeafWidth * kLeafStride];  // L^-1 below the diagonal, U^-1 on and above
+  double pivot_inverse[kMaxLeafWidth];          // 1 / held u_tt
+  double scale[kMaxLeafWidth];                  // s_t
+  double scale_inverse[kMaxLeafWidth];          // 1 / s_t
+  double inverse_diagonal[kMaxLeafWidth];       // 1 / u_tt
+  int64_t origin[kMaxLeafWidth];
+  int64_t moved_position[kMaxLeafWidth];  // rows below the block that took a slot's data,
   int64_t moved_origin[kMaxLeafWidth];    // and whose data that is
+  int pivot_slot[kMaxLeafWidth];          // the slot of step t's pivot row
   int moved_count;
-  int swaps;
-  int pivot;                 // first block row with a non-zero entry in the column
-  unsigned long long found;  // first row below the block with one
+  int below_swaps;           // exchanges with rows below the block
+  unsigned long long found;  // first row below the block with a pivot
 };
+
+// The held pivot of step t.
+__device__ double HeldPivot(const LeafShared& s, int t) {
+  return s.block[s.pivot_slot[t] * kLeafStride + t];
+}
 
 // x[e] for the lane's columns lane + 32 e, selected without indexing registers at run time.
 __device__ double LaneColumn(const double (&x)[kLeafColumnsPerLane], int t) {
@@ -64,12 +90,13 @@ __device__ double LaneColumn(const double (&x)[kLeafColumnsPerLane], int t) {
   return __shfl_sync(kFullMask, v, t % 32);
 }
 
-// Column j has no non-zero entry in block rows j..w-1: looks below the block, kLeafWarps rows at a
-// time (one warp each), for the first row whose entry becomes non-zero once eliminated with the
-// block's rows 0..j-1 as held, and makes it block row j. Returns that row of `a`, or -1 when there
-// is none (the matrix is singular). Called by every thread; the result is the same in all.
+// Column j has no non-zero entry in the slots not yet pivots: looks below the block, kLeafWarps
+// rows at a time (one warp each), for the first row whose entry becomes non-zero once eliminated
+// with the pivot rows of steps 0..j-1 as held, and puts it in `slot` (free), whose data goes to
+// that row. Returns that row of `a`, or -1 when there is none (the matrix is singular). Called by
+// every thread; the result is the same in all.
 __device__ int64_t PivotFromBelow(const BalancedModulus& f, const double* __restrict__ a, int64_t n,
-                                  int64_t c, int w, int j, LeafShared& s) {
+                                  int64_t c, int w, int j, int slot, LeafShared& s) {
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % 32;
   const int warp = tid / 32;
@@ -92,13 +119,12 @@ __device__ int64_t PivotFromBelow(const BalancedModulus& f, const double* __rest
       }
       for (int t = 0; t < j; ++t) {
         const double xt = LaneColumn(x, t);
-        const double d = s.block[t * kLeafStride + t];
+        const double* pivot_row = s.block + s.pivot_slot[t] * kLeafStride;
+        const double d = pivot_row[t];
 #pragma unroll
         for (int e = 0; e < kLeafColumnsPerLane; ++e) {
           const int col = lane + 32 * e;
-          if (col > t && col < w) {
-            x[e] = f.MulSub(f.Mul(d, x[e]), xt, s.block[t * kLeafStride + col]);
-          }
+          if (col > t && col < w) x[e] = f.MulMinusMul(d, x[e], xt, pivot_row[col]);
         }
       }
       if (LaneColumn(x, j) != 0.0 && lane == 0) {
@@ -112,18 +138,19 @@ __device__ int64_t PivotFromBelow(const BalancedModulus& f, const double* __rest
 #pragma unroll
         for (int e = 0; e < kLeafColumnsPerLane; ++e) {
           const int col = lane + 32 * e;
-          if (col < w) s.block[j * kLeafStride + col] = x[e];
+          if (col < w) s.block[slot * kLeafStride + col] = x[e];
         }
         if (lane == 0) {
-          // Row i takes block row j's data (the swap c + j <-> i); block row j takes row i's.
+          // Row i takes the slot's data (an exchange of two rows); the slot takes row i's.
           int q = 0;
           while (q < s.moved_count && s.moved_position[q] != i) ++q;
           if (q == s.moved_count) {
             s.moved_position[q] = i;
             ++s.moved_count;
           }
-          s.moved_origin[q] = s.origin[j];
-          s.origin[j] = origin;
+          s.moved_origin[q] = s.origin[slot];
+          s.origin[slot] = origin;
+          ++s.below_swaps;
         }
       }
       __syncthreads();
@@ -134,16 +161,15 @@ __device__ int64_t PivotFromBelow(const BalancedModulus& f, const double* __rest
   return -1;
 }
 
-// The exclusive prefix products s_j of the held pivots (warp 0) and of their inverses (warp 1),
+// The exclusive prefix products s_t of the held pivots (warp 0) and of their inverses (warp 1),
 // two entries per lane.
 __device__ void PrefixProducts(const BalancedModulus& f, int w, LeafShared& s) {
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   if (warp > 1) return;
-  static_assert(kMaxLeafWidth == 64, "two entries per lane");
   auto value = [&](int t) {
     if (t >= w) return 1.0;
-    return warp == 0 ? s.block[t * kLeafStride + t] : s.pivot_inverse[t];
+    return warp == 0 ? HeldPivot(s, t) : s.pivot_inverse[t];
   };
   const double first = value(2 * lane);
   double inclusive = f.Mul(first, value(2 * lane + 1));
@@ -158,19 +184,165 @@ __device__ void PrefixProducts(const BalancedModulus& f, int w, LeafShared& s) {
   if (2 * lane + 1 < w) out[2 * lane + 1] = f.Mul(exclusive, first);
 }
 
-// One thread block per matrix of the batch (blockIdx.x).
+// The w steps of the division-free elimination (see LeafShared). Returns false, with the state
+// set singular, when a column has no pivot in or below the block. Every thread computes the same
+// slot mask and pivots from ballots over the column, so the steps need one barrier each.
+__device__ bool EliminateLeaf(const BalancedModulus& f, const double* __restrict__ a, int64_t n,
+                              int64_t c, int w, LeafShared& s, ModularLuState* state) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32;
+  const int row = tid / kLeafColumnGroups;
+  const unsigned long long slots = w == 64 ? ~0ull : (1ull << w) - 1;
+  unsigned long long used = 0;  // slots whose rows have been pivots
+  for (int j = 0; j < w; ++j) {
+    const bool low = lane < w && s.block[lane * kLeafStride + j] != 0.0;
+    const bool high = lane + 32 < w && s.block[(lane + 32) * kLeafStride + j] != 0.0;
+    const unsigned long long non_zero =
+        __ballot_sync(kFullMask, low) |
+        (static_cast<unsigned long long>(__ballot_sync(kFullMask, high)) << 32);
+    const unsigned long long candidates = non_zero & ~used & slots;
+    int r;
+    if (candidates == 0) {
+      r = __ffsll(static_cast<long long>(~used & slots)) - 1;
+      if (PivotFromBelow(f, a, n, c, w, j, r, s) < 0) {
+        if (tid == 0) state->status = 1;
+        return false;
+      }
+    } else {
+      r = __ffsll(static_cast<long long>(candidates)) - 1;
+    }
+    used |= 1ull << r;
+    if (tid == 0) s.pivot_slot[j] = r;
+    // Step j writes only columns right of j in rows not yet pivots: it reads column j and the
+    // pivot row, which no thread writes during the step.
+    if (row < w && ((used >> row) & 1) == 0) {
+      const double* pivot_row = s.block + r * kLeafStride;
+      double* x = s.block + row * kLeafStride;
+      const double d = pivot_row[j];
+      const double m = x[j];
+#pragma unroll
+      for (int k = 0; k < kLeafColumnsPerThread; ++k) {
+        const int col = tid % kLeafColumnGroups + k * kLeafColumnGroups;
+        if (col > j && col < w) x[col] = f.MulMinusMul(d, x[col], m, pivot_row[col]);
+      }
+    }
+    __syncthreads();
+  }
+  return true;
+}
+
+// The held rows to the true factors in pivot order (LeafShared), zero outside w x w; 1/u_tt; the
+// leaf's pivots and row exchanges into the state's determinant. Called by every thread.
+__device__ void FinishFactors(const BalancedModulus& f, int w, LeafShared& s,
+                              ModularLuState* state) {
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int t = tid; t < w; t += kLeafThreads) s.pivot_inverse[t] = f.Inverse(HeldPivot(s, t));
+  __syncthreads();
+  PrefixProducts(f, w, s);
+  // The sign of the pivots' order as a permutation of the slots: the parity of its inversions.
+  int inversions = 0;
+  if (tid < w) {
+    for (int u = tid + 1; u < w; ++u) inversions += s.pivot_slot[u] < s.pivot_slot[tid] ? 1 : 0;
+  }
+  const int odd = __syncthreads_count(inversions & 1);  // also the barrier after PrefixProducts
+  const int row = tid / kLeafColumnGroups;
+  double factors[kLeafColumnsPerThread];
+#pragma unroll
+  for (int k = 0; k < kLeafColumnsPerThread; ++k) {
+    const int col = tid % kLeafColumnGroups + k * kLeafColumnGroups;
+    factors[k] = 0.0;
+    if (row < w && col < w) {
+      const double x = s.block[s.pivot_slot[row] * kLeafStride + col];
+      factors[k] = f.Mul(x, row > col ? s.pivot_inverse[col] : s.scale_inverse[row]);
+    }
+  }
+  for (int t = tid; t < w; t += kLeafThreads) {
+    s.inverse_diagonal[t] = f.Mul(s.pivot_inverse[t], s.scale[t]);  // s_t / held u_tt = 1 / u_tt
+  }
+  __syncthreads();  // every held row read before the factors overwrite them
+#pragma unroll
+  for (int k = 0; k < kLeafColumnsPerThread; ++k) {
+    s.block[row * kLeafStride + tid % kLeafColumnGroups + k * kLeafColumnGroups] = factors[k];
+  }
+  __syncthreads();
+  // det of the leaf's rows = product of u_tt with the sign of every exchange, over warp 0.
+  if (tid < 32) {
+    double product = 1.0;
+    for (int t = tid; t < w; t += 32) product = f.Mul(product, s.block[t * kLeafStride + t]);
+    for (int offset = 16; offset > 0; offset /= 2) {
+      product = f.Mul(product, __shfl_xor_sync(kFullMask, product, offset));
+    }
+    if (tid == 0) {
+      const double det = f.Mul(state->determinant, product);
+      state->determinant = (odd + s.below_swaps) % 2 == 0 ? det : -det;
+    }
+  }
+}
+
+// Threads per dot product in the sweeps: half the block builds L^-1, half U^-1, one row a step.
+constexpr int kSweepParts = kLeafThreads / (2 * kMaxLeafWidth);
+static_assert(kSweepParts >= 1 && (kSweepParts & (kSweepParts - 1)) == 0 && kSweepParts <= 32);
+
+// D^-1 = U^-1 L^-1 from the factors in s.block (core/cuda/block_inverse.h), as pieces
+// kPieceBase high + low at low_out (stride w) and low_out + w^2. Step t builds row t of L^-1 and
+// row w - 1 - t of U^-1: each reads only rows finished in earlier steps, so one barrier a step
+// suffices. Thread (entry j, part) sums the terms part, part + kSweepParts, ... of entry j's dot
+// product; the parts are adjacent lanes, added exactly by shuffles.
+__device__ void InvertLeaf(const BalancedModulus& f, int w, LeafShared& s,
+                           double* __restrict__ low_out) {
+  double* __restrict__ high_out = low_out + w * w;
+  const double* lu = s.block;
+  const int tid = static_cast<int>(threadIdx.x);
+  const bool upper = tid >= kLeafThreads / 2;
+  const int j = (tid % (kLeafThreads / 2)) / kSweepParts;
+  const int part = tid % kSweepParts;
+  for (int step = 0; step < w; ++step) {
+    const int i = upper ? w - 1 - step : step;
+    const bool active = j < w && (upper ? j > i : j < i);
+    PieceSums sums;
+    if (active) {
+      sums =
+          upper
+              ? UpperInversePart(lu, kLeafStride, s.inverse, kLeafStride, i, j, part, kSweepParts)
+              : LowerInversePart(lu, kLeafStride, s.inverse, kLeafStride, i, j, part, kSweepParts);
+    }
+    for (int offset = 1; offset < kSweepParts; offset *= 2) {
+      sums.low += __shfl_xor_sync(kFullMask, sums.low, offset);
+      sums.high += __shfl_xor_sync(kFullMask, sums.high, offset);
+    }
+    if (part == 0) {
+      if (active) {
+        s.inverse[i * kLeafStride + j] = upper ? UpperInverseValue(f, s.inverse_diagonal[i], sums)
+                                               : LowerInverseValue(f, lu, kLeafStride, i, j, sums);
+      } else if (upper && j == i) {
+        s.inverse[i * kLeafStride + i] = s.inverse_diagonal[i];
+      }
+    }
+    __syncthreads();
+  }
+  for (int idx = tid; idx < w * w; idx += kLeafThreads) {
+    const int i = idx / w;
+    const int col = idx - i * w;
+    const double x = InverseProductValue(
+        f, s.inverse, kLeafStride, i, col,
+        InverseProductPart(s.inverse, kLeafStride, w, i, col, /*part=*/0, /*step=*/1));
+    const double high = HighPiece(x);
+    low_out[idx] = LowPiece(x, high);
+    high_out[idx] = high;
+  }
+}
+
+// One thread block per matrix of the batch (blockIdx.x), LeafShared in dynamic shared memory.
 __global__ void __launch_bounds__(kLeafThreads)
-    FactorLeafKernel(ResidueBatch batch, int64_t c, int w, LeafScratch scratch) {
+    FactorLeafKernel(ResidueBatch batch, int64_t c, int w, LeafScratch scratch, int slot) {
   const int b = static_cast<int>(blockIdx.x);
   ModularLuState* state = batch.states + b;
   if (state->status != 0) return;
   const BalancedModulus f = batch.moduli[b];
   const double* __restrict__ a = MatrixOf(batch, b);
   const int64_t n = batch.n;
-  double* __restrict__ lu = scratch.lu + b * kMaxLeafWidth * kMaxLeafWidth;
-  double* __restrict__ inverse_diagonal = scratch.inverse_diagonal + b * kMaxLeafWidth;
-  int* __restrict__ ipiv = scratch.ipiv + b * kMaxLeafWidth;
-  __shared__ LeafShared s;
+  extern __shared__ __align__(16) unsigned char leaf_memory[];
+  LeafShared& s = *reinterpret_cast<LeafShared*>(leaf_memory);
   const int tid = static_cast<int>(threadIdx.x);
   for (int idx = tid; idx < w * w; idx += kLeafThreads) {
     const int r = idx / w;
@@ -180,182 +352,72 @@ __global__ void __launch_bounds__(kLeafThreads)
   for (int r = tid; r < w; r += kLeafThreads) s.origin[r] = c + r;
   if (tid == 0) {
     s.moved_count = 0;
-    s.swaps = 0;
+    s.below_swaps = 0;
   }
   __syncthreads();
+  if (!EliminateLeaf(f, a, n, c, w, s, state)) return;
 
-  for (int j = 0; j < w; ++j) {
-    if (tid == 0) s.pivot = w;
-    __syncthreads();
-    for (int r = j + tid; r < w; r += kLeafThreads) {
-      if (s.block[r * kLeafStride + j] != 0.0) atomicMin(&s.pivot, r);
-    }
-    __syncthreads();
-    const int r = s.pivot;
-    if (r == w) {
-      const int64_t below = PivotFromBelow(f, a, n, c, w, j, s);
-      if (below < 0) {
-        if (tid == 0) state->status = 1;
-        return;
-      }
-      if (tid == 0) {
-        ipiv[j] = static_cast<int>(below);
-        ++s.swaps;
-      }
-    } else {
-      if (r != j) {
-        for (int col = tid; col < w; col += kLeafThreads) {
-          const double t = s.block[j * kLeafStride + col];
-          s.block[j * kLeafStride + col] = s.block[r * kLeafStride + col];
-          s.block[r * kLeafStride + col] = t;
-        }
-      }
-      if (tid == 0) {
-        ipiv[j] = static_cast<int>(c + r);
-        if (r != j) {
-          const int64_t o = s.origin[j];
-          s.origin[j] = s.origin[r];
-          s.origin[r] = o;
-          ++s.swaps;
-        }
-      }
-    }
-    __syncthreads();
-    const double d = s.block[j * kLeafStride + j];
-    const int rest = w - 1 - j;
-    for (int idx = tid; idx < rest * rest; idx += kLeafThreads) {
-      const int i = j + 1 + idx / rest;
-      const int col = j + 1 + idx % rest;
-      double& x = s.block[i * kLeafStride + col];
-      x = f.MulSub(f.Mul(d, x), s.block[i * kLeafStride + j], s.block[j * kLeafStride + col]);
-    }
-    __syncthreads();
+  // The row moves for ApplyLeafRowsKernel: row c + t takes the data of the pivot row of step t,
+  // each row below that gave its data to a slot takes the slot's.
+  int* __restrict__ rows = scratch.rows + static_cast<int64_t>(b) * kLeafRowWords;
+  for (int t = tid; t < w; t += kLeafThreads) {
+    rows[1 + 2 * t] = static_cast<int>(c + t);
+    rows[2 + 2 * t] = static_cast<int>(s.origin[s.pivot_slot[t]]);
   }
+  for (int q = tid; q < s.moved_count; q += kLeafThreads) {
+    rows[1 + 2 * (w + q)] = static_cast<int>(s.moved_position[q]);
+    rows[2 + 2 * (w + q)] = static_cast<int>(s.moved_origin[q]);
+  }
+  if (tid == 0) rows[0] = w + s.moved_count;
 
-  for (int t = tid; t < w; t += kLeafThreads) {
-    s.pivot_inverse[t] = f.Inverse(s.block[t * kLeafStride + t]);
-  }
-  __syncthreads();
-  PrefixProducts(f, w, s);
-  __syncthreads();
-  for (int idx = tid; idx < w * w; idx += kLeafThreads) {
-    const int i = idx / w;
-    const int col = idx - i * w;
-    const double x = s.block[i * kLeafStride + col];
-    lu[idx] = f.Mul(x, i > col ? s.pivot_inverse[col] : s.scale_inverse[i]);
-  }
-  for (int t = tid; t < w; t += kLeafThreads) {
-    inverse_diagonal[t] = f.Mul(s.pivot_inverse[t], s.scale[t]);  // s_t / held u_tt = 1 / u_tt
-  }
-  // det of the permuted block = product of u_tt = held u_tt / s_t, over warp 0.
-  if (tid < 32) {
-    double product = 1.0;
-    for (int t = tid; t < w; t += 32) {
-      product = f.Mul(product, f.Mul(s.block[t * kLeafStride + t], s.scale_inverse[t]));
-    }
-    for (int offset = 16; offset > 0; offset /= 2) {
-      product = f.Mul(product, __shfl_xor_sync(kFullMask, product, offset));
-    }
-    if (tid == 0) {
-      const double det = f.Mul(state->determinant, product);
-      state->determinant = s.swaps % 2 == 0 ? det : -det;
-    }
-  }
+  FinishFactors(f, w, s, state);
+  InvertLeaf(f, w, s,
+             scratch.inverse_pieces +
+                 (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafInverseWords);
 }
 
-// ---- Row swaps ----
+// ---- Row moves ----
 
-constexpr int kSwapThreads = 256;
+constexpr int kRowsThreads = 256;
+constexpr int kRowsColumns = 32;  // columns per thread block, one per lane
+constexpr int kRowsGroups = kRowsThreads / kRowsColumns;
+constexpr int kMaxRowMoves = 2 * kMaxLeafWidth;
 
-// The batch along blockIdx.y.
-__global__ void __launch_bounds__(kSwapThreads)
-    ApplyLeafSwapsKernel(ResidueBatch batch, int64_t c, int w, LeafScratch scratch) {
+// Columns along blockIdx.x (kRowsColumns each, from first_col), the batch along blockIdx.y. Every
+// move of a column is read before any is written, so the moves (a permutation of at most
+// 2 kMaxLeafWidth rows) take one memory latency, not one per exchange.
+__global__ void __launch_bounds__(kRowsThreads)
+    ApplyLeafRowsKernel(ResidueBatch batch, int64_t first_col, int64_t c, int w,
+                        LeafScratch scratch) {
   const int b = static_cast<int>(blockIdx.y);
   if (batch.states[b].status != 0) return;
   double* __restrict__ a = MatrixOf(batch, b);
   const int64_t n = batch.n;
-  const double* __restrict__ lu = scratch.lu + b * kMaxLeafWidth * kMaxLeafWidth;
-  const int* __restrict__ ipiv = scratch.ipiv + b * kMaxLeafWidth;
-  __shared__ int pivots[kMaxLeafWidth];
-  for (int j = static_cast<int>(threadIdx.x); j < w; j += kSwapThreads) pivots[j] = ipiv[j];
-  __syncthreads();
-  // One thread per column: it alone applies the swaps, in order, to its column.
-  for (int64_t col = static_cast<int64_t>(blockIdx.x) * kSwapThreads + threadIdx.x; col < n;
-       col += static_cast<int64_t>(gridDim.x) * kSwapThreads) {
-    for (int j = 0; j < w; ++j) {
-      const int64_t r = pivots[j];
-      if (r == c + j) continue;
-      double& top = a[(c + j) * n + col];
-      double& other = a[r * n + col];
-      const double t = top;
-      top = other;
-      other = t;
-    }
-    if (col >= c && col < c + w) {
-      for (int r = 0; r < w; ++r) a[(c + r) * n + col] = lu[r * w + (col - c)];
-    }
-  }
-}
-
-// ---- The inverse of a leaf's diagonal block, one thread block per matrix ----
-
-constexpr int kInverseThreads = 256;
-constexpr int kInverseStride = kMaxLeafWidth + 1;  // shared row stride
-// Threads per dot product in the sweeps: half the block builds L^-1, half U^-1, one row a step.
-constexpr int kSweepParts = kInverseThreads / (2 * kMaxLeafWidth);
-static_assert(kSweepParts >= 1 && (kSweepParts & (kSweepParts - 1)) == 0 && kSweepParts <= 32);
-
-// Step s builds row s of L^-1 and row w - 1 - s of U^-1 (core/cuda/block_inverse.h): each reads
-// only rows finished in earlier steps, so one barrier a step suffices. Thread (entry j, part)
-// sums the terms part, part + kSweepParts, ... of entry j's dot product; the parts are adjacent
-// lanes, added exactly by shuffles. Then every thread forms entries of D^-1 = U^-1 L^-1.
-__global__ void __launch_bounds__(kInverseThreads)
-    InvertLeafKernel(ResidueBatch batch, int w, LeafScratch scratch, int slot) {
-  const int b = static_cast<int>(blockIdx.x);
-  if (batch.states[b].status != 0) return;
-  const BalancedModulus f = batch.moduli[b];
-  const double* __restrict__ lu = scratch.lu + b * kMaxLeafWidth * kMaxLeafWidth;
-  const double* __restrict__ inverse_diagonal = scratch.inverse_diagonal + b * kMaxLeafWidth;
-  double* __restrict__ low_out =
-      scratch.inverse_pieces +
-      (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafInverseWords;
-  double* __restrict__ high_out = low_out + w * w;
-  __shared__ double inverse[kMaxLeafWidth * kInverseStride];
+  const int* __restrict__ rows = scratch.rows + static_cast<int64_t>(b) * kLeafRowWords;
+  __shared__ int destination[kMaxRowMoves];
+  __shared__ int source[kMaxRowMoves];
+  __shared__ double values[kMaxRowMoves][kRowsColumns];
   const int tid = static_cast<int>(threadIdx.x);
-  const bool upper = tid >= kInverseThreads / 2;
-  const int j = (tid % (kInverseThreads / 2)) / kSweepParts;
-  const int part = tid % kSweepParts;
-  for (int s = 0; s < w; ++s) {
-    const int i = upper ? w - 1 - s : s;
-    const bool active = j < w && (upper ? j > i : j < i);
-    PieceSums sums;
-    if (active) {
-      sums = upper ? UpperInversePart(lu, w, inverse, kInverseStride, i, j, part, kSweepParts)
-                   : LowerInversePart(lu, w, inverse, kInverseStride, i, j, part, kSweepParts);
-    }
-    for (int offset = 1; offset < kSweepParts; offset *= 2) {
-      sums.low += __shfl_xor_sync(kFullMask, sums.low, offset);
-      sums.high += __shfl_xor_sync(kFullMask, sums.high, offset);
-    }
-    if (part == 0) {
-      if (active) {
-        inverse[i * kInverseStride + j] = upper ? UpperInverseValue(f, inverse_diagonal[i], sums)
-                                                : LowerInverseValue(f, lu, w, i, j, sums);
-      } else if (upper && j == i) {
-        inverse[i * kInverseStride + i] = inverse_diagonal[i];
-      }
-    }
-    __syncthreads();
+  const int count = rows[0];
+  for (int e = tid; e < count; e += kRowsThreads) {
+    destination[e] = rows[1 + 2 * e];
+    source[e] = rows[2 + 2 * e];
   }
-  for (int idx = tid; idx < w * w; idx += kInverseThreads) {
-    const int i = idx / w;
-    const int col = idx - i * w;
-    const double x = InverseProductValue(
-        f, inverse, kInverseStride, i, col,
-        InverseProductPart(inverse, kInverseStride, w, i, col, /*part=*/0, /*step=*/1));
-    const double high = HighPiece(x);
-    low_out[idx] = LowPiece(x, high);
-    high_out[idx] = high;
+  __syncthreads();
+  const int lane = tid % kRowsColumns;
+  const int group = tid / kRowsColumns;
+  const int64_t col = first_col + static_cast<int64_t>(blockIdx.x) * kRowsColumns + lane;
+  const bool leaf_column = col >= c && col < c + w;
+  // The diagonal block is never read again (its inverse is kept): its rows move only outside it.
+  auto moves = [&](int e) {
+    return col < n && destination[e] != source[e] && !(leaf_column && destination[e] < c + w);
+  };
+  for (int e = group; e < count; e += kRowsGroups) {
+    if (moves(e)) values[e][lane] = a[static_cast<int64_t>(source[e]) * n + col];
+  }
+  __syncthreads();
+  for (int e = group; e < count; e += kRowsGroups) {
+    if (moves(e)) a[static_cast<int64_t>(destination[e]) * n + col] = values[e][lane];
   }
 }
 
@@ -457,25 +519,22 @@ absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch) {
 }
 
 absl::Status LaunchFactorLeaf(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
-                              const LeafScratch& scratch) {
-  FactorLeafKernel<<<batch.count, kLeafThreads, 0, stream>>>(batch, c, w, scratch);
+                              const LeafScratch& scratch, int slot) {
+  // Above the 48 KiB a kernel gets without asking (the factors and the inverse side by side).
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+      FactorLeafKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(LeafShared)));
+  FactorLeafKernel<<<batch.count, kLeafThreads, sizeof(LeafShared), stream>>>(batch, c, w, scratch,
+                                                                              slot);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(FactorLeafKernel);
   return absl::OkStatus();
 }
 
-absl::Status LaunchApplyLeafSwaps(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
-                                  const LeafScratch& scratch) {
-  const dim3 grid(static_cast<unsigned>((batch.n + kSwapThreads - 1) / kSwapThreads),
+absl::Status LaunchApplyLeafRows(cudaStream_t stream, const ResidueBatch& batch, int64_t first_col,
+                                 int64_t c, int w, const LeafScratch& scratch) {
+  const dim3 grid(static_cast<unsigned>((batch.n - first_col + kRowsColumns - 1) / kRowsColumns),
                   static_cast<unsigned>(batch.count));
-  ApplyLeafSwapsKernel<<<grid, kSwapThreads, 0, stream>>>(batch, c, w, scratch);
-  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ApplyLeafSwapsKernel);
-  return absl::OkStatus();
-}
-
-absl::Status LaunchInvertLeaf(cudaStream_t stream, const ResidueBatch& batch, int w,
-                              const LeafScratch& scratch, int slot) {
-  InvertLeafKernel<<<batch.count, kInverseThreads, 0, stream>>>(batch, w, scratch, slot);
-  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(InvertLeafKernel);
+  ApplyLeafRowsKernel<<<grid, kRowsThreads, 0, stream>>>(batch, first_col, c, w, scratch);
+  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ApplyLeafRowsKernel);
   return absl::OkStatus();
 }
 

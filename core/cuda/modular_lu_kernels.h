@@ -1,7 +1,9 @@
 // The kernels of the GPU's blocked LU over Z/p (core/cuda/modular_lu.cc), for primes below 2^32
 // on balanced float64 residues (core/cuda/balanced_residue.h), on a batch of matrices at once (one
 // prime each; a single prime is a batch of one). Each matrix is n x n row-major with row stride
-// n, factored in place into P A = L U, L unit lower triangular. Every kernel reads the matrix's
+// n, factored in place: the rows move as P A = L U does (L unit lower triangular), but only the
+// inverses of the diagonal blocks are kept (the blocks themselves and the columns of earlier
+// panels are left stale, as nothing reads them again). Every kernel reads the matrix's
 // device-side ModularLuState first and returns at once once a column without a non-zero pivot has
 // set its status, so the host queues the whole factorization without waiting. Plain C++ (no
 // kernels, no core/matrix.h), so that host code calls the launchers like a library.
@@ -47,14 +49,15 @@ struct ResidueBatch {
   ModularLuState* states = nullptr;
 };
 
-// Per-matrix scratch of the leaf kernels, `count` slices each: matrix b's w x w factors at
-// lu + b kMaxLeafWidth^2, its 1/u_jj at inverse_diagonal + b kMaxLeafWidth, its swaps at
-// ipiv + b kMaxLeafWidth, the pieces of its leaf inverse in slot s at
-// inverse_pieces + (b kLeafInverseSlots + s) kLeafInverseWords.
+// Ints per matrix of a leaf's row moves: their count, then (destination, source) pairs.
+inline constexpr int64_t kLeafRowWords = 1 + 4 * int64_t{kMaxLeafWidth};
+
+// Per-matrix scratch of the leaf kernels, `count` slices each: matrix b's row moves at
+// rows + b kLeafRowWords (written by LaunchFactorLeaf, applied by LaunchApplyLeafRows), the
+// pieces of its leaf inverse in slot s at inverse_pieces + (b kLeafInverseSlots + s)
+// kLeafInverseWords.
 struct LeafScratch {
-  double* lu = nullptr;
-  double* inverse_diagonal = nullptr;
-  int* ipiv = nullptr;
+  int* rows = nullptr;
   double* inverse_pieces = nullptr;
 };
 
@@ -66,28 +69,24 @@ absl::Status LaunchBalancedResidues(cudaStream_t stream, const ResidueBatch& bat
 // Every state := {1, 0}.
 absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch);
 
-// Factors the leaf of every matrix: columns [c, c + w) of rows [c, n), given that all columns left
-// of c are done. Picks for column c + j the first row at or below c + j (the diagonal block
-// first) whose updated entry is non-zero mod p. Writes the w x w factors of the permuted diagonal
-// block to the matrix's `lu` slice (row-major, stride w: L strictly below the diagonal, U on and
-// above), 1/u_jj to its `inverse_diagonal`, the row swapped with row c + j to its ipiv[j]
-// (LAPACK's convention), and multiplies its state's determinant by the block's pivots and swap
-// signs. Leaves the matrices unchanged. REQUIRES: 1 <= w <= kMaxLeafWidth, c + w <= n.
+// Factors and inverts the leaf of every matrix, one launch for all: columns [c, c + w) of rows
+// [c, n), given that all columns left of c are done. Each column's pivot is a row whose updated
+// entry is non-zero mod p, taken from the diagonal block when it has one, else the first such row
+// below it. Writes the inverse mod p of the leaf's permuted diagonal block D = L U
+// (core/cuda/block_inverse.h) as pieces D^-1 = kPieceBase high + low into the matrix's inverse
+// slot `slot` (the left operand of the products that stand for the triangular solves), the rows
+// the pivoting moves into its `rows`, and multiplies its state's determinant by the block's
+// pivots and the moves' sign. Leaves the matrices unchanged. REQUIRES: 1 <= w <= kMaxLeafWidth,
+// c + w <= n < 2^31, 0 <= slot < kLeafInverseSlots.
 absl::Status LaunchFactorLeaf(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
-                              const LeafScratch& scratch);
-
-// Applies each matrix's leaf swaps (ipiv[0..w), rows c + j <-> ipiv[j] in order) to all its
-// columns, then stores its `lu` into the diagonal block a[c..c+w, c..c+w).
-absl::Status LaunchApplyLeafSwaps(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
-                                  const LeafScratch& scratch);
-
-// For every matrix, the inverse mod p of the leaf's permuted diagonal block D = L U, from the
-// factors LaunchFactorLeaf left in its scratch (core/cuda/block_inverse.h), written as pieces
-// D^-1 = kPieceBase high + low into its inverse slot `slot`: the left operand of the products
-// that stand for the triangular solves. REQUIRES: 1 <= w <= kMaxLeafWidth, 0 <= slot <
-// kLeafInverseSlots.
-absl::Status LaunchInvertLeaf(cudaStream_t stream, const ResidueBatch& batch, int w,
                               const LeafScratch& scratch, int slot);
+
+// Applies each matrix's leaf row moves (LaunchFactorLeaf) to its columns [first_col, n), except
+// inside the leaf's diagonal block a[c..c+w, c..c+w), which is never read again (its inverse is
+// kept) and holds stale values afterwards. Columns left of first_col (those of earlier panels,
+// never read again either) keep their rows. REQUIRES: first_col <= c.
+absl::Status LaunchApplyLeafRows(cudaStream_t stream, const ResidueBatch& batch, int64_t first_col,
+                                 int64_t c, int w, const LeafScratch& scratch);
 
 // For every matrix b: pieces + b pieces_stride (depth x 2 cols, row-major, stride 2 cols) :=
 // [lo | hi] of its block B (depth x cols at element b_offset, stride n), B = kPieceBase hi + lo.

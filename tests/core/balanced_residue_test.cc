@@ -69,6 +69,25 @@ TEST(BalancedModulus, MulSubMatchesInt128) {
   }
 }
 
+TEST(BalancedModulus, MulMinusMulMatchesInt128) {
+  std::mt19937_64 rng(11);
+  for (const uint64_t p : Primes()) {
+    const BalancedModulus f = BalancedModulus::Of(p);
+    const std::vector<double> values = Samples(p, rng);
+    for (const double a : values) {
+      for (const double b : values) {
+        for (const double c : {values[3], values[4], values[9], values[30]}) {
+          for (const double d : {values[3], values[4], values[2], values[17]}) {
+            const Int128 exact = static_cast<Int128>(a) * static_cast<Int128>(b) -
+                                 static_cast<Int128>(c) * static_cast<Int128>(d);
+            ExpectResidue(f.MulMinusMul(a, b, c, d), exact, p);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(BalancedModulus, ReduceTakesSumsUpToTwoToThe53) {
   std::mt19937_64 rng(2);
   for (const uint64_t p : Primes()) {

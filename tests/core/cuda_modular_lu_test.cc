@@ -117,6 +117,22 @@ TEST_F(CudaModularLuTest, VanishingLeadingMinorsTakePivotsFromBelowTheBlock) {
   }
 }
 
+TEST_F(CudaModularLuTest, PivotsFoundOnlyFarBelowTheBlock) {
+  // Columns 0..9 are zero except for one entry each, in the last rows: the leaf finds each pivot
+  // only after scanning every row below its block (many groups of warps), and the rows it swaps
+  // in take the block rows' data in turn (row n - 1 - j gives column j's pivot).
+  std::mt19937_64 rng(9);
+  for (const int64_t n : {700, 1030}) {
+    std::vector<int64_t> values(static_cast<size_t>(n * n));
+    for (int64_t& x : values) x = static_cast<int64_t>(rng() % 2001) - 1000;
+    for (int64_t j = 0; j < 10; ++j) {
+      for (int64_t i = 0; i < n; ++i) values[i * n + j] = 0;
+      values[(n - 1 - j) * n + j] = 1 + static_cast<int64_t>(j);
+    }
+    EXPECT_GT(ExpectSameResidues(n, values), 0);
+  }
+}
+
 TEST_F(CudaModularLuTest, EntriesThatVanishModPAreNotPivots) {
   // Every entry of the first 130 rows is a multiple of p except one per row, placed so that each
   // column's pivot sits far below and right of where LU would look first.
