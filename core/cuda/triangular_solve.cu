@@ -9,7 +9,11 @@
 // The synchronization-free dense triangular solve (the scheme of Liu et al.'s sparse SpTRSV, on
 // dense row blocks), with MAGMA's inverted diagonal blocks (magmablas_dtrsv on dtrtri_diag):
 // the chain from one row block to the next is then one B x B product instead of B dependent
-// substitution steps, and that chain, not the bandwidth, bounds a one-vector solve.
+// substitution steps. On an H100 (docs/benchmarks.md, issue 15) a solve is bound both by that
+// chain (~2 us a step: the counter, a fence, a barrier) and by each block streaming its row of
+// tiles alone; hence the near tiles (the kernel's comment) and one read of x a lane (Tile). Each
+// element of x as its own flag (polled with relaxed atomic loads) was slower for op = H (147
+// against 102 us at n = 4096), and polling with weak loads read stale values: not used.
 //
 // Solve order: op(A) is lower triangular when A is lower and op = N, or A is upper and op = H;
 // then row blocks go first to last ("forward"), otherwise last to first. The ticket counter hands
@@ -97,6 +101,20 @@ __device__ __forceinline__ double2 ShuffleDown(double2 v, int offset) {
   return make_double2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
 }
 
+// Lane `source`'s v, in every lane.
+__device__ __forceinline__ float Shuffle(float v, int source) {
+  return __shfl_sync(0xffffffffu, v, source);
+}
+__device__ __forceinline__ double Shuffle(double v, int source) {
+  return __shfl_sync(0xffffffffu, v, source);
+}
+__device__ __forceinline__ float2 Shuffle(float2 v, int source) {
+  return make_float2(Shuffle(v.x, source), Shuffle(v.y, source));
+}
+__device__ __forceinline__ double2 Shuffle(double2 v, int source) {
+  return make_double2(Shuffle(v.x, source), Shuffle(v.y, source));
+}
+
 // Lane 0 gets the warp's sum.
 template <typename E>
 __device__ __forceinline__ E WarpSum(E v) {
@@ -180,12 +198,16 @@ struct Tile<E, false, S> {
     }
   }
 
-  // sums += M v, v(j) for j < kBlock.
+  // sums += M v, v(j) for j < kBlock. The lanes of a warp share j0: each lane reads one of
+  // their kPerThread elements of v and shuffles hand it to the others (one read of v a lane, not
+  // kPerThread: on an H100 that took a 4096 triangle from 136 to 113 us, docs/benchmarks.md).
+  static_assert(kPerThread <= kWarpSize && kBlock % kWarpSize == 0);
   template <typename Vector>
   __device__ __forceinline__ void MultiplyAdd(Vector v, Sums& sums) const {
     const int j0 = static_cast<int>(threadIdx.x) / kBlock * kPerThread;
+    const E mine = v(j0 + static_cast<int>(threadIdx.x) % kWarpSize % kPerThread);
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) sums.value = MulAdd(m[k], v(j0 + k), sums.value);
+    for (int k = 0; k < kPerThread; ++k) sums.value = MulAdd(m[k], Shuffle(mine, k), sums.value);
   }
 
   // out[i] := row i's sum over all threads, then sums := 0. Every thread calls it; out is

@@ -122,13 +122,15 @@ std::vector<T> DownloadVector(DeviceContext& context, const DeviceBuffer& device
   return host;
 }
 
-// max_i |x_i - want_i| / max_i |want_i|.
+// max_i |x_i - want_i| / max_i |want_i|; NaN when any difference is NaN.
 template <typename T>
 double RelativeError(const std::vector<T>& x, const std::vector<T>& want) {
   double error = 0.0;
   double scale = 0.0;
   for (size_t i = 0; i < x.size(); ++i) {
-    error = std::max(error, static_cast<double>(std::abs(x[i] - want[i])));
+    const double difference = static_cast<double>(std::abs(x[i] - want[i]));
+    if (std::isnan(difference)) return difference;  // std::max would drop it
+    error = std::max(error, difference);
     scale = std::max(scale, static_cast<double>(std::abs(want[i])));
   }
   return scale > 0.0 ? error / scale : error;
@@ -218,6 +220,62 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
           }
         }
       }
+    }
+  }
+}
+
+// A zero on the diagonal: x becomes Inf/NaN from that row block on, and the solve still runs to
+// the end (blocks hand non-finite values on like any other) and leaves its counters zero.
+TYPED_TEST(CudaTriangularSolve, ZeroPivotGivesNonFiniteRowsAndStillCompletes) {
+  using T = TypeParam;
+  DeviceContext& context = *this->context_;
+  constexpr int64_t kOrder = 300;
+  constexpr int64_t kZeroRow = 150;
+  std::vector<T> a = WithoutNaN(Triangle<T>(kOrder, kOrder, /*lower=*/true, false, 11));
+  a[static_cast<size_t>(kZeroRow + kZeroRow * kOrder)] = T(0);
+  absl::StatusOr<DeviceBuffer> device_a = UploadVector(context, a);
+  ASSERT_TRUE(device_a.ok()) << device_a.status();
+  const DeviceTriangle<T> triangle{
+      .a = device_a->template as<const T>(), .n = kOrder, .lda = kOrder, .lower = true};
+  absl::StatusOr<DeviceBuffer> sync = context.Allocate(kTriangularSolveSyncBytes);
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  ASSERT_EQ(cudaMemsetAsync(sync->data(), 0, kTriangularSolveSyncBytes, context.stream()),
+            cudaSuccess);
+  constexpr int kBlock = 64;
+  absl::StatusOr<DeviceBuffer> inverse =
+      context.Allocate(static_cast<size_t>(DiagonalInverseElements(kOrder, kBlock)) * sizeof(T));
+  absl::StatusOr<DeviceBuffer> near = context.Allocate(
+      static_cast<size_t>(NearTileElements(kOrder, kBlock, kMaxNearTiles)) * sizeof(T));
+  ASSERT_TRUE(inverse.ok() && near.ok());
+  ASSERT_EQ(
+      LaunchInvertDiagonalBlocks(triangle, kBlock, inverse->template as<T>(), context.stream()),
+      cudaSuccess);
+  for (const bool adjoint : {false, true}) {
+    ASSERT_EQ(ComputeNearTiles(context.cublas(), triangle, kBlock, inverse->template as<const T>(),
+                               adjoint, kMaxNearTiles, near->template as<T>()),
+              CUBLAS_STATUS_SUCCESS);
+    for (const int near_count : {0, kMaxNearTiles}) {
+      SCOPED_TRACE(::testing::Message() << "adjoint=" << adjoint << " near=" << near_count);
+      absl::StatusOr<DeviceBuffer> x = UploadVector(context, RandomVector<T>(kOrder, 5));
+      ASSERT_TRUE(x.ok());
+      ASSERT_EQ(LaunchTriangularSolve(triangle, kBlock, inverse->template as<const T>(), adjoint,
+                                      x->template as<const T>(), x->template as<T>(), sync->data(),
+                                      context.stream(), near->template as<const T>(), near_count),
+                cudaSuccess);
+      const std::vector<T> got = DownloadVector<T>(context, *x, kOrder);
+      // L x = b solves rows first to last, L^H x = b last to first: the rows solved before the
+      // zero's 64-row block are finite, the zero's own row is not.
+      for (int64_t i = 0; i < kOrder; ++i) {
+        const bool before =
+            adjoint ? i >= (kZeroRow / kBlock + 1) * kBlock : i < kZeroRow / kBlock * kBlock;
+        if (before) {
+          EXPECT_TRUE(std::isfinite(std::abs(got[static_cast<size_t>(i)]))) << "row " << i;
+        }
+      }
+      EXPECT_FALSE(std::isfinite(std::abs(got[kZeroRow])));
+      const std::vector<unsigned> counters =
+          DownloadVector<unsigned>(context, *sync, kTriangularSolveSyncBytes / sizeof(unsigned));
+      EXPECT_EQ(counters, std::vector<unsigned>(counters.size(), 0u));
     }
   }
 }
