@@ -109,6 +109,16 @@ TEST(PinnedStagingNarrowing, ParallelSplitSeesEveryShare) {
   EXPECT_FALSE(ParallelNarrowToInt32(values.data(), count, to.data()));
 }
 
+// ParallelMemcpy shares the split: every byte of an odd size copied, across the shares' edges.
+TEST(PinnedStagingNarrowing, ParallelMemcpyCopiesEveryByteOfAnOddSize) {
+  const size_t bytes = (size_t{17} << 20) + 3;
+  std::vector<unsigned char> from(bytes);
+  for (size_t i = 0; i < bytes; ++i) from[i] = static_cast<unsigned char>(i * 131 + (i >> 20));
+  std::vector<unsigned char> to(bytes, 0);
+  ParallelMemcpy(to.data(), from.data(), bytes);
+  EXPECT_TRUE(to == from);
+}
+
 // The narrowing replaces a memcpy into the pinned chunk: it should be no slower. Prints the
 // rates (bytes read per second) of one piece, single-threaded and split, best of several runs.
 TEST(PinnedStagingNarrowing, SpeedNextToMemcpyIsPrinted) {
