@@ -100,6 +100,12 @@ class DeviceContext {
   // (an upload's chunks), each returns once its piece has been read and its transfer overlaps the
   // next piece's. Synchronize() waits for the last one.
   absl::Status StagedUpload(const void* host, void* device, size_t bytes);
+  // The pinned staging (on stream()) that Upload of `bytes` from `host` goes through, or null
+  // when it copies directly (page-locked or device memory, small copies, no staging): for
+  // uploads that convert on the way (PinnedStaging::UploadInPieces).
+  PinnedStaging* StagingFor(const void* host, size_t bytes) const {
+    return UseStaging(host, bytes) ? staging_.get() : nullptr;
+  }
   // Waits for all work queued on the stream.
   absl::Status Synchronize();
 

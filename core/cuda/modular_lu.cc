@@ -17,6 +17,7 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/elimination.h"
 #include "core/cuda/modular_lu_kernels.h"
+#include "core/cuda/pinned_staging.h"
 #include "core/cuda/scoped_math_mode.h"
 #include "core/modular_arithmetic.h"
 #include "core/status_macros.h"
@@ -381,23 +382,53 @@ void AddPhases(const PhaseWork& work, const std::array<double, kPhaseCount>& sec
   }
 }
 
-// The residue matrices of `primes` at `residues` from the int64 entries (which may be `residues`
-// itself for one prime), factored together: det mod each prime.
+// The residue matrices of `primes` at `residues` from the int64 entries on the device (which may
+// be `residues` itself for one prime; null when the one prime's residues are there already),
+// factored together: det mod each prime.
 absl::StatusOr<std::vector<uint64_t>> FactorBatch(const int64_t* entries, double* residues,
                                                   int64_t n, std::span<const uint64_t> primes,
                                                   DeviceContext& context, JobControl* control,
                                                   PhaseClock& clock, PhaseWork& work) {
   BalancedLu lu(context, primes, n, residues, clock, work);
   MATRIXD_RETURN_IF_ERROR(lu.Prepare());
-  MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
-  MATRIXD_RETURN_IF_ERROR(LaunchBalancedResidues(context.stream(), lu.batch(), entries));
-  work.bytes[kResidues] += 2 * primes.size() * static_cast<uint64_t>(n * n) * sizeof(double);
+  if (entries != nullptr) {
+    MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
+    MATRIXD_RETURN_IF_ERROR(LaunchBalancedResidues(context.stream(), lu.batch(), entries));
+    work.bytes[kResidues] += 2 * primes.size() * static_cast<uint64_t>(n * n) * sizeof(double);
+  }
   MATRIXD_RETURN_IF_ERROR(lu.Run(control));
   MATRIXD_RETURN_IF_ERROR(clock.Enter(kEnd, context.stream()));
   return lu.Determinants();
 }
 
-// det mod p for p < 2^32 (the header's first path): a batch of one, converted in place.
+// Uploads the `count` int64 values at pageable `host` through `staging` and converts them to
+// balanced residues mod p at `residues` piece by piece, each conversion queued as its piece lands
+// (the host narrows or copies the next piece meanwhile). The pieces travel as int32 while the
+// values fit: the host copy into pinned memory is the cost here, and narrowing writes half of it.
+absl::Status StageResidues(PinnedStaging& staging, const int64_t* host, size_t count, uint64_t p,
+                           double* residues, DeviceContext& context, PhaseWork& work) {
+  const size_t slot_bytes = std::min(count, PinnedStaging::kPieceValues) * sizeof(int64_t);
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer slots, context.Allocate(2 * slot_bytes));
+  const BalancedModulus modulus = BalancedModulus::Of(p);
+  return staging.UploadInPieces(
+      host, count, {slots.data(), slots.as<char>() + slot_bytes},
+      [&](const PinnedStaging::LandedPiece& piece) -> absl::Status {
+        const size_t width = piece.narrow ? sizeof(int32_t) : sizeof(int64_t);
+        work.bytes[kResidues] += piece.count * (2 * width + sizeof(double));  // sent, read, written
+        double* to = residues + piece.first;
+        const auto length = static_cast<int64_t>(piece.count);
+        return piece.narrow
+                   ? LaunchBalancedResiduesOfValues(context.stream(), modulus,
+                                                    static_cast<const int32_t*>(piece.data), length,
+                                                    to)
+                   : LaunchBalancedResiduesOfValues(context.stream(), modulus,
+                                                    static_cast<const int64_t*>(piece.data), length,
+                                                    to);
+      });
+}
+
+// det mod p for p < 2^32 (the header's first path): a batch of one, its residues converted piece
+// by piece as they arrive from pageable memory, or in place after a direct upload.
 absl::StatusOr<uint64_t> BalancedLuDeterminant(const MatrixView& a, uint64_t p,
                                                DeviceContext& context, JobControl* control,
                                                ComputeStats* stats) {
@@ -407,12 +438,20 @@ absl::StatusOr<uint64_t> BalancedLuDeterminant(const MatrixView& a, uint64_t p,
   PhaseWork work;
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer matrix, context.Allocate(bytes));
   MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
-  MATRIXD_RETURN_IF_ERROR(context.Upload(a.As<int64_t>().data(), matrix, bytes));
-  work.bytes[kResidues] += bytes;  // uploaded
+  const int64_t* host = a.As<int64_t>().data();
+  const int64_t* entries = nullptr;  // null: the residues are in `matrix` already
+  if (PinnedStaging* staging = context.StagingFor(host, bytes)) {
+    MATRIXD_RETURN_IF_ERROR(StageResidues(*staging, host, static_cast<size_t>(n * n), p,
+                                          matrix.as<double>(), context, work));
+  } else {
+    MATRIXD_RETURN_IF_ERROR(context.Upload(host, matrix, bytes));
+    work.bytes[kResidues] += bytes;  // uploaded
+    entries = matrix.as<int64_t>();
+  }
   const uint64_t primes[] = {p};
-  MATRIXD_ASSIGN_OR_RETURN(std::vector<uint64_t> det,
-                           FactorBatch(matrix.as<int64_t>(), matrix.as<double>(), n, primes,
-                                       context, control, clock, work));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::vector<uint64_t> det,
+      FactorBatch(entries, matrix.as<double>(), n, primes, context, control, clock, work));
   MATRIXD_ASSIGN_OR_RETURN(auto seconds, clock.Seconds());
   AddPhases(work, seconds, stats);
   return det[0];

@@ -438,6 +438,32 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   }
 }
 
+// One matrix's values as they land from the host, int32 or int64 (PinnedStaging::UploadInPieces).
+// An int32 value v takes Reduce(v): |v| < 2^31 <= 2^50 p, and no 64-bit integer division.
+template <typename Value>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    ValueResiduesKernel(BalancedModulus f, const Value* __restrict__ values, int64_t count,
+                        double* __restrict__ residues) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
+    if constexpr (sizeof(Value) == sizeof(int32_t)) {
+      residues[i] = f.Reduce(static_cast<double>(values[i]));
+    } else {
+      residues[i] = f.FromSigned(values[i]);
+    }
+  }
+}
+
+template <typename Value>
+absl::Status LaunchValueResidues(cudaStream_t stream, const BalancedModulus& modulus,
+                                 const Value* values, int64_t count, double* residues) {
+  if (count == 0) return absl::OkStatus();
+  ValueResiduesKernel<Value><<<ElementwiseBlocks(count), kElementwiseThreads, 0, stream>>>(
+      modulus, values, count, residues);
+  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ValueResiduesKernel<Value>);
+  return absl::OkStatus();
+}
+
 __global__ void __launch_bounds__(kElementwiseThreads)
     ResetStatesKernel(ModularLuState* states, int count) {
   const int b = static_cast<int>(blockIdx.x) * kElementwiseThreads + static_cast<int>(threadIdx.x);
@@ -509,6 +535,18 @@ absl::Status LaunchBalancedResidues(cudaStream_t stream, const ResidueBatch& bat
   BalancedResiduesKernel<<<grid, kElementwiseThreads, 0, stream>>>(batch, entries);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(BalancedResiduesKernel);
   return absl::OkStatus();
+}
+
+absl::Status LaunchBalancedResiduesOfValues(cudaStream_t stream, const BalancedModulus& modulus,
+                                            const int32_t* values, int64_t count,
+                                            double* residues) {
+  return LaunchValueResidues(stream, modulus, values, count, residues);
+}
+
+absl::Status LaunchBalancedResiduesOfValues(cudaStream_t stream, const BalancedModulus& modulus,
+                                            const int64_t* values, int64_t count,
+                                            double* residues) {
+  return LaunchValueResidues(stream, modulus, values, count, residues);
 }
 
 absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch) {

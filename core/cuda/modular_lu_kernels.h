@@ -66,6 +66,13 @@ struct LeafScratch {
 absl::Status LaunchBalancedResidues(cudaStream_t stream, const ResidueBatch& batch,
                                     const int64_t* entries);
 
+// residues[i] := the balanced residue mod `modulus` of values[i] for i < count (device pointers):
+// one piece of a matrix as it lands from the host, int32 or int64.
+absl::Status LaunchBalancedResiduesOfValues(cudaStream_t stream, const BalancedModulus& modulus,
+                                            const int32_t* values, int64_t count, double* residues);
+absl::Status LaunchBalancedResiduesOfValues(cudaStream_t stream, const BalancedModulus& modulus,
+                                            const int64_t* values, int64_t count, double* residues);
+
 // Every state := {1, 0}.
 absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch);
 

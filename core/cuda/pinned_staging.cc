@@ -1,6 +1,7 @@
 #include "core/cuda/pinned_staging.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -9,27 +10,60 @@
 
 namespace matrixd::cuda {
 
-void ParallelMemcpy(void* to, const void* from, size_t bytes) {
+namespace {
+
+// Runs copy(begin, end) over [0, bytes) split among up to PinnedStaging::kHostThreads threads
+// (this one included), in shares that are multiples of `granule` bytes; returns whether every
+// share's copy returned true.
+template <typename Copy>
+bool SplitOverHostThreads(size_t bytes, size_t granule, const Copy& copy) {
   // Below a few MiB a second thread costs more than it saves.
   constexpr size_t kBytesPerThread = size_t{4} << 20;
   const int threads = static_cast<int>(std::clamp<size_t>(
       bytes / kBytesPerThread, 1, static_cast<size_t>(PinnedStaging::kHostThreads)));
-  if (threads == 1) {
-    std::memcpy(to, from, bytes);
-    return;
-  }
-  const size_t share = (bytes + threads - 1) / threads;
+  if (threads == 1) return copy(size_t{0}, bytes);
+  const size_t share = (bytes / granule + threads - 1) / threads * granule;
   std::vector<std::thread> helpers;
+  std::vector<char> fits(static_cast<size_t>(threads), 1);
   for (int t = 1; t < threads; ++t) {
     const size_t begin = std::min(bytes, share * t);
     const size_t end = std::min(bytes, begin + share);
-    helpers.emplace_back([=] {
-      std::memcpy(static_cast<char*>(to) + begin, static_cast<const char*>(from) + begin,
-                  end - begin);
-    });
+    helpers.emplace_back([&, t, begin, end] { fits[t] = copy(begin, end) ? 1 : 0; });
   }
-  std::memcpy(to, from, std::min(bytes, share));
+  fits[0] = copy(size_t{0}, std::min(bytes, share)) ? 1 : 0;
   for (std::thread& helper : helpers) helper.join();
+  return std::all_of(fits.begin(), fits.end(), [](char f) { return f != 0; });
+}
+
+}  // namespace
+
+void ParallelMemcpy(void* to, const void* from, size_t bytes) {
+  SplitOverHostThreads(bytes, 1, [&](size_t begin, size_t end) {
+    std::memcpy(static_cast<char*>(to) + begin, static_cast<const char*>(from) + begin,
+                end - begin);
+    return true;
+  });
+}
+
+bool NarrowToInt32(const int64_t* __restrict from, size_t count, int32_t* __restrict to) {
+  // v fits iff v + 2^31 lies in [0, 2^32): the high word of the unsigned sum, or-ed over all
+  // values, is zero iff all fit (unsigned wrap-around makes it non-zero for every other v).
+  uint64_t outside = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t v = static_cast<uint64_t>(from[i]);
+    to[i] = static_cast<int32_t>(from[i]);
+    outside |= (v + (uint64_t{1} << 31)) >> 32;
+  }
+  return outside == 0;
+}
+
+bool ParallelNarrowToInt32(const int64_t* from, size_t count, int32_t* to) {
+  // Split by the bytes read, as ParallelMemcpy splits its bytes.
+  return SplitOverHostThreads(
+      count * sizeof(int64_t), sizeof(int64_t), [&](size_t begin, size_t end) {
+        const size_t first = begin / sizeof(int64_t);
+        return NarrowToInt32(from + first, end / sizeof(int64_t) - first, to + first);
+      });
 }
 
 absl::StatusOr<std::unique_ptr<PinnedStaging>> PinnedStaging::Create(cudaStream_t stream) {
@@ -66,6 +100,28 @@ absl::Status PinnedStaging::Upload(const void* host, void* device, size_t bytes)
                                                  chunks_[chunk], length, cudaMemcpyHostToDevice,
                                                  stream_));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(drained_[chunk], stream_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PinnedStaging::UploadInPieces(const int64_t* host, size_t count,
+                                           std::array<void*, 2> device_slots,
+                                           PieceConsumer consume) {
+  bool narrow = true;
+  for (size_t first = 0, chunk = 0; first < count; first += kPieceValues, chunk ^= 1) {
+    const size_t length = std::min(kPieceValues, count - first);
+    // The transfer queued from this chunk two pieces ago must have read it.
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(drained_[chunk]));
+    if (narrow) {
+      narrow = ParallelNarrowToInt32(host + first, length, static_cast<int32_t*>(chunks_[chunk]));
+    }
+    if (!narrow) ParallelMemcpy(chunks_[chunk], host + first, length * sizeof(int64_t));
+    const size_t bytes = length * (narrow ? sizeof(int32_t) : sizeof(int64_t));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_slots[chunk], chunks_[chunk], bytes,
+                                                 cudaMemcpyHostToDevice, stream_));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(drained_[chunk], stream_));
+    MATRIXD_RETURN_IF_ERROR(consume(LandedPiece{
+        .first = first, .count = length, .data = device_slots[chunk], .narrow = narrow}));
   }
   return absl::OkStatus();
 }

@@ -2,7 +2,9 @@
 // stream: host threads copy a chunk into (or out of) one pinned buffer while the copy engine
 // moves the other. Pageable copies otherwise go through the driver's own staging at a fraction
 // of the pinned bandwidth (7-9 GB/s against 55 GB/s host to device on the H100). Not
-// thread-safe: one per stream, used by whoever holds the stream.
+// thread-safe: one per stream, used by whoever holds the stream. UploadInPieces sends int64 values
+// narrowed to int32 where they fit (half the host writes and half the transfer), piece by piece,
+// handing each landed piece to the caller's conversion while the next one is copied.
 #ifndef MATRIXD_CORE_CUDA_PINNED_STAGING_H_
 #define MATRIXD_CORE_CUDA_PINNED_STAGING_H_
 
@@ -10,8 +12,10 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -22,6 +26,8 @@ class PinnedStaging {
   // Each pinned chunk, and the bytes each host thread copies at most per chunk.
   static constexpr size_t kChunkBytes = size_t{32} << 20;
   static constexpr int kHostThreads = 4;
+  // Values per piece of UploadInPieces: a chunk holds one at full width (int64).
+  static constexpr size_t kPieceValues = kChunkBytes / sizeof(int64_t);
 
   // Allocates the two chunks (cudaMallocHost) for copies on `stream`. UNAVAILABLE when the
   // driver refuses page-locked memory.
@@ -38,6 +44,25 @@ class PinnedStaging {
   // the data.
   absl::Status Download(const void* device, void* host, size_t bytes);
 
+  // Values [first, first + count) of an UploadInPieces, landed on the device at `data`: int32
+  // when `narrow`, else int64.
+  struct LandedPiece {
+    size_t first = 0;
+    size_t count = 0;
+    const void* data = nullptr;
+    bool narrow = true;
+  };
+  // Queues on the staging's stream the work that reads a landed piece (a conversion kernel).
+  using PieceConsumer = absl::FunctionRef<absl::Status(const LandedPiece&)>;
+  // Queues host -> device of `count` int64 values in pieces of kPieceValues, piece k into
+  // device_slots[k % 2] (each min(count, kPieceValues) int64 wide), then consume(piece k), which
+  // the transfer of piece k + 2 into the same slot follows in stream order. A piece goes as int32
+  // when all its values fit, else as int64, and so do all the pieces after it (one narrowing
+  // tried in vain, not one per piece). Returns once `host` has been read; the transfers and the
+  // consumers' work may still be in flight. Returns the first error of a copy or of `consume`.
+  absl::Status UploadInPieces(const int64_t* host, size_t count, std::array<void*, 2> device_slots,
+                              PieceConsumer consume);
+
  private:
   PinnedStaging(cudaStream_t stream) : stream_(stream) {}
 
@@ -48,6 +73,13 @@ class PinnedStaging {
 
 // memcpy split over up to PinnedStaging::kHostThreads threads for large sizes.
 void ParallelMemcpy(void* to, const void* from, size_t bytes);
+
+// to[i] := from[i] narrowed to int32 (its low 32 bits) for i < count. Returns whether every value
+// lay in [INT32_MIN, INT32_MAX]; `to` is written either way. One pass, no branch per value, so
+// that it vectorizes and runs at about memcpy's speed (it reads as much and writes half).
+bool NarrowToInt32(const int64_t* from, size_t count, int32_t* to);
+// NarrowToInt32 split over up to PinnedStaging::kHostThreads threads as ParallelMemcpy is.
+bool ParallelNarrowToInt32(const int64_t* from, size_t count, int32_t* to);
 
 }  // namespace matrixd::cuda
 

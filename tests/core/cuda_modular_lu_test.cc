@@ -201,6 +201,43 @@ TEST_F(CudaModularLuTest, OneByOneReducesNegativeEntries) {
   }
 }
 
+// Orders whose int64 matrix (>= 8 MiB) comes from pageable memory through the pinned staging,
+// piece by piece (PinnedStaging::UploadInPieces): narrowed to int32 while the entries fit, wide
+// from the first piece with an entry beyond int32. One piece at n = 1100, two at n = 2100.
+TEST_F(CudaModularLuTest, StagedEntriesNarrowOrWideMatchCpuResidues) {
+  std::mt19937_64 rng(9);
+  for (const int64_t n : {1100, 2100}) {
+    const std::vector<uint64_t> primes =
+        n < 2000 ? std::vector<uint64_t>{3, kPrime16, kPrime31, kPrime32}
+                 : std::vector<uint64_t>{kPrime16, kPrime31};
+    const auto expect_same = [&](const std::vector<int64_t>& values, const char* what) {
+      const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
+      for (const uint64_t p : primes) {
+        SCOPED_TRACE(::testing::Message() << what << ", n=" << n << " p=" << p);
+        EXPECT_EQ(Gpu(a, p), Cpu(a, p));
+      }
+    };
+    const size_t count = static_cast<size_t>(n * n);
+    // Every entry in int32, the extremes included: every piece narrow.
+    std::vector<int64_t> narrow(count);
+    for (int64_t& x : narrow) x = static_cast<int32_t>(rng());
+    narrow[0] = INT32_MIN;
+    narrow[count - 1] = INT32_MAX;
+    expect_same(narrow, "int32 entries");
+    // Full int64 entries: every piece wide.
+    expect_same(RandomEntries(n, rng), "int64 entries");
+    // One entry just beyond INT32_MAX near the end: at n = 2100 the first piece narrow, the last
+    // wide.
+    std::vector<int64_t> mixed = narrow;
+    mixed[count - 2] = int64_t{INT32_MAX} + 1;
+    expect_same(mixed, "one entry beyond int32 near the end");
+    // One far beyond int32 in the first piece: from there on every piece wide.
+    mixed[count - 2] = INT32_MIN;
+    mixed[count / 3] = -(int64_t{1} << 40) + 3;
+    expect_same(mixed, "one entry beyond int32 in the first piece");
+  }
+}
+
 TEST_F(CudaModularLuTest, ReportsPhaseTimesAndWork) {
   std::mt19937_64 rng(7);
   const Matrix a = Matrix::FromValues<int64_t>(500, 500, RandomEntries(500, rng));

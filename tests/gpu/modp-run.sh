@@ -30,9 +30,9 @@ log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 
 nvidia-smi -L | tee -a "${out}/summary.txt"
 if [[ $part == modp || $part == all ]]; then
-log "matrixd_core_test: modular LU, balanced residues, condensation mod p, exact determinants"
+log "matrixd_core_test: modular LU, the staged int32 upload, balanced residues, condensation mod p, exact determinants"
 timeout 240 "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='CudaModularLu*:BalancedModulus*:BlockInverse*:*CudaCondensation*Modular*:*DeterminantTest.Modular*:*ExactCertificate*:*Exact*' \
+  --gtest_filter='CudaModularLu*:*PinnedStaging*:BalancedModulus*:BlockInverse*:*CudaCondensation*Modular*:*DeterminantTest.Modular*:*ExactCertificate*:*Exact*' \
   >"${out}/core.txt" 2>&1
 log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core.txt" | tr '\n' ' ')"
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core.txt" | head -60 | tee -a "${out}/summary.txt"
