@@ -18,18 +18,21 @@
 namespace matrixd::bench {
 
 void BenchPermanentWalks(Backend& backend, const std::string& label, const Flags& flags) {
-  PrintHeader(absl::StrCat("Permanent walks on the ", label,
-                           ", float64 Glynn: dense vs sparse walk on a sparse matrix"),
-              "n    precision walk    used    seconds    dense/this  value",
-              {absl::StrCat("matrices: entries k / 2^20, k uniform in [1, 2^20), each non-zero with "
-                            "probability ",
-                            Significant(flags.perm_density), " (bench seed 1900 + n, as the GPU table)"),
-               "target (issue 13, on the H100 at n = 36): the sparse walk >= 1.5x faster than the "
-               "dense one, same value"});
+  PrintHeader(
+      absl::StrCat("Permanent walks on the ", label,
+                   ", float64 Glynn: dense vs sparse walk on a sparse matrix"),
+      "n    precision walk    used    seconds    dense/this  value",
+      {absl::StrCat("matrices: entries k / 2^20, k uniform in [1, 2^20), each non-zero with "
+                    "probability ",
+                    Significant(flags.perm_density), " (bench seed 1900 + n, as the GPU table)"),
+       "target (issue 13, on the H100 at n = 36): the sparse walk >= 1.5x faster than the "
+       "dense one, same value"});
   constexpr PermanentWalk kWalks[] = {PermanentWalk::kDense, PermanentWalk::kSparse,
                                       PermanentWalk::kAuto};
   const auto walk_name = [](PermanentWalk walk) {
-    return walk == PermanentWalk::kSparse ? "sparse" : walk == PermanentWalk::kDense ? "dense" : "auto";
+    return walk == PermanentWalk::kSparse  ? "sparse"
+           : walk == PermanentWalk::kDense ? "dense"
+                                           : "auto";
   };
   for (const int n : {flags.perm_n - 4, flags.perm_n - 2, flags.perm_n}) {
     if (n < 1) continue;
