@@ -217,11 +217,11 @@ enum class PermanentMethod { kAuto, kRyser, kGlynn };
 enum class PermanentPrecision { kExtended, kFast, kExact };
 
 // Which Gray-code walk runs. kSparse updates only the non-zero entries of the column that a step
-// flips (compressed columns, sparsest columns on the fastest-changing bits); kAuto picks it when
-// at most kSparsePermanentDensity of the entries are non-zero (the CUDA backend: for EXTENDED
-// only, its FAST dense walk being the faster).
+// flips and recomputes only the products of the row blocks they lie in (rows and columns ordered
+// so that the fastest-changing bits touch the fewest rows); kAuto picks it when its estimated
+// operations per term are at most cpu::kSparsePermanentCostRatio of the dense walk's
+// (core/cpu/permanent_preparation.h has the estimate).
 enum class PermanentWalk { kAuto, kDense, kSparse };
-inline constexpr double kSparsePermanentDensity = 0.5;
 
 struct PermanentOptions {
   PermanentMethod method = PermanentMethod::kAuto;

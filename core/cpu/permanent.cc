@@ -131,16 +131,18 @@ struct ComplexProduct {
 };
 
 // A real walk: WalkPlan's dense steps, and for the sparse walk the same steps compressed (the
-// non-zero entries of each step with their rows), and the arithmetic it runs at.
+// non-zero entries of each step with their rows) and the row blocks each step touches.
 struct RealPlan {
   WalkPlan<double> walk;
   std::vector<size_t> step_start;  // bits + 1: step b's entries at [step_start[b], step_start[b+1])
   std::vector<int> step_rows;
   std::vector<double> step_values;
+  std::vector<uint64_t> block_masks;  // PermanentBlockMasks
 };
 
 RealPlan MakeRealPlan(const std::vector<double>& a, int n, PermanentMethod method) {
   RealPlan plan;
+  plan.block_masks = PermanentBlockMasks(a, n, method);
   plan.walk = NewWalkPlan<double>(n, method);
   plan.walk.base_lo.assign(n, 0.0);
   FillPermanentWalk(a, n, method, n, plan.walk.steps, plan.walk.base, plan.walk.base_lo);
@@ -181,12 +183,37 @@ inline void StartRealRowSums(const WalkPlan<double>& plan, uint64_t k, walk::Row
   }
 }
 
+constexpr int kBlockRows = kPermanentBlockRows;
+static_assert(kBlockRows == kRealChains);
+constexpr int kMaxBlocks = kPaddedMaxOrder / kBlockRows;
+
+// The sparse walk's cached products (core/cpu/permanent_preparation.h): block[q] of the rows
+// [4q, 4q + 4), suffix[q] = block[q] ... block[blocks - 1]; the term is suffix[0].
+template <walk::RealArithmetic A>
+struct BlockProducts {
+  int blocks = 0;
+  walk::DoubleDouble block[kMaxBlocks];
+  walk::DoubleDouble suffix[kMaxBlocks];
+
+  // Recomputes the blocks of `mask` (bit q: block q) from the row sums r, and the suffix
+  // products from the highest of them down.
+  [[gnu::always_inline]] void Refresh(const walk::RowSum<A>* r, uint64_t mask) {
+    for (int q = static_cast<int>(std::bit_width(mask)) - 1; q >= 0; --q) {
+      if (((mask >> q) & 1) != 0) {
+        const walk::RowSum<A>* x = r + q * kBlockRows;
+        block[q] = walk::BlockProduct<A>(x[0], x[1], x[2], x[3]);
+      }
+      suffix[q] = q + 1 < blocks ? walk::MultiplyProducts<A>(block[q], suffix[q + 1]) : block[q];
+    }
+  }
+};
+
 // Sum of the terms k in [begin, end) of a real walk (core/cpu/permanent_arithmetic.h gives the
 // row-sum update and product of arithmetic A), the terms summed in double-double. Ryser's terms
 // cancel by ~7 orders of magnitude for a random positive n = 16 matrix and ~10 for the all-ones
 // n = 20 one, so a rounding of 2^-53 in a row sum or a product shows in the 7th to 10th digit of
 // its result: kFast is for Glynn, whose terms cancel far less. kSparse updates only the non-zero
-// entries of each step.
+// entries of each step and recomputes only the products of the blocks they lie in.
 template <walk::RealArithmetic A, bool kSparse>
 [[gnu::always_inline]] inline CompensatedSum WalkRealChunk(const RealPlan& plan, uint64_t begin,
                                                            uint64_t end) {
@@ -199,12 +226,16 @@ template <walk::RealArithmetic A, bool kSparse>
   // through (their row sums do not drift).
   const uint64_t segment_length =
       A == walk::RealArithmetic::kFast ? uint64_t{1} << walk::kFastSegmentLog2 : end - begin;
+  BlockProducts<A> products;
+  products.blocks = padded_n / kBlockRows;
   CompensatedSum sum;
   for (uint64_t segment = begin; segment < end; segment += segment_length) {
     const uint64_t segment_end = std::min(end, segment + segment_length);
     StartRealRowSums<A>(dense, segment, r);
+    if constexpr (kSparse) products.Refresh(r, (uint64_t{1} << products.blocks) - 1);
     for (uint64_t k = segment;;) {
-      const walk::DoubleDouble product = walk::RowProduct<A>(r, padded_n);
+      const walk::DoubleDouble product =
+          kSparse ? products.suffix[0] : walk::RowProduct<A>(r, padded_n);
       if ((k & 1) != 0) {
         sum.Add(-product.hi, -product.lo);
       } else {
@@ -221,6 +252,7 @@ template <walk::RealArithmetic A, bool kSparse>
         } else {
           for (size_t q = first; q < last; ++q) r[plan.step_rows[q]].Update(-plan.step_values[q]);
         }
+        products.Refresh(r, plan.block_masks[bit]);
       } else {
         const double* s = dense.step(bit);
         if (adds) {
@@ -525,22 +557,23 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
                                                    const std::string& state_dir,
                                                    PermanentResult* result) {
   const PermanentMethod method = result->method_used;
-  result->walk_used = ChoosePermanentWalk(a, options, /*sparse_supported=*/true);
-  const bool sparse = result->walk_used == PermanentWalk::kSparse;
   MATRIXD_ASSIGN_OR_RETURN(ScaledRows<double> rows, ScalePermanentRows<double>(a));
-  if (rows.zero_row) return std::complex<double>(0.0);
-  if (sparse) OrderColumnsForSparseWalk(rows.entries, n, method);
-  const RealWalkArithmetic choice =
-      ChooseRealWalkArithmetic(rows.entries, n, options.precision, method);
+  if (rows.zero_row) {
+    result->walk_used =
+        options.walk == PermanentWalk::kSparse ? PermanentWalk::kSparse : PermanentWalk::kDense;
+    return std::complex<double>(0.0);
+  }
   const walk::RealArithmetic arithmetic =
-      choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
-      : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
-                                                    : walk::RealArithmetic::kDoubleDoubleRows;
+      ChooseRealWalkArithmetic(rows.entries, n, options.precision, method).arithmetic();
+  result->walk_used = PrepareRealPermanentWalk(rows.entries, n, method, arithmetic, options.walk);
+  const bool sparse = result->walk_used == PermanentWalk::kSparse;
   const RealPlan plan = MakeRealPlan(rows.entries, n, method);
   // The walk's parameters that change its partial sums (a checkpoint of another walk is not
-  // resumed from).
+  // resumed from). kSparseWalkKey: the sparse walk's version (2: rows and columns ordered, block
+  // products), since its order and partial sums changed.
+  constexpr int64_t kSparseWalkKey = 2;
   const int64_t walk_key[] = {0, static_cast<int64_t>(method), static_cast<int64_t>(arithmetic),
-                              sparse ? 1 : 0};
+                              sparse ? kSparseWalkKey : 0};
   MATRIXD_ASSIGN_OR_RETURN(const CompensatedSum total,
                            SumChunks(a, plan, plan.walk.bits, n, walk_key, threads, control,
                                      state_dir, SelectRealChunk(arithmetic, sparse)));

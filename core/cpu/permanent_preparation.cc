@@ -239,59 +239,115 @@ bool PermanentRowSumsAreExact(std::span<const double> a, int n) {
   return true;
 }
 
-double PermanentDensity(const MatrixView& a) {
-  if (a.size() == 0) return 0.0;
-  int64_t nonzero = 0;
-  const int64_t count = a.size();
-  switch (a.dtype) {
-    case DType::kFloat32:
-      for (float x : a.As<float>()) nonzero += x != 0.0f ? 1 : 0;
-      break;
-    case DType::kFloat64:
-      for (double x : a.As<double>()) nonzero += x != 0.0 ? 1 : 0;
-      break;
-    case DType::kComplex64:
-      for (std::complex<float> x : a.As<std::complex<float>>()) nonzero += x != 0.0f ? 1 : 0;
-      break;
-    case DType::kComplex128:
-      for (std::complex<double> x : a.As<std::complex<double>>()) nonzero += x != 0.0 ? 1 : 0;
-      break;
-    case DType::kInt64:
-      for (int64_t x : a.As<int64_t>()) nonzero += x != 0 ? 1 : 0;
-      break;
-    default:
-      return 1.0;
-  }
-  return static_cast<double>(nonzero) / static_cast<double>(count);
-}
-
-PermanentWalk ChoosePermanentWalk(const MatrixView& a, const PermanentOptions& options,
-                                  bool sparse_supported) {
-  if (!sparse_supported || options.walk == PermanentWalk::kDense) return PermanentWalk::kDense;
-  if (options.walk == PermanentWalk::kSparse) return PermanentWalk::kSparse;
-  return PermanentDensity(a) <= kSparsePermanentDensity ? PermanentWalk::kSparse
-                                                        : PermanentWalk::kDense;
-}
-
-void OrderColumnsForSparseWalk(std::vector<double>& a, int n, PermanentMethod method) {
-  std::vector<int> nonzeros(n, 0);
+void OrderForSparseWalk(std::vector<double>& a, int n, PermanentMethod method) {
+  const auto nonzero = [&](int i, int j) { return a[static_cast<size_t>(i) * n + j] != 0.0; };
+  std::vector<int> column_nonzeros(n, 0);
   for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) nonzeros[j] += a[static_cast<size_t>(i) * n + j] != 0.0 ? 1 : 0;
+    for (int j = 0; j < n; ++j) column_nonzeros[j] += nonzero(i, j) ? 1 : 0;
   }
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int x, int y) { return nonzeros[x] < nonzeros[y]; });
+  std::vector<int> columns;  // the new column order
+  std::vector<bool> placed(n, false);
   if (method == PermanentMethod::kGlynn && n > 1) {
-    // The densest column (the last) becomes column 0; the others keep their ascending order.
-    std::rotate(order.begin(), order.end() - 1, order.end());
+    int densest = 0;  // the last of the densest
+    for (int j = 1; j < n; ++j)
+      densest = column_nonzeros[j] >= column_nonzeros[densest] ? j : densest;
+    columns.push_back(densest);
+    placed[densest] = true;
   }
-  std::vector<double> row(n);
+  const size_t fixed = columns.size();
+  // first_bit[i]: the first walk bit whose column touches row i (bits: the number of flipping
+  // columns, for rows touched by none).
+  const int bits = n - static_cast<int>(fixed);
+  std::vector<int> first_bit(n, bits);
+  while (static_cast<int>(columns.size()) < n) {
+    int best = -1;
+    int best_new = 0;
+    for (int j = 0; j < n; ++j) {
+      if (placed[j]) continue;
+      int added = 0;
+      for (int i = 0; i < n; ++i) added += nonzero(i, j) && first_bit[i] == bits ? 1 : 0;
+      if (best < 0 || added < best_new ||
+          (added == best_new && column_nonzeros[j] < column_nonzeros[best])) {
+        best = j;
+        best_new = added;
+      }
+    }
+    const int bit = static_cast<int>(columns.size() - fixed);
+    for (int i = 0; i < n; ++i) {
+      if (nonzero(i, best) && first_bit[i] == bits) first_bit[i] = bit;
+    }
+    columns.push_back(best);
+    placed[best] = true;
+  }
+  std::vector<int> rows(n);
+  std::iota(rows.begin(), rows.end(), 0);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](int x, int y) { return first_bit[x] < first_bit[y]; });
+  const std::vector<double> original = a;
   for (int i = 0; i < n; ++i) {
-    double* entries = a.data() + static_cast<size_t>(i) * n;
-    for (int j = 0; j < n; ++j) row[j] = entries[order[j]];
-    std::copy(row.begin(), row.end(), entries);
+    for (int j = 0; j < n; ++j) {
+      a[static_cast<size_t>(i) * n + j] = original[static_cast<size_t>(rows[i]) * n + columns[j]];
+    }
   }
+}
+
+std::vector<uint64_t> PermanentBlockMasks(std::span<const double> a, int n,
+                                          PermanentMethod method) {
+  const int bits = PermanentWalkBits(n, method);
+  const int first_column = method == PermanentMethod::kGlynn ? 1 : 0;
+  std::vector<uint64_t> masks(bits, 0);
+  for (int b = 0; b < bits; ++b) {
+    for (int i = 0; i < n; ++i) {
+      // A Glynn step is -2 times the column: non-zero where the column is.
+      if (a[static_cast<size_t>(i) * n + b + first_column] != 0.0) {
+        masks[b] |= uint64_t{1} << (i / kPermanentBlockRows);
+      }
+    }
+  }
+  return masks;
+}
+
+PermanentWalkCost EstimatePermanentWalkCost(std::span<const double> a, int n,
+                                            PermanentMethod method,
+                                            walk::RealArithmetic arithmetic) {
+  // The table in permanent_preparation.h.
+  struct Costs {
+    double update, multiply, block, suffix;
+  };
+  const Costs costs = arithmetic == walk::RealArithmetic::kDoubleDoubleRows ? Costs{7, 4, 12, 4}
+                      : arithmetic == walk::RealArithmetic::kExactRows      ? Costs{1, 3, 8, 4}
+                                                                            : Costs{1, 1, 3, 1};
+  constexpr double kTermSum = 10.0;
+  constexpr double kBlockTest = 0.5;
+  const int blocks = (n + kPermanentBlockRows - 1) / kPermanentBlockRows;
+  const int first_column = method == PermanentMethod::kGlynn ? 1 : 0;
+  const std::vector<uint64_t> masks = PermanentBlockMasks(a, n, method);
+  PermanentWalkCost cost;
+  cost.dense = n * (costs.update + costs.multiply) + kTermSum;
+  cost.sparse = kTermSum + kBlockTest * blocks;
+  for (size_t b = 0; b < masks.size(); ++b) {
+    int column_nonzeros = 0;
+    for (int i = 0; i < n; ++i) {
+      column_nonzeros += a[static_cast<size_t>(i) * n + b + first_column] != 0.0 ? 1 : 0;
+    }
+    const double step = column_nonzeros * costs.update + std::popcount(masks[b]) * costs.block +
+                        std::max(static_cast<int>(std::bit_width(masks[b])) - 1, 0) * costs.suffix;
+    cost.sparse += std::ldexp(step, -static_cast<int>(b) - 1);
+  }
+  return cost;
+}
+
+PermanentWalk PrepareRealPermanentWalk(std::vector<double>& a, int n, PermanentMethod method,
+                                       walk::RealArithmetic arithmetic, PermanentWalk asked) {
+  if (asked == PermanentWalk::kDense) return PermanentWalk::kDense;
+  std::vector<double> ordered = a;
+  OrderForSparseWalk(ordered, n, method);
+  if (asked == PermanentWalk::kAuto) {
+    const PermanentWalkCost cost = EstimatePermanentWalkCost(ordered, n, method, arithmetic);
+    if (cost.sparse > kSparsePermanentCostRatio * cost.dense) return PermanentWalk::kDense;
+  }
+  a = std::move(ordered);
+  return PermanentWalk::kSparse;
 }
 
 PermanentPrecision RealPermanentPrecision(PermanentPrecision asked, PermanentMethod method) {

@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <complex>
@@ -265,57 +266,44 @@ struct WalkOutcome {
   DoubleDouble real_sum{0.0, 0.0};  // real walks: `sum` before rounding to a double
 };
 
-// The real walk's steps with its base after them (core/cuda/permanent_walks.cuh's RealWalkData
-// layout) and the non-zero mask of each step.
-struct RealWalkInputs {
-  std::vector<double> steps_and_base;  // bits x padded_order, then base hi and lo
-  std::vector<uint64_t> masks;         // bits
-};
-
-RealWalkInputs MakeRealWalkInputs(const std::vector<double>& a, int n, int padded_order,
-                                  PermanentMethod method) {
-  const int bits = cpu::PermanentWalkBits(n, method);
+// The real walk's steps with its base and the sparse walk's block masks after them
+// (core/cuda/permanent_walks.cuh's RealWalkData layout): bits x padded_order, base hi, base lo,
+// then padded_order words of which the first bits are the masks, bit-cast to double.
+std::vector<double> MakeRealWalkInputs(const std::vector<double>& a, int n, int padded_order,
+                                       PermanentMethod method) {
   FloatPlan<double> plan = NewFloatPlan<double>(n, padded_order, method);
   cpu::FillPermanentWalk(a, n, method, padded_order, plan.steps, plan.base, plan.base_lo);
-  RealWalkInputs inputs;
-  inputs.steps_and_base = std::move(plan.steps);
-  inputs.steps_and_base.insert(inputs.steps_and_base.end(), plan.base.begin(), plan.base.end());
-  inputs.steps_and_base.insert(inputs.steps_and_base.end(), plan.base_lo.begin(),
-                               plan.base_lo.end());
-  inputs.masks.assign(std::max(bits, 1), 0);
-  for (int b = 0; b < bits; ++b) {
-    for (int i = 0; i < n; ++i) {
-      if (inputs.steps_and_base[static_cast<size_t>(b) * padded_order + i] != 0.0) {
-        inputs.masks[b] |= uint64_t{1} << i;
-      }
-    }
-  }
+  std::vector<double> inputs = std::move(plan.steps);
+  inputs.insert(inputs.end(), plan.base.begin(), plan.base.end());
+  inputs.insert(inputs.end(), plan.base_lo.begin(), plan.base_lo.end());
+  std::vector<double> masks(padded_order, 0.0);
+  const std::vector<uint64_t> block_masks = cpu::PermanentBlockMasks(a, n, method);
+  static_assert(cpu::kPermanentBlockRows == 4);  // the kernels' blocks
+  for (size_t b = 0; b < block_masks.size(); ++b) masks[b] = std::bit_cast<double>(block_masks[b]);
+  inputs.insert(inputs.end(), masks.begin(), masks.end());
   return inputs;
 }
 
 // Runs the real walk of arithmetic A (sparse or dense) on uploaded inputs.
 template <walk::RealArithmetic A, bool kSparse>
 absl::Status RunRealWalk(DeviceContext& context, const WalkLayout& layout, int padded_order,
-                         const DeviceBuffer& steps, const DeviceBuffer& masks,
-                         const DeviceBuffer& partials, const DeviceBuffer& total,
-                         JobControl* control, WalkShare share,
+                         const DeviceBuffer& steps, const DeviceBuffer& partials,
+                         const DeviceBuffer& total, JobControl* control, WalkShare share,
                          const WalkCheckpointing& checkpoint) {
-  const RealWalkData<A, kSparse> data{steps.as<double>(), masks.as<uint64_t>(),
-                                      partials.as<DoubleDouble>()};
+  const RealWalkData<A, kSparse> data{steps.as<double>(), partials.as<DoubleDouble>()};
   return RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control,
                  share, checkpoint);
 }
 
 template <walk::RealArithmetic A>
 absl::Status RunRealWalk(bool sparse, DeviceContext& context, const WalkLayout& layout,
-                         int padded_order, const DeviceBuffer& steps, const DeviceBuffer& masks,
-                         const DeviceBuffer& partials, const DeviceBuffer& total,
-                         JobControl* control, WalkShare share,
+                         int padded_order, const DeviceBuffer& steps, const DeviceBuffer& partials,
+                         const DeviceBuffer& total, JobControl* control, WalkShare share,
                          const WalkCheckpointing& checkpoint) {
-  return sparse ? RunRealWalk<A, true>(context, layout, padded_order, steps, masks, partials, total,
+  return sparse ? RunRealWalk<A, true>(context, layout, padded_order, steps, partials, total,
                                        control, share, checkpoint)
-                : RunRealWalk<A, false>(context, layout, padded_order, steps, masks, partials,
-                                        total, control, share, checkpoint);
+                : RunRealWalk<A, false>(context, layout, padded_order, steps, partials, total,
+                                        control, share, checkpoint);
 }
 
 // The sum of the terms of share `share` of the walk of a (row-normalised, for the sparse walk
@@ -325,10 +313,9 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
                                  DeviceContext& context, JobControl* control, WalkShare share,
                                  const WalkCheckpointing& checkpoint) {
   const int padded_order = PaddedOrder(n);
-  const RealWalkInputs inputs = MakeRealWalkInputs(a, n, padded_order, method);
   const WalkLayout layout = PlanWalk(cpu::PermanentWalkBits(n, method), padded_order, 1.0);
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer steps, UploadVector(context, inputs.steps_and_base));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer masks, UploadVector(context, inputs.masks));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer steps,
+                           UploadVector(context, MakeRealWalkInputs(a, n, padded_order, method)));
   MATRIXD_ASSIGN_OR_RETURN(
       DeviceBuffer partials,
       context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(DoubleDouble)));
@@ -338,18 +325,18 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
   switch (arithmetic) {
     case walk::RealArithmetic::kDoubleDoubleRows:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kDoubleDoubleRows>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control, share,
+          sparse, context, layout, padded_order, steps, partials, total, control, share,
           checkpoint));
       break;
     case walk::RealArithmetic::kExactRows:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kExactRows>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control, share,
+          sparse, context, layout, padded_order, steps, partials, total, control, share,
           checkpoint));
       break;
     case walk::RealArithmetic::kFast:
-      MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kFast>(
-          sparse, context, layout, padded_order, steps, masks, partials, total, control, share,
-          checkpoint));
+      MATRIXD_RETURN_IF_ERROR(
+          RunRealWalk<walk::RealArithmetic::kFast>(sparse, context, layout, padded_order, steps,
+                                                   partials, total, control, share, checkpoint));
       break;
   }
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
@@ -442,31 +429,29 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
                                                    const std::string& state_dir,
                                                    double* walk_seconds) {
   const PermanentMethod method = result->method_used;
-  // On the GPU the sparse walk saves row-sum updates but still multiplies every row sum: it gains
-  // a little in EXTENDED and loses in FAST, whose dense walk is twice as fast (H100, 2026-11-26,
-  // docs/benchmarks.md). So `auto` takes the sparse walk for EXTENDED only.
-  PermanentOptions walk_choice = options;
-  if (options.walk == PermanentWalk::kAuto && options.precision == PermanentPrecision::kFast) {
-    walk_choice.walk = PermanentWalk::kDense;
-  }
-  result->walk_used = cpu::ChoosePermanentWalk(a, walk_choice, /*sparse_supported=*/true);
-  const bool sparse = result->walk_used == PermanentWalk::kSparse;
   MATRIXD_ASSIGN_OR_RETURN(cpu::ScaledRows<double> rows, cpu::ScalePermanentRows<double>(a));
-  if (rows.zero_row) return std::complex<double>(0.0);
-  if (sparse) cpu::OrderColumnsForSparseWalk(rows.entries, n, method);
-  const cpu::RealWalkArithmetic choice =
-      cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision, method);
+  if (rows.zero_row) {
+    result->walk_used =
+        options.walk == PermanentWalk::kSparse ? PermanentWalk::kSparse : PermanentWalk::kDense;
+    return std::complex<double>(0.0);
+  }
+  // The walk by the estimate of core/cpu/permanent_preparation.h, as on the CPU: the sparse walk
+  // skips the products of untouched row blocks too, so it wins in FAST as well (the walk before
+  // it, which multiplied every row sum, lost there).
   const walk::RealArithmetic arithmetic =
-      choice.precision == PermanentPrecision::kFast ? walk::RealArithmetic::kFast
-      : choice.exact_row_sums                       ? walk::RealArithmetic::kExactRows
-                                                    : walk::RealArithmetic::kDoubleDoubleRows;
-  // The walk's parameters that change its partials (a checkpoint of another walk is not resumed).
+      cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision, method).arithmetic();
+  result->walk_used =
+      cpu::PrepareRealPermanentWalk(rows.entries, n, method, arithmetic, options.walk);
+  const bool sparse = result->walk_used == PermanentWalk::kSparse;
+  // The walk's parameters that change its partials (a checkpoint of another walk is not resumed);
+  // 2: the sparse walk's version (rows and columns ordered, block products).
   MATRIXD_ASSIGN_OR_RETURN(
       std::unique_ptr<WalkCheckpoint> checkpoint,
-      OpenCheckpoint(state_dir, a,
-                     {0, static_cast<int64_t>(method), static_cast<int64_t>(arithmetic), sparse},
-                     PlanWalk(cpu::PermanentWalkBits(n, method), PaddedOrder(n), 1.0), 1,
-                     sizeof(DoubleDouble)));
+      OpenCheckpoint(
+          state_dir, a,
+          {0, static_cast<int64_t>(method), static_cast<int64_t>(arithmetic), sparse ? 2 : 0},
+          PlanWalk(cpu::PermanentWalkBits(n, method), PaddedOrder(n), 1.0), 1,
+          sizeof(DoubleDouble)));
   MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome,
                            SplitWalk(rows.entries, n, method, arithmetic, sparse, contexts, control,
                                      {checkpoint.get(), 0}));

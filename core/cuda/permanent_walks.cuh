@@ -12,8 +12,11 @@
 //
 // Real walks take their arithmetic from core/cpu/permanent_arithmetic.h, as the CPU walks do
 // (the same row-sum updates, products in the same four chains, the same FAST restarts), so the two
-// backends round alike. The sparse real walk guards each row's update by the step's non-zero mask,
-// which is the same for every thread of a warp (all flip the same bit), so it never diverges.
+// backends round alike. The sparse real walk (core/cpu/permanent_preparation.h) keeps the products
+// of the N / 4 row blocks and their suffix products in registers, indexed by compile-time
+// constants, and tests each block's bit in the step's block mask: the mask is the same for every
+// thread of a warp (all flip the same bit), so the branches never diverge, and a block that the
+// step does not touch costs no FP64 instruction.
 //
 // Each thread sums its terms in double-double (modular: mod p), the block reduces them in a fixed
 // order, and ReducePartialsKernel combines the blocks' partial sums in a fixed order, so a result
@@ -60,15 +63,16 @@ struct WalkSlice {
 // The device data of one walk: `steps` holds bits columns of `order` entries each (row-major,
 // step b at [b * order, (b + 1) * order)), followed by the row sums at k = 0 in double-double
 // (order entries of hi parts, then order of lo parts), padded to the kernel's order (base 1,
-// steps 0); `masks` (sparse walks) the rows where each step is non-zero, bit i for row i;
-// `partials` one partial sum per block of the walk.
+// steps 0), and for the sparse walk one more row of `order` words whose first bits hold the block
+// mask of each step (cpu::PermanentBlockMasks, bit-cast to double); `partials` one partial sum per
+// block of the walk.
 template <walk::RealArithmetic A, bool kSparse>
 struct RealWalkData {
   using Step = double;
   using Partial = DoubleDouble;
-  static constexpr int kExtraSteps = 2;  // rows of the shared copy after the steps: the base
+  // Rows of the shared copy after the steps: the base, and the sparse walk's masks.
+  static constexpr int kExtraSteps = kSparse ? 3 : 2;
   const double* steps;
-  const uint64_t* masks;
   DoubleDouble* partials;
 };
 
@@ -287,11 +291,49 @@ __device__ __forceinline__ void StartRealRowSums(const double* steps, const vola
   }
 }
 
+// The sparse walk's cached products: block[q] of the rows [4q, 4q + 4), suffix[q] =
+// block[q] ... block[N / 4 - 1], so that the term is suffix[0]. Refresh adds `step` (its sign
+// flipped by step_sign; kUpdate) to the rows of the blocks of `mask` (bit q: block q; adding a
+// zero entry leaves a row sum as it was), recomputes those blocks' products, and the suffix
+// products from the highest of them down. The loop unrolls, and every branch depends on the mask
+// alone.
+template <int N, walk::RealArithmetic A>
+struct BlockProducts {
+  static constexpr int kBlocks = N / 4;
+  DoubleDouble block[kBlocks];
+  DoubleDouble suffix[kBlocks];
+
+  template <bool kUpdate>
+  __device__ __forceinline__ void Refresh(walk::RowSum<A> (&r)[N], uint64_t mask,
+                                          const double* step, uint64_t step_sign) {
+#pragma unroll
+    for (int q = kBlocks - 1; q >= 0; --q) {
+      if ((mask >> q) == 0) continue;
+      if (((mask >> q) & 1) != 0) {
+        if constexpr (kUpdate) {
+#pragma unroll
+          for (int i = 4 * q; i < 4 * q + 4; ++i) r[i].Update(FlipSign(step[i], step_sign));
+        }
+        block[q] = walk::BlockProduct<A>(r[4 * q], r[4 * q + 1], r[4 * q + 2], r[4 * q + 3]);
+      }
+      if (q + 1 < kBlocks) {
+        suffix[q] = walk::MultiplyProducts<A>(block[q], suffix[q + 1]);
+      } else {
+        suffix[q] = block[q];
+      }
+    }
+  }
+};
+
 template <int N, walk::RealArithmetic A, bool kSparse>
 __global__ void __launch_bounds__(kWalkThreads)
     WalkKernel(WalkSlice slice, RealWalkData<A, kSparse> data) {
-  const double* steps = StageSteps(data.steps, (slice.bits + 2) * N);
+  static_assert(N % 4 == 0);
+  const double* steps =
+      StageSteps(data.steps, (slice.bits + RealWalkData<A, kSparse>::kExtraSteps) * N);
   const volatile double* base = steps + slice.bits * N;
+  // The sparse walk's block masks, after the base.
+  const double* masks = steps + (slice.bits + 2) * N;
   const int64_t block = slice.first_block + blockIdx.x;
   const uint64_t thread = static_cast<uint64_t>(block) * kWalkThreads + threadIdx.x;
   DoubleDouble sum{0.0, 0.0};
@@ -306,11 +348,18 @@ __global__ void __launch_bounds__(kWalkThreads)
             : slice.chunk_log2;
     const uint32_t segment = 1u << segment_log2;
     walk::RowSum<A> r[N];
+    BlockProducts<N, A> products;
     for (uint32_t first = 0; first < length; first += segment) {
       StartRealRowSums<N, A>(steps, base, slice.bits, segment_log2, begin + first, r);
+      if constexpr (kSparse) products.template Refresh<false>(r, ~uint64_t{0}, nullptr, 0);
       const uint32_t end = first + segment;
       for (uint32_t t = first;;) {
-        const DoubleDouble term = walk::RowProduct<N, A>(r);
+        DoubleDouble term;
+        if constexpr (kSparse) {
+          term = products.suffix[0];
+        } else {
+          term = walk::RowProduct<N, A>(r);
+        }
         // (-1)^k.
         const uint64_t term_sign = ((begin + t) & 1) != 0 ? kSignBit : 0;
         sum = AddDd(sum, FlipSign(term.hi, term_sign), FlipSign(term.lo, term_sign));
@@ -319,11 +368,8 @@ __global__ void __launch_bounds__(kWalkThreads)
         const uint64_t step_sign = StepAdds(begin, t, bit) ? 0 : kSignBit;
         const double* s = steps + bit * N;
         if constexpr (kSparse) {
-          const uint64_t mask = data.masks[bit];
-#pragma unroll
-          for (int i = 0; i < N; ++i) {
-            if (((mask >> i) & 1) != 0) r[i].Update(FlipSign(s[i], step_sign));
-          }
+          const uint64_t mask = static_cast<uint64_t>(__double_as_longlong(masks[bit]));
+          products.template Refresh<true>(r, mask, s, step_sign);
         } else {
 #pragma unroll
           for (int i = 0; i < N; ++i) r[i].Update(FlipSign(s[i], step_sign));

@@ -41,6 +41,9 @@ void BenchSmallRequests(const std::string& label,
 // exact integer permanents: median and worst over flags.accuracy_samples matrices per order in
 // flags.accuracy_sizes and sign.
 void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Flags& flags);
+// The dense and sparse walks (and AUTO's choice) of `backend`'s (called `label`) real Glynn
+// permanents on a flags.perm_density-dense matrix at perm_n - 4, perm_n - 2 and perm_n.
+void BenchPermanentWalks(Backend& backend, const std::string& label, const Flags& flags);
 // Freivalds' check (Multiply with verify) next to the product at each of flags.verify_sizes,
 // float64 and float32, on `backend` (named `label`): `warm_up` untimed runs, then the medians of
 // `runs`.

@@ -1,15 +1,19 @@
 // The permanent's precisions (EXTENDED, FAST) and walks (dense, sparse) on every backend, against
-// exact integer permanents from the INT64 path: dense, 30 %-dense, mixed-sign, n = 1, zero rows,
-// and the k / 2^20 matrices of the accuracy table.
+// exact integer permanents from the INT64 path: dense, 30 %-dense, very sparse, mixed-sign,
+// n = 1 to 5, zero rows, permutation-like matrices (every column one row), and the k / 2^20
+// matrices of the accuracy table; and the sparse walk's ordering and cost estimate.
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstdlib>
+#include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/cpu/permanent_arithmetic.h"
 #include "core/cpu/permanent_preparation.h"
 #include "core/matrix.h"
 #include "core/operations.h"
@@ -115,9 +119,47 @@ TEST_P(PermanentPrecisionTest, SparseMixedSignMatrixMatchesExact) {
   ExpectMatchesExact(15, RandomIntegers(15, 1303, -9, 9, 0.3), 0, 1e-13, 1e-9);
 }
 
+// Six row blocks of the sparse walk (n = 21 pads to 24), the fastest columns touching a few.
+TEST_P(PermanentPrecisionTest, ThirtyPercentDenseOrderTwentyOneMatchesExact) {
+  ExpectMatchesExact(21, RandomIntegers(21, 1312, 1, 9, 0.3), 0, 1e-15, 1e-13);
+}
+
+// 12 % dense with a non-zero diagonal (so the permanent is not 0): most steps touch one block.
+TEST_P(PermanentPrecisionTest, VerySparseMatrixMatchesExact) {
+  const int n = 17;
+  std::vector<int64_t> k = RandomIntegers(n, 1313, -9, 9, 0.12);
+  for (int i = 0; i < n; ++i) k[i * n + (i * 5) % n] = 1 + i % 7;
+  ExpectMatchesExact(n, k, 0, 1e-13, 1e-9);
+}
+
+// Every entry non-zero: each column, the fastest included, touches every row block.
+TEST_P(PermanentPrecisionTest, FastColumnsTouchingEveryRowMatchExact) {
+  ExpectMatchesExact(13, RandomIntegers(13, 1314, 1, 9, 1.0), 0, 1e-15, 1e-13);
+  ExpectMatchesExact(13, RandomIntegers(13, 1315, -9, -1, 1.0), 0, 1e-15, 1e-13);
+}
+
 TEST_P(PermanentPrecisionTest, OneByOneIsTheEntry) {
   ExpectMatchesExact(1, {-7}, 0, 0.0, 0.0);
   ExpectMatchesExact(1, {3}, 2, 0.0, 0.0);
+}
+
+// Orders around the block size of the sparse walk (4 rows), Glynn's single flipping column at 2.
+TEST_P(PermanentPrecisionTest, SmallOrdersMatchExact) {
+  for (int n = 2; n <= 5; ++n) {
+    ExpectMatchesExact(n, RandomIntegers(n, 1316 + n, -9, 9, 0.7), 0, 1e-15, 1e-14);
+  }
+}
+
+// A generalised permutation matrix: each column touches one row, so each row is its own group and
+// the permanent is the product of the non-zeros; with Glynn's fixed column a full column, the
+// other rows are touched by no flipping column until their own.
+TEST_P(PermanentPrecisionTest, OneRowPerColumnMatchesExact) {
+  const int n = 11;
+  std::vector<int64_t> k(static_cast<size_t>(n) * n, 0);
+  for (int i = 0; i < n; ++i) k[i * n + (i * 4 + 3) % n] = i % 2 == 0 ? i + 2 : -(i + 1);
+  ExpectMatchesExact(n, k, 0, 0.0, 1e-15);
+  for (int i = 0; i < n; ++i) k[i * n] = i + 1;  // column 0 full: the densest
+  ExpectMatchesExact(n, k, 0, 1e-15, 1e-14);
 }
 
 TEST_P(PermanentPrecisionTest, ZeroRowAndZeroColumnGiveZero) {
@@ -168,18 +210,20 @@ TEST_P(PermanentPrecisionTest, OffGridMatrixAgreesAcrossPrecisionsAndWalks) {
   }
 }
 
-TEST_P(PermanentPrecisionTest, AutoWalkFollowsTheDensity) {
+TEST_P(PermanentPrecisionTest, AutoWalkFollowsTheCostEstimate) {
   const int n = 10;
   const std::vector<int64_t> sparse = RandomIntegers(n, 1309, 1, 9, 0.3);
   const std::vector<int64_t> dense = RandomIntegers(n, 1310, 1, 9, 1.0);
-  for (const auto& [k, want] :
-       {std::pair{sparse, PermanentWalk::kSparse}, std::pair{dense, PermanentWalk::kDense}}) {
-    const std::vector<double> a(k.begin(), k.end());
-    const Matrix m = Matrix::FromValues<double>(n, n, a);
-    absl::StatusOr<PermanentResult> result =
-        Compute(m, PermanentMethod::kAuto, PermanentPrecision::kExtended, PermanentWalk::kAuto);
-    ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_EQ(result->walk_used, want);
+  for (const PermanentPrecision precision : kPrecisions) {
+    for (const auto& [k, want] :
+         {std::pair{sparse, PermanentWalk::kSparse}, std::pair{dense, PermanentWalk::kDense}}) {
+      const std::vector<double> a(k.begin(), k.end());
+      const Matrix m = Matrix::FromValues<double>(n, n, a);
+      absl::StatusOr<PermanentResult> result =
+          Compute(m, PermanentMethod::kAuto, precision, PermanentWalk::kAuto);
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(result->walk_used, want);
+    }
   }
 }
 
@@ -215,16 +259,93 @@ TEST(PermanentRowSumsAreExact, GridEntriesAreExactAndSpreadOnesAreNot) {
       cpu::PermanentRowSumsAreExact(std::vector<double>{0.1, 0.2, 0.3, 1, 1, 1, 1, 1, 1}, n));
 }
 
-TEST(OrderColumnsForSparseWalk, SparsestColumnsGoToTheLowBitsAndGlynnKeepsTheDensest) {
-  const int n = 3;
-  // Column non-zeros: 2, 1, 3.
-  const std::vector<double> a = {1, 0, 2, 3, 4, 5, 0, 0, 6};
+TEST(OrderForSparseWalk, SparsestColumnFirstThenFewestNewRowsAndRowsByFirstTouch) {
+  const int n = 4;
+  // Column non-zeros: 2 (rows 1, 3), 4, 1 (row 2), 2 (rows 2, 3).
+  const std::vector<double> a = {0, 1, 0, 0,  //
+                                 2, 3, 0, 0,  //
+                                 0, 4, 5, 6,  //
+                                 7, 8, 0, 9};
+  // Ryser: column 2 (1 non-zero), then column 3 (adds row 3 only), then column 0 (adds row 1),
+  // then column 1; rows by first touch: 2, 3, 1, 0.
   std::vector<double> ryser = a;
-  cpu::OrderColumnsForSparseWalk(ryser, n, PermanentMethod::kRyser);
-  EXPECT_EQ(ryser, (std::vector<double>{0, 1, 2, 4, 3, 5, 0, 0, 6}));
+  cpu::OrderForSparseWalk(ryser, n, PermanentMethod::kRyser);
+  EXPECT_EQ(ryser, (std::vector<double>{5, 6, 0, 4,  //
+                                        0, 9, 7, 8,  //
+                                        0, 0, 2, 3,  //
+                                        0, 0, 0, 1}));
+  // Glynn: column 1 (the densest) stays fixed as column 0, then 2, 3, 0 as above.
   std::vector<double> glynn = a;
-  cpu::OrderColumnsForSparseWalk(glynn, n, PermanentMethod::kGlynn);
-  EXPECT_EQ(glynn, (std::vector<double>{2, 0, 1, 5, 4, 3, 6, 0, 0}));
+  cpu::OrderForSparseWalk(glynn, n, PermanentMethod::kGlynn);
+  EXPECT_EQ(glynn, (std::vector<double>{4, 5, 6, 0,  //
+                                        8, 0, 9, 7,  //
+                                        3, 0, 0, 2,  //
+                                        1, 0, 0, 0}));
+}
+
+// The ordered walk's column of bit b touches only the rows touched by bits 0..b, which come first.
+TEST(OrderForSparseWalk, EachColumnTouchesOnlyThePrefixOfRowsItsBitsReach) {
+  const int n = 30;
+  std::mt19937_64 rng(1317);
+  std::bernoulli_distribution keep(0.3);
+  std::vector<double> a(static_cast<size_t>(n) * n);
+  for (double& x : a) x = keep(rng) ? 1.0 : 0.0;
+  for (const PermanentMethod method : kMethods) {
+    std::vector<double> ordered = a;
+    cpu::OrderForSparseWalk(ordered, n, method);
+    const int first_column = method == PermanentMethod::kGlynn ? 1 : 0;
+    for (int j = first_column; j < n; ++j) {
+      int last = -1;
+      for (int i = 0; i < n; ++i) last = ordered[i * n + j] != 0.0 ? i : last;
+      for (int i = 0; i < last; ++i) {
+        // Every row above the column's last one is touched by it or an earlier bit.
+        bool touched = false;
+        for (int c = first_column; c <= j && !touched; ++c) touched = ordered[i * n + c] != 0.0;
+        EXPECT_TRUE(touched) << "row " << i << " column " << j;
+      }
+    }
+    double total = 0.0;
+    for (double x : ordered) total += x;
+    EXPECT_EQ(total, std::accumulate(a.begin(), a.end(), 0.0));
+  }
+}
+
+TEST(PermanentBlockMasks, EachStepMarksTheBlocksOfItsNonZeroRows) {
+  const int n = 6;
+  std::vector<double> a(n * n, 0.0);
+  a[0 * n + 1] = 1;  // Glynn step 0: row 0 (block 0)
+  a[5 * n + 1] = 1;  // and row 5 (block 1)
+  a[4 * n + 2] = 1;  // step 1: row 4 (block 1)
+  EXPECT_EQ(cpu::PermanentBlockMasks(a, n, PermanentMethod::kGlynn),
+            (std::vector<uint64_t>{3, 2, 0, 0, 0}));
+  EXPECT_EQ(cpu::PermanentBlockMasks(a, n, PermanentMethod::kRyser),
+            (std::vector<uint64_t>{0, 3, 2, 0, 0, 0}));
+}
+
+// The estimate in core/cpu/permanent_preparation.h: a random 30 %-dense n = 36 matrix, ordered,
+// costs about a third of the dense walk's operations; a dense one about as many, so AUTO keeps
+// the dense walk there.
+TEST(EstimatePermanentWalkCost, ThirtyPercentDenseOrderThirtySixIsAboutAThird) {
+  const int n = 36;
+  std::mt19937_64 rng(1318);
+  std::bernoulli_distribution keep(0.3);
+  std::vector<double> sparse(static_cast<size_t>(n) * n);
+  for (double& x : sparse) x = keep(rng) ? 1.0 : 0.0;
+  cpu::OrderForSparseWalk(sparse, n, PermanentMethod::kGlynn);
+  const std::vector<double> dense(static_cast<size_t>(n) * n, 1.0);
+  for (const walk::RealArithmetic arithmetic :
+       {walk::RealArithmetic::kFast, walk::RealArithmetic::kExactRows,
+        walk::RealArithmetic::kDoubleDoubleRows}) {
+    const cpu::PermanentWalkCost s =
+        cpu::EstimatePermanentWalkCost(sparse, n, PermanentMethod::kGlynn, arithmetic);
+    EXPECT_LT(s.sparse, 0.4 * s.dense) << static_cast<int>(arithmetic);
+    const cpu::PermanentWalkCost d =
+        cpu::EstimatePermanentWalkCost(dense, n, PermanentMethod::kGlynn, arithmetic);
+    EXPECT_GT(d.sparse, cpu::kSparsePermanentCostRatio * d.dense) << static_cast<int>(arithmetic);
+  }
+  const cpu::PermanentWalkCost fast = cpu::EstimatePermanentWalkCost(
+      sparse, n, PermanentMethod::kGlynn, walk::RealArithmetic::kFast);
+  EXPECT_EQ(fast.dense, 36 * 2 + 10);
 }
 
 }  // namespace
