@@ -19,7 +19,8 @@ int64_t RowCyclicLayout::LocalRows(int part) const {
 }
 
 absl::StatusOr<std::unique_ptr<DistributedResidentMatrix>> DistributedResidentMatrix::Make(
-    const RowCyclicLayout& layout, DType dtype, std::vector<std::unique_ptr<ResidentMatrix>> parts) {
+    const RowCyclicLayout& layout, DType dtype,
+    std::vector<std::unique_ptr<ResidentMatrix>> parts) {
   if (layout.parts < 2 || static_cast<int>(parts.size()) != layout.parts) {
     return absl::InvalidArgumentError(absl::StrCat("a distributed matrix needs at least 2 parts, ",
                                                    "one per device; got ", parts.size(), " for ",

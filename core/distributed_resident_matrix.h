@@ -49,7 +49,8 @@ class DistributedResidentMatrix final : public ResidentMatrix {
   // `dtype`, or null when that is 0 rows). INVALID_ARGUMENT for fewer than 2 parts, or a part
   // missing or of the wrong shape or dtype.
   static absl::StatusOr<std::unique_ptr<DistributedResidentMatrix>> Make(
-      const RowCyclicLayout& layout, DType dtype, std::vector<std::unique_ptr<ResidentMatrix>> parts);
+      const RowCyclicLayout& layout, DType dtype,
+      std::vector<std::unique_ptr<ResidentMatrix>> parts);
 
   const RowCyclicLayout& row_layout() const { return layout_; }
   int part_count() const { return layout_.parts; }
@@ -70,7 +71,9 @@ class DistributedResidentMatrix final : public ResidentMatrix {
  private:
   DistributedResidentMatrix(const RowCyclicLayout& layout, DType dtype,
                             std::vector<std::unique_ptr<ResidentMatrix>> parts)
-      : ResidentMatrix(layout.rows, layout.cols, dtype), layout_(layout), parts_(std::move(parts)) {}
+      : ResidentMatrix(layout.rows, layout.cols, dtype),
+        layout_(layout),
+        parts_(std::move(parts)) {}
 
   // Calls piece(part, local offset, offset into the range, size) for each run of the global byte
   // range [offset, offset + size) that lies in one block of rows, in order.

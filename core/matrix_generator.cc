@@ -49,7 +49,8 @@ absl::Status GenerateRows(ResidentMatrix& matrix, const GeneratorOptions& option
   const int64_t cols = matrix.cols();
   const int64_t row_bytes = cols * static_cast<int64_t>(ElementSize(matrix.dtype()));
   // About 8 MiB per write: large enough for copy-engine speed, small enough to stay in cache.
-  const int64_t block_rows = std::max<int64_t>(1, (int64_t{8} << 20) / std::max<int64_t>(1, row_bytes));
+  const int64_t block_rows =
+      std::max<int64_t>(1, (int64_t{8} << 20) / std::max<int64_t>(1, row_bytes));
   std::vector<std::byte> block;
   for (int64_t first = 0; first < matrix.rows(); first += block_rows) {
     const int64_t count = std::min(block_rows, matrix.rows() - first);

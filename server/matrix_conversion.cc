@@ -34,10 +34,10 @@ absl::StatusOr<ResidentLayout> FromProto(v1::ResidentLayout layout, absl::string
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, " is ", static_cast<int>(layout),
-      ", not a known ResidentLayout; want RESIDENT_LAYOUT_SINGLE_DEVICE or "
-      "RESIDENT_LAYOUT_DISTRIBUTED"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", static_cast<int>(layout),
+                   ", not a known ResidentLayout; want RESIDENT_LAYOUT_SINGLE_DEVICE or "
+                   "RESIDENT_LAYOUT_DISTRIBUTED"));
 }
 
 v1::ResidentLayout ToProto(ResidentLayout layout) {

@@ -281,8 +281,8 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
   if (layout == ResidentLayout::kDistributed && admissions_.size() < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         "layout is RESIDENT_LAYOUT_DISTRIBUTED, which needs a server with at least 2 GPUs; this "
-        "one has ", admissions_.size(),
-        admissions_.empty() ? " (it computes on the host)" : "",
+        "one has ",
+        admissions_.size(), admissions_.empty() ? " (it computes on the host)" : "",
         ": use RESIDENT_LAYOUT_SINGLE_DEVICE"));
   }
   if (layout == ResidentLayout::kDistributed && !parts.empty()) {
@@ -400,10 +400,10 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::KeepFactorization(
     const MatrixView& factor, const std::vector<ResidentPart>& parts,
     const ResidentFactorization& factorization, std::string label, int device_index,
     const ResidentOwner& owner) {
-  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
-                           CreateWithParts(factor.rows, factor.cols, factor.dtype, std::move(label),
-                                           device_index, parts, owner,
-                                           ResidentLayout::kSingleDevice));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::unique_ptr<PendingResident> pending,
+      CreateWithParts(factor.rows, factor.cols, factor.dtype, std::move(label), device_index, parts,
+                      owner, ResidentLayout::kSingleDevice));
   std::shared_ptr<Entry> entry = std::move(pending->entry_);
   bool finite = AllFinite(factor);
   MATRIXD_RETURN_IF_ERROR(entry->matrix->Write(0, std::span(factor.data, factor.byte_size())));

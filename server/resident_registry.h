@@ -221,9 +221,9 @@ class ResidentRegistry {
   // A named matrix to be filled by several upload streams at once (FillingParts), each sending
   // its own byte range; operations on it are FAILED_PRECONDITION until every byte has arrived.
   // Errors as for Create. It expires after the TTL like any idle matrix.
-  absl::StatusOr<ResidentInfo> CreateFilling(
-      int64_t rows, int64_t cols, DType dtype, std::string label, const ResidentOwner& owner = {},
-      ResidentLayout layout = ResidentLayout::kSingleDevice);
+  absl::StatusOr<ResidentInfo> CreateFilling(int64_t rows, int64_t cols, DType dtype,
+                                             std::string label, const ResidentOwner& owner = {},
+                                             ResidentLayout layout = ResidentLayout::kSingleDevice);
   // A new part of the filling matrix `handle`. NOT_FOUND as for Acquire; FAILED_PRECONDITION
   // when the matrix is complete already.
   absl::StatusOr<std::unique_ptr<FillingPart>> BeginPart(absl::string_view handle,

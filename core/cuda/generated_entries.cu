@@ -11,8 +11,8 @@ constexpr int64_t kMaxBlocks = int64_t{1} << 16;
 // One element per thread and step of a grid-stride loop: consecutive threads write consecutive
 // elements, so the stores coalesce.
 template <typename Scalar, int Parts>
-__global__ void GeneratedEntriesKernel(GeneratorOptions options, GeneratedRows rows,
-                                       int64_t count, int64_t cols, Scalar* data) {
+__global__ void GeneratedEntriesKernel(GeneratorOptions options, GeneratedRows rows, int64_t count,
+                                       int64_t cols, Scalar* data) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < count; e += stride) {
     const int64_t r = e / cols;

@@ -252,8 +252,8 @@ absl::Status MultiGpuLu::UploadParts(const DistributedResidentMatrix& a,
   const RowCyclicLayout& layout = a.row_layout();
   // n <= block: one block, on part 0 in both layouts, whatever the block sizes.
   const bool same_blocks = layout.block == block_ || (n_ <= layout.block && n_ <= block_);
-  if (a.dtype() != DType::kFloat64 || a.rows() != n_ || a.cols() != n_ ||
-      layout.parts != gpus() || !same_blocks) {
+  if (a.dtype() != DType::kFloat64 || a.rows() != n_ || a.cols() != n_ || layout.parts != gpus() ||
+      !same_blocks) {
     return absl::FailedPreconditionError(absl::StrCat(
         "layout RESIDENT_LAYOUT_DISTRIBUTED: the matrix is ", a.rows(), "x", a.cols(), " ",
         DTypeName(a.dtype()), " over ", layout.parts, " GPUs in blocks of ", layout.block,
@@ -267,9 +267,9 @@ absl::Status MultiGpuLu::UploadParts(const DistributedResidentMatrix& a,
     const int index = part->device_index();
     if (index < 0 || index >= static_cast<int>(device_of_part.size()) ||
         device_of_part[static_cast<size_t>(index)] != lanes_[g]->device) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "layout RESIDENT_LAYOUT_DISTRIBUTED: part ", g, " lives on device ", index,
-          ", not on the LU's GPU ", lanes_[g]->device));
+      return absl::FailedPreconditionError(
+          absl::StrCat("layout RESIDENT_LAYOUT_DISTRIBUTED: part ", g, " lives on device ", index,
+                       ", not on the LU's GPU ", lanes_[g]->device));
     }
     const MatrixView view = part->view();
     if (view.data == nullptr || static_cast<int64_t>(view.byte_size()) !=
@@ -391,8 +391,7 @@ absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int
     return absl::InvalidArgumentError(
         absl::StrCat("a determinant needs a square matrix, got ", a.rows(), "x", a.cols()));
   }
-  MATRIXD_ASSIGN_OR_RETURN(auto lu,
-                           MultiGpuLu::Create(devices, a.rows(), a.row_layout().block));
+  MATRIXD_ASSIGN_OR_RETURN(auto lu, MultiGpuLu::Create(devices, a.rows(), a.row_layout().block));
   MATRIXD_RETURN_IF_ERROR(lu->UploadParts(a, device_of_part));
   MATRIXD_RETURN_IF_ERROR(lu->Factor());
   return lu->Determinant();

@@ -87,7 +87,8 @@ TEST_F(DistributedOnHostTest, WrittenInOddPiecesReadsBackBitForBit) {
     EXPECT_EQ(back, values) << "pieces of " << piece;
     // Part 1 holds rows 3..5 and 12..14: its second block starts with row 12.
     double first = 0;
-    ASSERT_TRUE((*matrix)->part(1)->Read(3 * 7 * 8, std::as_writable_bytes(std::span(&first, 1))).ok());
+    ASSERT_TRUE(
+        (*matrix)->part(1)->Read(3 * 7 * 8, std::as_writable_bytes(std::span(&first, 1))).ok());
     EXPECT_EQ(first, values[12 * 7]);
     // A range across blocks and parts.
     std::vector<double> middle(30);
@@ -109,8 +110,9 @@ TEST_F(DistributedOnHostTest, PartsOfTheWrongShapeOrCountAreRefused) {
   std::vector<std::unique_ptr<ResidentMatrix>> parts;
   parts.push_back(*backend_->AllocateResident(3, 2, DType::kFloat64, 0));
   parts.push_back(*backend_->AllocateResident(3, 2, DType::kFloat64, 1));  // wants 2 rows
-  EXPECT_EQ(DistributedResidentMatrix::Make(layout, DType::kFloat64, std::move(parts)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      DistributedResidentMatrix::Make(layout, DType::kFloat64, std::move(parts)).status().code(),
+      absl::StatusCode::kInvalidArgument);
   std::vector<std::unique_ptr<ResidentMatrix>> one;
   one.push_back(*backend_->AllocateResident(5, 2, DType::kFloat64, 0));
   EXPECT_EQ(DistributedResidentMatrix::Make({.rows = 5, .cols = 2, .block = 2, .parts = 1},

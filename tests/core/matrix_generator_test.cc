@@ -20,8 +20,8 @@ namespace {
 
 using ::matrixd::testing::BackendTest;
 
-constexpr DType kDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kComplex64,
-                             DType::kComplex128, DType::kInt64, DType::kUInt32};
+constexpr DType kDTypes[] = {DType::kFloat32,    DType::kFloat64, DType::kComplex64,
+                             DType::kComplex128, DType::kInt64,   DType::kUInt32};
 constexpr GeneratorKind kKinds[] = {GeneratorKind::kRandom, GeneratorKind::kIdentity,
                                     GeneratorKind::kHilbert};
 
@@ -58,7 +58,8 @@ TEST_P(MatrixGeneratorTest, GeneratedResidentMatrixEqualsHostGeneratorBitForBit)
     for (const GeneratorKind kind : kKinds) {
       if (kind == GeneratorKind::kHilbert && !IsFloating(dtype)) continue;
       for (const auto& [rows, cols] : shapes) {
-        const GeneratorOptions options{.kind = kind, .seed = 0x5eedULL + static_cast<uint64_t>(rows)};
+        const GeneratorOptions options{.kind = kind,
+                                       .seed = 0x5eedULL + static_cast<uint64_t>(rows)};
         SCOPED_TRACE(Describe(dtype, kind, rows, cols));
         absl::StatusOr<std::unique_ptr<ResidentMatrix>> resident =
             backend().AllocateResident(rows, cols, dtype, JobControl::kAnyDevice);

@@ -58,14 +58,14 @@ class DistributedResidentTest : public ::testing::Test {
 };
 
 TEST_F(DistributedResidentTest, GeneratedOnEveryGpuEqualsTheHostGeneratorBitForBit) {
-  for (const DType dtype : {DType::kFloat32, DType::kFloat64, DType::kComplex64,
-                            DType::kComplex128, DType::kInt64, DType::kUInt32}) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat64, DType::kComplex64, DType::kComplex128,
+                            DType::kInt64, DType::kUInt32}) {
     for (const GeneratorKind kind :
          {GeneratorKind::kRandom, GeneratorKind::kIdentity, GeneratorKind::kHilbert}) {
       if (kind == GeneratorKind::kHilbert && !IsFloating(dtype)) continue;
       for (const int64_t n : {1, 513, 1537}) {
-        SCOPED_TRACE(testing::Message() << DTypeName(dtype) << " kind " << static_cast<int>(kind)
-                                        << " n " << n);
+        SCOPED_TRACE(testing::Message()
+                     << DTypeName(dtype) << " kind " << static_cast<int>(kind) << " n " << n);
         auto matrix = Make(n, n + 3, dtype);
         ASSERT_NE(matrix, nullptr);
         const GeneratorOptions options{.kind = kind, .seed = 12345};

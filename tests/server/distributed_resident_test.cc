@@ -47,7 +47,10 @@ class DistributedRegistryTest : public ::testing::Test {
     const auto bytes = std::as_bytes(std::span<const double>(values));
     // Odd pieces, as an upload's chunks may come.
     for (size_t at = 0; at < bytes.size(); at += 5000) {
-      EXPECT_TRUE((*pending)->matrix().Write(at, bytes.subspan(at, std::min<size_t>(5000, bytes.size() - at))).ok());
+      EXPECT_TRUE((*pending)
+                      ->matrix()
+                      .Write(at, bytes.subspan(at, std::min<size_t>(5000, bytes.size() - at)))
+                      .ok());
     }
     auto info = registry_.Commit(*std::move(pending), true);
     EXPECT_TRUE(info.ok()) << info.status();
@@ -88,8 +91,8 @@ TEST_F(DistributedRegistryTest, ReadsBackWhatWasWritten) {
 
 TEST_F(DistributedRegistryTest, APartThatDoesNotFitNamesItsDeviceAndGivesTheOthersBack) {
   ASSERT_TRUE(device1_.TryReserve((1 << 20) - 100));
-  auto pending = registry_.Create(kRows, kCols, DType::kFloat64, "", -1, {},
-                                  ResidentLayout::kDistributed);
+  auto pending =
+      registry_.Create(kRows, kCols, DType::kFloat64, "", -1, {}, ResidentLayout::kDistributed);
   EXPECT_EQ(pending.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(pending.status().message(), HasSubstr("device 1"));
   EXPECT_EQ(device0_.reserved(), 0u);
