@@ -23,8 +23,9 @@
 #       build/tests/matrixd_server_test
 # then through the device tool, carry [".gpu"], kind nvidia-h200-x2:
 #   tests/gpu/distlayout-run.sh
-# Knobs: N=8191 (round trip and det), REPEATS=2, BIG=100000 (0 skips step 4), GATE=1 (0 skips
-# step 1), BIN (default .gpu/bin).
+# Knobs: N=8191 (round trip and det), SIZES="32768" (timed dets), REPEATS=2, BIG=100000 (0 skips
+# step 4), GATE=1 (0 skips step 1), BIN (default .gpu/bin), BACKEND=cuda (cpu: a dry run of the
+# script without a GPU, where every distributed call is refused).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?OUT must name the output directory}
@@ -34,6 +35,8 @@ bin=${BIN:-.gpu/bin}
 n=${N:-8191}
 big=${BIG:-100000}
 repeats=${REPEATS:-2}
+sizes=${SIZES:-32768}
+backend=${BACKEND:-cuda}
 log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 now() { date +%s.%N; }
 since() { awk "BEGIN {printf \"%.3f\", $(now) - $1}"; }
@@ -59,8 +62,9 @@ if [ "${GATE:-1}" = 1 ]; then
 fi
 
 port=50064
-log "matrixd --backend=cuda"
-"${bin}/matrixd" --listen=127.0.0.1:${port} --backend=cuda --resident_memory_limit=200G \
+log "matrixd --backend=${backend}"
+"${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9474 \
+  --resident_memory_limit=200G \
   --max_matrix_elements=20000000000 >"${out}/matrixd.log" 2>&1 &
 pid=$!
 ctl() { timeout 400 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=390s "$@"; }
@@ -87,8 +91,12 @@ timed() {
   echo "### ${label}: matrixctl $*" >>"${out}/cli.txt"
   local t0
   t0=$(now)
-  ctl "$@" >>"${out}/cli.txt" 2>&1
-  log "  ${label}: exit $?, round trip $(since "${t0}") s"
+  local reply rc
+  reply=$(ctl "$@" 2>&1)
+  rc=$?
+  echo "${reply}" >>"${out}/cli.txt"
+  # A determinant's value, so that the single and distributed answers sit side by side.
+  log "  ${label}: exit ${rc}, round trip $(since "${t0}") s $(echo "${reply}" | grep -m1 -E '^  det ' | tr -s ' ')"
 }
 same() { cmp -s "$1" "$2" && echo "identical" || echo "DIFFERENT"; }
 
@@ -117,7 +125,7 @@ timed "det distributed devices=1 (gathered)" det "@${spread:0:8}" --devices=1
 timed "multiply distributed (gathered)" multiply "@${spread:0:8}" "@${single:0:8}"
 ctl rm "${single}" "${spread}" >/dev/null 2>&1
 
-for size in 32768; do
+for size in ${sizes}; do
   s=$(generate "single ${size}" random "${size}" --seed=9)
   d=$(generate "distributed ${size}" random "${size}" --seed=9 --layout=distributed)
   for r in $(seq "${repeats}"); do
