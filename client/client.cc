@@ -224,6 +224,7 @@ absl::StatusOr<v1::ResidentMatrix> Client::UploadStream(v1::MatrixService::Stub&
                          .cols = matrix.cols,
                          .dtype = matrix.dtype,
                          .label = options.label,
+                         .layout = options.layout,
                          .handle = handle},
                         matrix.bytes, {begin, end},
                         FittingChunkBytes(options.chunk_bytes, options_.max_message_bytes));
@@ -277,6 +278,7 @@ absl::StatusOr<RemoteMatrix> Client::ParallelUpload(const HostMatrixView& matrix
   create.set_cols(matrix.cols);
   create.set_dtype(matrix.dtype);
   create.set_label(options.label);
+  create.set_layout(options.layout);
   absl::StatusOr<v1::ResidentMatrix> made = Call(&v1::MatrixService::Stub::CreateMatrix, create);
   if (!made.ok()) return made.status();
   // Owned from here on: a failed part releases the whole matrix.

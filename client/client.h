@@ -70,6 +70,8 @@ struct UploadOptions {
   int parallel_streams = 4;
   uint64_t parallel_min_bytes = uint64_t{256} << 20;
   std::string label = {};  // shown by ListMatrices
+  // RESIDENT_LAYOUT_DISTRIBUTED: over the server's GPUs (docs/distributed.md).
+  v1::ResidentLayout layout = v1::RESIDENT_LAYOUT_SINGLE_DEVICE;
   TransferProgress progress = {};
 };
 

@@ -61,6 +61,9 @@ ABSL_FLAG(int64_t, hilbert, 0, "use the N x N Hilbert matrix as input instead of
 ABSL_FLAG(std::string, dtype, "",
           "float64|float32|complex128|complex64|int64|uint32: the dtype of --random/--hilbert "
           "inputs (default float64); for file inputs, convert them to it");
+ABSL_FLAG(std::string, layout, "single",
+          "upload, generate: how the server stores the matrix: single (one device) or "
+          "distributed (blocks of rows over all its GPUs; docs/distributed.md)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of --random and --rhs_random inputs, of the demo and of load");
 ABSL_FLAG(std::string, method, "auto", "det: auto|lu|condensation; permanent: auto|ryser|glynn");
 ABSL_FLAG(std::string, precision, "extended",
@@ -162,10 +165,11 @@ constexpr absl::string_view kUsage =
     "  watch ID   follow a job's progress to its result; exits 0 only when it succeeded\n"
     "  cancel ID  stop a queued or running job\n"
     "  job ID     a job's state, and its result once done\n"
-    "  upload FILE       keep a matrix on the server; prints its handle (--streams)\n"
+    "  upload FILE       keep a matrix on the server; prints its handle (--streams,\n"
+    "                    --layout single|distributed)\n"
     "  download HANDLE   fetch a resident matrix into --output F.npy\n"
     "  generate KIND N   make a resident N x N random|identity|hilbert matrix on the server,\n"
-    "                    no upload (--dtype, --seed); prints its handle\n"
+    "                    no upload (--dtype, --seed, --layout); prints its handle\n"
     "  ls                the resident matrices\n"
     "  rm HANDLE ...     release resident matrices\n"
     "  shm list          the shared-memory regions registered with the server\n"
@@ -734,6 +738,14 @@ TransferDisplay TerminalDisplay() {
   return {.out = &std::cout, .terminal = isatty(STDOUT_FILENO) == 1};
 }
 
+// --layout as the proto enum.
+absl::StatusOr<v1::ResidentLayout> LayoutFlag() {
+  const std::string layout = absl::GetFlag(FLAGS_layout);
+  if (layout == "single") return v1::RESIDENT_LAYOUT_SINGLE_DEVICE;
+  if (layout == "distributed") return v1::RESIDENT_LAYOUT_DISTRIBUTED;
+  return UsageError(absl::StrCat("--layout is '", layout, "'; want single or distributed"));
+}
+
 // upload FILE (or --random N / --hilbert N).
 absl::Status Upload(Client& client, const std::vector<std::string>& files) {
   if (absl::Status status = NoResultFor("upload"); !status.ok()) return status;
@@ -744,8 +756,11 @@ absl::Status Upload(Client& client, const std::vector<std::string>& files) {
   if (streams < 1) return UsageError("--streams must be >= 1");
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
+  absl::StatusOr<v1::ResidentLayout> layout = LayoutFlag();
+  if (!layout.ok()) return layout.status();
   UploadOptions options;
   options.parallel_streams = streams;
+  options.layout = *layout;
   if (files.size() == 1) options.label = files[0];
   return RunUpload(client, (*inputs)[0].matrix, options, TerminalDisplay(), std::cout, std::cerr);
 }
@@ -769,7 +784,10 @@ absl::Status Generate(Client& client, const std::vector<std::string>& args) {
   }
   absl::StatusOr<v1::DType> dtype = GeneratedDType();
   if (!dtype.ok()) return dtype.status();
+  absl::StatusOr<v1::ResidentLayout> layout = LayoutFlag();
+  if (!layout.ok()) return layout.status();
   v1::GenerateRequest request;
+  request.set_layout(*layout);
   request.set_rows(n);
   request.set_cols(n);
   request.set_dtype(*dtype);

@@ -37,6 +37,7 @@ bool UploadChunker::Next(v1::UploadChunk* chunk) {
       chunk->set_cols(header_.cols);
       chunk->set_dtype(header_.dtype);
       chunk->set_label(header_.label);
+      chunk->set_layout(header_.layout);
     } else {
       chunk->set_handle(header_.handle);
     }

@@ -33,6 +33,7 @@ struct UploadHeader {
   int64_t cols = 0;
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;
   std::string label = {};
+  v1::ResidentLayout layout = v1::RESIDENT_LAYOUT_SINGLE_DEVICE;  // a whole upload's
   std::string handle = {};  // non-empty: a part of this matrix; rows, cols and dtype are not sent
 };
 

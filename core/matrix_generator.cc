@@ -2,81 +2,63 @@
 
 #include <algorithm>
 #include <complex>
-#include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/distributed_resident_matrix.h"
+#include "core/status_macros.h"
 
 namespace matrixd {
 namespace {
 
-// SplitMix64's finaliser: a counter-based generator, one call per (seed, element, part).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [-1, 1) from the top 53 bits.
-double Uniform(uint64_t seed, uint64_t index, uint64_t part) {
-  const uint64_t bits = Mix(seed ^ Mix(2 * index + part));
-  return static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0;
-}
-
-template <typename T>
-T Entry(const GeneratorOptions& options, int64_t i, int64_t j, int64_t cols) {
-  switch (options.kind) {
-    case GeneratorKind::kIdentity:
-      return T(i == j ? 1 : 0);
-    case GeneratorKind::kHilbert:
-      if constexpr (std::is_integral_v<T>) {
-        return T(0);  // refused by CheckGenerator
-      } else {
-        return T(1.0 / static_cast<double>(i + j + 1));
-      }
-    case GeneratorKind::kRandom:
-      break;
-  }
-  const uint64_t index =
-      static_cast<uint64_t>(i) * static_cast<uint64_t>(cols) + static_cast<uint64_t>(j);
-  if constexpr (std::is_same_v<T, int64_t>) {
-    return static_cast<int64_t>(Mix(options.seed ^ Mix(2 * index)) % 19) - 9;
-  } else if constexpr (std::is_same_v<T, uint32_t>) {
-    return static_cast<uint32_t>(Mix(options.seed ^ Mix(2 * index)) & 0xffff);
-  } else if constexpr (std::is_same_v<T, std::complex<float>> ||
-                       std::is_same_v<T, std::complex<double>>) {
-    using R = typename T::value_type;
-    return T(static_cast<R>(Uniform(options.seed, index, 0)),
-             static_cast<R>(Uniform(options.seed, index, 1)));
-  } else {
-    return static_cast<T>(Uniform(options.seed, index, 0));
+template <typename Scalar, int Parts>
+void Fill(const GeneratorOptions& options, const GeneratedRows& rows, int64_t first_row,
+          int64_t count, int64_t cols, std::byte* out) {
+  auto* scalars = reinterpret_cast<Scalar*>(out);
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t i = rows.Global(first_row + r);
+    for (int64_t j = 0; j < cols; ++j) {
+      generator::Entry<Scalar, Parts>(options, i, j, cols, scalars + (r * cols + j) * Parts);
+    }
   }
 }
 
-template <typename T>
-absl::Status Fill(ResidentMatrix& matrix, const GeneratorOptions& options) {
-  const int64_t rows = matrix.rows();
+// Local rows [first_row, first_row + count) into `out`.
+void FillRows(const GeneratorOptions& options, const GeneratedRows& rows, int64_t first_row,
+              int64_t count, int64_t cols, DType dtype, std::byte* out) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return Fill<float, 1>(options, rows, first_row, count, cols, out);
+    case DType::kFloat64:
+      return Fill<double, 1>(options, rows, first_row, count, cols, out);
+    case DType::kComplex64:
+      return Fill<float, 2>(options, rows, first_row, count, cols, out);
+    case DType::kComplex128:
+      return Fill<double, 2>(options, rows, first_row, count, cols, out);
+    case DType::kInt64:
+      return Fill<int64_t, 1>(options, rows, first_row, count, cols, out);
+    case DType::kUInt32:
+      return Fill<uint32_t, 1>(options, rows, first_row, count, cols, out);
+  }
+}
+
+// One matrix (not distributed) whose local rows are `rows`' global rows.
+absl::Status GenerateRows(ResidentMatrix& matrix, const GeneratorOptions& options,
+                          const GeneratedRows& rows) {
+  if (matrix.GeneratesInPlace()) return matrix.GenerateInPlace(options, rows);
   const int64_t cols = matrix.cols();
+  const int64_t row_bytes = cols * static_cast<int64_t>(ElementSize(matrix.dtype()));
   // About 8 MiB per write: large enough for copy-engine speed, small enough to stay in cache.
   const int64_t block_rows =
-      std::max<int64_t>(1, (int64_t{8} << 20) / std::max<int64_t>(1, cols * int64_t{sizeof(T)}));
-  std::vector<T> block;
-  for (int64_t first = 0; first < rows; first += block_rows) {
-    const int64_t count = std::min(block_rows, rows - first);
-    block.resize(static_cast<size_t>(count * cols));
-    for (int64_t i = 0; i < count; ++i) {
-      for (int64_t j = 0; j < cols; ++j) {
-        block[static_cast<size_t>(i * cols + j)] = Entry<T>(options, first + i, j, cols);
-      }
-    }
-    const uint64_t offset = static_cast<uint64_t>(first * cols) * sizeof(T);
-    if (absl::Status written = matrix.Write(offset, std::as_bytes(std::span<const T>(block)));
-        !written.ok()) {
-      return written;
-    }
+      std::max<int64_t>(1, (int64_t{8} << 20) / std::max<int64_t>(1, row_bytes));
+  std::vector<std::byte> block;
+  for (int64_t first = 0; first < matrix.rows(); first += block_rows) {
+    const int64_t count = std::min(block_rows, matrix.rows() - first);
+    block.resize(static_cast<size_t>(count * row_bytes));
+    FillRows(options, rows, first, count, cols, matrix.dtype(), block.data());
+    MATRIXD_RETURN_IF_ERROR(matrix.Write(static_cast<uint64_t>(first * row_bytes), block));
   }
-  return matrix.Flush();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -89,23 +71,32 @@ absl::Status CheckGenerator(const GeneratorOptions& options, DType dtype) {
   return absl::OkStatus();
 }
 
-absl::Status GenerateInto(ResidentMatrix& matrix, const GeneratorOptions& options) {
-  if (absl::Status valid = CheckGenerator(options, matrix.dtype()); !valid.ok()) return valid;
-  switch (matrix.dtype()) {
-    case DType::kFloat32:
-      return Fill<float>(matrix, options);
-    case DType::kFloat64:
-      return Fill<double>(matrix, options);
-    case DType::kComplex64:
-      return Fill<std::complex<float>>(matrix, options);
-    case DType::kComplex128:
-      return Fill<std::complex<double>>(matrix, options);
-    case DType::kInt64:
-      return Fill<int64_t>(matrix, options);
-    case DType::kUInt32:
-      return Fill<uint32_t>(matrix, options);
+absl::Status GenerateOnHost(const GeneratorOptions& options, const GeneratedRows& rows,
+                            int64_t local_rows, int64_t cols, DType dtype,
+                            std::span<std::byte> out) {
+  MATRIXD_RETURN_IF_ERROR(CheckGenerator(options, dtype));
+  const uint64_t want =
+      static_cast<uint64_t>(local_rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
+  if (out.size() != want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GenerateOnHost: ", out.size(), " bytes for ", want));
   }
-  return absl::InvalidArgumentError("unknown dtype");
+  FillRows(options, rows, 0, local_rows, cols, dtype, out.data());
+  return absl::OkStatus();
+}
+
+absl::Status GenerateInto(ResidentMatrix& matrix, const GeneratorOptions& options) {
+  MATRIXD_RETURN_IF_ERROR(CheckGenerator(options, matrix.dtype()));
+  if (const DistributedResidentMatrix* distributed = matrix.distributed(); distributed != nullptr) {
+    for (int g = 0; g < distributed->part_count(); ++g) {
+      ResidentMatrix* part = distributed->part(g);
+      if (part == nullptr) continue;  // no rows on this device
+      MATRIXD_RETURN_IF_ERROR(GenerateRows(*part, options, distributed->row_layout().RowsOf(g)));
+    }
+  } else {
+    MATRIXD_RETURN_IF_ERROR(GenerateRows(matrix, options, GeneratedRows{}));
+  }
+  return matrix.Flush();
 }
 
 }  // namespace matrixd

@@ -53,6 +53,9 @@ struct DeterminantOptions {
   // server (docs/distributed.md), taken by the CUDA backend built with NCCL
   // (core/multi_gpu/multi_gpu_backend.h); other backends refuse > 1 in Supports.
   int devices = 1;
+  // The operand when it is a distributed resident matrix read in place (its view then has null
+  // data): only a backend whose DeterminantReadsOnDevice is true with devices > 1 is given one.
+  const DistributedResidentMatrix* distributed = nullptr;
 };
 
 struct DeterminantResult {

@@ -13,4 +13,9 @@ absl::Status ResidentMatrix::CheckRange(uint64_t offset, uint64_t bytes) const {
   return absl::OkStatus();
 }
 
+absl::Status ResidentMatrix::GenerateInPlace(const GeneratorOptions& /*options*/,
+                                             const GeneratedRows& /*rows*/) {
+  return absl::UnimplementedError("this resident matrix is not generated in place");
+}
+
 }  // namespace matrixd

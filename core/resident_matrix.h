@@ -15,9 +15,16 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "core/generator_entry.h"
 #include "core/matrix.h"
 
 namespace matrixd {
+
+class DistributedResidentMatrix;
+
+// How a resident matrix is stored: whole on one device (or the host), or dealt in blocks of rows
+// over several GPUs (core/distributed_resident_matrix.h).
+enum class ResidentLayout { kSingleDevice, kDistributed };
 
 class ResidentMatrix {
  public:
@@ -62,8 +69,23 @@ class ResidentMatrix {
   virtual std::byte* device_data() { return nullptr; }
 
   // The matrix as an operand: a host view, or (on a device, not spilled) a kDevice view.
-  // REQUIRES: !spilled().
+  // REQUIRES: !spilled(). A distributed matrix has no one address: its view is a kDevice view of
+  // its shape with null data, which only an operation that reads the parts takes.
   virtual MatrixView view() const = 0;
+
+  // Whether GenerateInPlace computes the entries where the matrix lives (a device kernel), so
+  // that a generated matrix need not cross from the host. False by default and while spilled.
+  virtual bool GeneratesInPlace() const { return false; }
+  // Writes generated entries (core/generator_entry.h): local row r is global row rows.Global(r)
+  // of a matrix with cols() columns. May return before the entries have landed: Flush() waits.
+  // REQUIRES: GeneratesInPlace(). UNIMPLEMENTED by default.
+  virtual absl::Status GenerateInPlace(const GeneratorOptions& options, const GeneratedRows& rows);
+
+  // The matrix's parts when it is distributed over several devices, else null.
+  virtual const DistributedResidentMatrix* distributed() const { return nullptr; }
+  ResidentLayout layout() const {
+    return distributed() != nullptr ? ResidentLayout::kDistributed : ResidentLayout::kSingleDevice;
+  }
 
  protected:
   // INVALID_ARGUMENT unless [offset, offset + bytes) lies within the matrix.

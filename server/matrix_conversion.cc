@@ -25,6 +25,26 @@ size_t ElementAlignment(DType dtype) {
 
 }  // namespace
 
+absl::StatusOr<ResidentLayout> FromProto(v1::ResidentLayout layout, absl::string_view field) {
+  switch (layout) {
+    case v1::RESIDENT_LAYOUT_SINGLE_DEVICE:
+      return ResidentLayout::kSingleDevice;
+    case v1::RESIDENT_LAYOUT_DISTRIBUTED:
+      return ResidentLayout::kDistributed;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", static_cast<int>(layout),
+                   ", not a known ResidentLayout; want RESIDENT_LAYOUT_SINGLE_DEVICE or "
+                   "RESIDENT_LAYOUT_DISTRIBUTED"));
+}
+
+v1::ResidentLayout ToProto(ResidentLayout layout) {
+  return layout == ResidentLayout::kDistributed ? v1::RESIDENT_LAYOUT_DISTRIBUTED
+                                                : v1::RESIDENT_LAYOUT_SINGLE_DEVICE;
+}
+
 absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view field) {
   switch (dtype) {
     case v1::DTYPE_FLOAT32:
@@ -124,7 +144,7 @@ absl::StatusOr<SharedMemoryReference> FromProto(const v1::SharedMemoryRef& proto
 
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
                                       absl::string_view field, SharedMemoryRegistry* shared_memory,
-                                      const std::string& owner) {
+                                      const std::string& owner, DistributedUse distributed) {
   if (proto.source_case() == v1::MatrixRef::kSharedMemory) {
     const std::string where = absl::StrCat(field, ".shared_memory");
     if (shared_memory == nullptr) {
@@ -159,6 +179,15 @@ absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegist
                      " has entries that are not finite (NaN or Inf)"));
   }
   input.resident_.emplace(*std::move(lease));
+  if (input.resident_->distributed() != nullptr && distributed == DistributedUse::kGather) {
+    if (absl::Status gathered = input.CopyToHost(); !gathered.ok()) {
+      return absl::Status(gathered.code(),
+                          absl::StrCat(field, ": resident matrix ", proto.handle(),
+                                       " has layout RESIDENT_LAYOUT_DISTRIBUTED and this operation "
+                                       "reads it gathered into host memory: ",
+                                       gathered.message()));
+    }
+  }
   return input;
 }
 
@@ -192,6 +221,7 @@ void ToProto(const ResidentInfo& info, absl::Time now, v1::ResidentMatrix* proto
   proto->set_idle_seconds(absl::ToDoubleSeconds(now - info.last_used));
   proto->set_label(info.label);
   proto->set_missing_bytes(info.missing_bytes);
+  proto->set_layout(ToProto(info.layout));
   if (info.factorization.has_value()) {
     proto->set_factorization_kind(ToProto(info.factorization->kind));
     proto->set_input_kept(info.factorization->input_kept);

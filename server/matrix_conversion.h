@@ -22,6 +22,9 @@ namespace matrixd::server {
 // aligned for the element type (the usual case), else holds an aligned copy; the message must
 // outlive it. From a resident matrix: holds it in place (a ResidentLease) and views it where it
 // lives, host or device memory. Move-only: the view may point into the copy.
+// How FromProto(MatrixRef) takes a distributed resident matrix (see there).
+enum class DistributedUse { kGather, kInPlace };
+
 class InputMatrix {
  public:
   InputMatrix(InputMatrix&&) = default;
@@ -32,6 +35,11 @@ class InputMatrix {
   const MatrixView& view() const { return view_; }
   // The resident matrix behind the operand, if any.
   const ResidentLease* resident() const { return resident_ ? &*resident_ : nullptr; }
+  // A distributed resident matrix taken in place (DistributedUse::kInPlace): view() is then its
+  // shape with null data, and CopyToHost gathers it. Null otherwise.
+  const DistributedResidentMatrix* distributed() const {
+    return view_.on_device() && resident_ ? resident_->distributed() : nullptr;
+  }
   // Whether the operand is viewed in a client's shared-memory region.
   bool in_shared_memory() const { return shared_memory_ != nullptr; }
   // Replaces a device view (a resident matrix, or a CUDA shared-memory region) by a host copy of
@@ -44,7 +52,8 @@ class InputMatrix {
   friend absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto,
                                                ResidentRegistry* registry, absl::string_view field,
                                                SharedMemoryRegistry* shared_memory,
-                                               const std::string& owner);
+                                               const std::string& owner,
+                                               DistributedUse distributed);
   InputMatrix() = default;
 
   MatrixView view_;
@@ -68,14 +77,22 @@ absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view
 // errors; FAILED_PRECONDITION when null) and viewed in place, its region held meanwhile: a host
 // view in a system region, a device view in a CUDA region (its entries are not checked).
 // Only `owner`'s matrices and regions are found (NOT_FOUND for another client's).
+// A distributed resident matrix (layout DISTRIBUTED) is gathered into host memory (kGather:
+// RESOURCE_EXHAUSTED naming `layout` when it does not fit), unless `distributed` is kInPlace,
+// for an operation that reads the parts where they lie (Determinant with devices > 1).
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
                                       absl::string_view field,
                                       SharedMemoryRegistry* shared_memory = nullptr,
-                                      const std::string& owner = {});
+                                      const std::string& owner = {},
+                                      DistributedUse distributed = DistributedUse::kGather);
 
 // A SharedMemoryRef as the registry takes it; INVALID_ARGUMENT naming `field` for a bad dtype.
 absl::StatusOr<SharedMemoryReference> FromProto(const v1::SharedMemoryRef& proto,
                                                 absl::string_view field);
+
+// INVALID_ARGUMENT naming `field` for a value outside the enum.
+absl::StatusOr<ResidentLayout> FromProto(v1::ResidentLayout layout, absl::string_view field);
+v1::ResidentLayout ToProto(ResidentLayout layout);
 
 // The proto ResidentMatrix of a registry entry at `now`.
 void ToProto(const ResidentInfo& info, absl::Time now, v1::ResidentMatrix* proto);

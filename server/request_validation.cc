@@ -179,10 +179,11 @@ absl::StatusOr<PermanentWalk> FromProto(v1::PermanentWalk walk) {
 // An operand given inline (`field`) or by reference (`field`_ref).
 absl::StatusOr<InputMatrix> Operand(bool by_reference, const v1::Matrix& inline_matrix,
                                     const v1::MatrixRef& reference, absl::string_view field,
-                                    const OperandSources& sources) {
+                                    const OperandSources& sources,
+                                    DistributedUse distributed = DistributedUse::kGather) {
   if (by_reference) {
     return server::FromProto(reference, sources.registry, absl::StrCat(field, "_ref"),
-                             sources.shared_memory, sources.owner);
+                             sources.shared_memory, sources.owner, distributed);
   }
   return server::FromProto(inline_matrix, field);
 }
@@ -210,8 +211,11 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
     return absl::InvalidArgumentError(
         absl::StrCat("devices is ", request.devices(), "; want 0 or 1 (one device) or more"));
   }
+  // A distributed resident matrix is read in place by a determinant over several GPUs that
+  // reads its operand on the devices; gathered to the host for anything else.
   absl::StatusOr<InputMatrix> matrix =
-      Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources);
+      Operand(request.has_matrix_ref(), request.matrix(), request.matrix_ref(), "matrix", sources,
+              request.devices() > 1 ? DistributedUse::kInPlace : DistributedUse::kGather);
   if (!matrix.ok()) return matrix.status();
   DeterminantInputs inputs{.matrix = *std::move(matrix),
                            .options = {.method = *method,
@@ -221,6 +225,7 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
       !sources.backend->DeterminantReadsOnDevice(inputs.matrix.view(), inputs.options)) {
     if (absl::Status s = inputs.matrix.CopyToHost(); !s.ok()) return s;
   }
+  inputs.options.distributed = inputs.matrix.distributed();
   if (absl::Status s = ValidateDeterminant(inputs.matrix.view(), inputs.options,
                                            LimitsFor(limits, {&inputs.matrix}));
       !s.ok()) {

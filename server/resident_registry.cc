@@ -9,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/distributed_resident_matrix.h"
 #include "core/status_macros.h"
 #include "core/validation.h"
 
@@ -20,11 +21,16 @@ struct ResidentAccounting {
   std::atomic<uint64_t>* total = nullptr;
   std::shared_ptr<std::atomic<uint64_t>> owner_total;  // the owner's bytes
   uint64_t bytes = 0;
-  MemoryAdmission* admission = nullptr;  // null on the host
+  MemoryAdmission* admission = nullptr;  // null on the host and for a distributed matrix
   bool device_reserved = false;          // guarded by the registry's lock while it is reachable
+  // A distributed matrix's parts: each device's admission and the bytes reserved there.
+  std::vector<std::pair<MemoryAdmission*, uint64_t>> part_reservations;
 
   ~ResidentAccounting() {
     if (device_reserved && admission != nullptr) admission->Unreserve(bytes);
+    for (const auto& [part_admission, part_bytes] : part_reservations) {
+      part_admission->Unreserve(part_bytes);
+    }
     if (total != nullptr) total->fetch_sub(bytes);
     if (owner_total != nullptr) owner_total->fetch_sub(bytes);
   }
@@ -85,6 +91,10 @@ ResidentLease::~ResidentLease() {
 MatrixView ResidentLease::view() const { return entry_->matrix->view(); }
 
 int ResidentLease::device_index() const { return entry_->matrix->device_index(); }
+
+const DistributedResidentMatrix* ResidentLease::distributed() const {
+  return entry_->matrix->distributed();
+}
 
 std::optional<MatrixView> ResidentLease::part(absl::string_view name) const {
   for (const auto& [part_name, part] : entry_->parts) {
@@ -208,8 +218,41 @@ uint64_t ResidentRegistry::SpillForRoom(int device, uint64_t bytes) {
 
 absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::Create(
     int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
-    const ResidentOwner& owner) {
-  return CreateWithParts(rows, cols, dtype, std::move(label), device_index, {}, owner);
+    const ResidentOwner& owner, ResidentLayout layout) {
+  return CreateWithParts(rows, cols, dtype, std::move(label), device_index, {}, owner, layout);
+}
+
+absl::StatusOr<std::unique_ptr<ResidentMatrix>> ResidentRegistry::AllocateDistributed(
+    int64_t rows, int64_t cols, DType dtype, Entry& entry) {
+  const RowCyclicLayout layout{.rows = rows,
+                               .cols = cols,
+                               .block = kDistributedRowBlock,
+                               .parts = static_cast<int>(admissions_.size())};
+  const uint64_t row_bytes = static_cast<uint64_t>(cols) * ElementSize(dtype);
+  std::vector<std::unique_ptr<ResidentMatrix>> parts(admissions_.size());
+  for (int g = 0; g < layout.parts; ++g) {
+    const int64_t local_rows = layout.LocalRows(g);
+    if (local_rows == 0) continue;
+    const uint64_t bytes = static_cast<uint64_t>(local_rows) * row_bytes;
+    {
+      absl::MutexLock lock(&mutex_);
+      MemoryAdmission* admission = admissions_[static_cast<size_t>(g)];
+      if (!ReserveOnDevice(g, bytes)) {
+        const uint64_t free_bytes =
+            admission->capacity() - std::min(admission->reserved(), admission->capacity());
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "layout DISTRIBUTED: device ", g, "'s part of a resident ", rows, "x", cols, " ",
+            DTypeName(dtype), " matrix (", local_rows, " rows) needs ", bytes, " bytes; ",
+            free_bytes, " of its ", admission->capacity(), " bytes of device memory are free"));
+      }
+      entry.accounting.part_reservations.emplace_back(admission, bytes);
+    }
+    MATRIXD_ASSIGN_OR_RETURN(parts[static_cast<size_t>(g)],
+                             backend_.AllocateResident(local_rows, cols, dtype, g));
+  }
+  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<DistributedResidentMatrix> matrix,
+                           DistributedResidentMatrix::Make(layout, dtype, std::move(parts)));
+  return std::unique_ptr<ResidentMatrix>(std::move(matrix));
 }
 
 std::shared_ptr<std::atomic<uint64_t>> ResidentRegistry::OwnerTotalLocked(
@@ -234,7 +277,17 @@ uint64_t ResidentRegistry::owner_bytes(absl::string_view owner) const {
 
 absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithParts(
     int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
-    const std::vector<ResidentPart>& parts, const ResidentOwner& owner) {
+    const std::vector<ResidentPart>& parts, const ResidentOwner& owner, ResidentLayout layout) {
+  if (layout == ResidentLayout::kDistributed && admissions_.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layout is RESIDENT_LAYOUT_DISTRIBUTED, which needs a server with at least 2 GPUs; this "
+        "one has ",
+        admissions_.size(), admissions_.empty() ? " (it computes on the host)" : "",
+        ": use RESIDENT_LAYOUT_SINGLE_DEVICE"));
+  }
+  if (layout == ResidentLayout::kDistributed && !parts.empty()) {
+    return absl::InternalError("a distributed resident matrix keeps no parts beside it");
+  }
   uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
   for (const ResidentPart& part : parts) bytes += part.matrix.byte_size();
   // Take the bytes from the limit first; ResidentAccounting gives them back on every failure.
@@ -260,7 +313,9 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
         options_.limit_bytes - std::min(before, options_.limit_bytes), " of the ",
         options_.limit_bytes, " bytes of --resident_memory_limit are free"));
   }
-  if (!admissions_.empty()) {
+  if (layout == ResidentLayout::kDistributed) {
+    MATRIXD_ASSIGN_OR_RETURN(entry->matrix, AllocateDistributed(rows, cols, dtype, *entry));
+  } else if (!admissions_.empty()) {
     absl::MutexLock lock(&mutex_);
     // The device with the most room in admission, unless one is named.
     if (device_index < 0 || device_index >= static_cast<int>(admissions_.size())) {
@@ -288,9 +343,10 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
     entry->accounting.admission = admission;
     entry->accounting.device_reserved = true;
   }
-  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<ResidentMatrix> matrix,
-                           backend_.AllocateResident(rows, cols, dtype, device_index));
-  entry->matrix = std::move(matrix);
+  if (entry->matrix == nullptr) {
+    MATRIXD_ASSIGN_OR_RETURN(entry->matrix,
+                             backend_.AllocateResident(rows, cols, dtype, device_index));
+  }
   for (const ResidentPart& part : parts) {
     MATRIXD_ASSIGN_OR_RETURN(
         std::unique_ptr<ResidentMatrix> allocated,
@@ -303,6 +359,7 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
   entry->info.dtype = dtype;
   entry->info.bytes = bytes;
   entry->info.device = entry->matrix->device();
+  entry->info.layout = layout;
   entry->info.label = std::move(label);
   entry->info.owner = owner.name;
   return std::unique_ptr<PendingResident>(new PendingResident(*this, std::move(entry)));
@@ -343,9 +400,10 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::KeepFactorization(
     const MatrixView& factor, const std::vector<ResidentPart>& parts,
     const ResidentFactorization& factorization, std::string label, int device_index,
     const ResidentOwner& owner) {
-  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
-                           CreateWithParts(factor.rows, factor.cols, factor.dtype, std::move(label),
-                                           device_index, parts, owner));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::unique_ptr<PendingResident> pending,
+      CreateWithParts(factor.rows, factor.cols, factor.dtype, std::move(label), device_index, parts,
+                      owner, ResidentLayout::kSingleDevice));
   std::shared_ptr<Entry> entry = std::move(pending->entry_);
   bool finite = AllFinite(factor);
   MATRIXD_RETURN_IF_ERROR(entry->matrix->Write(0, std::span(factor.data, factor.byte_size())));
@@ -398,9 +456,10 @@ absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle
 
 absl::StatusOr<ResidentInfo> ResidentRegistry::CreateFilling(int64_t rows, int64_t cols,
                                                              DType dtype, std::string label,
-                                                             const ResidentOwner& owner) {
+                                                             const ResidentOwner& owner,
+                                                             ResidentLayout layout) {
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
-                           Create(rows, cols, dtype, std::move(label), -1, owner));
+                           Create(rows, cols, dtype, std::move(label), -1, owner, layout));
   std::shared_ptr<Entry> entry = std::move(pending->entry_);
   entry->info.missing_bytes = entry->info.bytes;
   return Register(std::move(entry), /*finite=*/true);

@@ -4,7 +4,9 @@
 //
 // Memory: every matrix counts against `limit_bytes` (all resident bytes, spilled or not). On a
 // device it also holds a reservation in that device's MemoryAdmission, so jobs are admitted
-// against what resident matrices leave free. When a matrix or a job does not fit on a device,
+// against what resident matrices leave free; a distributed matrix (ResidentLayout::kDistributed,
+// core/distributed_resident_matrix.h) holds one on every device, its part's bytes, and is never
+// spilled. When a matrix or a job does not fit on a device,
 // the least recently used idle matrices there are spilled to host memory (SpillForRoom) and come
 // back on their next use.
 //
@@ -83,6 +85,7 @@ struct ResidentInfo {
   // Bytes that the parts of a parallel upload (ResidentRegistry::CreateFilling) have still to
   // deliver; the matrix can be used once this is 0.
   uint64_t missing_bytes = 0;
+  ResidentLayout layout = ResidentLayout::kSingleDevice;
   // Set when the handle names a kept factorization; `bytes` then counts its parts too.
   std::optional<ResidentFactorization> factorization;
   absl::Time created;
@@ -112,8 +115,11 @@ class ResidentLease {
   const ResidentInfo& info() const { return info_; }
   // The operand: a device view on a device, host bytes otherwise.
   MatrixView view() const;
-  // The backend device index (ResidentMatrix::device_index) the matrix lives on.
+  // The backend device index (ResidentMatrix::device_index) the matrix lives on (the first part's
+  // for a distributed one).
   int device_index() const;
+  // The parts of a distributed matrix (layout kDistributed), else null.
+  const DistributedResidentMatrix* distributed() const;
   // The view of the part kept with it as `name` (KeepFactorization), or nullopt.
   std::optional<MatrixView> part(absl::string_view name) const;
   // Copies bytes out (host memory).
@@ -204,16 +210,20 @@ class ResidentRegistry {
   // much is free, when it does not fit under the limit or on any device even after spilling idle
   // matrices. `device_index` as for Backend::AllocateResident.
   // RESOURCE_EXHAUSTED naming max_resident_bytes past the owner's quota.
-  absl::StatusOr<std::unique_ptr<PendingResident>> Create(int64_t rows, int64_t cols, DType dtype,
-                                                          std::string label, int device_index = -1,
-                                                          const ResidentOwner& owner = {});
+  // With `layout` kDistributed (device_index then unused): parts over every device of the
+  // backend, each reserved on its own device (RESOURCE_EXHAUSTED naming the device that has no
+  // room); INVALID_ARGUMENT naming `layout` when the backend has fewer than 2 devices.
+  absl::StatusOr<std::unique_ptr<PendingResident>> Create(
+      int64_t rows, int64_t cols, DType dtype, std::string label, int device_index = -1,
+      const ResidentOwner& owner = {}, ResidentLayout layout = ResidentLayout::kSingleDevice);
   // Flushes the pending matrix's writes and names it. `finite` says whether every entry is finite.
   absl::StatusOr<ResidentInfo> Commit(std::unique_ptr<PendingResident> pending, bool finite);
   // A named matrix to be filled by several upload streams at once (FillingParts), each sending
   // its own byte range; operations on it are FAILED_PRECONDITION until every byte has arrived.
   // Errors as for Create. It expires after the TTL like any idle matrix.
   absl::StatusOr<ResidentInfo> CreateFilling(int64_t rows, int64_t cols, DType dtype,
-                                             std::string label, const ResidentOwner& owner = {});
+                                             std::string label, const ResidentOwner& owner = {},
+                                             ResidentLayout layout = ResidentLayout::kSingleDevice);
   // A new part of the filling matrix `handle`. NOT_FOUND as for Acquire; FAILED_PRECONDITION
   // when the matrix is complete already.
   absl::StatusOr<std::unique_ptr<FillingPart>> BeginPart(absl::string_view handle,
@@ -266,10 +276,15 @@ class ResidentRegistry {
   friend class FillingPart;
   using Entry = ResidentLease::Entry;
 
-  // Create with `parts` allocated beside the matrix (shapes and dtypes only).
+  // Create with `parts` allocated beside the matrix (shapes and dtypes only; none when
+  // distributed).
   absl::StatusOr<std::unique_ptr<PendingResident>> CreateWithParts(
       int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
-      const std::vector<ResidentPart>& parts, const ResidentOwner& owner);
+      const std::vector<ResidentPart>& parts, const ResidentOwner& owner, ResidentLayout layout);
+  // Reserves each device's part of a distributed matrix in `entry`'s accounting and allocates
+  // the parts.
+  absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateDistributed(int64_t rows, int64_t cols,
+                                                                      DType dtype, Entry& entry);
   // The entry `handle` names if `owner` owns it, else null.
   std::shared_ptr<Entry>* FindOwnedLocked(absl::string_view handle, absl::string_view owner)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);

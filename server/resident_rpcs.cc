@@ -1,6 +1,7 @@
 // MatrixService's resident-matrix RPCs on the gRPC callback API: Upload feeds each chunk to an
 // UploadAssembler as it arrives (no thread waits for the stream), Download writes the chunks of a
-// DownloadStream one after the other, ListMatrices and Release answer at once.
+// DownloadStream one after the other, ListMatrices and Release answer at once. CreateMatrix,
+// Generate and Upload take a layout (core/distributed_resident_matrix.h for DISTRIBUTED).
 #include <algorithm>
 #include <memory>
 #include <utility>
@@ -250,8 +251,9 @@ grpc::ServerUnaryReactor* MatrixService::CreateMatrix(grpc::CallbackServerContex
     absl::StatusOr<UploadShape> shape =
         CheckNewMatrix(request->rows(), request->cols(), request->dtype(), "CreateMatrix", *client);
     if (!shape.ok()) return shape.status();
+    MATRIXD_ASSIGN_OR_RETURN(ResidentLayout layout, FromProto(request->layout(), "layout"));
     absl::StatusOr<ResidentInfo> info = resident_->CreateFilling(
-        shape->rows, shape->cols, shape->dtype, request->label(), OwnerOf(*client));
+        shape->rows, shape->cols, shape->dtype, request->label(), OwnerOf(*client), layout);
     if (!info.ok()) return CountRejection(*client, info.status());
     ToProto(*info, absl::Now(), response);
     return absl::OkStatus();
@@ -285,8 +287,10 @@ grpc::ServerUnaryReactor* MatrixService::Generate(grpc::CallbackServerContext* c
                                                        " is not RANDOM, IDENTITY or HILBERT"));
     }
     if (absl::Status valid = CheckGenerator(options, shape->dtype); !valid.ok()) return valid;
+    MATRIXD_ASSIGN_OR_RETURN(ResidentLayout layout, FromProto(request->layout(), "layout"));
+    // On a GPU the entries are made there, each distributed part on its own GPU, in place.
     absl::StatusOr<std::unique_ptr<PendingResident>> pending = resident_->Create(
-        shape->rows, shape->cols, shape->dtype, request->label(), -1, OwnerOf(*client));
+        shape->rows, shape->cols, shape->dtype, request->label(), -1, OwnerOf(*client), layout);
     if (!pending.ok()) return CountRejection(*client, pending.status());
     if (absl::Status made = GenerateInto((*pending)->matrix(), options); !made.ok()) return made;
     absl::StatusOr<ResidentInfo> info = resident_->Commit(*std::move(pending), /*finite=*/true);

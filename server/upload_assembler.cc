@@ -54,8 +54,10 @@ absl::Status UploadAssembler::Start(const v1::UploadChunk& chunk) {
   cols_ = shape.cols;
   dtype_ = shape.dtype;
   size_ = shape.bytes;
-  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<PendingResident> pending,
-                           registry_.Create(rows_, cols_, dtype_, chunk.label(), -1, owner_));
+  MATRIXD_ASSIGN_OR_RETURN(ResidentLayout layout, FromProto(chunk.layout(), "upload's layout"));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::unique_ptr<PendingResident> pending,
+      registry_.Create(rows_, cols_, dtype_, chunk.label(), -1, owner_, layout));
   pending_ = std::move(pending);
   return absl::OkStatus();
 }
@@ -70,6 +72,12 @@ absl::Status UploadAssembler::StartPart(const v1::UploadChunk& chunk) {
     return absl::InvalidArgumentError(absl::StrCat(
         "upload part says ", chunk.rows(), "x", chunk.cols(), " ", v1::DType_Name(chunk.dtype()),
         "; matrix ", info.handle, " is ", info.rows, "x", info.cols, " ", DTypeName(info.dtype)));
+  }
+  if (chunk.layout() != v1::RESIDENT_LAYOUT_SINGLE_DEVICE &&
+      chunk.layout() != ToProto(info.layout)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "upload part says layout ", v1::ResidentLayout_Name(chunk.layout()), "; matrix ",
+        info.handle, " was created with ", v1::ResidentLayout_Name(ToProto(info.layout))));
   }
   if (chunk.offset() % ElementSize(info.dtype) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("upload part starts at offset ", chunk.offset(),

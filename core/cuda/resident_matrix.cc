@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/generated_entries.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -99,6 +100,18 @@ class DeviceResidentMatrix final : public ResidentMatrix {
   }
 
   std::byte* device_data() override { return spilled() ? nullptr : buffer_.as<std::byte>(); }
+
+  bool GeneratesInPlace() const override { return !spilled(); }
+
+  absl::Status GenerateInPlace(const GeneratorOptions& options,
+                               const GeneratedRows& rows) override {
+    if (spilled()) return ResidentMatrix::GenerateInPlace(options, rows);
+    // On the channel's stream, as a Write would be: Flush waits for it.
+    return channel_.Run([&](DeviceContext& context) {
+      return MATRIXD_CUDA_STATUS(LaunchGeneratedEntries(options, rows, this->rows(), cols(),
+                                                        dtype(), buffer_.data(), context.stream()));
+    });
+  }
 
   MatrixView view() const override {
     return {.rows = rows(),

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/backend_wrapper.h"
+#include "core/distributed_resident_matrix.h"
 #include "core/job_control.h"
 #include "core/multi_gpu/cannon_gemm.h"
 #include "core/multi_gpu/multi_gpu_lu.h"
@@ -16,8 +17,9 @@
 namespace matrixd::multi_gpu {
 namespace {
 
-// Columns per panel of the determinant over several GPUs (docs/distributed.md).
-constexpr int64_t kLuBlock = 512;
+// Columns per panel of the determinant over several GPUs (docs/distributed.md): a distributed
+// resident matrix's row blocks, so that the LU reads its parts in place.
+constexpr int64_t kLuBlock = kDistributedRowBlock;
 
 // sign * exp(log_abs) without overflow: the mantissa carries exp of the fraction of log_abs that
 // is not a whole number of binary exponents.
@@ -88,7 +90,9 @@ class MultiGpuBackend : public BackendWrapper {
     if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
     const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<DistributedDeterminant> det = MultiGpuDeterminant(used, a, kLuBlock);
+    absl::StatusOr<DistributedDeterminant> det =
+        options.distributed != nullptr ? MultiGpuDeterminant(used, *options.distributed, devices_)
+                                       : MultiGpuDeterminant(used, a, kLuBlock);
     if (!det.ok()) {
       return absl::Status(det.status().code(), absl::StrCat("LU over ", options.devices,
                                                             " GPUs: ", det.status().message()));

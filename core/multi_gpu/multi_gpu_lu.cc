@@ -247,6 +247,45 @@ absl::Status MultiGpuLu::Upload(const MatrixView& a) {
   return CheckFinite();
 }
 
+absl::Status MultiGpuLu::UploadParts(const DistributedResidentMatrix& a,
+                                     const std::vector<int>& device_of_part) {
+  const RowCyclicLayout& layout = a.row_layout();
+  // n <= block: one block, on part 0 in both layouts, whatever the block sizes.
+  const bool same_blocks = layout.block == block_ || (n_ <= layout.block && n_ <= block_);
+  if (a.dtype() != DType::kFloat64 || a.rows() != n_ || a.cols() != n_ || layout.parts != gpus() ||
+      !same_blocks) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "layout RESIDENT_LAYOUT_DISTRIBUTED: the matrix is ", a.rows(), "x", a.cols(), " ",
+        DTypeName(a.dtype()), " over ", layout.parts, " GPUs in blocks of ", layout.block,
+        " rows; this LU takes a float64 ", n_, "x", n_, " matrix over ", gpus(),
+        " GPUs in blocks of ", block_, " (ask with devices = ", layout.parts, ")"));
+  }
+  MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
+  for (int g = 0; g < gpus(); ++g) {
+    const ResidentMatrix* part = a.part(g);
+    if (part == nullptr) continue;  // no rows there
+    const int index = part->device_index();
+    if (index < 0 || index >= static_cast<int>(device_of_part.size()) ||
+        device_of_part[static_cast<size_t>(index)] != lanes_[g]->device) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("layout RESIDENT_LAYOUT_DISTRIBUTED: part ", g, " lives on device ", index,
+                       ", not on the LU's GPU ", lanes_[g]->device));
+    }
+    const MatrixView view = part->view();
+    if (view.data == nullptr || static_cast<int64_t>(view.byte_size()) !=
+                                    parts_[g].local_cols * n_ * int64_t{sizeof(double)}) {
+      return absl::InternalError(absl::StrCat("distributed part ", g, " has ", view.byte_size(),
+                                              " bytes on the device; the LU's part wants ",
+                                              parts_[g].local_cols * n_ * 8));
+    }
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(matrices_[g].get(), view.data, view.byte_size(),
+                                                 cudaMemcpyDeviceToDevice, lanes_[g]->update));
+  }
+  MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
+  return CheckFinite();
+}
+
 absl::Status MultiGpuLu::CheckFinite() {
   for (int g = 0; g < gpus(); ++g) {
     LuLane& lane = *lanes_[g];
@@ -343,6 +382,19 @@ absl::StatusOr<DistributedDeterminant> MultiGpuLu::Determinant() {
   const std::vector<int64_t> wide(pivots.begin(), pivots.end());
   const PivotCounts counts[1] = {CountPivots(wide, n_, n_, n_, 1, 0)};
   return CombineDeterminant(total[0], total[1], total[2], total[3], counts);
+}
+
+absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
+                                                           const DistributedResidentMatrix& a,
+                                                           const std::vector<int>& device_of_part) {
+  if (a.rows() != a.cols()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a determinant needs a square matrix, got ", a.rows(), "x", a.cols()));
+  }
+  MATRIXD_ASSIGN_OR_RETURN(auto lu, MultiGpuLu::Create(devices, a.rows(), a.row_layout().block));
+  MATRIXD_RETURN_IF_ERROR(lu->UploadParts(a, device_of_part));
+  MATRIXD_RETURN_IF_ERROR(lu->Factor());
+  return lu->Determinant();
 }
 
 absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,

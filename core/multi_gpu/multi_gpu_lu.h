@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/cuda/block_cyclic_kernels.h"
+#include "core/distributed_resident_matrix.h"
 #include "core/matrix.h"
 #include "core/multi_gpu/device_allocation.h"
 #include "core/multi_gpu/lu_lane.h"
@@ -56,6 +57,13 @@ class MultiGpuLu {
   // INVALID_ARGUMENT for another dtype or shape, and for a NaN or Inf entry (NonFiniteEntryError
   // for "matrix", core/validation.h: a device operand was never read on the host).
   absl::Status Upload(const MatrixView& a);
+  // Copies a distributed resident matrix's parts onto the GPUs, each part on its own GPU (no copy
+  // between GPUs: its rows are this LU's part of A^T, core/distributed_resident_matrix.h), and
+  // checks the entries as Upload does. FAILED_PRECONDITION naming `layout` unless the matrix is
+  // float64 n x n in blocks of block() rows over gpus() parts, part g on devices[g] as the
+  // caller's `device_of_part` maps backend device indices to CUDA ordinals.
+  absl::Status UploadParts(const DistributedResidentMatrix& a,
+                           const std::vector<int>& device_of_part);
   // Makes `matrix` from `seed` in place (cuda::LaunchGenerate: the same global matrix as on one
   // GPU). Returns before it completes; Factor waits for it.
   absl::Status Generate(cuda::GeneratedMatrix matrix, uint64_t seed);
@@ -111,6 +119,12 @@ class MultiGpuLu {
 // `devices` with panels of `block` columns. Errors as Create, Upload, Factor and Determinant.
 absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
                                                            const MatrixView& a, int64_t block);
+// The same of a distributed resident matrix, read in place (UploadParts), with its own blocks;
+// `device_of_part` maps the parts' backend device indices to CUDA ordinals. Errors as Create,
+// UploadParts, Factor and Determinant.
+absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
+                                                           const DistributedResidentMatrix& a,
+                                                           const std::vector<int>& device_of_part);
 
 }  // namespace matrixd::multi_gpu
 

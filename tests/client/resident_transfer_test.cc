@@ -98,6 +98,17 @@ TEST(UploadChunker, WholeMatrixHeaderChunksThenChecksum) {
   EXPECT_EQ(chunker.bytes_sent(), bytes.size());
 }
 
+TEST(UploadChunker, LayoutGoesInTheFirstMessageOnly) {
+  const std::string bytes = Bytes(4 * 4 * 8);
+  UploadChunker chunker(
+      {.rows = 4, .cols = 4, .dtype = v1::DTYPE_FLOAT64, .layout = v1::RESIDENT_LAYOUT_DISTRIBUTED},
+      AsBytes(bytes), {0, bytes.size()}, 40);
+  const Stream stream = Drain(chunker);
+  ASSERT_GT(stream.chunks.size(), 2u);
+  EXPECT_EQ(stream.chunks[0].layout(), v1::RESIDENT_LAYOUT_DISTRIBUTED);
+  EXPECT_EQ(stream.chunks[1].layout(), v1::RESIDENT_LAYOUT_SINGLE_DEVICE);
+}
+
 TEST(UploadChunker, PartNamesHandleAndChecksumsItsRangeOnly) {
   const std::string bytes = Bytes(400);
   UploadChunker chunker({.handle = "abc"}, AsBytes(bytes), {160, 320}, 64);

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Distributed resident matrices and the device Generate (issue 10), in one device call on
+# nvidia-h200-x2 (or nvidia-h100-x2; the 80 GB step needs 2 x H200):
+#   1. gate: matrixd_core_test (generator kernel = host generator, every dtype and kind; the row
+#      mapping), matrixd_multi_gpu_test (DistributedResidentTest.*: parts generated in place and
+#      uploaded/gathered bit for bit, determinant read in place = one GPU's; MultiGpuLu.*,
+#      MultiGpuBackend.*), matrixd_server_test (Distributed*, GenerateRpc*, MultiDeviceAdmission.*);
+#   2. matrixd --backend=cuda on both GPUs: `generate random N` single and `--layout distributed`,
+#      both downloaded and compared byte for byte (cmp), the single one's file uploaded again with
+#      `--layout distributed` (one stream, then 4 parts) and downloaded again (cmp);
+#   3. `det --devices 1` of the single matrix and `det --devices 2` of the distributed one (the
+#      same log|det| expected; REPEATS times, the first warms up), with generate times;
+#   4. BIG (default 100000, float64, 80 GB): `generate --layout distributed`, then `det --devices 2`,
+#      only where each GPU has more than 100 GB (H200).
+# Every step runs under `timeout`; a failure stops nothing else. Output in $OUT (summary.txt,
+# cli.txt, matrixd.log, the tests' logs), tarred into $OUT/distlayout-logs.tar.gz at the end.
+#
+# Preparing (here):
+#   cmake --build build -j2 --target matrixd matrixctl matrixd_core_test matrixd_multi_gpu_test \
+#       matrixd_server_test
+#   ../shared/gpu/bundle.sh .gpu build/server/matrixd build/client/matrixctl \
+#       build/tests/matrixd_core_test build/tests/matrixd_multi_gpu_test \
+#       build/tests/matrixd_server_test
+# then through the device tool, carry [".gpu"], kind nvidia-h200-x2:
+#   tests/gpu/distlayout-run.sh
+# Knobs: N=8191 (round trip and det), SIZES="32768" (timed dets), REPEATS=2, BIG=100000 (0 skips
+# step 4), GATE=1 (0 skips step 1), BIN (default .gpu/bin), BACKEND=cuda (cpu: a dry run of the
+# script without a GPU, where every distributed call is refused).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:?OUT must name the output directory}
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bin=${BIN:-.gpu/bin}
+n=${N:-8191}
+big=${BIG:-100000}
+repeats=${REPEATS:-2}
+sizes=${SIZES:-32768}
+backend=${BACKEND:-cuda}
+log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
+now() { date +%s.%N; }
+since() { awk "BEGIN {printf \"%.3f\", $(now) - $1}"; }
+verdict() { grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$1" | tr '\n' ' '; }
+
+command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${out}/summary.txt"
+
+if [ "${GATE:-1}" = 1 ]; then
+  log "matrixd_core_test generator and layout"
+  timeout 300 "${bin}/matrixd_core_test" --gtest_brief=1 \
+    --gtest_filter='*MatrixGeneratorTest*:GeneratorEntry.*:RowCyclicLayout.*:DistributedOnHost*' \
+    >"${out}/core_test.txt" 2>&1
+  log "  exit $?: $(verdict "${out}/core_test.txt")"
+  log "matrixd_multi_gpu_test"
+  timeout 400 "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
+    --gtest_filter='DistributedResidentTest.*:MultiGpuLu.*:MultiGpuBackend.*' \
+    >"${out}/multi_gpu_test.txt" 2>&1
+  log "  exit $?: $(verdict "${out}/multi_gpu_test.txt")"
+  log "matrixd_server_test"
+  timeout 200 "${bin}/matrixd_server_test" --gtest_brief=1 \
+    --gtest_filter='Distributed*:GenerateRpc*:MultiDeviceAdmission.*' >"${out}/server_test.txt" 2>&1
+  log "  exit $?: $(verdict "${out}/server_test.txt")"
+fi
+
+port=50064
+log "matrixd --backend=${backend}"
+"${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9474 \
+  --resident_memory_limit=200G \
+  --max_matrix_elements=20000000000 >"${out}/matrixd.log" 2>&1 &
+pid=$!
+ctl() { timeout 400 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=390s "$@"; }
+for _ in $(seq 120); do
+  ctl --deadline=1s health >/dev/null 2>&1 && break
+  sleep 0.5
+done
+ctl health >>"${out}/cli.txt" 2>&1
+
+# generate LABEL ARGS...: prints the handle; the time and device line go to cli.txt/summary.
+generate() {
+  local label=$1
+  shift
+  local t0 handle
+  t0=$(now)
+  handle=$(ctl generate "$@" 2>>"${out}/cli.txt")
+  log "  generate ${label}: exit $?, $(since "${t0}") s, handle ${handle:0:8}" >&2
+  echo "${handle}"
+}
+# timed LABEL ARGS...: one matrixctl call, its output in cli.txt.
+timed() {
+  local label=$1
+  shift
+  echo "### ${label}: matrixctl $*" >>"${out}/cli.txt"
+  local t0
+  t0=$(now)
+  local reply rc
+  reply=$(ctl "$@" 2>&1)
+  rc=$?
+  echo "${reply}" >>"${out}/cli.txt"
+  # A determinant's value, so that the single and distributed answers sit side by side.
+  log "  ${label}: exit ${rc}, round trip $(since "${t0}") s $(echo "${reply}" | grep -m1 -E '^  det ' | tr -s ' ')"
+}
+same() { cmp -s "$1" "$2" && echo "identical" || echo "DIFFERENT"; }
+
+log "round trip n=${n}"
+single=$(generate "single ${n}" random "${n}" --seed=7)
+spread=$(generate "distributed ${n}" random "${n}" --seed=7 --layout=distributed)
+ctl ls >>"${out}/cli.txt" 2>&1
+timed "download single" download "@${single:0:8}" --output="${out}/single.npy"
+timed "download distributed" download "@${spread:0:8}" --output="${out}/spread.npy"
+log "  generated single vs distributed: $(same "${out}/single.npy" "${out}/spread.npy")"
+for streams in 1 4; do
+  up=$(ctl upload "${out}/single.npy" --layout=distributed --streams="${streams}" 2>>"${out}/cli.txt")
+  log "  upload --layout=distributed --streams=${streams}: handle ${up:0:8}"
+  timed "download uploaded" download "@${up:0:8}" --output="${out}/up${streams}.npy"
+  log "  uploaded vs single: $(same "${out}/single.npy" "${out}/up${streams}.npy")"
+  ctl rm "${up}" >/dev/null 2>&1
+done
+rm -f "${out}"/*.npy
+
+log "determinants n=${n}"
+for r in $(seq "${repeats}"); do
+  timed "det single devices=1 run ${r}" det "@${single:0:8}" --devices=1
+  timed "det distributed devices=2 run ${r}" det "@${spread:0:8}" --devices=2
+done
+timed "det distributed devices=1 (gathered)" det "@${spread:0:8}" --devices=1
+timed "multiply distributed (gathered)" multiply "@${spread:0:8}" "@${single:0:8}"
+ctl rm "${single}" "${spread}" >/dev/null 2>&1
+
+for size in ${sizes}; do
+  s=$(generate "single ${size}" random "${size}" --seed=9)
+  d=$(generate "distributed ${size}" random "${size}" --seed=9 --layout=distributed)
+  for r in $(seq "${repeats}"); do
+    timed "det single ${size} devices=2 run ${r}" det "@${s:0:8}" --devices=2
+    timed "det distributed ${size} devices=2 run ${r}" det "@${d:0:8}" --devices=2
+  done
+  ctl rm "${s}" "${d}" >/dev/null 2>&1
+done
+
+smallest=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | sort -n | head -1)
+if [ "${big}" -gt 0 ] && [ "${smallest:-0}" -gt 100000 ]; then
+  log "big n=${big} distributed (GPU memory ${smallest} MiB each)"
+  h=$(generate "distributed ${big}" random "${big}" --seed=11 --layout=distributed)
+  ctl ls >>"${out}/cli.txt" 2>&1
+  nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv >>"${out}/summary.txt" 2>&1
+  timed "det distributed ${big} devices=2" det "@${h:0:8}" --devices=2
+  ctl rm "${h}" >/dev/null 2>&1
+else
+  log "big n=${big}: skipped (GPU memory ${smallest:-?} MiB)"
+fi
+
+kill "${pid}"
+wait "${pid}" 2>/dev/null
+tar -czf "${out}/distlayout-logs.tar.gz" -C "${out}" --exclude=distlayout-logs.tar.gz . 2>/dev/null
+log "done"
