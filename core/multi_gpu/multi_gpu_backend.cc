@@ -30,8 +30,11 @@ ScaledNumber FromSignAndLog(int sign, double log_abs) {
 
 class MultiGpuBackend : public BackendWrapper {
  public:
-  MultiGpuBackend(std::unique_ptr<Backend> cuda, std::vector<int> devices)
-      : BackendWrapper(std::move(cuda)), devices_(std::move(devices)) {}
+  MultiGpuBackend(std::unique_ptr<Backend> cuda, std::vector<int> devices,
+                  const DeviceMemoryLimit& memory_limit)
+      : BackendWrapper(std::move(cuda)),
+        devices_(std::move(devices)),
+        memory_limit_(memory_limit) {}
 
   absl::Status Supports(const OperationQuery& query) const override {
     if (query.operation == Operation::kDeterminant && query.determinant.devices > 1) {
@@ -59,7 +62,7 @@ class MultiGpuBackend : public BackendWrapper {
     if (IsCancelled(control)) return absl::CancelledError("multiply cancelled");
     const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
     CannonTimes times;
-    absl::StatusOr<Matrix> c = CannonGemm(used, a, b, &times);
+    absl::StatusOr<Matrix> c = CannonGemm(used, a, b, &times, memory_limit_);
     if (!c.ok()) {
       return absl::Status(c.status().code(), absl::StrCat("Cannon's product on ", options.devices,
                                                           " GPUs: ", c.status().message()));
@@ -189,6 +192,7 @@ class MultiGpuBackend : public BackendWrapper {
   }
 
   std::vector<int> devices_;
+  DeviceMemoryLimit memory_limit_;  // the wrapped backend's, which Cannon's blocks count against
 };
 
 }  // namespace
@@ -210,8 +214,9 @@ uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block) {
 }
 
 std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,
-                                              std::vector<int> devices) {
-  return std::make_unique<MultiGpuBackend>(std::move(cuda), std::move(devices));
+                                              std::vector<int> devices,
+                                              const DeviceMemoryLimit& memory_limit) {
+  return std::make_unique<MultiGpuBackend>(std::move(cuda), std::move(devices), memory_limit);
 }
 
 }  // namespace matrixd::multi_gpu
