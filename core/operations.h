@@ -53,6 +53,12 @@ struct DeterminantOptions {
   // server (docs/distributed.md), taken by the CUDA backend built with NCCL
   // (core/multi_gpu/multi_gpu_backend.h); other backends refuse > 1 in Supports.
   int devices = 1;
+  // What the caller has worked out of the matrix already, so that a backend need not read it again
+  // (the server's validation sets it; a direct caller may leave it):
+  // log2 of Hadamard's bound of an INT64 matrix (core/hadamard_bound.h), which sizes the exact
+  // determinant's primes; computed by the backend when absent. REQUIRES: when set, the bound of
+  // this very matrix.
+  std::optional<double> hadamard_bound_bits = std::nullopt;
 };
 
 struct DeterminantResult {
