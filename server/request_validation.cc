@@ -227,11 +227,12 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
       !s.ok()) {
     return s;
   }
-  // What validation knows of a host matrix now, passed down so that no layer reads it again: an
-  // INT64 one's Hadamard bound (the job's cost, the backend's device bytes and its exact
-  // determinant all need it).
+  // What validation knows of a host matrix now, passed down so that no layer reads it again: its
+  // entries are finite, and an INT64 one's Hadamard bound (the job's cost, the backend's device
+  // bytes and its exact determinant all need it).
   const MatrixView a = inputs.matrix.view();
   if (!a.on_device()) {
+    inputs.options.host_entries_checked = true;
     if (a.dtype == DType::kInt64 && inputs.options.modulus == 0) {
       inputs.options.hadamard_bound_bits = HadamardBoundBits(a.As<int64_t>(), a.rows);
     }

@@ -91,7 +91,8 @@ class MultiGpuBackend : public BackendWrapper {
     if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
     const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<DistributedDeterminant> det = MultiGpuDeterminant(used, a, kLuBlock);
+    absl::StatusOr<DistributedDeterminant> det =
+        MultiGpuDeterminant(used, a, kLuBlock, options.host_entries_checked);
     if (!det.ok()) {
       return absl::Status(det.status().code(), absl::StrCat("LU over ", options.devices,
                                                             " GPUs: ", det.status().message()));
@@ -119,7 +120,8 @@ class MultiGpuBackend : public BackendWrapper {
   }
 
   // The LU over several GPUs copies its parts from wherever the operand lies (a device operand
-  // from its GPU: operand_source.h) and looks for NaN and Inf there itself.
+  // from its GPU: operand_source.h) and looks for NaN and Inf there itself (in a host operand
+  // only when the options do not say it was checked).
   bool DeterminantReadsOnDevice(const MatrixView& a,
                                 const DeterminantOptions& options) const override {
     if (options.devices <= 1) return target().DeterminantReadsOnDevice(a, options);

@@ -220,7 +220,7 @@ absl::Status MultiGpuLu::SynchronizeAll() {
   return status;
 }
 
-absl::Status MultiGpuLu::Upload(const MatrixView& a) {
+absl::Status MultiGpuLu::Upload(const MatrixView& a, bool host_entries_checked) {
   if (a.dtype != DType::kFloat64 || a.rows != n_ || a.cols != n_) {
     return absl::InvalidArgumentError(absl::StrCat("MultiGpuLu::Upload: want a float64 ", n_, "x",
                                                    n_, " matrix, got ", a.rows, "x", a.cols, " ",
@@ -243,6 +243,7 @@ absl::Status MultiGpuLu::Upload(const MatrixView& a) {
   }
   MATRIXD_RETURN_IF_ERROR(source.Synchronize());
   MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
+  if (host_entries_checked && !a.on_device()) return absl::OkStatus();
   return CheckFinite();
 }
 
@@ -345,13 +346,14 @@ absl::StatusOr<DistributedDeterminant> MultiGpuLu::Determinant() {
 }
 
 absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
-                                                           const MatrixView& a, int64_t block) {
+                                                           const MatrixView& a, int64_t block,
+                                                           bool host_entries_checked) {
   if (a.rows != a.cols) {
     return absl::InvalidArgumentError(
         absl::StrCat("a determinant needs a square matrix, got ", a.rows, "x", a.cols));
   }
   MATRIXD_ASSIGN_OR_RETURN(auto lu, MultiGpuLu::Create(devices, a.rows, block));
-  MATRIXD_RETURN_IF_ERROR(lu->Upload(a));
+  MATRIXD_RETURN_IF_ERROR(lu->Upload(a, host_entries_checked));
   MATRIXD_RETURN_IF_ERROR(lu->Factor());
   return lu->Determinant();
 }

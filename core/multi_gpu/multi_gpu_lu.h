@@ -51,11 +51,13 @@ class MultiGpuLu {
   double* matrix(int g) const { return matrices_[g].get(); }
 
   // Copies the n x n float64 matrix `a` (row-major, in host memory or on any GPU: see
-  // operand_source.h) onto the GPUs, and checks its entries there. The factorisation is then that
-  // of its transpose (row-major rows are column-major columns), whose determinant is the same.
-  // INVALID_ARGUMENT for another dtype or shape, and for a NaN or Inf entry (NonFiniteEntryError
-  // for "matrix", core/validation.h: a device operand was never read on the host).
-  absl::Status Upload(const MatrixView& a);
+  // operand_source.h) onto the GPUs, and checks its entries there unless `a` is in host memory
+  // and `host_entries_checked` says the caller has checked them already. The factorisation is then
+  // that of its transpose (row-major rows are column-major columns), whose determinant is the
+  // same. INVALID_ARGUMENT for another dtype or shape, and for a NaN or Inf entry
+  // (NonFiniteEntryError for "matrix", core/validation.h: a device operand was never read on the
+  // host).
+  absl::Status Upload(const MatrixView& a, bool host_entries_checked = false);
   // Makes `matrix` from `seed` in place (cuda::LaunchGenerate: the same global matrix as on one
   // GPU). Returns before it completes; Factor waits for it.
   absl::Status Generate(cuda::GeneratedMatrix matrix, uint64_t seed);
@@ -108,9 +110,11 @@ class MultiGpuLu {
 };
 
 // The determinant of the n x n float64 matrix `a` (host or device memory) by MultiGpuLu over
-// `devices` with panels of `block` columns. Errors as Create, Upload, Factor and Determinant.
+// `devices` with panels of `block` columns (`host_entries_checked` as Upload's). Errors as
+// Create, Upload, Factor and Determinant.
 absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
-                                                           const MatrixView& a, int64_t block);
+                                                           const MatrixView& a, int64_t block,
+                                                           bool host_entries_checked = false);
 
 }  // namespace matrixd::multi_gpu
 

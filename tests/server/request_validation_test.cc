@@ -54,6 +54,7 @@ TEST(ValidateDeterminant, PassesDownWhatItFoundOfAHostMatrix) {
   *request.mutable_matrix() = MakeMatrix<int64_t>(2, 2, {3, 4, 0, 5});
   absl::StatusOr<DeterminantInputs> inputs = ValidateRequest(request, kLimits);
   ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_TRUE(inputs->options.host_entries_checked);
   ASSERT_TRUE(inputs->options.hadamard_bound_bits.has_value());
   EXPECT_NEAR(*inputs->options.hadamard_bound_bits, std::log2(25.0), 1e-12);
 
@@ -66,6 +67,7 @@ TEST(ValidateDeterminant, PassesDownWhatItFoundOfAHostMatrix) {
   request.set_modulus(0);
   inputs = ValidateRequest(request, kLimits);
   ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_TRUE(inputs->options.host_entries_checked);
   EXPECT_FALSE(inputs->options.hadamard_bound_bits.has_value());
 }
 
