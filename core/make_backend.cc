@@ -39,7 +39,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
       if (devices.empty()) {
         for (int d = 0; d < CudaDeviceCount(); ++d) devices.push_back(d);
       }
-      cuda = multi_gpu::WithMultiGpuProducts(*std::move(cuda), std::move(devices));
+      cuda = multi_gpu::WithMultiGpuProducts(*std::move(cuda), std::move(devices),
+                                             config.device_memory_limit);
     }
 #endif
     return cuda;

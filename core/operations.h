@@ -56,6 +56,15 @@ struct DeterminantOptions {
   // The operand when it is a distributed resident matrix read in place (its view then has null
   // data): only a backend whose DeterminantReadsOnDevice is true with devices > 1 is given one.
   const DistributedResidentMatrix* distributed = nullptr;
+  // What the caller has worked out of the matrix already, so that a backend need not read it again
+  // (the server's validation sets both; a direct caller may leave them):
+  // log2 of Hadamard's bound of an INT64 matrix (core/hadamard_bound.h), which sizes the exact
+  // determinant's primes; computed by the backend when absent. REQUIRES: when set, the bound of
+  // this very matrix.
+  std::optional<double> hadamard_bound_bits = std::nullopt;
+  // The matrix, when in host memory, has been found free of NaN and Inf (core/validation.h), so a
+  // backend that uploads it need not look again. A device operand is checked whatever this says.
+  bool host_entries_checked = false;
 };
 
 struct DeterminantResult {

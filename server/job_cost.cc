@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 
 #include "core/factorization.h"
 
@@ -32,8 +33,12 @@ double EstimatedFlops(const DeterminantInputs& inputs) {
   const double n = static_cast<double>(a.rows);
   double flops = n * n * n * ComplexFactor(a.dtype);
   if (a.dtype == DType::kInt64 && inputs.options.modulus == 0) {
-    // Hadamard: |det A| <= (sqrt(n) max|a_ij|)^n.
-    flops *= PrimesFor(n * (0.5 * std::log2(n) + Log2LargestEntry(a)));
+    // Hadamard's bound as validation computed it, else its cruder form
+    // |det A| <= (sqrt(n) max|a_ij|)^n (a scan of A); -infinity (a zero row) costs one prime's
+    // worth.
+    const std::optional<double>& given = inputs.options.hadamard_bound_bits;
+    const double bits = given.has_value() ? *given : n * (0.5 * std::log2(n) + Log2LargestEntry(a));
+    flops *= PrimesFor(std::max(bits, 0.0));
   }
   return flops;
 }

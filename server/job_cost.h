@@ -9,7 +9,8 @@
 namespace matrixd::server {
 
 // n^3 for an n x n determinant (LU, condensation, mod p); times the number of 62-bit primes that
-// the Hadamard bound asks for when the exact determinant of an INT64 matrix is wanted.
+// the Hadamard bound (DeterminantOptions::hadamard_bound_bits, as validation set it) asks for when
+// the exact determinant of an INT64 matrix is wanted.
 double EstimatedFlops(const DeterminantInputs& inputs);
 // LU m n min(m, n), QR twice that, Cholesky n^3 / 3, plus 2 m n k for a solve with k columns;
 // for a batch, the sum over its matrices.

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/factorization.h"
+#include "core/hadamard_bound.h"
 #include "core/refinement.h"
 
 namespace matrixd::server {
@@ -230,6 +231,16 @@ absl::StatusOr<DeterminantInputs> ValidateRequest(const v1::DeterminantRequest& 
                                            LimitsFor(limits, {&inputs.matrix}));
       !s.ok()) {
     return s;
+  }
+  // What validation knows of a host matrix now, passed down so that no layer reads it again: its
+  // entries are finite, and an INT64 one's Hadamard bound (the job's cost, the backend's device
+  // bytes and its exact determinant all need it).
+  const MatrixView a = inputs.matrix.view();
+  if (!a.on_device()) {
+    inputs.options.host_entries_checked = true;
+    if (a.dtype == DType::kInt64 && inputs.options.modulus == 0) {
+      inputs.options.hadamard_bound_bits = HadamardBoundBits(a.As<int64_t>(), a.rows);
+    }
   }
   return inputs;
 }

@@ -18,6 +18,7 @@
 #include "core/cpu/lu_determinant.h"
 #include "core/cpu/modular_elimination.h"
 #include "core/cpu/progress_range.h"
+#include "core/hadamard_bound.h"
 #include "core/modular_arithmetic.h"
 #include "core/status_macros.h"
 
@@ -174,9 +175,11 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
                            : DeterminantMethod::kLu;
   // For INT64 the exact determinant follows when affordable; split the progress by cost.
   int primes = 0;
+  double bound_bits = 0.0;
   bool exact_affordable = false;
   if (a.dtype == DType::kInt64) {
-    primes = HadamardPrimeCount(a.As<int64_t>(), n);
+    bound_bits = HadamardBoundBits(a, options);
+    primes = PrimeCountForBound(bound_bits);
     const double cube = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
     exact_affordable = primes * cube <= kExactDeterminantBudget;
   }
@@ -228,7 +231,7 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       const uint64_t bytes_before = result.stats.bytes_moved;
       MATRIXD_ASSIGN_OR_RETURN(
           ExactDeterminant exact,
-          ExactIntegerDeterminant(a.As<int64_t>(), n, primes, threads,
+          ExactIntegerDeterminant(a.As<int64_t>(), n, primes, bound_bits, threads,
                                   progress.Part(value_share, 1.0), &result.stats));
       // The LU value recorded its kernels (lu, condition_estimate); this part gets its own, so
       // that the records still cover the operation.

@@ -40,29 +40,12 @@ ScaledNumber Rounded(const std::string& decimal) {
 
 }  // namespace
 
-double HadamardBoundBits(std::span<const int64_t> a, int64_t n) {
-  // long double: squared entries reach 2^126 and the sums keep a 64-bit mantissa; the rounding
-  // left is far below the slack of PrimesForBound (61 bits counted per prime of ~62).
-  long double bound_bits = 0.0L;
-  for (int64_t i = 0; i < n; ++i) {
-    long double norm_squared = 0.0L;
-    for (int64_t j = 0; j < n; ++j) {
-      const long double x = static_cast<long double>(a[i * n + j]);
-      norm_squared += x * x;
-    }
-    if (norm_squared == 0.0L) return -std::numeric_limits<double>::infinity();
-    bound_bits += 0.5L * std::log2(norm_squared);
-  }
-  return static_cast<double>(bound_bits);
-}
-
-int HadamardPrimeCount(std::span<const int64_t> a, int64_t n) {
-  const double bound_bits = HadamardBoundBits(a, n);
+int PrimeCountForBound(double bound_bits) {
   return std::isinf(bound_bits) ? 0 : PrimesForBound(bound_bits);
 }
 
 absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t> a, int64_t n,
-                                                         int primes, int threads,
+                                                         int primes, double bound_bits, int threads,
                                                          const ProgressRange& progress,
                                                          ComputeStats* stats) {
   const std::vector<uint64_t> moduli = LargePrimes(primes);
@@ -84,7 +67,7 @@ absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t
   det.decimal = ReconstructSigned(residues, moduli);
   det.rounded = Rounded(det.decimal);
   det.certificate = MultimodularCertificate("multimodular: elimination mod each prime, CRT", moduli,
-                                            std::move(residues), HadamardBoundBits(a, n));
+                                            std::move(residues), bound_bits);
   return det;
 }
 

@@ -19,14 +19,9 @@ namespace matrixd::cpu {
 // elimination on one core); above it the caller leaves DeterminantResult::exact empty.
 inline constexpr double kExactDeterminantBudget = 1e10;
 
-// How many primes of LargePrimes() recover det(A) for A n x n row-major: Hadamard's bound
-// |det A| <= prod_i ||row_i||_2, summed as log2 in long double. 0 when a row is zero (det = 0).
-// REQUIRES: a.size() == n * n, n >= 1.
-int HadamardPrimeCount(std::span<const int64_t> a, int64_t n);
-
-// log2 of Hadamard's bound prod_i ||row_i||_2 >= |det A|; -infinity when a row is zero.
-// REQUIRES: a.size() == n * n, n >= 1.
-double HadamardBoundBits(std::span<const int64_t> a, int64_t n);
+// How many primes of LargePrimes() recover a determinant of magnitude at most 2^bound_bits
+// (Hadamard's bound, core/hadamard_bound.h). 0 for -infinity (a zero row: det = 0).
+int PrimeCountForBound(double bound_bits);
 
 struct ExactDeterminant {
   std::string decimal;
@@ -36,10 +31,11 @@ struct ExactDeterminant {
 
 // det(A) from det mod the first `primes` primes of LargePrimes(), each on up to `threads` threads.
 // Adds its work to stats. Returns CANCELLED when `progress` is cancelled.
-// REQUIRES: a.size() == n * n, n >= 1, primes >= HadamardPrimeCount(a, n), primes >= 1,
+// `bound_bits` is A's Hadamard bound (HadamardBoundBits), which the certificate records.
+// REQUIRES: a.size() == n * n, n >= 1, primes >= PrimeCountForBound(bound_bits), primes >= 1,
 // threads >= 1.
 absl::StatusOr<ExactDeterminant> ExactIntegerDeterminant(std::span<const int64_t> a, int64_t n,
-                                                         int primes, int threads,
+                                                         int primes, double bound_bits, int threads,
                                                          const ProgressRange& progress,
                                                          ComputeStats* stats);
 

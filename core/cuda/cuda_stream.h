@@ -23,6 +23,13 @@ class CudaStream {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     return CudaStream(stream);
   }
+  // The same with a scheduling priority (cudaDeviceGetStreamPriorityRange: lower is higher).
+  static absl::StatusOr<CudaStream> CreateWithPriority(int priority) {
+    cudaStream_t stream = nullptr;
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+    return CudaStream(stream);
+  }
   CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
   CudaStream& operator=(CudaStream&&) = delete;
   CudaStream(const CudaStream&) = delete;

@@ -254,7 +254,7 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
   // For INT64 the exact determinant follows when affordable (the GPU's own budget,
   // kCudaExactDeterminantBudget).
   ExactPlan plan;
-  if (a.dtype == DType::kInt64) plan = PlanExactDeterminant(a);
+  if (a.dtype == DType::kInt64) plan = PlanExactDeterminant(a, options);
   const bool exact_affordable = plan.primes > 0 && plan.affordable;
   // Progress: the floating-point value (weighed as 16 primes of a batch), then the primes.
   const double value_share = exact_affordable ? 16.0 / (16.0 + plan.primes) : 1.0;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/device_memory_resource.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -54,6 +55,23 @@ absl::StatusOr<DeviceMemoryStack*> SharedMemoryStack(int device, uint64_t limit)
 }
 
 }  // namespace
+
+absl::StatusOr<MemoryResource*> DeviceMemoryResource(int device,
+                                                     const DeviceMemoryLimit& memory_limit) {
+  cudaDeviceProp properties{};
+  absl::Status status = MATRIXD_CUDA_STATUS(cudaGetDeviceProperties(&properties, device));
+  if (!status.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("CUDA device ", device, " cannot be used: ", status.message()));
+  }
+  MATRIXD_ASSIGN_OR_RETURN(uint64_t limit, ResolveLimit(memory_limit, properties.totalGlobalMem));
+  absl::StatusOr<DeviceMemoryStack*> stack = SharedMemoryStack(device, limit);
+  if (!stack.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("CUDA device ", device, " cannot be used: ", stack.status().message()));
+  }
+  return &(*stack)->resource();
+}
 
 // ---- EventTimer ----
 

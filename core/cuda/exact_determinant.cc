@@ -18,6 +18,7 @@
 #include "core/cpu/multimodular.h"
 #include "core/cuda/modular_lu.h"
 #include "core/cuda/modular_lu_kernels.h"
+#include "core/hadamard_bound.h"
 #include "core/status_macros.h"
 
 namespace matrixd::cuda {
@@ -66,10 +67,10 @@ int ConfirmingPrimes(double value_bits, size_t used, double pool) {
 
 }  // namespace
 
-ExactPlan PlanExactDeterminant(const MatrixView& a) {
+ExactPlan PlanExactDeterminant(const MatrixView& a, const DeterminantOptions& options) {
   const int64_t n = a.rows;
   ExactPlan plan;
-  plan.bound_bits = cpu::HadamardBoundBits(a.As<int64_t>(), n);
+  plan.bound_bits = HadamardBoundBits(a, options);
   if (std::isinf(plan.bound_bits)) return plan;
   // Each prime exceeds 2^23; the product must exceed 2 * 2^bound_bits (the sign), with the margin.
   plan.primes = std::max(1, static_cast<int>(std::ceil((plan.bound_bits + 2.0 + kCoverMarginBits) /

@@ -50,8 +50,9 @@ struct ExactPlan {
   double estimate_bits = std::numeric_limits<double>::quiet_NaN();
 };
 
-// REQUIRES: a square INT64, n >= 1.
-ExactPlan PlanExactDeterminant(const MatrixView& a);
+// The plan for A under `options` (its hadamard_bound_bits when set, else A's bound).
+// REQUIRES: a square INT64 in host memory, n >= 1.
+ExactPlan PlanExactDeterminant(const MatrixView& a, const DeterminantOptions& options = {});
 
 // Sets plan->estimate_bits to log2 |det| when the floating-point determinant `det` of A has a
 // relative error bound of at most kTrustedEstimateError (from its `accuracy`), and leaves it NaN

@@ -44,7 +44,7 @@ uint64_t DeterminantDeviceBytes(const MatrixView& a, const DeterminantOptions& o
   if (a.dtype == DType::kInt64) {
     peak = std::max(floating, modular);
     if (!a.on_device() && a.rows == a.cols && a.rows >= 1) {
-      const uint64_t exact = ExactDeterminantDeviceBytes(a.rows, PlanExactDeterminant(a));
+      const uint64_t exact = ExactDeterminantDeviceBytes(a.rows, PlanExactDeterminant(a, options));
       // Then the entries are uploaded once and kept through the floating-point phase too.
       if (exact > 0) peak = std::max(peak, floating + a.byte_size());
       peak = std::max(peak, exact);

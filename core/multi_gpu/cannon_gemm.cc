@@ -8,10 +8,17 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/cuda_stream.h"
+#include "core/cuda/device_memory_resource.h"
+#include "core/cuda/device_vector.h"
+#include "core/memory_resource.h"
 #include "core/multi_gpu/nccl_status.h"
 #include "core/multi_gpu/operand_source.h"
 #include "core/status_macros.h"
@@ -23,74 +30,91 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// One GPU's share: its NCCL rank, streams, cuBLAS handle and the round events. Owns them all.
-struct GpuRank {
-  int device = 0;
-  ncclComm_t comm = nullptr;
-  cudaStream_t compute = nullptr;
-  cudaStream_t transfer = nullptr;
-  cublasHandle_t cublas = nullptr;
-  cudaEvent_t products_done = nullptr;  // the last round's GEMMs have read their buffers
-  cudaEvent_t shifts_done = nullptr;    // the last round's shifts have landed
+struct NcclCommDestroyer {
+  void operator()(ncclComm_t comm) const { ncclCommDestroy(comm); }
+};
+using OwnedComm = std::unique_ptr<std::remove_pointer_t<ncclComm_t>, NcclCommDestroyer>;
 
-  GpuRank() = default;
+// One GPU's share: its NCCL rank, streams, cuBLAS handle, round events and the memory resource
+// its blocks come from (the device's, as the CUDA backend's contexts allocate through). Owns all
+// but the resource.
+struct GpuRank {
+  // Takes `comm` and makes the rest on `device` (which it leaves current).
+  static absl::StatusOr<std::unique_ptr<GpuRank>> Create(int device, OwnedComm comm,
+                                                         const DeviceMemoryLimit& memory_limit) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+    MATRIXD_ASSIGN_OR_RETURN(MemoryResource * memory,
+                             cuda::DeviceMemoryResource(device, memory_limit));
+    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaStream compute, cuda::CudaStream::Create());
+    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaStream transfer, cuda::CudaStream::Create());
+    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaEvent products_done, cuda::CudaEvent::Create());
+    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaEvent shifts_done, cuda::CudaEvent::Create());
+    std::unique_ptr<GpuRank> rank(new GpuRank(device, std::move(comm), memory, std::move(compute),
+                                              std::move(transfer), std::move(products_done),
+                                              std::move(shifts_done)));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasCreate(&rank->cublas));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(rank->cublas, rank->compute.get()));
+    return rank;
+  }
   GpuRank(const GpuRank&) = delete;
   GpuRank& operator=(const GpuRank&) = delete;
+  // The device stays current while the members (events, streams, then the communicator) go.
   ~GpuRank() {
-    if (device < 0) return;
     cudaSetDevice(device);
     if (cublas != nullptr) cublasDestroy(cublas);
-    if (products_done != nullptr) cudaEventDestroy(products_done);
-    if (shifts_done != nullptr) cudaEventDestroy(shifts_done);
-    if (compute != nullptr) cudaStreamDestroy(compute);
-    if (transfer != nullptr) cudaStreamDestroy(transfer);
-    if (comm != nullptr) ncclCommDestroy(comm);
   }
 
-  absl::Status Init() {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&transfer, cudaStreamNonBlocking));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&products_done, cudaEventDisableTiming));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&shifts_done, cudaEventDisableTiming));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasCreate(&cublas));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(cublas, compute));
-    return absl::OkStatus();
+  // Waits for both streams, ignoring errors: the blocks' memory goes back to the pool in the
+  // compute stream's order, and after a failure the transfer stream may still be using it.
+  void Drain() const {
+    cudaSetDevice(device);
+    cudaStreamSynchronize(compute.get());
+    cudaStreamSynchronize(transfer.get());
   }
-};
 
-// A device allocation of one GPU, freed on destruction.
-class DeviceDoubles {
- public:
-  DeviceDoubles() = default;
-  DeviceDoubles(DeviceDoubles&& other) noexcept
-      : device_(other.device_), data_(std::exchange(other.data_, nullptr)) {}
-  DeviceDoubles& operator=(DeviceDoubles&&) = delete;
-  ~DeviceDoubles() {
-    if (data_ != nullptr) {
-      cudaSetDevice(device_);
-      cudaFree(data_);
-    }
-  }
-  absl::Status Allocate(int device, size_t count) {
-    device_ = device;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-    return MATRIXD_CUDA_STATUS(cudaMalloc(&data_, count * sizeof(double)));
-  }
-  double* get() const { return data_; }
+  const int device;
+  const OwnedComm comm;
+  MemoryResource* const memory;
+  const cuda::CudaStream compute;
+  const cuda::CudaStream transfer;
+  cuda::CudaEvent products_done;  // the last round's GEMMs have read their buffers
+  cuda::CudaEvent shifts_done;    // the last round's shifts have landed
+  cublasHandle_t cublas = nullptr;
 
  private:
-  int device_ = 0;
-  double* data_ = nullptr;
+  GpuRank(int device, OwnedComm comm, MemoryResource* memory, cuda::CudaStream compute,
+          cuda::CudaStream transfer, cuda::CudaEvent products_done, cuda::CudaEvent shifts_done)
+      : device(device),
+        comm(std::move(comm)),
+        memory(memory),
+        compute(std::move(compute)),
+        transfer(std::move(transfer)),
+        products_done(std::move(products_done)),
+        shifts_done(std::move(shifts_done)) {}
 };
 
 // The blocks one grid position holds: two buffers each of A and B (the current one is read by
-// this round's GEMM while the next one receives the shifted block) and C.
+// this round's GEMM while the next one receives the shifted block) and C, from the rank's memory
+// resource in its compute stream's order.
 struct BlockSlot {
+  absl::Status Allocate(const GpuRank& rank, size_t count) {
+    device = rank.device;
+    for (int buffer = 0; buffer < 2; ++buffer) {
+      MATRIXD_ASSIGN_OR_RETURN(a[buffer], Block::Create(*rank.memory, count, rank.compute.get()));
+      MATRIXD_ASSIGN_OR_RETURN(b[buffer], Block::Create(*rank.memory, count, rank.compute.get()));
+    }
+    MATRIXD_ASSIGN_OR_RETURN(c, Block::Create(*rank.memory, count, rank.compute.get()));
+    return absl::OkStatus();
+  }
+  // The rank's device stays current while the buffers are given back.
+  ~BlockSlot() { cudaSetDevice(device); }
+
+  using Block = cuda::DeviceVector<double>;
+  int device = 0;
   int rank = 0;
-  std::array<DeviceDoubles, 2> a;
-  std::array<DeviceDoubles, 2> b;
-  DeviceDoubles c;
+  std::array<Block, 2> a;
+  std::array<Block, 2> b;
+  Block c;
 };
 
 // Copies block (bi, bj) of the row-major matrix `m` (rows x cols, block nb; in host memory or on a
@@ -110,10 +134,10 @@ absl::Status CopyBlockUp(const MatrixView& m, const OperandSource& source, int64
                                                cudaMemcpyDefault, stream));
 }
 
-absl::Status SynchronizeComputeStreams(const std::vector<GpuRank>& ranks) {
-  for (const GpuRank& rank : ranks) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(rank.compute));
+absl::Status SynchronizeComputeStreams(const std::vector<std::unique_ptr<GpuRank>>& ranks) {
+  for (const auto& rank : ranks) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank->device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(rank->compute.get()));
   }
   return absl::OkStatus();
 }
@@ -127,7 +151,8 @@ int CannonGridSide(int gpus) {
 }
 
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixView& a,
-                                  const MatrixView& b, CannonTimes* times) {
+                                  const MatrixView& b, CannonTimes* times,
+                                  const DeviceMemoryLimit& memory_limit) {
   if (devices.empty()) return absl::InvalidArgumentError("CannonGemm: no devices");
   if (a.dtype != DType::kFloat64 || b.dtype != DType::kFloat64) {
     return absl::InvalidArgumentError("CannonGemm takes float64 operands");
@@ -142,13 +167,15 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
   const int64_t nb = (extent + q - 1) / q;
   const size_t block_elements = static_cast<size_t>(nb * nb);
 
-  std::vector<GpuRank> ranks(static_cast<size_t>(gpus));
   std::vector<ncclComm_t> comms(static_cast<size_t>(gpus));
   MATRIXD_NCCL_RETURN_IF_ERROR(ncclCommInitAll(comms.data(), gpus, devices.data()));
+  std::vector<OwnedComm> owned_comms;
+  for (ncclComm_t comm : comms) owned_comms.emplace_back(comm);
+  std::vector<std::unique_ptr<GpuRank>> ranks;
   for (int r = 0; r < gpus; ++r) {
-    ranks[r].device = devices[r];
-    ranks[r].comm = comms[r];
-    MATRIXD_RETURN_IF_ERROR(ranks[r].Init());
+    MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<GpuRank> rank,
+                             GpuRank::Create(devices[r], std::move(owned_comms[r]), memory_limit));
+    ranks.push_back(std::move(rank));
   }
 
   // Grid position p = i q + j lives on rank p mod R. Initial skew: (i, j) holds A(i, j + i) and
@@ -157,18 +184,19 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
   MATRIXD_ASSIGN_OR_RETURN(const OperandSource a_source, OperandSource::Of(a));
   MATRIXD_ASSIGN_OR_RETURN(const OperandSource b_source, OperandSource::Of(b));
   std::vector<BlockSlot> slots(static_cast<size_t>(q * q));
+  // Destroyed before the slots: no transfer may still read or write a block given back.
+  const absl::Cleanup drain = [&ranks] {
+    for (const auto& rank : ranks) rank->Drain();
+  };
   for (int p = 0; p < q * q; ++p) {
     BlockSlot& slot = slots[p];
     slot.rank = p % gpus;
-    const GpuRank& rank = ranks[slot.rank];
-    for (int buffer = 0; buffer < 2; ++buffer) {
-      MATRIXD_RETURN_IF_ERROR(slot.a[buffer].Allocate(rank.device, block_elements));
-      MATRIXD_RETURN_IF_ERROR(slot.b[buffer].Allocate(rank.device, block_elements));
-    }
-    MATRIXD_RETURN_IF_ERROR(slot.c.Allocate(rank.device, block_elements));
-    for (double* zeroed : {slot.a[0].get(), slot.b[0].get(), slot.c.get()}) {
+    const GpuRank& rank = *ranks[slot.rank];
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
+    MATRIXD_RETURN_IF_ERROR(slot.Allocate(rank, block_elements));
+    for (double* zeroed : {slot.a[0].data(), slot.b[0].data(), slot.c.data()}) {
       MATRIXD_CUDA_RETURN_IF_ERROR(
-          cudaMemsetAsync(zeroed, 0, block_elements * sizeof(double), rank.compute));
+          cudaMemsetAsync(zeroed, 0, block_elements * sizeof(double), rank.compute.get()));
     }
   }
   // A block pushed from the GPU holding a device operand goes on that GPU's stream: the zeroing
@@ -177,11 +205,11 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
   for (int i = 0; i < q; ++i) {
     for (int j = 0; j < q; ++j) {
       BlockSlot& slot = slots[i * q + j];
-      const GpuRank& rank = ranks[slot.rank];
-      MATRIXD_RETURN_IF_ERROR(
-          CopyBlockUp(a, a_source, i, (j + i) % q, nb, slot.a[0].get(), rank.device, rank.compute));
-      MATRIXD_RETURN_IF_ERROR(
-          CopyBlockUp(b, b_source, (i + j) % q, j, nb, slot.b[0].get(), rank.device, rank.compute));
+      const GpuRank& rank = *ranks[slot.rank];
+      MATRIXD_RETURN_IF_ERROR(CopyBlockUp(a, a_source, i, (j + i) % q, nb, slot.a[0].data(),
+                                          rank.device, rank.compute.get()));
+      MATRIXD_RETURN_IF_ERROR(CopyBlockUp(b, b_source, (i + j) % q, j, nb, slot.b[0].data(),
+                                          rank.device, rank.compute.get()));
     }
   }
   MATRIXD_RETURN_IF_ERROR(a_source.Synchronize());
@@ -197,22 +225,22 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
     const int next = 1 - current;
     // The products of this round: row-major C += A B is column-major C^T += B^T A^T.
     for (BlockSlot& slot : slots) {
-      GpuRank& rank = ranks[slot.rank];
+      GpuRank& rank = *ranks[slot.rank];
       MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
       if (round > 0) {
-        MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(rank.compute, rank.shifts_done, 0));
+        MATRIXD_RETURN_IF_ERROR(rank.shifts_done.MakeWait(rank.compute.get()));
       }
-      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(rank.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ld, ld, ld,
-                                               &one, slot.b[current].get(), ld,
-                                               slot.a[current].get(), ld, &one, slot.c.get(), ld));
+      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(
+          rank.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ld, ld, ld, &one, slot.b[current].data(), ld,
+          slot.a[current].data(), ld, &one, slot.c.data(), ld));
     }
     if (round + 1 == q) break;
     // The shifts, overlapping the products: they read the current buffers (as the GEMMs do) and
     // write the next ones, which the previous round's GEMMs read.
-    for (GpuRank& rank : ranks) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
+    for (const auto& rank : ranks) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank->device));
       if (round > 0) {
-        MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(rank.transfer, rank.products_done, 0));
+        MATRIXD_RETURN_IF_ERROR(rank->products_done.MakeWait(rank->transfer.get()));
       }
     }
     // Sends and receives are issued in the same order (by sending position) on both sides of
@@ -225,34 +253,36 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
           BlockSlot& from = slots[i * q + j];
           BlockSlot& to =
               matrix == 0 ? slots[i * q + (j + q - 1) % q] : slots[((i + q - 1) % q) * q + j];
-          const double* source = matrix == 0 ? from.a[current].get() : from.b[current].get();
-          double* target = matrix == 0 ? to.a[next].get() : to.b[next].get();
+          const double* source = matrix == 0 ? from.a[current].data() : from.b[current].data();
+          double* target = matrix == 0 ? to.a[next].data() : to.b[next].data();
           if (from.rank == to.rank) {
-            GpuRank& rank = ranks[from.rank];
+            GpuRank& rank = *ranks[from.rank];
             MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
-            MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(target, source,
-                                                         block_elements * sizeof(double),
-                                                         cudaMemcpyDeviceToDevice, rank.transfer));
+            MATRIXD_CUDA_RETURN_IF_ERROR(
+                cudaMemcpyAsync(target, source, block_elements * sizeof(double),
+                                cudaMemcpyDeviceToDevice, rank.transfer.get()));
             continue;
           }
           MATRIXD_NCCL_RETURN_IF_ERROR(ncclSend(source, block_elements, ncclDouble, to.rank,
-                                                ranks[from.rank].comm, ranks[from.rank].transfer));
+                                                ranks[from.rank]->comm.get(),
+                                                ranks[from.rank]->transfer.get()));
           MATRIXD_NCCL_RETURN_IF_ERROR(ncclRecv(target, block_elements, ncclDouble, from.rank,
-                                                ranks[to.rank].comm, ranks[to.rank].transfer));
+                                                ranks[to.rank]->comm.get(),
+                                                ranks[to.rank]->transfer.get()));
         }
       }
     }
     MATRIXD_NCCL_RETURN_IF_ERROR(ncclGroupEnd());
-    for (GpuRank& rank : ranks) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(rank.shifts_done, rank.transfer));
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(rank.products_done, rank.compute));
+    for (const auto& rank : ranks) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank->device));
+      MATRIXD_RETURN_IF_ERROR(rank->shifts_done.Record(rank->transfer.get()));
+      MATRIXD_RETURN_IF_ERROR(rank->products_done.Record(rank->compute.get()));
     }
   }
-  for (GpuRank& rank : ranks) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(rank.compute));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(rank.transfer));
+  for (const auto& rank : ranks) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank->device));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(rank->compute.get()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(rank->transfer.get()));
   }
   if (times != nullptr) times->rounds_seconds = SecondsSince(rounds_start);
 
@@ -264,9 +294,9 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
       const int64_t cols = std::clamp<int64_t>(b.cols - j * nb, 0, nb);
       if (rows == 0 || cols == 0) continue;
       const BlockSlot& slot = slots[i * q + j];
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks[slot.rank].device));
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks[slot.rank]->device));
       double* target = c.As<double>().data() + i * nb * b.cols + j * nb;
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(target, b.cols * sizeof(double), slot.c.get(),
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(target, b.cols * sizeof(double), slot.c.data(),
                                                 nb * sizeof(double), cols * sizeof(double), rows,
                                                 cudaMemcpyDeviceToHost));
     }

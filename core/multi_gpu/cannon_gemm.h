@@ -4,13 +4,15 @@
 // block while NCCL sends each A block one step left and each B block one step up into a second
 // buffer, so that the transfers overlap the products. q is the smallest with q^2 a multiple of
 // the GPU count (1 GPU: 1, 2: 2, 4: 2, 8: 4); block (i, j) lives on GPU (i q + j) mod R, and a
-// shift between blocks of one GPU is a device copy.
+// shift between blocks of one GPU is a device copy. The blocks come from each device's memory
+// resource (the stream-ordered pool and cap the CUDA backend's contexts allocate through).
 #ifndef MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
 #define MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
 
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/backend.h"
 #include "core/matrix.h"
 
 namespace matrixd::multi_gpu {
@@ -26,11 +28,13 @@ struct CannonTimes {
 
 // C = A B, A m x k and B k x n float64 matrices (row-major; each in host memory or on any GPU,
 // see operand_source.h), on `devices` (CUDA ordinals, one NCCL rank each); C in host memory.
-// `times`, when not null, gets the phases' wall times. Errors of CUDA, cuBLAS and NCCL as
-// UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other dtypes, shapes that do not
-// agree, or no device.
+// `times`, when not null, gets the phases' wall times; the blocks count against `memory_limit`
+// of each device, as the CUDA backend's do (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS
+// and NCCL as UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other dtypes, shapes that
+// do not agree, or no device.
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixView& a,
-                                  const MatrixView& b, CannonTimes* times = nullptr);
+                                  const MatrixView& b, CannonTimes* times = nullptr,
+                                  const DeviceMemoryLimit& memory_limit = {});
 
 }  // namespace matrixd::multi_gpu
 

@@ -32,8 +32,11 @@ ScaledNumber FromSignAndLog(int sign, double log_abs) {
 
 class MultiGpuBackend : public BackendWrapper {
  public:
-  MultiGpuBackend(std::unique_ptr<Backend> cuda, std::vector<int> devices)
-      : BackendWrapper(std::move(cuda)), devices_(std::move(devices)) {}
+  MultiGpuBackend(std::unique_ptr<Backend> cuda, std::vector<int> devices,
+                  const DeviceMemoryLimit& memory_limit)
+      : BackendWrapper(std::move(cuda)),
+        devices_(std::move(devices)),
+        memory_limit_(memory_limit) {}
 
   absl::Status Supports(const OperationQuery& query) const override {
     if (query.operation == Operation::kDeterminant && query.determinant.devices > 1) {
@@ -61,7 +64,7 @@ class MultiGpuBackend : public BackendWrapper {
     if (IsCancelled(control)) return absl::CancelledError("multiply cancelled");
     const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
     CannonTimes times;
-    absl::StatusOr<Matrix> c = CannonGemm(used, a, b, &times);
+    absl::StatusOr<Matrix> c = CannonGemm(used, a, b, &times, memory_limit_);
     if (!c.ok()) {
       return absl::Status(c.status().code(), absl::StrCat("Cannon's product on ", options.devices,
                                                           " GPUs: ", c.status().message()));
@@ -91,8 +94,9 @@ class MultiGpuBackend : public BackendWrapper {
     const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<DistributedDeterminant> det =
-        options.distributed != nullptr ? MultiGpuDeterminant(used, *options.distributed, devices_)
-                                       : MultiGpuDeterminant(used, a, kLuBlock);
+        options.distributed != nullptr
+            ? MultiGpuDeterminant(used, *options.distributed, devices_)
+            : MultiGpuDeterminant(used, a, kLuBlock, options.host_entries_checked);
     if (!det.ok()) {
       return absl::Status(det.status().code(), absl::StrCat("LU over ", options.devices,
                                                             " GPUs: ", det.status().message()));
@@ -120,7 +124,8 @@ class MultiGpuBackend : public BackendWrapper {
   }
 
   // The LU over several GPUs copies its parts from wherever the operand lies (a device operand
-  // from its GPU: operand_source.h) and looks for NaN and Inf there itself.
+  // from its GPU: operand_source.h) and looks for NaN and Inf there itself (in a host operand
+  // only when the options do not say it was checked).
   bool DeterminantReadsOnDevice(const MatrixView& a,
                                 const DeterminantOptions& options) const override {
     if (options.devices <= 1) return target().DeterminantReadsOnDevice(a, options);
@@ -193,6 +198,7 @@ class MultiGpuBackend : public BackendWrapper {
   }
 
   std::vector<int> devices_;
+  DeviceMemoryLimit memory_limit_;  // the wrapped backend's, which Cannon's blocks count against
 };
 
 }  // namespace
@@ -214,8 +220,9 @@ uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block) {
 }
 
 std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,
-                                              std::vector<int> devices) {
-  return std::make_unique<MultiGpuBackend>(std::move(cuda), std::move(devices));
+                                              std::vector<int> devices,
+                                              const DeviceMemoryLimit& memory_limit) {
+  return std::make_unique<MultiGpuBackend>(std::move(cuda), std::move(devices), memory_limit);
 }
 
 }  // namespace matrixd::multi_gpu

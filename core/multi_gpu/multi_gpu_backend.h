@@ -20,9 +20,11 @@
 
 namespace matrixd::multi_gpu {
 
-// Wraps `cuda` (REQUIRES: not null), whose GPUs are the CUDA ordinals `devices` (in order).
+// Wraps `cuda` (REQUIRES: not null), whose GPUs are the CUDA ordinals `devices` (in order) and
+// whose memory limit per device is `memory_limit` (Cannon's blocks come from the same pools).
 std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,
-                                              std::vector<int> devices);
+                                              std::vector<int> devices,
+                                              const DeviceMemoryLimit& memory_limit = {});
 
 // The device memory Cannon's product of an m x k and a k x n float64 matrix needs on each of
 // `gpus` GPUs (its blocks: two buffers each of A and B, and C, per grid position).

@@ -103,10 +103,10 @@ absl::Status MultiGpuLu::WaitForPanel(int g, int64_t panel, cudaStream_t stream)
   const int owner = Owner(panel);
   const int parity = static_cast<int>(panel % 2);
   if (owner != g) {
-    return MATRIXD_CUDA_STATUS(cudaStreamWaitEvent(stream, lanes_[owner]->sent[parity], 0));
+    return lanes_[owner]->sent[parity].MakeWait(stream);
   }
-  if (stream == lanes_[g]->panel) return absl::OkStatus();  // factored on this very stream
-  return MATRIXD_CUDA_STATUS(cudaStreamWaitEvent(stream, lanes_[g]->factored[parity], 0));
+  if (stream == lanes_[g]->panel.get()) return absl::OkStatus();  // factored on this very stream
+  return lanes_[g]->factored[parity].MakeWait(stream);
 }
 
 absl::Status MultiGpuLu::ApplyPanel(int g, int64_t panel, int64_t first_col, int64_t cols,
@@ -147,15 +147,15 @@ absl::Status MultiGpuLu::FactorPanel(int64_t panel) {
       lane.solver, static_cast<int>(rows), static_cast<int>(w), a, static_cast<int>(n_),
       work_[owner].get(), pivots, infos_[owner].get() + panel));
   MATRIXD_CUDA_RETURN_IF_ERROR(
-      cuda::LaunchOffsetPivots(pivots, w, static_cast<int>(c0), lane.panel));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(lane.factored[parity], lane.panel));
+      cuda::LaunchOffsetPivots(pivots, w, static_cast<int>(c0), lane.panel.get()));
+  MATRIXD_RETURN_IF_ERROR(lane.factored[parity].Record(lane.panel.get()));
   if (gpus() == 1) return absl::OkStatus();
   // Rows c0.. of the panel's columns (L, and U11 above its diagonal) into each other GPU's buffer
   // for this parity, once that GPU is done with the panel of two steps ago that the buffer held.
   for (int g = 0; g < gpus(); ++g) {
     if (g == owner) continue;
     LuLane& peer = *lanes_[g];
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(lane.panel, peer.released[parity], 0));
+    MATRIXD_RETURN_IF_ERROR(peer.released[parity].MakeWait(lane.panel.get()));
     cudaMemcpy3DPeerParms copy{};
     const size_t pitch = static_cast<size_t>(n_) * sizeof(double);
     const size_t bytes = static_cast<size_t>(rows) * sizeof(double);
@@ -165,11 +165,12 @@ absl::Status MultiGpuLu::FactorPanel(int64_t panel) {
                                       static_cast<size_t>(w));
     copy.dstDevice = peer.device;
     copy.extent = make_cudaExtent(bytes, static_cast<size_t>(w), 1);
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy3DPeerAsync(&copy, lane.panel));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy3DPeerAsync(&copy, lane.panel.get()));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(pivots_[g].get() + c0, peer.device, pivots,
-                                                     lane.device, w * sizeof(int), lane.panel));
+                                                     lane.device, w * sizeof(int),
+                                                     lane.panel.get()));
   }
-  return MATRIXD_CUDA_STATUS(cudaEventRecord(lane.sent[parity], lane.panel));
+  return lane.sent[parity].Record(lane.panel.get());
 }
 
 absl::Status MultiGpuLu::LookAhead(int64_t panel) {
@@ -181,13 +182,12 @@ absl::Status MultiGpuLu::LookAhead(int64_t panel) {
   // The next panel's columns have had every earlier panel applied once this GPU's previous
   // trailing update is done (nothing to wait for at step 0: Factor starts from idle GPUs).
   if (panel > 0) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaStreamWaitEvent(lane.panel, lane.update_done[(panel - 1) % 2], 0));
+    MATRIXD_RETURN_IF_ERROR(lane.update_done[(panel - 1) % 2].MakeWait(lane.panel.get()));
   }
-  MATRIXD_RETURN_IF_ERROR(WaitForPanel(g, panel, lane.panel));
+  MATRIXD_RETURN_IF_ERROR(WaitForPanel(g, panel, lane.panel.get()));
   MATRIXD_RETURN_IF_ERROR(
-      ApplyPanel(g, panel, LocalColumn(next), Width(next), lane.panel_blas, lane.panel));
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(lane.lookahead_done[parity], lane.panel));
+      ApplyPanel(g, panel, LocalColumn(next), Width(next), lane.panel_blas, lane.panel.get()));
+  MATRIXD_RETURN_IF_ERROR(lane.lookahead_done[parity].Record(lane.panel.get()));
   return FactorPanel(next);
 }
 
@@ -197,16 +197,15 @@ absl::Status MultiGpuLu::UpdateTrailing(int64_t panel) {
   for (int g = 0; g < gpus(); ++g) {
     LuLane& lane = *lanes_[g];
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
-    MATRIXD_RETURN_IF_ERROR(WaitForPanel(g, panel, lane.update));
+    MATRIXD_RETURN_IF_ERROR(WaitForPanel(g, panel, lane.update.get()));
     // The look-ahead owner has taken panel + 1's columns onto its panel stream.
     const auto [first, cols] = TrailingColumns(g, g == lookahead_owner ? panel + 2 : panel + 1);
-    MATRIXD_RETURN_IF_ERROR(ApplyPanel(g, panel, first, cols, lane.update_blas, lane.update));
+    MATRIXD_RETURN_IF_ERROR(ApplyPanel(g, panel, first, cols, lane.update_blas, lane.update.get()));
     if (g == lookahead_owner) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(
-          cudaStreamWaitEvent(lane.update, lane.lookahead_done[parity], 0));
+      MATRIXD_RETURN_IF_ERROR(lane.lookahead_done[parity].MakeWait(lane.update.get()));
     }
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(lane.released[parity], lane.update));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(lane.update_done[parity], lane.update));
+    MATRIXD_RETURN_IF_ERROR(lane.released[parity].Record(lane.update.get()));
+    MATRIXD_RETURN_IF_ERROR(lane.update_done[parity].Record(lane.update.get()));
   }
   return absl::OkStatus();
 }
@@ -215,13 +214,13 @@ absl::Status MultiGpuLu::SynchronizeAll() {
   absl::Status status;
   for (const auto& lane : lanes_) {
     status.Update(MATRIXD_CUDA_STATUS(cudaSetDevice(lane->device)));
-    status.Update(MATRIXD_CUDA_STATUS(cudaStreamSynchronize(lane->panel)));
-    status.Update(MATRIXD_CUDA_STATUS(cudaStreamSynchronize(lane->update)));
+    status.Update(MATRIXD_CUDA_STATUS(cudaStreamSynchronize(lane->panel.get())));
+    status.Update(MATRIXD_CUDA_STATUS(cudaStreamSynchronize(lane->update.get())));
   }
   return status;
 }
 
-absl::Status MultiGpuLu::Upload(const MatrixView& a) {
+absl::Status MultiGpuLu::Upload(const MatrixView& a, bool host_entries_checked) {
   if (a.dtype != DType::kFloat64 || a.rows != n_ || a.cols != n_) {
     return absl::InvalidArgumentError(absl::StrCat("MultiGpuLu::Upload: want a float64 ", n_, "x",
                                                    n_, " matrix, got ", a.rows, "x", a.cols, " ",
@@ -237,13 +236,14 @@ absl::Status MultiGpuLu::Upload(const MatrixView& a) {
   for (int64_t panel = 0; panel < panels_; ++panel) {
     const int g = Owner(panel);
     MATRIXD_ASSIGN_OR_RETURN(cudaStream_t stream,
-                             source.StreamFor(lanes_[g]->device, lanes_[g]->update));
+                             source.StreamFor(lanes_[g]->device, lanes_[g]->update.get()));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
         matrices_[g].get() + LocalColumn(panel) * n_, elements + panel * block_ * n_,
         static_cast<size_t>(Width(panel) * n_) * sizeof(double), cudaMemcpyDefault, stream));
   }
   MATRIXD_RETURN_IF_ERROR(source.Synchronize());
   MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
+  if (host_entries_checked && !a.on_device()) return absl::OkStatus();
   return CheckFinite();
 }
 
@@ -290,11 +290,11 @@ absl::Status MultiGpuLu::CheckFinite() {
   for (int g = 0; g < gpus(); ++g) {
     LuLane& lane = *lanes_[g];
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(first_nonfinite_[g].get(), 0xff, first_nonfinite_[g].bytes(), lane.update));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(first_nonfinite_[g].get(), 0xff,
+                                                 first_nonfinite_[g].bytes(), lane.update.get()));
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cuda::LaunchFirstNonFinite(matrices_[g].get(), parts_[g].local_cols * n_, sizeof(double), 0,
-                                   first_nonfinite_[g].get(), lane.update));
+                                   first_nonfinite_[g].get(), lane.update.get()));
   }
   // GPU g's local element e is A^T(e mod n, global column of local column e div n), that is
   // A(that column, e mod n); a GPU's first hit is its first in A's row-major order too.
@@ -304,8 +304,8 @@ absl::Status MultiGpuLu::CheckFinite() {
     unsigned long long local = 0;
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&local, first_nonfinite_[g].get(), sizeof(local),
-                                                 cudaMemcpyDeviceToHost, lane.update));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.update));
+                                                 cudaMemcpyDeviceToHost, lane.update.get()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.update.get()));
     if (local == ~0ull) continue;
     const auto e = static_cast<int64_t>(local);
     const int64_t column = e / n_;
@@ -321,7 +321,7 @@ absl::Status MultiGpuLu::Generate(cuda::GeneratedMatrix matrix, uint64_t seed) {
   for (int g = 0; g < gpus(); ++g) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchGenerate(parts_[g], matrix, seed, matrices_[g].get(), lanes_[g]->update));
+        cuda::LaunchGenerate(parts_[g], matrix, seed, matrices_[g].get(), lanes_[g]->update.get()));
   }
   return absl::OkStatus();
 }
@@ -332,7 +332,7 @@ absl::Status MultiGpuLu::Factor() {
   for (int g = 0; g < gpus(); ++g) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(infos_[g].get(), 0, infos_[g].bytes(), lanes_[g]->panel));
+        cudaMemsetAsync(infos_[g].get(), 0, infos_[g].bytes(), lanes_[g]->panel.get()));
   }
   MATRIXD_RETURN_IF_ERROR(FactorPanel(0));
   for (int64_t panel = 0; panel + 1 < panels_; ++panel) {
@@ -361,13 +361,13 @@ absl::StatusOr<DistributedDeterminant> MultiGpuLu::Determinant() {
     LuLane& lane = *lanes_[g];
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lane.device));
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(summary_[g].get(), 0, summary_[g].bytes(), lane.update));
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchDiagonalSummary(parts_[g], matrices_[g].get(), summary_[g].get(), lane.update));
+        cudaMemsetAsync(summary_[g].get(), 0, summary_[g].bytes(), lane.update.get()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchDiagonalSummary(parts_[g], matrices_[g].get(),
+                                                             summary_[g].get(), lane.update.get()));
     std::array<double, cuda::kDiagonalSummaryFields> local{};
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(local.data(), summary_[g].get(), sizeof(local),
-                                                 cudaMemcpyDeviceToHost, lane.update));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.update));
+                                                 cudaMemcpyDeviceToHost, lane.update.get()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.update.get()));
     for (size_t i = 0; i < local.size(); ++i) total[i] += local[i];
   }
   // A zero pivot: det is 0 whatever the pivots after it (and what a division by it left).
@@ -398,13 +398,14 @@ absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int
 }
 
 absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
-                                                           const MatrixView& a, int64_t block) {
+                                                           const MatrixView& a, int64_t block,
+                                                           bool host_entries_checked) {
   if (a.rows != a.cols) {
     return absl::InvalidArgumentError(
         absl::StrCat("a determinant needs a square matrix, got ", a.rows, "x", a.cols));
   }
   MATRIXD_ASSIGN_OR_RETURN(auto lu, MultiGpuLu::Create(devices, a.rows, block));
-  MATRIXD_RETURN_IF_ERROR(lu->Upload(a));
+  MATRIXD_RETURN_IF_ERROR(lu->Upload(a, host_entries_checked));
   MATRIXD_RETURN_IF_ERROR(lu->Factor());
   return lu->Determinant();
 }

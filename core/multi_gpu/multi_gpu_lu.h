@@ -52,11 +52,13 @@ class MultiGpuLu {
   double* matrix(int g) const { return matrices_[g].get(); }
 
   // Copies the n x n float64 matrix `a` (row-major, in host memory or on any GPU: see
-  // operand_source.h) onto the GPUs, and checks its entries there. The factorisation is then that
-  // of its transpose (row-major rows are column-major columns), whose determinant is the same.
-  // INVALID_ARGUMENT for another dtype or shape, and for a NaN or Inf entry (NonFiniteEntryError
-  // for "matrix", core/validation.h: a device operand was never read on the host).
-  absl::Status Upload(const MatrixView& a);
+  // operand_source.h) onto the GPUs, and checks its entries there unless `a` is in host memory
+  // and `host_entries_checked` says the caller has checked them already. The factorisation is then
+  // that of its transpose (row-major rows are column-major columns), whose determinant is the
+  // same. INVALID_ARGUMENT for another dtype or shape, and for a NaN or Inf entry
+  // (NonFiniteEntryError for "matrix", core/validation.h: a device operand was never read on the
+  // host).
+  absl::Status Upload(const MatrixView& a, bool host_entries_checked = false);
   // Copies a distributed resident matrix's parts onto the GPUs, each part on its own GPU (no copy
   // between GPUs: its rows are this LU's part of A^T, core/distributed_resident_matrix.h), and
   // checks the entries as Upload does. FAILED_PRECONDITION naming `layout` unless the matrix is
@@ -116,9 +118,11 @@ class MultiGpuLu {
 };
 
 // The determinant of the n x n float64 matrix `a` (host or device memory) by MultiGpuLu over
-// `devices` with panels of `block` columns. Errors as Create, Upload, Factor and Determinant.
+// `devices` with panels of `block` columns (`host_entries_checked` as Upload's). Errors as
+// Create, Upload, Factor and Determinant.
 absl::StatusOr<DistributedDeterminant> MultiGpuDeterminant(const std::vector<int>& devices,
-                                                           const MatrixView& a, int64_t block);
+                                                           const MatrixView& a, int64_t block,
+                                                           bool host_entries_checked = false);
 // The same of a distributed resident matrix, read in place (UploadParts), with its own blocks;
 // `device_of_part` maps the parts' backend device indices to CUDA ordinals. Errors as Create,
 // UploadParts, Factor and Determinant.

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/exact_determinant.h"
 #include "core/cpu/multimodular.h"
+#include "core/hadamard_bound.h"
 #include "core/matrix.h"
 #include "core/operations.h"
 #include "tests/bench/bench_format.h"
@@ -46,8 +47,8 @@ double HostMilliseconds(int repeats, Op&& op) {
 void PrintHostPart(const Matrix& a, const ExactCertificate* gpu, int repeats) {
   const int64_t n = a.rows();
   double bound_bits = 0.0;
-  const double hadamard = HostMilliseconds(
-      repeats, [&] { bound_bits = cpu::HadamardBoundBits(a.view().As<int64_t>(), n); });
+  const double hadamard =
+      HostMilliseconds(repeats, [&] { bound_bits = HadamardBoundBits(a.view().As<int64_t>(), n); });
   if (std::isinf(bound_bits)) return;
   std::vector<uint64_t> primes;
   const double draw = HostMilliseconds(repeats, [&] {

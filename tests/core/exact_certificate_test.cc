@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/cpu/exact_determinant.h"
 #include "core/cpu/multimodular.h"
+#include "core/hadamard_bound.h"
 #include "core/matrix.h"
 #include "gtest/gtest.h"
 #include "tests/core/backend_fixture.h"
@@ -57,21 +58,40 @@ TEST_P(ExactCertificateTest, DeterminantModPNamesItsPrimeAndResidue) {
   }
 }
 
-TEST_P(ExactCertificateTest, ExactDeterminantCoversHadamardsBound) {
-  // Entries near 2^40: Hadamard's bound needs several primes of 62 bits for n = 4.
+// Entries near 2^40: Hadamard's bound needs several primes of 62 bits for n = 4.
+Matrix NearTwoToTheFortyMatrix() {
   const int64_t big = int64_t{1} << 40;
-  const Matrix a =
-      Int64Matrix(4, {big, 3, -5, 7, 11, -big, 13, 17, 19, 23, big - 1, -29, 31, 37, 41, big + 3});
+  return Int64Matrix(4,
+                     {big, 3, -5, 7, 11, -big, 13, 17, 19, 23, big - 1, -29, 31, 37, 41, big + 3});
+}
+
+TEST_P(ExactCertificateTest, ExactDeterminantCoversHadamardsBound) {
+  const Matrix a = NearTwoToTheFortyMatrix();
   auto result = backend().Determinant(a.view(), {}, nullptr);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->exact.empty());
   ASSERT_TRUE(result->certificate.has_value());
   const ExactCertificate& c = *result->certificate;
   EXPECT_GE(c.primes.size(), 3u);
-  EXPECT_NEAR(c.bound_bits, cpu::HadamardBoundBits(a.As<int64_t>(), 4), 1e-9);
+  EXPECT_NEAR(c.bound_bits, HadamardBoundBits(a.As<int64_t>(), 4), 1e-9);
   EXPECT_GT(c.bound_bits, 160.0);
   EXPECT_NE(c.method.find("multimodular"), std::string::npos) << c.method;
   ExpectCoversAndReconstructs(c, result->exact);
+}
+
+TEST_P(ExactCertificateTest, AGivenHadamardBoundIsUsedNotRecomputed) {
+  // A caller's bound (the server's validation computes it once) is the one the primes cover and
+  // the certificate names; a looser one than A's own still recovers the same determinant.
+  const Matrix a = NearTwoToTheFortyMatrix();
+  auto own = backend().Determinant(a.view(), {}, nullptr);
+  ASSERT_TRUE(own.ok()) << own.status();
+  const double given = HadamardBoundBits(a.As<int64_t>(), 4) + 70.0;
+  auto result = backend().Determinant(a.view(), {.hadamard_bound_bits = given}, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->certificate.has_value());
+  EXPECT_EQ(result->certificate->bound_bits, given);
+  EXPECT_EQ(result->exact, own->exact);
+  ExpectCoversAndReconstructs(*result->certificate, result->exact);
 }
 
 TEST_P(ExactCertificateTest, ZeroRowNeedsNoPrime) {

@@ -17,18 +17,14 @@
 # BATCH, SIZES (orders n, comma-separated) and REPEATS narrow the run; BIN and BACKEND let it be
 # tried without a GPU (BIN=build-links BACKEND=cpu OUT=/tmp/x BATCH=2000 SKIP_TESTS=1).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" batchlu batchlu.txt
 backend=${BACKEND:-cuda}
 batch=${BATCH:-100000}
 sizes=${SIZES:-32,16,8}
 repeats=${REPEATS:-5}
-report=${out}/batchlu.txt
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${report}"; }
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${report}"
+gpu_info
 df -h /dev/shm | tee -a "${report}"
 
 if [ -z "${SKIP_TESTS:-}" ]; then
@@ -49,13 +45,8 @@ fi
 port=50073
 metrics_port=9473
 log "matrixd --backend=${backend} --metrics=127.0.0.1:${metrics_port}"
-"${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" \
-  --metrics=127.0.0.1:${metrics_port} >"${out}/matrixd.log" 2>&1 &
-pid=$!
-for _ in $(seq 60); do
-  "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && break
-  sleep 0.5
-done
+start_matrixd "${port}" "${out}/matrixd.log" --backend="${backend}" \
+  --metrics=127.0.0.1:${metrics_port}
 
 scrape() { python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:${metrics_port}/metrics').read().decode())" >"$1" 2>/dev/null; }
 # Mean seconds per call between two scrapes of the factorize RPC, its queue wait and each kernel.

@@ -15,10 +15,9 @@
 # names the run in the summary; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
 # OUT=/tmp/x DURATION=2).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+tag=${TAG:-}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" coalesce "coalesce${tag:+-$tag}.txt"
 backend=${BACKEND:-cuda}
 sizes=${SIZES:-8 32}
 ops=${OPS:-det lu}
@@ -27,12 +26,9 @@ concurrency=${CONCURRENCY:-64}
 windows=${WINDOWS:-off 0 200}
 connections_list=${CONNECTIONS:-1}
 read -r -a server_flags <<<"${SERVER_FLAGS:-}"
-tag=${TAG:-}
-report=${out}/coalesce${tag:+-$tag}.txt
 summary=${out}/coalesce${tag:+-$tag}-summary.txt
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${report}"; }
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${report}"
+gpu_info
 echo "# $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "${report}"
 printf '| coalescing | op | n | concurrency | connections | req/s | p50 ms | p99 ms |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n' >"${summary}"
 
@@ -40,13 +36,8 @@ port=50081
 start_server() {  # $1: window (us) or "off"
   local flags=(--coalesce_window_us="$1")
   [[ $1 == off ]] && flags=(--coalesce_max_group=1)
-  "${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9469 \
-    "${flags[@]}" "${server_flags[@]}" >"${out}/matrixd-${tag}$1.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 60); do
-    "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && return
-    sleep 0.5
-  done
+  start_matrixd "${port}" "${out}/matrixd-${tag}$1.log" --backend="${backend}" \
+    --metrics=127.0.0.1:9469 "${flags[@]}" "${server_flags[@]}"
 }
 # `matrixctl load` prints a table; keep it, and pull req/s and the percentiles for the summary.
 run_load() {  # $1 label, $2 op, $3 n, $4 concurrency, $5 connections
@@ -84,4 +75,4 @@ for window in ${windows}; do
   curl -s http://127.0.0.1:9469/metrics 2>/dev/null | grep -E '^matrixd_coalesced' >>"${report}"
   kill "${pid}"; wait "${pid}" 2>/dev/null
 done
-cat "${summary}" | tee -a "${report}"
+tee -a "${report}" <"${summary}"

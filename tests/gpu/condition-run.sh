@@ -17,22 +17,16 @@
 #   ../shared/gpu/bundle.sh .gpu build/tests/matrixd_core_test build/tests/bench/matrixd_bench
 # then run this script through the device tool with carry [".gpu"].
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" condition
 
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
-
-nvidia-smi -L | tee -a "${out}/summary.txt"
+gpu_info
 log "matrixd_core_test: condition estimates, factorize accuracy, determinant error bounds"
-timeout 240 "${bin}/matrixd_core_test" --gtest_brief=1 \
+run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
   --gtest_filter='CudaTriangularSolve*:ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*' \
-  >"${out}/core.txt" 2>&1
-log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core.txt" | tr '\n' ' ')"
 grep -E '^\[  FAILED  \]' "${out}/core.txt" | tee -a "${out}/summary.txt"
 log "matrixd_bench --tables=condition (GPU, n = 4096, 8192; the determinant LU row is the 8192 determinant path)"
 timeout 300 "${bin}/matrixd_bench" --tables=condition --condition_sizes=4096,8192 --repeats=5 \
   --no_cpu >"${out}/bench_condition.txt" 2>&1
 log "  exit $?"
-cat "${out}/bench_condition.txt" | tee -a "${out}/summary.txt"
+tee -a "${out}/summary.txt" <"${out}/bench_condition.txt"

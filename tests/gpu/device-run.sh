@@ -17,31 +17,28 @@
 #   xz -T2 -9 -k -c /usr/bin/prometheus > .gpu/prometheus.xz
 # then run this script through the device tool with carry [".gpu"].
 set -uo pipefail
-cd "$(dirname "$0")/../.."
 part=${1:-}
 if [[ ${part} != tests && ${part} != bench && ${part} != load ]]; then
   sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}           # BIN, BACKEND and PROMETHEUS let the script be tried without a GPU
+# BIN, BACKEND and PROMETHEUS let the script be tried without a GPU.
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" "device-${part}"
 backend=${BACKEND:-cuda}
 prometheus=${PROMETHEUS:-.gpu/prometheus.xz}
 
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 
 case ${part} in
   tests)
-    nvidia-smi -L | tee -a "${out}/summary.txt"
+    gpu_info
     for suite in core server client; do
       log "matrixd_${suite}_test"
-      timeout 180 "${bin}/matrixd_${suite}_test" --gtest_brief=1 >"${out}/${suite}.txt" 2>&1
-      log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/${suite}.txt" | tr '\n' ' ')"
+      run_gtest 180 "${out}/${suite}.txt" "${bin}/matrixd_${suite}_test" --gtest_brief=1
     done
     ;;
   bench)
-    nvidia-smi -L | tee -a "${out}/summary.txt"
+    gpu_info
     log "matrixd_bench (target tables)"
     timeout 540 "${bin}/matrixd_bench" \
       --tables=bandwidth,dense,batched,condensation,sparse,permanent,modular,small \
@@ -52,13 +49,8 @@ case ${part} in
     port=50051
     for streams in 1 4; do
       log "matrixd --backend=${backend} --streams_per_device=${streams}: deploy/load-batching.sh"
-      "${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics= \
-        --streams_per_device=${streams} >"/tmp/matrixd-${streams}.log" 2>&1 &
-      pid=$!
-      for _ in $(seq 60); do
-        "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && break
-        sleep 0.5
-      done
+      start_matrixd "${port}" "/tmp/matrixd-${streams}.log" --backend="${backend}" --metrics= \
+        --streams_per_device=${streams}
       timeout 150 deploy/load-batching.sh "${bin}" 127.0.0.1:${port} >>"${out}/batching.txt" 2>&1
       log "  exit $?"
       kill "${pid}"; wait "${pid}" 2>/dev/null

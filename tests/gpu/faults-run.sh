@@ -9,18 +9,14 @@
 #   ../shared/gpu/bundle.sh .gpu build/tests/matrixd_core_test
 # then, through the device tool with carry [".gpu"]:  tests/gpu/faults-run.sh
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" faults
 filter='*FaultInjection*:FaultCountdown.*:CudaMemoryPool*:CudaMemoryResource*:CudaStatus*'
 
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 
-nvidia-smi -L | tee -a "${out}/summary.txt"
+gpu_info
 log "matrixd_core_test --gtest_filter=${filter}"
-timeout 240 "${bin}/matrixd_core_test" --gtest_filter="${filter}" >"${out}/faults.txt" 2>&1
-log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/faults.txt" | tr '\n' ' ')"
+run_gtest 240 "${out}/faults.txt" "${bin}/matrixd_core_test" --gtest_filter="${filter}"
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [[ -n ${sanitizer} ]]; then

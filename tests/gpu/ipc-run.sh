@@ -12,26 +12,17 @@
 #
 # N and REPEATS narrow the run; BIN points at another folder holding the three programs.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" ipc ipc.txt
 n=${N:-8192}
 repeats=${REPEATS:-5}
-report=${out}/ipc.txt
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${report}"; }
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${report}"
+gpu_info
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-<unset>}" | tee -a "${report}"
 
 port=50072
 log "matrixd --backend=cuda; matrixd_ipc_bench --n=${n} --repeats=${repeats}"
-"${bin}/matrixd" --listen=127.0.0.1:${port} --backend=cuda --metrics= >"${out}/matrixd.log" 2>&1 &
-pid=$!
-for _ in $(seq 60); do
-  "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && break
-  sleep 0.5
-done
+start_matrixd "${port}" "${out}/matrixd.log" --backend=cuda --metrics=
 timeout 400 "${bin}/matrixd_ipc_bench" --server=127.0.0.1:${port} --n="${n}" \
   --repeats="${repeats}" >>"${report}" 2>&1
 status=$?

@@ -25,57 +25,21 @@
 # when the loader does not find it, the script looks in the CUDA and Python wheel folders; when
 # it is nowhere, mg says "not available" (exit 3) and the rest runs.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" mgpu
 sizes=${SIZES:-16384 32768 65536}
 repeats=${REPEATS:-2}
 block=${BLOCK:-512}
 sweep_blocks=${SWEEP_BLOCKS:-256 768 1024}
 budget=${BUDGET_S:-540}
 force=${FORCE:-0}
-started=$SECONDS
-mkdir -p "${out}"
-log() { echo "## $(date -u +%H:%M:%S) +$((SECONDS - started))s $*" | tee -a "${out}/summary.txt"; }
-
-# step NAME LIMIT_S LOGFILE COMMAND...: COMMAND under `timeout` (cut to what is left of the
-# budget), stdout appended to LOGFILE; logs the exit status and last line; returns the status.
-step() {
-  local name=$1 limit=$2 logfile=$3
-  shift 3
-  local left=$((budget - (SECONDS - started)))
-  if ((left < 10)); then
-    log "${name}: skipped (budget of ${budget}s spent)"
-    return 99
-  fi
-  ((limit > left)) && limit=${left}
-  log "${name} (limit ${limit}s)"
-  local before=0
-  [[ -f ${logfile} ]] && before=$(wc -l <"${logfile}")
-  echo "## ${name}" >>"${out}/stderr.txt"
-  timeout -k 5 "${limit}" "$@" >>"${logfile}" 2>>"${out}/stderr.txt"
-  local code=$?
-  local last="(no output)"
-  [[ -f ${logfile} ]] && (($(wc -l <"${logfile}") > before)) && last=$(tail -1 "${logfile}")
-  local meaning
-  case ${code} in
-    0) meaning="ok" ;;
-    2) meaning="does not fit the GPUs" ;;
-    3) meaning="not available here" ;;
-    124 | 137) meaning="TIMED OUT" ;;
-    *) meaning="FAILED (see stderr.txt)" ;;
-  esac
-  log "  exit ${code} (${meaning}): ${last}"
-  return "${code}"
-}
 
 for b in matrixd_lu_bench matrixd_multi_gpu_test; do
   [[ -x ${bin}/${b} ]] || log "MISSING ${bin}/${b} (bundle it: see the header)"
 done
-nvidia-smi -L | tee -a "${out}/summary.txt"
-nvidia-smi topo -m >"${out}/topology.txt" 2>&1
+gpu_info
+gpu_topology
 available=$(nvidia-smi -L | wc -l)
 
 # cusolverMg: the toolkit's, else a wheel's (nvidia/cu13/lib or nvidia/cusolver/lib).

@@ -21,31 +21,26 @@
 # Knobs: N=32768 (determinant), M=16384 (product), REPEATS=2, GATE=1 (0 skips step 1); BIN and
 # BACKEND let it be tried without a GPU (BIN=build/... BACKEND=cpu GATE=0 N=64 M=64 OUT=/tmp/x).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" mgres
 n=${N:-32768}
 m=${M:-16384}
 repeats=${REPEATS:-2}
 backend=${BACKEND:-cuda}
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 now() { date +%s.%N; }
 since() { awk "BEGIN {printf \"%.3f\", $(now) - $1}"; }
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${out}/summary.txt"
-command -v nvidia-smi >/dev/null && nvidia-smi topo -m >"${out}/topology.txt" 2>&1
+gpu_info
+gpu_topology
 
 if [ "${GATE:-1}" = 1 ]; then
   log "matrixd_multi_gpu_test"
-  timeout 300 "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
-    --gtest_filter='MultiGpuLu.*:MultiGpuBackend.*:CannonGemm.*' >"${out}/multi_gpu_test.txt" 2>&1
-  log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/multi_gpu_test.txt" | tr '\n' ' ')"
+  run_gtest 300 "${out}/multi_gpu_test.txt" "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
+    --gtest_filter='MultiGpuLu.*:MultiGpuBackend.*:CannonGemm.*'
   log "matrixd_server_test MultiDeviceAdmission.*"
-  timeout 120 "${bin}/matrixd_server_test" --gtest_brief=1 \
-    --gtest_filter='MultiDeviceAdmission.*' >"${out}/server_test.txt" 2>&1
-  log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/server_test.txt" | tr '\n' ' ')"
+  run_gtest 120 "${out}/server_test.txt" "${bin}/matrixd_server_test" --gtest_brief=1 \
+    --gtest_filter='MultiDeviceAdmission.*'
 fi
 
 port=50063

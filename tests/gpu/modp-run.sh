@@ -20,48 +20,41 @@
 # .gpu/lib with the rest.)
 # then run this script through the device tool with carry [".gpu"].
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" modp
 
 part=${1:-all}
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 
-nvidia-smi -L | tee -a "${out}/summary.txt"
+gpu_info
 if [[ $part == modp || $part == all ]]; then
 log "matrixd_core_test: modular LU, the staged int32 upload, balanced residues, condensation mod p, exact determinants"
-timeout 240 "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='CudaModularLu*:*PinnedStaging*:BalancedModulus*:BlockInverse*:*CudaCondensation*Modular*:*DeterminantTest.Modular*:*ExactCertificate*:*Exact*' \
-  >"${out}/core.txt" 2>&1
-log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core.txt" | tr '\n' ' ')"
+run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
+  --gtest_filter='CudaModularLu*:*PinnedStaging*:BalancedModulus*:BlockInverse*:*CudaCondensation*Modular*:*DeterminantTest.Modular*:*ExactCertificate*:*Exact*'
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core.txt" | head -60 | tee -a "${out}/summary.txt"
 log "matrixd_bench --tables=modular (GPU vs NTL, n = 4096; about a minute of NTL)"
 timeout 200 "${bin}/matrixd_bench" --tables=modular --no_cpu --ntl_n=4096 --repeats=5 \
   --primes=2147483629,65521,67108859 >"${out}/bench_modular.txt" 2>&1
 log "  exit $?"
-cat "${out}/bench_modular.txt" | tee -a "${out}/summary.txt"
+tee -a "${out}/summary.txt" <"${out}/bench_modular.txt"
 log "matrixd_bench --tables=modular (GPU alone, n = 8192)"
 timeout 120 "${bin}/matrixd_bench" --tables=modular --no_cpu --no_ntl --ntl_n=8192 --repeats=3 \
   --primes=2147483629,65521,4611686018427387847 >"${out}/bench_modular_8192.txt" 2>&1
 log "  exit $?"
-cat "${out}/bench_modular_8192.txt" | tee -a "${out}/summary.txt"
+tee -a "${out}/summary.txt" <"${out}/bench_modular_8192.txt"
 fi
 if [[ $part == exact || $part == all ]]; then
 log "matrixd_core_test: exact determinants on the GPU, early stop, the CRT, the batched modular LU"
-timeout 150 "${bin}/matrixd_core_test" --gtest_brief=1 \
+run_gtest 150 "${out}/core_exact.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
   --gtest_filter='CudaExactDeterminant*:EarlyStop*:CrtReconstruction*:ModularArithmetic*:*ExactCertificate*:*DeterminantTest.Exact*:CudaMemoryPool*:CudaModularLu*' \
-  >"${out}/core_exact.txt" 2>&1
-log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/core_exact.txt" | tr '\n' ' ')"
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core_exact.txt" | head -60 | tee -a "${out}/summary.txt"
 log "matrixd_bench --tables=exact (GPU exact determinant vs FLINT on one core, n = 500, 1000)"
 timeout 100 "${bin}/matrixd_bench" --tables=exact --no_cpu --exact_sizes=500,1000 --exact_bits=20 \
   --repeats=5 >"${out}/bench_exact.txt" 2>&1
 log "  exit $?"
-cat "${out}/bench_exact.txt" | tee -a "${out}/summary.txt"
+tee -a "${out}/summary.txt" <"${out}/bench_exact.txt"
 log "matrixd_bench --tables=exact (GPU alone, n = 2000, 3000)"
 timeout 100 "${bin}/matrixd_bench" --tables=exact --no_cpu --no_flint --exact_sizes=2000,3000 \
   --repeats=2 >"${out}/bench_exact_large.txt" 2>&1
 log "  exit $?"
-cat "${out}/bench_exact_large.txt" | tee -a "${out}/summary.txt"
+tee -a "${out}/summary.txt" <"${out}/bench_exact_large.txt"
 fi

@@ -45,8 +45,8 @@
 # grid server, e.g. "--distributed_gpu_block=512"), BUDGET_S=540, NCCL_DIR, BUNDLE_DIR=.gpu; for
 # a dry run of the plumbing without a GPU: BACKEND=cpu ENGINE=scalapack SIZES=600 DET_SIZES=600.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-out=${OUT:?OUT must name the output directory}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" mpigpu  # its bin is replaced below
 mkdir -p "${out}/jobs"
 # Mandatory on the lent machines: NVLink multicast (NVLS) can take the host's GPUs out of service.
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -56,8 +56,6 @@ det_sizes=${DET_SIZES:-32768}
 repeats=${REPEATS:-2}
 budget=${BUDGET_S:-540}
 python=${PYTHON:-python3}
-started=$SECONDS
-log() { echo "## $(date -u +%H:%M:%S) +$((SECONDS - started))s $*" | tee -a "${out}/summary.txt"; }
 left() { echo $((budget - (SECONDS - started))); }
 
 # The bundle: .gpu/mpigpu.tar.xz (bundle-mpigpu.sh) unpacked, or .gpu/bin + .gpu/lib as they are.

@@ -8,18 +8,12 @@
 #   ../shared/gpu/bundle.sh .gpu build/tests/matrixd_core_test build/tests/bench/matrixd_bench
 #   (device tool, carry [".gpu"]) tests/gpu/permanent-precision.sh
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" permanent-precision
 
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
-
-nvidia-smi -L | tee -a "${out}/summary.txt"
+gpu_info
 log "matrixd_core_test --gtest_filter='*Permanent*'"
-timeout 120 "${bin}/matrixd_core_test" --gtest_filter='*Permanent*' --gtest_brief=1 \
-  >"${out}/permanent-tests.txt" 2>&1
-log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/permanent-tests.txt" | tr '\n' ' ')"
+run_gtest 120 "${out}/permanent-tests.txt" "${bin}/matrixd_core_test" --gtest_filter='*Permanent*' --gtest_brief=1 \
 log "matrixd_bench --no_cpu --tables=permanent --perm_n=36 --repeats=3"
 timeout 200 "${bin}/matrixd_bench" --no_cpu --tables=permanent --perm_n=36 --repeats=3 \
   >"${out}/permanent-table.txt" 2>&1

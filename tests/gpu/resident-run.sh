@@ -11,29 +11,20 @@
 # TABLES and SIZES (matrixd_transfer_bench flags) narrow the benchmark; BIN and BACKEND let it be
 # tried without a GPU (BIN=build/... BACKEND=cpu OUT=/tmp/x SIZES="--upload_gib=0.25 ...").
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" resident
 backend=${BACKEND:-cuda}
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${out}/summary.txt"
+gpu_info
 for suite in ${SUITES:-core server client}; do
   log "matrixd_${suite}_test"
-  timeout 200 "${bin}/matrixd_${suite}_test" --gtest_brief=1 >"${out}/${suite}.txt" 2>&1
-  log "  exit $?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out}/${suite}.txt" | tr '\n' ' ')"
+  run_gtest 200 "${out}/${suite}.txt" "${bin}/matrixd_${suite}_test" --gtest_brief=1
 done
 
 port=50061
 log "matrixd --backend=${backend}; matrixd_transfer_bench ${TABLES:-all tables} ${SIZES:-}"
-"${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9470 \
-  --resident_memory_limit=90% >"${out}/matrixd.log" 2>&1 &
-pid=$!
-for _ in $(seq 60); do
-  "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && break
-  sleep 0.5
-done
+start_matrixd "${port}" "${out}/matrixd.log" --backend="${backend}" --metrics=127.0.0.1:9470 \
+  --resident_memory_limit=90%
 # shellcheck disable=SC2086
 timeout 300 "${bin}/matrixd_transfer_bench" --server=127.0.0.1:${port} \
   ${TABLES:+--tables=${TABLES}} ${SIZES:-} >"${out}/transfer.md" 2>&1

@@ -25,53 +25,20 @@
 # NCCL and cuBLAS it loads (--probe) and, when they are too old, tries the NVIDIA wheels of the
 # machine's Python (nvidia/nccl/lib, nvidia/cublas/lib) first in LD_LIBRARY_PATH.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
 # Mandatory on the lent machines: NVLink multicast (NVLS) can take the host's GPUs out of service.
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" scaling
 ops=${OPS:-mp cannon permanent}
 gpus_list=${GPUS:-1 2 4 8}
 sizes=${SIZES:-32768 65536}
 repeats=${REPEATS:-2}
 budget=${BUDGET_S:-470}
-started=$SECONDS
-log() { echo "## $(date -u +%H:%M:%S) +$((SECONDS - started))s $*" | tee -a "${out}/summary.txt"; }
+step_min_left=15  # step (run_lib.sh) skips with less left
 
 available=$(nvidia-smi -L | wc -l)
-nvidia-smi -L | tee -a "${out}/summary.txt"
-nvidia-smi topo -m >"${out}/topology.txt" 2>&1
-
-# step NAME LIMIT_S LOGFILE COMMAND...: runs COMMAND under `timeout` (its limit cut to what is
-# left of the budget), appends its stdout to LOGFILE and logs the exit status and last line.
-step() {
-  local name=$1 limit=$2 logfile=$3
-  shift 3
-  local left=$((budget - (SECONDS - started)))
-  if ((left < 15)); then
-    log "${name}: skipped (budget of ${budget}s spent)"
-    return 99
-  fi
-  ((limit > left)) && limit=${left}
-  log "${name} (limit ${limit}s)"
-  local before=0
-  [[ -f ${logfile} ]] && before=$(wc -l <"${logfile}")
-  echo "## ${name}" >>"${out}/stderr.txt"
-  timeout "${limit}" "$@" >>"${logfile}" 2>>"${out}/stderr.txt"
-  local code=$?
-  local last="(no output)"
-  [[ -f ${logfile} ]] && (($(wc -l <"${logfile}") > before)) && last=$(tail -1 "${logfile}")
-  local meaning=""
-  case ${code} in
-    0) meaning="ok" ;;
-    2) meaning="does not fit the GPUs" ;;
-    124) meaning="TIMED OUT" ;;
-    *) meaning="FAILED (see stderr.txt)" ;;
-  esac
-  log "  exit ${code} (${meaning}): ${last}"
-  return "${code}"
-}
+gpu_info
+gpu_topology
 
 # The candidate folders of a newer NCCL and cuBLAS on the machine: its Python's NVIDIA wheels.
 wheel_lib_dirs() {

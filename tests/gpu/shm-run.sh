@@ -15,29 +15,19 @@
 # be tried without a GPU (BIN=build BACKEND=cpu OUT=/tmp/x SIZES=1024 BATCH=1000; BIN then holds
 # the four programs, e.g. a folder of links to them).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" shm shm.txt
 backend=${BACKEND:-cuda}
 sizes=${SIZES:-8192,16384}
 batch=${BATCH:-100000}
 repeats=${REPEATS:-5}
-report=${out}/shm.txt
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${report}"; }
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${report}"
+gpu_info
 df -h /dev/shm | tee -a "${report}"
 
 port=50071
 log "matrixd --backend=${backend}; matrixd_shm_bench --det_sizes=${sizes} --batch=${batch}"
-"${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics= \
-  >"${out}/matrixd.log" 2>&1 &
-pid=$!
-for _ in $(seq 60); do
-  "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=1s health >/dev/null 2>&1 && break
-  sleep 0.5
-done
+start_matrixd "${port}" "${out}/matrixd.log" --backend="${backend}" --metrics=
 timeout 420 "${bin}/matrixd_shm_bench" --server=127.0.0.1:${port} --det_sizes="${sizes}" \
   --batch="${batch}" --repeats="${repeats}" >>"${report}" 2>&1
 log "  matrixd_shm_bench exit $?"

@@ -10,10 +10,8 @@
 # MATRIXD_SOAK_SECONDS (default 480: a device command may run 10 minutes at most) and the other
 # MATRIXD_SOAK_* variables of soak_test.sh pass through; BACKEND=cpu tries it without a GPU.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" soak report.txt
 command -v nvidia-smi >/dev/null && nvidia-smi -L | tee "${out}/gpu.txt"
 MATRIXD_SOAK_BACKEND=${BACKEND:-cuda} MATRIXD_SOAK_SECONDS=${MATRIXD_SOAK_SECONDS:-480} \
   MATRIXD_SOAK_OUT="${out}" tests/e2e/soak_test.sh "${bin}/matrixd" "${bin}/matrixd_soak" \

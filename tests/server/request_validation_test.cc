@@ -3,6 +3,7 @@
 // refusal before anything is computed.
 #include "server/request_validation.h"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -45,6 +46,29 @@ TEST(ValidateDeterminant, MapsMethodAndModulus) {
   EXPECT_EQ(inputs->options.modulus, 7u);
   EXPECT_EQ(inputs->matrix.view().rows, 2);
   EXPECT_EQ(inputs->matrix.view().dtype, DType::kInt64);
+}
+
+TEST(ValidateDeterminant, PassesDownWhatItFoundOfAHostMatrix) {
+  // Rows (3, 4) and (0, 5): Hadamard's bound 5 * 5, computed here once for the backend.
+  v1::DeterminantRequest request;
+  *request.mutable_matrix() = MakeMatrix<int64_t>(2, 2, {3, 4, 0, 5});
+  absl::StatusOr<DeterminantInputs> inputs = ValidateRequest(request, kLimits);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_TRUE(inputs->options.host_entries_checked);
+  ASSERT_TRUE(inputs->options.hadamard_bound_bits.has_value());
+  EXPECT_NEAR(*inputs->options.hadamard_bound_bits, std::log2(25.0), 1e-12);
+
+  // Modulo a prime, and for floating point, no exact determinant follows: no bound.
+  request.set_modulus(7);
+  inputs = ValidateRequest(request, kLimits);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_FALSE(inputs->options.hadamard_bound_bits.has_value());
+  *request.mutable_matrix() = Identity(2);
+  request.set_modulus(0);
+  inputs = ValidateRequest(request, kLimits);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  EXPECT_TRUE(inputs->options.host_entries_checked);
+  EXPECT_FALSE(inputs->options.hadamard_bound_bits.has_value());
 }
 
 TEST(ValidateDeterminant, UnknownMethodIsRefusedByName) {

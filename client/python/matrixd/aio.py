@@ -8,8 +8,12 @@
         async for status in job.watch(): ...
         result = await job.wait()
 
-Shared memory: SharedMatrix operands and outputs= work as on matrixd.Client; make the regions
-with a blocking matrixd.Client on the same server (registration is one call per region).
+Shared memory: SharedMatrix operands and outputs= work as on matrixd.Client; make system
+(/dev/shm) regions with a blocking matrixd.Client on the same server (registration is one call
+per region). CUDA regions register here too:
+
+    async with await client.register_cuda_shared_memory(name, handle, device_id, nbytes) as r:
+        await client.multiply(r.matrix(0, (n, n)), r.matrix(0, (n, n)))
 """
 
 from typing import AsyncIterator, List, Optional
@@ -17,6 +21,7 @@ from typing import AsyncIterator, List, Optional
 import grpc
 
 from matrixd import _base, _ops, _transfer, errors, results
+from matrixd.cuda_shared_memory import CudaSharedRegion
 from matrixd.remote import RemoteFactorization, RemoteMatrix
 from matrixd.v1 import matrixd_pb2
 
@@ -117,6 +122,19 @@ class Client(_base.ClientBase):
         response = await self._invoke("Release", pb.ReleaseRequest(handle=matrix.handle), timeout)
         self._forget(matrix)
         return response.bytes_freed
+
+    async def register_cuda_shared_memory(self, name: str, raw_handle: bytes, device_id: int,
+                                          byte_size: int, timeout=None) -> CudaSharedRegion:
+        """As Client.register_cuda_shared_memory; the region is an async context manager (leaving
+        it unregisters the region) and its unregister() a coroutine."""
+        request = pb.RegisterCudaSharedMemoryRequest(name=name, raw_handle=bytes(raw_handle),
+                                                     device_id=device_id, byte_size=byte_size)
+        await self._invoke("RegisterCudaSharedMemory", request, timeout)
+        return CudaSharedRegion(self, name, device_id, byte_size)
+
+    async def unregister_cuda_shared_memory(self, name: str = "", timeout=None) -> int:
+        request = pb.UnregisterCudaSharedMemoryRequest(name=name)
+        return (await self._invoke("UnregisterCudaSharedMemory", request, timeout)).unregistered
 
     async def list_shared_memory(self, timeout=None) -> List[results.SharedMemoryInfo]:
         response = await self._invoke("ListSharedMemory", pb.ListSharedMemoryRequest(), timeout)

@@ -53,7 +53,8 @@ class CudaSharedMatrix(SharedMatrix):
 
 class CudaSharedRegion:
     """A CUDA region registered with the server (Client.register_cuda_shared_memory). Use it as a
-    context manager: leaving it unregisters the region (the device memory stays the caller's)."""
+    context manager (`async with` on matrixd.aio.Client): leaving it unregisters the region (the
+    device memory stays the caller's)."""
 
     def __init__(self, client, name: str, device_id: int, byte_size: int):
         self.client = client
@@ -78,11 +79,13 @@ class CudaSharedRegion:
                 f"{self.name} ({self.size} bytes) or is misaligned")
         return CudaSharedMatrix(self, offset, shape, dtype)
 
-    def unregister(self) -> None:
+    def unregister(self):
+        """Unregisters the region: the client's answer (a coroutine to await on
+        matrixd.aio.Client)."""
         if not self.registered:
             raise errors.FailedPrecondition(f"CUDA region {self.name} is not registered")
         self.registered = False
-        self.client.unregister_cuda_shared_memory(self.name)
+        return self.client.unregister_cuda_shared_memory(self.name)
 
     def __enter__(self):
         return self
@@ -90,6 +93,13 @@ class CudaSharedRegion:
     def __exit__(self, *exc):
         if self.registered:
             self.unregister()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        if self.registered:
+            await self.unregister()
 
     def __repr__(self):
         return (f"<matrixd.CudaSharedRegion {self.name} {self.size} bytes on device "

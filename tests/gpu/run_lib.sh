@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# What every tests/gpu/*-run.sh does first and last. Sourced as the script's first command:
+#
+#   source "$(dirname "$0")/run_lib.sh" NAME [REPORT]
+#
+# it moves to the repository root and sets
+#   out     $OUT (required: the device tool's output folder), created if missing
+#   report  $out/REPORT (default summary.txt): where log lines go, beside stdout
+#   bin     ${BIN:-.gpu/bin}, the bundled programs (../shared/gpu/bundle.sh); .gpu/lib goes first
+#           in LD_LIBRARY_PATH
+#   started $SECONDS now
+# and on exit packs every file under $out but the report into one $out/NAME-logs.tar.gz (the
+# device tool brings back only a few files), removes what it packed and prints the end of the
+# report to stdout. The script's exit status is kept.
+
+run_name=${1:?run_lib.sh: NAME the run}
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+out=${OUT:?OUT must name the output directory}
+mkdir -p "${out}"
+report=${out}/${2:-summary.txt}
+export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bin=${BIN:-.gpu/bin}
+started=$SECONDS
+
+# log MESSAGE...: a time-stamped line to stdout and the report.
+log() { echo "## $(date -u +%H:%M:%S) +$((SECONDS - started))s $*" | tee -a "${report}"; }
+
+# gpu_info: the GPUs (nvidia-smi -L) into the report, or a line saying there is no nvidia-smi (a
+# run tried without GPU). gpu_topology: `nvidia-smi topo -m` into $out/topology.txt.
+gpu_info() {
+  if ! command -v nvidia-smi >/dev/null; then
+    log "nvidia-smi not found"
+    return 0
+  fi
+  nvidia-smi -L | tee -a "${report}"
+}
+gpu_topology() {
+  command -v nvidia-smi >/dev/null && nvidia-smi topo -m >"${out}/topology.txt" 2>&1
+  return 0
+}
+
+# gtest_counts FILE: GoogleTest's PASSED / FAILED / SKIPPED lines of FILE on one line.
+gtest_counts() { grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$1" | tr '\n' ' '; }
+
+# run_gtest LIMIT_S LOGFILE PROGRAM ARGS...: a test program under `timeout`, stdout and stderr to
+# LOGFILE; logs its exit status and counts; returns the status.
+run_gtest() {
+  local limit=$1 logfile=$2
+  shift 2
+  timeout "${limit}" "$@" >"${logfile}" 2>&1
+  local code=$?
+  log "  exit ${code}: $(gtest_counts "${logfile}")"
+  return "${code}"
+}
+
+# step NAME LIMIT_S LOGFILE COMMAND...: COMMAND under `timeout` (its limit cut to what is left of
+# ${budget} seconds since `started`; skipped when less than ${step_min_left:-10} is left), stdout
+# appended to LOGFILE, stderr to $out/stderr.txt; logs the exit status and the last line; returns
+# the status (99 when skipped).
+# shellcheck disable=SC2154  # budget: set by the scripts that call step
+step() {
+  local name=$1 limit=$2 logfile=$3
+  shift 3
+  local left=$((budget - (SECONDS - started)))
+  if ((left < ${step_min_left:-10})); then
+    log "${name}: skipped (budget of ${budget}s spent)"
+    return 99
+  fi
+  ((limit > left)) && limit=${left}
+  log "${name} (limit ${limit}s)"
+  local before=0
+  [[ -f ${logfile} ]] && before=$(wc -l <"${logfile}")
+  echo "## ${name}" >>"${out}/stderr.txt"
+  timeout -k 5 "${limit}" "$@" >>"${logfile}" 2>>"${out}/stderr.txt"
+  local code=$?
+  local last="(no output)"
+  [[ -f ${logfile} ]] && (($(wc -l <"${logfile}") > before)) && last=$(tail -1 "${logfile}")
+  local meaning
+  case ${code} in
+    0) meaning="ok" ;;
+    2) meaning="does not fit the GPUs" ;;
+    3) meaning="not available here" ;;
+    124 | 137) meaning="TIMED OUT" ;;
+    *) meaning="FAILED (see stderr.txt)" ;;
+  esac
+  log "  exit ${code} (${meaning}): ${last}"
+  return "${code}"
+}
+
+# The EXIT trap: one tarball of the logs, the report left beside it, its end on stdout.
+pack_logs() {
+  local code=$?
+  local tarball=${run_name}-logs.tar.gz
+  local report_name
+  report_name=$(basename "${report}")
+  local files=()
+  mapfile -t files < <(find "${out}" -mindepth 1 -maxdepth 1 ! -name "${tarball}" \
+    ! -name "${report_name}" -printf '%P\n' | sort)
+  local packed=("${files[@]}")
+  [[ -f ${report} ]] && packed+=("${report_name}")
+  if ((${#packed[@]} > 0)) && tar -C "${out}" -czf "${out}/${tarball}" "${packed[@]}"; then
+    ((${#files[@]} > 0)) && (cd "${out}" && rm -rf -- "${files[@]}")
+  fi
+  echo "=== ${run_name}: exit ${code}; ${#files[@]} logs in \$OUT/${tarball}, the report in" \
+    "\$OUT/${report_name}; its last lines:"
+  [[ -f ${report} ]] && tail -n 40 "${report}"
+  exit "${code}"
+}
+trap pack_logs EXIT
+
+# start_matrixd PORT LOGFILE FLAGS...: ${bin}/matrixd on 127.0.0.1:PORT in the background (its
+# process id in `pid`), output to LOGFILE; returns once `matrixctl health` answers, or after 30 s
+# with status 1.
+start_matrixd() {
+  local port=$1 logfile=$2
+  shift 2
+  "${bin}/matrixd" --listen="127.0.0.1:${port}" "$@" >"${logfile}" 2>&1 &
+  # shellcheck disable=SC2034  # for the caller
+  pid=$!
+  for _ in $(seq 60); do
+    "${bin}/matrixctl" --server="127.0.0.1:${port}" --deadline=1s health >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  return 1
+}
