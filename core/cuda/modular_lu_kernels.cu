@@ -186,9 +186,10 @@ __device__ void PrefixProducts(const BalancedModulus& f, int w, LeafShared& s) {
   if (2 * lane + 1 < w) out[2 * lane + 1] = f.Mul(exclusive, first);
 }
 
-// The w steps of the division-free elimination (see LeafShared). Returns false, with the state
-// set singular, when a column has no pivot in or below the block. Every thread computes the same
-// slot mask and pivots from ballots over the column, so the steps need one barrier each.
+// The w steps of the division-free elimination (see LeafShared), its entries unreduced (|x| <= 2p)
+// but for the columns already pivots' (each balanced once its step is next). Returns false, with
+// the state set singular, when a column has no pivot in or below the block. Every thread computes
+// the same slot mask and pivots from ballots over the column, so the steps need one barrier each.
 __device__ bool EliminateLeaf(const BalancedModulus& f, const double* __restrict__ a, int64_t n,
                               int64_t c, int w, LeafShared& s, ModularLuState* state) {
   const int tid = static_cast<int>(threadIdx.x);
@@ -217,16 +218,29 @@ __device__ bool EliminateLeaf(const BalancedModulus& f, const double* __restrict
     if (tid == 0) s.pivot_slot[j] = r;
     // Step j writes only columns right of j in rows not yet pivots: it reads column j and the
     // pivot row, which no thread writes during the step.
+    // Entries stay unreduced (|x| <= 2p, MulMinusMulLazy) except column j + 1, the next step's
+    // pivot column: its zero test and its use as d and m need balanced residues.
     if (row < w && ((used >> row) & 1) == 0) {
       const double* pivot_row = s.block + r * kLeafStride;
       double* x = s.block + row * kLeafStride;
       const double d = pivot_row[j];
       const double m = x[j];
+      double next = 0.0;
+      bool has_next = false;
 #pragma unroll
       for (int k = 0; k < kLeafColumnsPerThread; ++k) {
         const int col = tid % kLeafColumnGroups + k * kLeafColumnGroups;
-        if (col > j && col < w) x[col] = f.MulMinusMul(d, x[col], m, pivot_row[col]);
+        if (col > j && col < w) {
+          const double y = f.MulMinusMulLazy(d, x[col], m, pivot_row[col]);
+          x[col] = y;
+          if (col == j + 1) {
+            next = y;
+            has_next = true;
+          }
+        }
       }
+      // Once per thread, not once per entry (the reduction outside the unrolled loop).
+      if (has_next) x[j + 1] = f.Reduce(next);
     }
     __syncthreads();
   }
