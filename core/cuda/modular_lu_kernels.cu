@@ -187,7 +187,7 @@ __device__ void PrefixProducts(const BalancedModulus& f, int w, LeafShared& s) {
 }
 
 // The w steps of the division-free elimination (see LeafShared), its entries unreduced (|x| <= 2p)
-// but for the columns already pivots' (each balanced once its step is next). Returns false, with
+// except each column from the step before its own on (then balanced). Returns false, with
 // the state set singular, when a column has no pivot in or below the block. Every thread computes
 // the same slot mask and pivots from ballots over the column, so the steps need one barrier each.
 __device__ bool EliminateLeaf(const BalancedModulus& f, const double* __restrict__ a, int64_t n,
