@@ -55,13 +55,15 @@ static_assert(kMaxLeafWidth == 64, "a slot mask of 64 bits, two ballots a column
 // its raw multiplier, so no step waits for an inverse (an inverse costs ~50 dependent products:
 // paid per step it would dominate). A row that is the pivot of step t has been through steps
 // 0..t-1 and holds s_t times its true value, s_t = product of the held pivots before t; the true
-// factors follow at the end from w inverses taken in parallel: l_tj = x_j / held u_jj and
-// u_tc = held u_tc / s_t.
+// factors follow at the end from w inverses taken in parallel: l_tj = x_j / held u_jj,
+// u_tt = held u_tt / s_t and u_tc / u_tt = held u_tc / held u_tt.
 struct LeafShared {
   // Slot r holds (a multiple of) the data of row origin[r] of `a`; after the steps, the factors
-  // in pivot order (row t = the pivot row of step t), zero outside w x w.
+  // in pivot order (row t = the pivot row of step t), zero outside w x w: L below the diagonal,
+  // u_tt on it, u_tc / u_tt above it (F of InvertFactoredBlockBlocked).
   double block[kMaxLeafWidth * kLeafStride];
   double inverse[kMaxLeafWidth * kLeafStride];  // L^-1 below the diagonal, U^-1 on and above
+  double coupling[kCouplingWords];              // the blocked inverse's products
   double pivot_inverse[kMaxLeafWidth];          // 1 / held u_tt
   double scale[kMaxLeafWidth];                  // s_t
   double scale_inverse[kMaxLeafWidth];          // 1 / s_t
@@ -184,9 +186,10 @@ __device__ void PrefixProducts(const BalancedModulus& f, int w, LeafShared& s) {
   if (2 * lane + 1 < w) out[2 * lane + 1] = f.Mul(exclusive, first);
 }
 
-// The w steps of the division-free elimination (see LeafShared). Returns false, with the state
-// set singular, when a column has no pivot in or below the block. Every thread computes the same
-// slot mask and pivots from ballots over the column, so the steps need one barrier each.
+// The w steps of the division-free elimination (see LeafShared), its entries unreduced (|x| <= 2p)
+// except each column from the step before its own on (then balanced). Returns false, with
+// the state set singular, when a column has no pivot in or below the block. Every thread computes
+// the same slot mask and pivots from ballots over the column, so the steps need one barrier each.
 __device__ bool EliminateLeaf(const BalancedModulus& f, const double* __restrict__ a, int64_t n,
                               int64_t c, int w, LeafShared& s, ModularLuState* state) {
   const int tid = static_cast<int>(threadIdx.x);
@@ -215,23 +218,37 @@ __device__ bool EliminateLeaf(const BalancedModulus& f, const double* __restrict
     if (tid == 0) s.pivot_slot[j] = r;
     // Step j writes only columns right of j in rows not yet pivots: it reads column j and the
     // pivot row, which no thread writes during the step.
+    // Entries stay unreduced (|x| <= 2p, MulMinusMulLazy) except column j + 1, the next step's
+    // pivot column: its zero test and its use as d and m need balanced residues.
     if (row < w && ((used >> row) & 1) == 0) {
       const double* pivot_row = s.block + r * kLeafStride;
       double* x = s.block + row * kLeafStride;
       const double d = pivot_row[j];
       const double m = x[j];
+      double next = 0.0;
+      bool has_next = false;
 #pragma unroll
       for (int k = 0; k < kLeafColumnsPerThread; ++k) {
         const int col = tid % kLeafColumnGroups + k * kLeafColumnGroups;
-        if (col > j && col < w) x[col] = f.MulMinusMul(d, x[col], m, pivot_row[col]);
+        if (col > j && col < w) {
+          const double y = f.MulMinusMulLazy(d, x[col], m, pivot_row[col]);
+          x[col] = y;
+          if (col == j + 1) {
+            next = y;
+            has_next = true;
+          }
+        }
       }
+      // Once per thread, not once per entry (the reduction outside the unrolled loop).
+      if (has_next) x[j + 1] = f.Reduce(next);
     }
     __syncthreads();
   }
   return true;
 }
 
-// The held rows to the true factors in pivot order (LeafShared), zero outside w x w; 1/u_tt; the
+// The held rows to the true factors in pivot order (LeafShared: the unit upper triangle u_tc / u_tt
+// above the diagonal), zero outside w x w; 1/u_tt (zero from w on); the
 // leaf's pivots and row exchanges into the state's determinant. Called by every thread.
 __device__ void FinishFactors(const BalancedModulus& f, int w, LeafShared& s,
                               ModularLuState* state) {
@@ -253,11 +270,15 @@ __device__ void FinishFactors(const BalancedModulus& f, int w, LeafShared& s,
     factors[k] = 0.0;
     if (row < w && col < w) {
       const double x = s.block[s.pivot_slot[row] * kLeafStride + col];
-      factors[k] = f.Mul(x, row > col ? s.pivot_inverse[col] : s.scale_inverse[row]);
+      // l_tc = x / held u_cc; u_tt = x / s_t; u_tc / u_tt = x / held u_tt.
+      factors[k] = f.Mul(x, row > col    ? s.pivot_inverse[col]
+                            : row == col ? s.scale_inverse[row]
+                                         : s.pivot_inverse[row]);
     }
   }
-  for (int t = tid; t < w; t += kLeafThreads) {
-    s.inverse_diagonal[t] = f.Mul(s.pivot_inverse[t], s.scale[t]);  // s_t / held u_tt = 1 / u_tt
+  for (int t = tid; t < kMaxLeafWidth; t += kLeafThreads) {
+    // s_t / held u_tt = 1 / u_tt; zero outside w (the blocked inverse's padding).
+    s.inverse_diagonal[t] = t < w ? f.Mul(s.pivot_inverse[t], s.scale[t]) : 0.0;
   }
   __syncthreads();  // every held row read before the factors overwrite them
 #pragma unroll
@@ -279,56 +300,83 @@ __device__ void FinishFactors(const BalancedModulus& f, int w, LeafShared& s,
   }
 }
 
-// Threads per dot product in the sweeps: half the block builds L^-1, half U^-1, one row a step.
-constexpr int kSweepParts = kLeafThreads / (2 * kMaxLeafWidth);
-static_assert(kSweepParts >= 1 && (kSweepParts & (kSweepParts - 1)) == 0 && kSweepParts <= 32);
+// The lower triangle (m = 0) or the upper one read transposed (m = 1) of a shared 64 x 64 array.
+__device__ StrictLowerView TriangleOf(double* a, int m) {
+  return m == 0 ? LowerTriangleOf(a, kLeafStride) : UpperTriangleOf(a, kLeafStride);
+}
 
-// D^-1 = U^-1 L^-1 from the factors in s.block (core/cuda/block_inverse.h), as pieces
-// kPieceBase high + low at low_out (stride w) and low_out + w^2. Step t builds row t of L^-1 and
-// row w - 1 - t of U^-1: each reads only rows finished in earlier steps, so one barrier a step
-// suffices. Thread (entry j, part) sums the terms part, part + kSweepParts, ... of entry j's dot
-// product; the parts are adjacent lanes, added exactly by shuffles.
+// D^-1 = U^-1 L^-1 from the factors in s.block (L below the diagonal, u_ii on it, u_ij / u_ii
+// above it: FinishFactors), by blocks (core/cuda/block_inverse.h, InvertFactoredBlockBlocked in
+// the same order), as pieces kPieceBase high + low at low_out (stride w) and low_out + w^2. The
+// two unit triangular inverses (L^-1 and (u_ij / u_ii)^-1) are taken side by side in s.inverse:
+// 7 barriers in all, where row sweeps took one per row.
 __device__ void InvertLeaf(const BalancedModulus& f, int w, LeafShared& s,
                            double* __restrict__ low_out) {
+  constexpr int n = kBlockedInverseOrder;
+  static_assert(n == kMaxLeafWidth && 2 * n <= kLeafThreads);
   double* __restrict__ high_out = low_out + w * w;
-  const double* lu = s.block;
   const int tid = static_cast<int>(threadIdx.x);
-  const bool upper = tid >= kLeafThreads / 2;
-  const int j = (tid % (kLeafThreads / 2)) / kSweepParts;
-  const int part = tid % kSweepParts;
-  for (int step = 0; step < w; ++step) {
-    const int i = upper ? w - 1 - step : step;
-    const bool active = j < w && (upper ? j > i : j < i);
-    PieceSums sums;
-    if (active) {
-      sums =
-          upper
-              ? UpperInversePart(lu, kLeafStride, s.inverse, kLeafStride, i, j, part, kSweepParts)
-              : LowerInversePart(lu, kLeafStride, s.inverse, kLeafStride, i, j, part, kSweepParts);
+  // The 8 x 8 diagonal blocks: one thread per column of each matrix.
+  if (tid < 2 * n) {
+    const int m = tid / n;
+    const int col = tid % n;
+    InvertBaseBlockColumn(f, TriangleOf(s.block, m), TriangleOf(s.inverse, m),
+                          col - col % kTriangularBaseOrder, col % kTriangularBaseOrder);
+  }
+  __syncthreads();
+  // Pairs of s x s blocks: entry e of the level = (matrix, pair, i, j), both products of the
+  // level's pairs in one pass each.
+  for (int level = 0; level < kBlockedLevels; ++level) {
+    const int order = LevelOrder(level);
+    const int per_matrix = n / 2 * order;  // n / (2 order) pairs of order^2 entries
+    for (int e = tid; e < 2 * per_matrix; e += kLeafThreads) {
+      const int m = e / per_matrix;
+      const int r = e % per_matrix;
+      const int ij = r % (order * order);
+      const int first = r / (order * order) * 2 * order;
+      s.coupling[e] = CouplingTimesInverse(f, TriangleOf(s.block, m), TriangleOf(s.inverse, m),
+                                           first, order, ij / order, ij % order);
     }
-    for (int offset = 1; offset < kSweepParts; offset *= 2) {
-      sums.low += __shfl_xor_sync(kFullMask, sums.low, offset);
-      sums.high += __shfl_xor_sync(kFullMask, sums.high, offset);
-    }
-    if (part == 0) {
-      if (active) {
-        s.inverse[i * kLeafStride + j] = upper ? UpperInverseValue(f, s.inverse_diagonal[i], sums)
-                                               : LowerInverseValue(f, lu, kLeafStride, i, j, sums);
-      } else if (upper && j == i) {
-        s.inverse[i * kLeafStride + i] = s.inverse_diagonal[i];
-      }
+    __syncthreads();
+    for (int e = tid; e < 2 * per_matrix; e += kLeafThreads) {
+      const int m = e / per_matrix;
+      const int r = e % per_matrix;
+      const int ij = r % (order * order);
+      const int first = r / (order * order) * 2 * order;
+      const int i = ij / order;
+      const int j = ij % order;
+      const StrictLowerView y = TriangleOf(s.inverse, m);
+      y(first + order + i, first + j) =
+          LowerLeftOfInverse(f, y, s.coupling + (e - ij), first, order, i, j);
     }
     __syncthreads();
   }
-  for (int idx = tid; idx < w * w; idx += kLeafThreads) {
-    const int i = idx / w;
-    const int col = idx - i * w;
-    const double x = InverseProductValue(
-        f, s.inverse, kLeafStride, i, col,
-        InverseProductPart(s.inverse, kLeafStride, w, i, col, /*part=*/0, /*step=*/1));
-    const double high = HighPiece(x);
-    low_out[idx] = LowPiece(x, high);
-    high_out[idx] = high;
+  // U^-1 = Uh^-1 diag(1/u) on and above the diagonal.
+  for (int idx = tid; idx < n * n; idx += kLeafThreads) {
+    const int i = idx / n;
+    const int t = idx % n;
+    double& entry = s.inverse[i * kLeafStride + t];
+    if (t >= i) entry = UpperInverseEntry(f, entry, s.inverse_diagonal, i, t);
+  }
+  __syncthreads();
+  // D^-1: row tid / kProductTile, columns tid % kProductTile + 16 k.
+  constexpr int kProductTile = n * n / kLeafThreads;
+  constexpr int kProductStep = n / kProductTile;
+  static_assert(kProductTile * kProductStep == n && kProductStep * n == kLeafThreads);
+  const int i = tid / kProductStep;
+  const int j0 = tid % kProductStep;
+  if (i < w) {
+    double entries[kProductTile];
+    InverseProductRow<kProductTile>(f, s.inverse, kLeafStride, w, i, j0, kProductStep, entries);
+#pragma unroll
+    for (int k = 0; k < kProductTile; ++k) {
+      const int j = j0 + k * kProductStep;
+      if (j < w) {
+        const double high = HighPiece(entries[k]);
+        low_out[i * w + j] = LowPiece(entries[k], high);
+        high_out[i * w + j] = high;
+      }
+    }
   }
 }
 

@@ -88,6 +88,38 @@ TEST(BalancedModulus, MulMinusMulMatchesInt128) {
   }
 }
 
+// The leaf's elimination keeps its entries unreduced between steps (|x| <= 2p): MulMinusMulLazy
+// stays within 2p on such operands, and MulMinusMul and Mul reduce them.
+TEST(BalancedModulus, LazyOperandsUpToTwiceP) {
+  std::mt19937_64 rng(12);
+  for (const uint64_t p : Primes()) {
+    const BalancedModulus f = BalancedModulus::Of(p);
+    const std::vector<double> balanced = Samples(p, rng);
+    const double twice = 2.0 * static_cast<double>(p);
+    std::vector<double> wide = {twice, -twice, twice - 1, -(twice - 1), static_cast<double>(p)};
+    for (int i = 0; i < 20; ++i) {
+      wide.push_back(static_cast<double>(static_cast<int64_t>(rng() % (4 * p + 1)) -
+                                         static_cast<int64_t>(2 * p)));
+    }
+    for (const double a : balanced) {
+      for (const double b : wide) {
+        for (const double c : {balanced[3], balanced[4], balanced[9], balanced[30]}) {
+          for (const double d : {wide[0], wide[1], wide[7], wide[19]}) {
+            const Int128 exact = static_cast<Int128>(a) * static_cast<Int128>(b) -
+                                 static_cast<Int128>(c) * static_cast<Int128>(d);
+            const double lazy = f.MulMinusMulLazy(a, b, c, d);
+            ASSERT_EQ(lazy, std::trunc(lazy));
+            ASSERT_LE(std::abs(lazy), twice) << "p=" << p;
+            ASSERT_EQ(Balanced(static_cast<Int128>(lazy), p), Balanced(exact, p)) << "p=" << p;
+            ExpectResidue(f.MulMinusMul(a, b, c, d), exact, p);
+          }
+        }
+        ExpectResidue(f.Mul(b, a), static_cast<Int128>(a) * static_cast<Int128>(b), p);
+      }
+    }
+  }
+}
+
 TEST(BalancedModulus, ReduceTakesSumsUpToTwoToThe53) {
   std::mt19937_64 rng(2);
   for (const uint64_t p : Primes()) {

@@ -115,6 +115,94 @@ TEST(BlockInverse, InverseOfLuIsTheInverseModP) {
   }
 }
 
+// The leaf kernel's blocked inverse (8 x 8 diagonal blocks, then three levels of products, the
+// kernel's steps in its order) equals the row sweeps' entry for entry mod p, at every order (those
+// below 64 padded with the identity) and at the extreme entries (the largest piece sums).
+TEST(BlockInverse, BlockedInverseEqualsTheSweeps) {
+  std::mt19937_64 rng(13);
+  for (const uint64_t p : Primes()) {
+    const BalancedModulus f = BalancedModulus::Of(p);
+    for (const int w : {1, 2, 7, 8, 9, 16, 17, 33, 63, 64}) {
+      for (const bool extreme : {false, true}) {
+        const Factors factors = RandomFactors(w, p, extreme, rng);
+        const std::vector<double> sweeps = Inverse(factors, w, p);
+        std::vector<double> blocked(static_cast<size_t>(w) * w, 7.0);
+        InvertFactoredBlockBlocked(f, factors.lu.data(), w, factors.inverse_diagonal.data(), w,
+                                   blocked.data(), w);
+        for (int e = 0; e < w * w; ++e) {
+          // Equal mod p (for p = 2 both 1 and -1 are balanced).
+          ASSERT_LE(std::abs(blocked[e]), static_cast<double>(p / 2));
+          ASSERT_EQ(Balanced(static_cast<Int128>(blocked[e]), p),
+                    Balanced(static_cast<Int128>(sweeps[e]), p))
+              << "p=" << p << " w=" << w << " extreme=" << extreme << " entry " << e;
+        }
+      }
+    }
+  }
+}
+
+// The base blocks' forward substitution and the levels' products on a unit lower triangular
+// matrix read through either triangle (the kernel inverts L and the transposed unit upper
+// factor side by side in one array): both give the inverse mod p.
+TEST(BlockInverse, TriangleViewsReadBothTriangles) {
+  const uint64_t p = 2147483629;
+  const BalancedModulus f = BalancedModulus::Of(p);
+  std::mt19937_64 rng(14);
+  constexpr int n = kBlockedInverseOrder;
+  std::vector<double> lower(n * n, 0.0);
+  std::vector<double> upper(n * n, 0.0);  // lower's transpose
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i; ++j) {
+      lower[i * n + j] = static_cast<double>(Balanced(static_cast<Int128>(rng() % p), p));
+      upper[j * n + i] = lower[i * n + j];
+    }
+  }
+  for (const bool transposed : {false, true}) {
+    std::vector<double> x = transposed ? upper : lower;
+    std::vector<double> y(n * n, 0.0);
+    const StrictLowerView xv =
+        transposed ? UpperTriangleOf(x.data(), n) : LowerTriangleOf(x.data(), n);
+    const StrictLowerView yv =
+        transposed ? UpperTriangleOf(y.data(), n) : LowerTriangleOf(y.data(), n);
+    for (int col = 0; col < n; ++col) {
+      InvertBaseBlockColumn(f, xv, yv, col - col % kTriangularBaseOrder,
+                            col % kTriangularBaseOrder);
+    }
+    std::vector<double> coupling(kCouplingWords);
+    for (int level = 0; level < kBlockedLevels; ++level) {
+      const int s = LevelOrder(level);
+      for (int first = 0; first < n; first += 2 * s) {
+        for (int e = 0; e < s * s; ++e) {
+          coupling[e] = CouplingTimesInverse(f, xv, yv, first, s, e / s, e % s);
+        }
+        for (int e = 0; e < s * s; ++e) {
+          yv(first + s + e / s, first + e % s) =
+              LowerLeftOfInverse(f, yv, coupling.data(), first, s, e / s, e % s);
+        }
+      }
+    }
+    // Unpacked: L (unit diagonal) times its inverse is the identity.
+    std::vector<double> l(n * n, 0.0);
+    std::vector<double> inverse(n * n, 0.0);
+    for (int i = 0; i < n; ++i) {
+      l[i * n + i] = 1.0;
+      inverse[i * n + i] = 1.0;
+      for (int j = 0; j < i; ++j) {
+        l[i * n + j] = lower[i * n + j];
+        inverse[i * n + j] = yv(i, j);
+        ASSERT_LE(std::abs(yv(i, j)), static_cast<double>(p / 2));
+      }
+    }
+    const std::vector<double> identity = Multiply(l, inverse, n, n, n, p);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        ASSERT_EQ(Balanced(static_cast<Int128>(identity[i * n + j]), p), i == j ? 1 : 0)
+            << "transposed=" << transposed << " at " << i << "," << j;
+      }
+    }
+  }
+}
+
 // ApplyInverse and the trailing update for a panel of two leaves: with D = [D11 D12; D21 D22],
 // D11 = L1 U1 and the Schur complement S = D22 - D21 D11^-1 D12 = L2 U2 factored, the block forward
 // substitution gives Y1 = D11^-1 B1 and Y2 = S^-1 (B2 - D21 Y1), and the rows below, whose second
