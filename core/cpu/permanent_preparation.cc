@@ -338,13 +338,14 @@ PermanentWalkCost EstimatePermanentWalkCost(std::span<const double> a, int n,
 }
 
 PermanentWalk PrepareRealPermanentWalk(std::vector<double>& a, int n, PermanentMethod method,
-                                       walk::RealArithmetic arithmetic, PermanentWalk asked) {
+                                       walk::RealArithmetic arithmetic, PermanentWalk asked,
+                                       double max_sparse_cost_ratio) {
   if (asked == PermanentWalk::kDense) return PermanentWalk::kDense;
   std::vector<double> ordered = a;
   OrderForSparseWalk(ordered, n, method);
   if (asked == PermanentWalk::kAuto) {
     const PermanentWalkCost cost = EstimatePermanentWalkCost(ordered, n, method, arithmetic);
-    if (cost.sparse > kSparsePermanentCostRatio * cost.dense) return PermanentWalk::kDense;
+    if (cost.sparse > max_sparse_cost_ratio * cost.dense) return PermanentWalk::kDense;
   }
   a = std::move(ordered);
   return PermanentWalk::kSparse;

@@ -118,14 +118,25 @@ PermanentWalkCost EstimatePermanentWalkCost(std::span<const double> a, int n,
                                             PermanentMethod method,
                                             walk::RealArithmetic arithmetic);
 
-// kAuto's margin: the sparse walk's branches and serial suffix products are not in the count.
+// kAuto's margin on the CPU: the sparse walk's branches and serial suffix products are not in
+// the count.
 inline constexpr double kSparsePermanentCostRatio = 0.8;
 
+// kAuto's margin on the GPU (core/cuda/permanent.cu), measured on an H100 at n = 36 (30 %-dense
+// matrices, docs/benchmarks.md): there the sparse walk's per-block branches and serial suffix
+// products cost about 3 x what the count says (count 0.21 of the dense walk's: 0.66 of its time;
+// 0.28: 0.90; FAST 0.34: 1.29), so it pays under EXTENDED up to about 0.3, and never under FAST,
+// whose dense walk already runs at twice the FP64 floor.
+inline double GpuSparsePermanentCostRatio(walk::RealArithmetic arithmetic) {
+  return arithmetic == walk::RealArithmetic::kFast ? 0.0 : 0.3;
+}
+
 // The walk of the scaled real matrix a that `asked` resolves to, kAuto by the estimate: kSparse
-// when its cost is at most kSparsePermanentCostRatio of the dense walk's once a is ordered. When
-// the answer is kSparse, a is left ordered (OrderForSparseWalk); otherwise unchanged.
+// when its cost is at most max_sparse_cost_ratio of the dense walk's once a is ordered. When the
+// answer is kSparse, a is left ordered (OrderForSparseWalk); otherwise unchanged.
 PermanentWalk PrepareRealPermanentWalk(std::vector<double>& a, int n, PermanentMethod method,
-                                       walk::RealArithmetic arithmetic, PermanentWalk asked);
+                                       walk::RealArithmetic arithmetic, PermanentWalk asked,
+                                       double max_sparse_cost_ratio = kSparsePermanentCostRatio);
 
 // The precision a real walk runs at when `asked` for: FAST only for Glynn, whose terms cancel
 // little; Ryser's cancel by up to 10 orders of magnitude (7 for a random positive n = 16 matrix),

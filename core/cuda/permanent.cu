@@ -435,13 +435,13 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
         options.walk == PermanentWalk::kSparse ? PermanentWalk::kSparse : PermanentWalk::kDense;
     return std::complex<double>(0.0);
   }
-  // The walk by the estimate of core/cpu/permanent_preparation.h, as on the CPU: the sparse walk
-  // skips the products of untouched row blocks too, so it wins in FAST as well (the walk before
-  // it, which multiplied every row sum, lost there).
+  // The walk by the estimate of core/cpu/permanent_preparation.h with the GPU's margin (its
+  // sparse walk costs more per counted operation than the CPU's).
   const walk::RealArithmetic arithmetic =
       cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision, method).arithmetic();
-  result->walk_used =
-      cpu::PrepareRealPermanentWalk(rows.entries, n, method, arithmetic, options.walk);
+  result->walk_used = cpu::PrepareRealPermanentWalk(rows.entries, n, method, arithmetic,
+                                                    options.walk,
+                                                    cpu::GpuSparsePermanentCostRatio(arithmetic));
   const bool sparse = result->walk_used == PermanentWalk::kSparse;
   // The walk's parameters that change its partials (a checkpoint of another walk is not resumed);
   // 2: the sparse walk's version (rows and columns ordered, block products).

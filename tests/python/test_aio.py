@@ -68,3 +68,16 @@ def test_jobs_and_errors(server, rng):
 
     updates, result = run(main())
     assert updates[-1].state == "succeeded" and result.value > 0
+
+
+def test_generate(server):
+    async def main():
+        async with matrixd.aio.Client(server) as client:
+            async with await client.generate(3, 4, seed=9) as a:
+                values = await a.download()
+                assert values.shape == (3, 4) and a.layout == "single"
+                assert np.all(np.abs(values) <= 1.0)
+            with pytest.raises(matrixd.errors.InvalidArgument, match="layout"):
+                await client.generate(3, 4, layout="distributed")
+
+    run(main())

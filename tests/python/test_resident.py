@@ -109,3 +109,34 @@ def test_wrong_crc_is_refused(client):
     chunks[-1].checksum.crc32c ^= 1
     with pytest.raises(matrixd.InvalidArgument, match="(?i)crc"):
         client._invoke("Upload", iter(chunks), None)
+
+
+def test_generate_makes_seeded_random_identity_and_hilbert_matrices(client):
+    with client.generate(6, 9, seed=3) as a, client.generate(6, 9, seed=3) as again, \
+            client.generate(6, 9, seed=4) as other:
+        assert a.shape == (6, 9) and a.dtype == np.float64 and a.layout == "single"
+        values = a.download()
+        assert values.tobytes() == again.download().tobytes()  # a pure function of the seed
+        assert values.tobytes() != other.download().tobytes()
+        assert np.all(values >= -1.0) and np.all(values < 1.0)
+    with client.generate(5, 5, dtype=np.complex64, kind="identity") as eye:
+        np.testing.assert_array_equal(eye.download(), np.eye(5, dtype=np.complex64))
+    with client.generate(4, 3, kind="hilbert") as h:
+        i, j = np.indices((4, 3))
+        np.testing.assert_allclose(h.download(), 1.0 / (i + j + 1), rtol=1e-15)
+
+
+def test_distributed_layout_needs_two_gpus_and_bad_names_are_refused(client, rng):
+    # The test server runs the CPU backend: a distributed matrix is refused, naming the field,
+    # and nothing is kept.
+    before = {m.handle for m in client.list_matrices()}
+    a = rng.standard_normal((8, 8))
+    for make in (lambda: client.upload(a, layout="distributed"),
+                 lambda: client.generate(8, 8, layout="distributed")):
+        with pytest.raises(matrixd.errors.InvalidArgument, match="layout"):
+            make()
+    with pytest.raises(matrixd.errors.InvalidArgument, match="layout"):
+        client.upload(a, layout="sideways")
+    with pytest.raises(matrixd.errors.InvalidArgument, match="kind"):
+        client.generate(8, 8, kind="lemon")
+    assert {m.handle for m in client.list_matrices()} == before

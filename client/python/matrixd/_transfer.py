@@ -14,11 +14,13 @@ from matrixd.v1 import matrixd_pb2
 CHUNK_BYTES = 1 << 20
 
 
-def upload_chunks(a, label: str = "", chunk_bytes: int = CHUNK_BYTES
+def upload_chunks(a, label: str = "", chunk_bytes: int = CHUNK_BYTES, layout: str = "single"
                   ) -> Iterator[matrixd_pb2.UploadChunk]:
-    """The Upload stream of a 2-D array: shape and dtype in the first message, the row-major bytes
-    in chunks (each copied once out of the array, never the whole at once), and the CRC32C,
-    computed chunk by chunk, in a last message without data."""
+    """The Upload stream of a 2-D array: shape, dtype and layout ("single" or "distributed":
+    over every GPU of the server) in the first message, the row-major bytes in chunks (each copied
+    once out of the array, never the whole at once), and the CRC32C, computed chunk by chunk, in a
+    last message without data."""
+    wire_layout = _wire.wire_choice(layout, _wire.LAYOUTS, "layout")
     a = _wire.as_wire_array(a, "matrix")
     if a.ndim != 2:
         raise errors.InvalidArgument(f"matrix has {a.ndim} dimensions; upload takes 2")
@@ -28,7 +30,7 @@ def upload_chunks(a, label: str = "", chunk_bytes: int = CHUNK_BYTES
             f"matrix has shape {rows}x{cols}; rows and cols must be >= 1")
     packed = np.ascontiguousarray(_wire.little_endian(a)).reshape(-1).view(np.uint8)
     first = matrixd_pb2.UploadChunk(rows=rows, cols=cols, dtype=_wire.wire_dtype(a.dtype),
-                                    label=label)
+                                    label=label, layout=wire_layout)
 
     def chunks():
         crc = 0
@@ -44,6 +46,16 @@ def upload_chunks(a, label: str = "", chunk_bytes: int = CHUNK_BYTES
         yield last
 
     return chunks()
+
+
+def generate_request(rows: int, cols: int, dtype, kind: str, seed: int, label: str,
+                     layout: str) -> matrixd_pb2.GenerateRequest:
+    """A Generate request: a rows x cols matrix of `dtype` made on the server ("random" seeded,
+    uniform in [-1, 1); "identity"; "hilbert"), kept as `layout` says."""
+    return matrixd_pb2.GenerateRequest(
+        rows=rows, cols=cols, dtype=_wire.wire_dtype(dtype),
+        generator=_wire.wire_choice(kind, _wire.GENERATORS, "kind"), seed=seed, label=label,
+        layout=_wire.wire_choice(layout, _wire.LAYOUTS, "layout"))
 
 
 def download_request(handle: str, rows: Optional[tuple], chunk_bytes: int = CHUNK_BYTES):

@@ -10,7 +10,7 @@ from typing import Tuple
 import numpy as np
 
 from matrixd import errors
-from matrixd.v1 import matrix_pb2
+from matrixd.v1 import matrix_pb2, matrixd_pb2
 
 # The wire's dtypes, little-endian.
 DTYPES = {
@@ -33,6 +33,27 @@ def wire_dtype(dtype) -> int:
         raise errors.InvalidArgument(
             f"dtype {np.dtype(dtype)} is not one of float32, float64, complex64, complex128, "
             "int64, uint32")
+    return wire
+
+
+LAYOUTS = {
+    "single": matrixd_pb2.RESIDENT_LAYOUT_SINGLE_DEVICE,
+    "distributed": matrixd_pb2.RESIDENT_LAYOUT_DISTRIBUTED,
+}
+LAYOUT_NAMES = {wire: name for name, wire in LAYOUTS.items()}
+GENERATORS = {
+    "random": matrixd_pb2.GENERATOR_RANDOM,
+    "identity": matrixd_pb2.GENERATOR_IDENTITY,
+    "hilbert": matrixd_pb2.GENERATOR_HILBERT,
+}
+
+
+def wire_choice(value: str, choices: dict, field: str) -> int:
+    """The enum value of `value` among `choices` (e.g. LAYOUTS), or InvalidArgument naming field."""
+    wire = choices.get(value)
+    if wire is None:
+        raise errors.InvalidArgument(
+            f"{field} is {value!r}; want one of {', '.join(sorted(choices))}")
     return wire
 
 

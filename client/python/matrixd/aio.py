@@ -102,9 +102,15 @@ class Client(_base.ClientBase):
         handle = await self._invoke("Submit", _ops.job_request(call, job_timeout), timeout)
         return Job(self, handle.job_id, call)
 
-    async def upload(self, a, label="", timeout=None) -> RemoteMatrix:
-        info = await self._invoke("Upload", _transfer.upload_chunks(a, label), timeout)
+    async def upload(self, a, label="", timeout=None, layout="single") -> RemoteMatrix:
+        info = await self._invoke("Upload", _transfer.upload_chunks(a, label, layout=layout),
+                                  timeout)
         return self._remote(info)
+
+    async def generate(self, rows, cols, dtype="float64", kind="random", seed=0, label="",
+                       layout="single", timeout=None) -> RemoteMatrix:
+        request = _transfer.generate_request(rows, cols, dtype, kind, seed, label, layout)
+        return self._remote(await self._invoke("Generate", request, timeout))
 
     async def download(self, matrix, rows=None, timeout=None):
         handle = matrix.handle if isinstance(matrix, RemoteMatrix) else matrix

@@ -137,10 +137,20 @@ class Client(_base.ClientBase):
 
     # ---- resident matrices ----
 
-    def upload(self, a, label: str = "", timeout: Optional[float] = None) -> RemoteMatrix:
-        """Keeps a 2-D array on the server (streamed in 4 MiB chunks with its CRC32C)."""
-        info = self._invoke("Upload", _transfer.upload_chunks(a, label), timeout)
+    def upload(self, a, label: str = "", timeout: Optional[float] = None,
+               layout: str = "single") -> RemoteMatrix:
+        """Keeps a 2-D array on the server (streamed in 1 MiB chunks with its CRC32C); layout
+        "distributed" spreads it over every GPU of the server (docs/distributed.md)."""
+        info = self._invoke("Upload", _transfer.upload_chunks(a, label, layout=layout), timeout)
         return self._remote(info)
+
+    def generate(self, rows: int, cols: int, dtype="float64", kind: str = "random", seed: int = 0,
+                 label: str = "", layout: str = "single",
+                 timeout: Optional[float] = None) -> RemoteMatrix:
+        """Makes a resident matrix on the server, nothing uploaded: "random" (seeded, uniform in
+        [-1, 1), the same on every backend), "identity" or "hilbert"."""
+        request = _transfer.generate_request(rows, cols, dtype, kind, seed, label, layout)
+        return self._remote(self._invoke("Generate", request, timeout))
 
     def download(self, matrix: Union[RemoteMatrix, str], rows: Optional[tuple] = None,
                  timeout: Optional[float] = None):

@@ -38,6 +38,7 @@ class RemoteMatrix:
         self.spilled = info.spilled
         self.missing_bytes = info.missing_bytes
         self.idle_seconds = info.idle_seconds
+        self.layout = _wire.LAYOUT_NAMES.get(info.layout, "single")
 
     @property
     def ndim(self) -> int:
