@@ -231,8 +231,8 @@ enum class PermanentPrecision { kExtended, kFast, kExact };
 // Which Gray-code walk runs. kSparse updates only the non-zero entries of the column that a step
 // flips and recomputes only the products of the row blocks they lie in (rows and columns ordered
 // so that the fastest-changing bits touch the fewest rows); kAuto picks it when its estimated
-// operations per term are at most cpu::kSparsePermanentCostRatio of the dense walk's
-// (core/cpu/permanent_preparation.h has the estimate).
+// operations per term are at most the backend's margin of the dense walk's
+// (core/cpu/permanent_preparation.h has the estimate and both margins).
 enum class PermanentWalk { kAuto, kDense, kSparse };
 
 struct PermanentOptions {
