@@ -27,51 +27,35 @@
 # step 4), GATE=1 (0 skips step 1), BIN (default .gpu/bin), BACKEND=cuda (cpu: a dry run of the
 # script without a GPU, where every distributed call is refused).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:?OUT must name the output directory}
+source "$(dirname "$0")/run_lib.sh" distlayout
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${BIN:-.gpu/bin}
 n=${N:-8191}
 big=${BIG:-100000}
 repeats=${REPEATS:-2}
 sizes=${SIZES:-32768}
 backend=${BACKEND:-cuda}
-log() { echo "## $(date -u +%H:%M:%S) $*" | tee -a "${out}/summary.txt"; }
 now() { date +%s.%N; }
 since() { awk "BEGIN {printf \"%.3f\", $(now) - $1}"; }
-verdict() { grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$1" | tr '\n' ' '; }
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "${out}/summary.txt"
+gpu_info
 
 if [ "${GATE:-1}" = 1 ]; then
   log "matrixd_core_test generator and layout"
-  timeout 300 "${bin}/matrixd_core_test" --gtest_brief=1 \
-    --gtest_filter='*MatrixGeneratorTest*:GeneratorEntry.*:RowCyclicLayout.*:DistributedOnHost*' \
-    >"${out}/core_test.txt" 2>&1
-  log "  exit $?: $(verdict "${out}/core_test.txt")"
+  run_gtest 300 "${out}/core_test.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
+    --gtest_filter='*MatrixGeneratorTest*:GeneratorEntry.*:RowCyclicLayout.*:DistributedOnHost*'
   log "matrixd_multi_gpu_test"
-  timeout 400 "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
-    --gtest_filter='DistributedResidentTest.*:MultiGpuLu.*:MultiGpuBackend.*' \
-    >"${out}/multi_gpu_test.txt" 2>&1
-  log "  exit $?: $(verdict "${out}/multi_gpu_test.txt")"
+  run_gtest 400 "${out}/multi_gpu_test.txt" "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
+    --gtest_filter='DistributedResidentTest.*:MultiGpuLu.*:MultiGpuBackend.*'
   log "matrixd_server_test"
-  timeout 200 "${bin}/matrixd_server_test" --gtest_brief=1 \
-    --gtest_filter='Distributed*:GenerateRpc*:MultiDeviceAdmission.*' >"${out}/server_test.txt" 2>&1
-  log "  exit $?: $(verdict "${out}/server_test.txt")"
+  run_gtest 200 "${out}/server_test.txt" "${bin}/matrixd_server_test" --gtest_brief=1 \
+    --gtest_filter='Distributed*:GenerateRpc*:MultiDeviceAdmission.*'
 fi
 
 port=50064
 log "matrixd --backend=${backend}"
-"${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9474 \
-  --resident_memory_limit=200G \
-  --max_matrix_elements=20000000000 >"${out}/matrixd.log" 2>&1 &
-pid=$!
+start_matrixd "${port}" "${out}/matrixd.log" --backend="${backend}" --metrics=127.0.0.1:9474 \
+  --resident_memory_limit=200G --max_matrix_elements=20000000000 || log "matrixd did not start"
 ctl() { timeout 400 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=390s "$@"; }
-for _ in $(seq 120); do
-  ctl --deadline=1s health >/dev/null 2>&1 && break
-  sleep 0.5
-done
 ctl health >>"${out}/cli.txt" 2>&1
 
 # generate LABEL ARGS...: prints the handle; the time and device line go to cli.txt/summary.
@@ -149,5 +133,4 @@ fi
 
 kill "${pid}"
 wait "${pid}" 2>/dev/null
-tar -czf "${out}/distlayout-logs.tar.gz" -C "${out}" --exclude=distlayout-logs.tar.gz . 2>/dev/null
 log "done"
