@@ -439,9 +439,9 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
   // sparse walk costs more per counted operation than the CPU's).
   const walk::RealArithmetic arithmetic =
       cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision, method).arithmetic();
-  result->walk_used = cpu::PrepareRealPermanentWalk(rows.entries, n, method, arithmetic,
-                                                    options.walk,
-                                                    cpu::GpuSparsePermanentCostRatio(arithmetic));
+  result->walk_used =
+      cpu::PrepareRealPermanentWalk(rows.entries, n, method, arithmetic, options.walk,
+                                    cpu::GpuSparsePermanentCostRatio(arithmetic));
   const bool sparse = result->walk_used == PermanentWalk::kSparse;
   // The walk's parameters that change its partials (a checkpoint of another walk is not resumed);
   // 2: the sparse walk's version (rows and columns ordered, block products).

@@ -280,7 +280,8 @@ absl::Status MultiGpuLu::UploadParts(const DistributedResidentMatrix& a,
     }
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(lanes_[g]->device));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(matrices_[g].get(), view.data, view.byte_size(),
-                                                 cudaMemcpyDeviceToDevice, lanes_[g]->update.get()));
+                                                 cudaMemcpyDeviceToDevice,
+                                                 lanes_[g]->update.get()));
   }
   MATRIXD_RETURN_IF_ERROR(SynchronizeAll());
   return CheckFinite();
