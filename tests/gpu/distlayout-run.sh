@@ -27,15 +27,13 @@
 # step 4), GATE=1 (0 skips step 1), BIN (default .gpu/bin), BACKEND=cuda (cpu: a dry run of the
 # script without a GPU, where every distributed call is refused).
 set -uo pipefail
+# shellcheck source=tests/gpu/run_lib.sh
 source "$(dirname "$0")/run_lib.sh" distlayout
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 n=${N:-8191}
 big=${BIG:-100000}
 repeats=${REPEATS:-2}
 sizes=${SIZES:-32768}
 backend=${BACKEND:-cuda}
-now() { date +%s.%N; }
-since() { awk "BEGIN {printf \"%.3f\", $(now) - $1}"; }
 
 gpu_info
 

@@ -25,7 +25,6 @@
 # when the loader does not find it, the script looks in the CUDA and Python wheel folders; when
 # it is nowhere, mg says "not available" (exit 3) and the rest runs.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # shellcheck source=tests/gpu/run_lib.sh
 source "$(dirname "$0")/run_lib.sh" mgpu
 sizes=${SIZES:-16384 32768 65536}

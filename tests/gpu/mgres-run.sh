@@ -21,15 +21,12 @@
 # Knobs: N=32768 (determinant), M=16384 (product), REPEATS=2, GATE=1 (0 skips step 1); BIN and
 # BACKEND let it be tried without a GPU (BIN=build/... BACKEND=cpu GATE=0 N=64 M=64 OUT=/tmp/x).
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # shellcheck source=tests/gpu/run_lib.sh
 source "$(dirname "$0")/run_lib.sh" mgres
 n=${N:-32768}
 m=${M:-16384}
 repeats=${REPEATS:-2}
 backend=${BACKEND:-cuda}
-now() { date +%s.%N; }
-since() { awk "BEGIN {printf \"%.3f\", $(now) - $1}"; }
 
 gpu_info
 gpu_topology
@@ -45,14 +42,9 @@ fi
 
 port=50063
 log "matrixd --backend=${backend}"
-"${bin}/matrixd" --listen=127.0.0.1:${port} --backend="${backend}" --metrics=127.0.0.1:9473 \
-  --resident_memory_limit=60% >"${out}/matrixd.log" 2>&1 &
-pid=$!
+start_matrixd "${port}" "${out}/matrixd.log" --backend="${backend}" --metrics=127.0.0.1:9473 \
+  --resident_memory_limit=60% || log "matrixd did not start"
 ctl() { timeout 300 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=280s "$@"; }
-for _ in $(seq 120); do
-  ctl --deadline=1s health >/dev/null 2>&1 && break
-  sleep 0.5
-done
 ctl health >>"${out}/cli.txt" 2>&1
 
 # Samples the device-memory metrics every 0.2 s into metrics.txt while the caller's job runs.

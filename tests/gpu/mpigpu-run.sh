@@ -49,7 +49,6 @@ set -uo pipefail
 source "$(dirname "$0")/run_lib.sh" mpigpu  # its bin is replaced below
 mkdir -p "${out}/jobs"
 # Mandatory on the lent machines: NVLink multicast (NVLS) can take the host's GPUs out of service.
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 sizes=${SIZES:-16384 32768}
 det_sizes=${DET_SIZES:-32768}

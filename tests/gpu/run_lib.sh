@@ -9,6 +9,8 @@
 #   bin     ${BIN:-.gpu/bin}, the bundled programs (../shared/gpu/bundle.sh); .gpu/lib goes first
 #           in LD_LIBRARY_PATH
 #   started $SECONDS now
+# exports the variables that keep NVLink multicast off, and defines log, now, since and the
+# helpers below.
 # and on exit packs every file under $out but the report into one $out/NAME-logs.tar.gz (the
 # device tool brings back only a few files), removes what it packed and prints the end of the
 # report to stdout. The script's exit status is kept.
@@ -21,6 +23,12 @@ report=${out}/${2:-summary.txt}
 export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 bin=${BIN:-.gpu/bin}
 started=$SECONDS
+# NVLink multicast stays off on the lent machines (the device tool's KINDS.md): NCCL, NVSHMEM.
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+# now: seconds since the epoch with nanoseconds; since T: seconds from T (a `now`) to now, 3 decimals.
+now() { date +%s.%N; }
+since() { awk "BEGIN {printf \"%.3f\", $(now) - $1}"; }
 
 # log MESSAGE...: a time-stamped line to stdout and the report.
 log() { echo "## $(date -u +%H:%M:%S) +$((SECONDS - started))s $*" | tee -a "${report}"; }

