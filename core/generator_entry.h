@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/matrix.h"
+
 #if defined(__CUDACC__)
 #define MATRIXD_HOST_DEVICE __host__ __device__
 #else
@@ -87,6 +89,34 @@ MATRIXD_HOST_DEVICE inline void Entry(GeneratorOptions options, int64_t i, int64
       out[part] = static_cast<Scalar>(Uniform(options.seed, index, static_cast<uint64_t>(part)));
     }
   }
+}
+
+// Calls visit.template operator()<Scalar, Parts>() with dtype's element as Entry takes it (its
+// scalar, and 2 parts for a complex dtype) and returns true; false for a value outside DType.
+// Host code only (the CPU generator's fill and the CUDA kernel's launch share it).
+template <typename Visitor>
+bool ForEntryType(DType dtype, Visitor&& visit) {
+  switch (dtype) {
+    case DType::kFloat32:
+      visit.template operator()<float, 1>();
+      return true;
+    case DType::kFloat64:
+      visit.template operator()<double, 1>();
+      return true;
+    case DType::kComplex64:
+      visit.template operator()<float, 2>();
+      return true;
+    case DType::kComplex128:
+      visit.template operator()<double, 2>();
+      return true;
+    case DType::kInt64:
+      visit.template operator()<int64_t, 1>();
+      return true;
+    case DType::kUInt32:
+      visit.template operator()<uint32_t, 1>();
+      return true;
+  }
+  return false;
 }
 
 }  // namespace generator

@@ -26,20 +26,9 @@ void Fill(const GeneratorOptions& options, const GeneratedRows& rows, int64_t fi
 // Local rows [first_row, first_row + count) into `out`.
 void FillRows(const GeneratorOptions& options, const GeneratedRows& rows, int64_t first_row,
               int64_t count, int64_t cols, DType dtype, std::byte* out) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return Fill<float, 1>(options, rows, first_row, count, cols, out);
-    case DType::kFloat64:
-      return Fill<double, 1>(options, rows, first_row, count, cols, out);
-    case DType::kComplex64:
-      return Fill<float, 2>(options, rows, first_row, count, cols, out);
-    case DType::kComplex128:
-      return Fill<double, 2>(options, rows, first_row, count, cols, out);
-    case DType::kInt64:
-      return Fill<int64_t, 1>(options, rows, first_row, count, cols, out);
-    case DType::kUInt32:
-      return Fill<uint32_t, 1>(options, rows, first_row, count, cols, out);
-  }
+  generator::ForEntryType(dtype, [&]<typename Scalar, int Parts>() {
+    Fill<Scalar, Parts>(options, rows, first_row, count, cols, out);
+  });
 }
 
 // One matrix (not distributed) whose local rows are `rows`' global rows.

@@ -37,21 +37,11 @@ cudaError_t LaunchGeneratedEntries(const GeneratorOptions& options, const Genera
                                    cudaStream_t stream) {
   const int64_t count = local_rows * cols;
   if (count == 0) return cudaSuccess;
-  switch (dtype) {
-    case DType::kFloat32:
-      return Launch<float, 1>(options, rows, count, cols, data, stream);
-    case DType::kFloat64:
-      return Launch<double, 1>(options, rows, count, cols, data, stream);
-    case DType::kComplex64:
-      return Launch<float, 2>(options, rows, count, cols, data, stream);
-    case DType::kComplex128:
-      return Launch<double, 2>(options, rows, count, cols, data, stream);
-    case DType::kInt64:
-      return Launch<int64_t, 1>(options, rows, count, cols, data, stream);
-    case DType::kUInt32:
-      return Launch<uint32_t, 1>(options, rows, count, cols, data, stream);
-  }
-  return cudaErrorInvalidValue;
+  cudaError_t status = cudaErrorInvalidValue;
+  generator::ForEntryType(dtype, [&]<typename Scalar, int Parts>() {
+    status = Launch<Scalar, Parts>(options, rows, count, cols, data, stream);
+  });
+  return status;
 }
 
 }  // namespace matrixd::cuda
