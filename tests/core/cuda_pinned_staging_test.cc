@@ -4,14 +4,11 @@
 // every piece narrow while the values fit and wide from the first piece that does not. Device
 // tests skip where there is no CUDA device.
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -121,39 +118,6 @@ TEST(PinnedStagingNarrowing, ParallelMemcpyCopiesEveryByteOfAnOddSize) {
 
 // The narrowing replaces a memcpy into the pinned chunk: it should be no slower. Prints the
 // rates (bytes read per second) of one piece, single-threaded and split, best of several runs.
-TEST(PinnedStagingNarrowing, SpeedNextToMemcpyIsPrinted) {
-  const size_t count = PinnedStaging::kPieceValues;
-  const std::vector<int64_t> values = FittingValues(count);
-  std::vector<int64_t> wide(count, 1);  // touched: no page faults in the timed copies
-  std::vector<int32_t> narrow(count, 1);
-  const auto best_gbs = [&](const auto& copy) {
-    double best = 0.0;
-    for (int run = 0; run < 7; ++run) {
-      const auto start = std::chrono::steady_clock::now();
-      copy();
-      const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-      best = std::max(best, static_cast<double>(count * sizeof(int64_t)) / seconds.count() / 1e9);
-    }
-    return best;
-  };
-  bool fits = true;
-  const double memcpy1 =
-      best_gbs([&] { std::memcpy(wide.data(), values.data(), count * sizeof(int64_t)); });
-  const double narrow1 =
-      best_gbs([&] { fits = NarrowToInt32(values.data(), count, narrow.data()) && fits; });
-  const double memcpy_split =
-      best_gbs([&] { ParallelMemcpy(wide.data(), values.data(), count * sizeof(int64_t)); });
-  const double narrow_split =
-      best_gbs([&] { fits = ParallelNarrowToInt32(values.data(), count, narrow.data()) && fits; });
-  EXPECT_TRUE(fits);
-  std::printf(
-      "one piece (%zu int64, %zu MiB read), GB/s read: memcpy %.1f, narrow %.1f (one thread); "
-      "ParallelMemcpy %.1f, ParallelNarrowToInt32 %.1f (up to %d threads)\n",
-      count, count * sizeof(int64_t) >> 20, memcpy1, narrow1, memcpy_split, narrow_split,
-      PinnedStaging::kHostThreads);
-  RecordProperty("narrow_over_memcpy_one_thread", std::to_string(narrow1 / memcpy1));
-}
-
 // ---- On a device ----
 
 class CudaPinnedStagingTest : public ::testing::Test {
