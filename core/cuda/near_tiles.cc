@@ -1,6 +1,6 @@
 // ComputeNearTiles (core/cuda/triangular_solve.h): the products D_p^-1 T_pk as cuBLAS products,
 // one strided batch per k over the row blocks whose tile and neighbour are both whole blocks, and
-// one product of its own for the (at most one) pair that touches a cut last block.
+// one product of its own for the (at most one, the last) pair that touches a cut last block.
 #include <algorithm>
 #include <complex>
 #include <cstdint>
@@ -20,7 +20,6 @@ cublasStatus_t NearTilesOfDistance(cublasHandle_t cublas, const DeviceTriangle<T
   using Device = typename Traits::Device;
   const int64_t n = triangle.n;
   const int64_t lda = triangle.lda;
-  const int64_t blocks = (n + block - 1) / block;
   const int64_t tile = static_cast<int64_t>(block) * block;
   const Device one = Traits::One();
   const Device zero = Traits::Zero();
@@ -56,31 +55,17 @@ cublasStatus_t NearTilesOfDistance(cublasHandle_t cublas, const DeviceTriangle<T
                                         t, static_cast<int>(lda), block + block * lda, d, block,
                                         tile, &zero, c + p * tile, block, tile, count);
   };
-  // Whole blocks: every block but a cut last one.
-  const bool cut = n % block != 0;
-  const auto whole = [&](int64_t p) {
-    return !cut || (p != blocks - 1 && p + step_to_neighbour != blocks - 1);
-  };
-  int64_t begin = first;
-  while (begin <= last && !whole(begin)) {
-    if (const cublasStatus_t status = product(begin, 1); status != CUBLAS_STATUS_SUCCESS) {
-      return status;
-    }
-    ++begin;
-  }
-  int64_t end = begin;  // [begin, end): whole pairs
-  while (end <= last && whole(end)) ++end;
-  if (end > begin) {
-    if (const cublasStatus_t status = product(begin, static_cast<int>(end - begin));
+  // p and its neighbour grow together and the range ends at the last block (forward: p = last;
+  // backward: its neighbour), so only the last pair can touch a cut last block.
+  const bool last_cut = n % block != 0;
+  const int64_t whole = last - first + (last_cut ? 0 : 1);  // pairs [first, first + whole)
+  if (whole > 0) {
+    if (const cublasStatus_t status = product(first, static_cast<int>(whole));
         status != CUBLAS_STATUS_SUCCESS) {
       return status;
     }
   }
-  for (int64_t p = end; p <= last; ++p) {
-    if (const cublasStatus_t status = product(p, 1); status != CUBLAS_STATUS_SUCCESS) {
-      return status;
-    }
-  }
+  if (last_cut) return product(last, 1);
   return CUBLAS_STATUS_SUCCESS;
 }
 
