@@ -453,6 +453,80 @@ absl::StatusOr<bool> Client::Healthy() {
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
+namespace {
+
+// Starts one unary call by `start(context, response, on_done)` (a stub's async() method bound to
+// its request), with the client's deadline and token; `done` gets the status and the call's
+// state is freed after it.
+template <typename Response, typename Start>
+void StartUnary(const ClientOptions& options, Start start,
+                absl::AnyInvocable<void(absl::Status)> done) {
+  struct Call {
+    grpc::ClientContext context;
+    Response response;
+    absl::AnyInvocable<void(absl::Status)> done;
+  };
+  auto call = std::make_unique<Call>();
+  call->done = std::move(done);
+  PrepareContext(call->context, options.deadline, options);
+  Call* raw = call.release();
+  start(&raw->context, &raw->response, [raw](grpc::Status status) {
+    std::unique_ptr<Call> owned(raw);
+    owned->done(ToAbslStatus(status));
+  });
+}
+
+}  // namespace
+
+void Client::StartJobRequest(const v1::JobRequest& request,
+                             absl::AnyInvocable<void(absl::Status)> done) {
+  if (absl::Status size = CheckInlineSize(request, options_.max_message_bytes); !size.ok()) {
+    done(size);
+    return;
+  }
+  auto* async = stub_->async();
+  switch (request.request_case()) {
+    case v1::JobRequest::kDeterminant:
+      return StartUnary<v1::DeterminantResponse>(
+          options_,
+          [&](auto* context, auto* response, auto on_done) {
+            async->Determinant(context, &request.determinant(), response, std::move(on_done));
+          },
+          std::move(done));
+    case v1::JobRequest::kFactorize:
+      return StartUnary<v1::FactorizeResponse>(
+          options_,
+          [&](auto* context, auto* response, auto on_done) {
+            async->Factorize(context, &request.factorize(), response, std::move(on_done));
+          },
+          std::move(done));
+    case v1::JobRequest::kMultiply:
+      return StartUnary<v1::MultiplyResponse>(
+          options_,
+          [&](auto* context, auto* response, auto on_done) {
+            async->Multiply(context, &request.multiply(), response, std::move(on_done));
+          },
+          std::move(done));
+    case v1::JobRequest::kPermanent:
+      return StartUnary<v1::PermanentResponse>(
+          options_,
+          [&](auto* context, auto* response, auto on_done) {
+            async->Permanent(context, &request.permanent(), response, std::move(on_done));
+          },
+          std::move(done));
+    case v1::JobRequest::kSolve:
+      return StartUnary<v1::SolveResponse>(
+          options_,
+          [&](auto* context, auto* response, auto on_done) {
+            async->Solve(context, &request.solve(), response, std::move(on_done));
+          },
+          std::move(done));
+    case v1::JobRequest::REQUEST_NOT_SET:
+      break;
+  }
+  done(absl::InvalidArgumentError("JobRequest has no request set"));
+}
+
 absl::StatusOr<std::string> Client::Submit(const v1::JobRequest& request) {
   grpc::ClientContext context;
   PrepareContext(context, options_.deadline, options_);

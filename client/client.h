@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/client_credentials.h"
@@ -175,6 +176,13 @@ class Client {
   // Asks the job to stop; returns its state just after (a running job may still be RUNNING).
   absl::StatusOr<v1::JobUpdate> Cancel(const std::string& job_id);
   absl::StatusOr<v1::JobUpdate> GetJob(const std::string& job_id);
+
+  // Starts `request` (a JobRequest's determinant, factorize, multiply, permanent or solve) through
+  // gRPC's callback API and returns at once; `done` runs once, on a gRPC thread (or inline when
+  // the call cannot start), with the call's status; the response is dropped. `request` and this
+  // client must outlive the call. INVALID_ARGUMENT for an empty JobRequest; the inline-size
+  // check of the blocking calls.
+  void StartJobRequest(const v1::JobRequest& request, absl::AnyInvocable<void(absl::Status)> done);
 
   void set_deadline(absl::Duration deadline) { options_.deadline = deadline; }
 

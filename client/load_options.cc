@@ -7,7 +7,8 @@ namespace matrixd {
 
 namespace {
 
-// A thread per request in flight: beyond a few thousand the client, not the server, is measured.
+// Beyond a few thousand requests in flight (a thread each with --load_api=blocking) the client,
+// not the server, is measured.
 constexpr int kMaxConcurrency = 4096;
 
 }  // namespace
@@ -32,6 +33,18 @@ absl::string_view LoadOpName(LoadOp op) {
       return "permanent";
   }
   return "unknown";
+}
+
+absl::StatusOr<LoadApi> ParseLoadApi(absl::string_view name) {
+  for (LoadApi api : {LoadApi::kCallback, LoadApi::kBlocking}) {
+    if (name == LoadApiName(api)) return api;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--load_api '", name, "': want callback or blocking"));
+}
+
+absl::string_view LoadApiName(LoadApi api) {
+  return api == LoadApi::kCallback ? "callback" : "blocking";
 }
 
 absl::Status ValidateLoadOptions(const LoadOptions& options) {

@@ -17,6 +17,16 @@ namespace matrixd {
 // The RPC of each request: Determinant, Factorize (LU), Multiply (A B) or Permanent.
 enum class LoadOp { kDeterminant, kLu, kGemm, kPermanent };
 
+// How the requests are sent: kCallback, gRPC's callback API from one sender thread (the
+// completions on gRPC's threads), so the client spends little per request and the server's
+// ceiling shows; kBlocking, one thread per request in flight, each a blocking call (what
+// matrixctl load did before 2026-11-27, and what a simple application does).
+enum class LoadApi { kCallback, kBlocking };
+
+// "callback" or "blocking". INVALID_ARGUMENT naming the accepted names otherwise.
+absl::StatusOr<LoadApi> ParseLoadApi(absl::string_view name);
+absl::string_view LoadApiName(LoadApi api);
+
 // "det", "lu", "gemm" or "permanent". INVALID_ARGUMENT naming the accepted names otherwise.
 absl::StatusOr<LoadOp> ParseLoadOp(absl::string_view name);
 
@@ -31,10 +41,11 @@ struct LoadOptions {
   std::string method = "auto";
   // Requests to send; 0 = no count limit (then `duration` must be set).
   int64_t requests = 10000;
-  int concurrency = 16;  // requests in flight at once, one thread each
-  // TCP connections the threads are spread over (thread k on connection k mod connections); 1:
-  // every thread on one connection, as one process's channels with the same options are.
+  int concurrency = 16;  // requests in flight at once
+  // TCP connections the requests are spread over (request slot k on connection k mod
+  // connections); 1: all on one connection, as one process's channels with the same options are.
   int connections = 1;
+  LoadApi api = LoadApi::kCallback;
   // Matrices per request: > 1 sends one batched Factorize (batch_count = batch) of that many
   // n x n matrices; only for LoadOp::kLu. 1 sends plain single-matrix requests.
   int64_t batch = 1;

@@ -8,7 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "client/load_requests.h"
 
 namespace matrixd {
@@ -34,6 +36,7 @@ class RequestBudget {
   std::atomic<int64_t> next_{0};
 };
 
+// Blocking calls: one thread per request in flight.
 void Work(Client& client, const std::vector<v1::JobRequest>& requests, int64_t matrices,
           RequestBudget& budget, LoadTally& tally) {
   for (int64_t index = budget.Take(); index >= 0; index = budget.Take()) {
@@ -45,6 +48,61 @@ void Work(Client& client, const std::vector<v1::JobRequest>& requests, int64_t m
   }
 }
 
+// Callback calls: one sender thread keeps `clients.size() * per_client` requests in flight (a
+// slot each; slot k on clients[k mod clients.size()]), taking a free slot, starting the call and
+// going on; each completion records into the tally and frees its slot. Returns when every slot is
+// free again after the budget ran out.
+class CallbackSender {
+ public:
+  CallbackSender(std::vector<std::unique_ptr<Client>>& clients, int concurrency,
+                 const std::vector<v1::JobRequest>& requests, int64_t matrices,
+                 RequestBudget& budget)
+      : clients_(clients),
+        requests_(requests),
+        matrices_(matrices),
+        budget_(budget),
+        free_slots_(concurrency) {
+    for (int k = concurrency - 1; k >= 0; --k) free_.push_back(k);
+  }
+
+  LoadTally Run() {
+    for (int64_t index = budget_.Take(); index >= 0; index = budget_.Take()) {
+      const int slot = TakeSlot();
+      const v1::JobRequest& request = requests_[static_cast<size_t>(index) % requests_.size()];
+      const auto start = std::chrono::steady_clock::now();
+      clients_[static_cast<size_t>(slot) % clients_.size()]->StartJobRequest(
+          request, [this, slot, start](absl::Status status) {
+            const auto end = std::chrono::steady_clock::now();
+            absl::MutexLock lock(&mutex_);
+            tally_.Record(status, matrices_, absl::FromChrono(end - start), absl::Now());
+            free_.push_back(slot);
+          });
+    }
+    absl::MutexLock lock(&mutex_);
+    mutex_.Await(absl::Condition(
+        +[](CallbackSender* self) { return self->free_.size() == self->free_slots_; }, this));
+    return std::move(tally_);
+  }
+
+ private:
+  int TakeSlot() {
+    absl::MutexLock lock(&mutex_);
+    mutex_.Await(absl::Condition(+[](std::vector<int>* free) { return !free->empty(); }, &free_));
+    const int slot = free_.back();
+    free_.pop_back();
+    return slot;
+  }
+
+  std::vector<std::unique_ptr<Client>>& clients_;
+  const std::vector<v1::JobRequest>& requests_;
+  const int64_t matrices_;
+  RequestBudget& budget_;
+  const size_t free_slots_;  // all of them
+  absl::Mutex mutex_;
+  std::vector<int> free_ ABSL_GUARDED_BY(mutex_);
+  LoadTally tally_ ABSL_GUARDED_BY(mutex_);
+};
+
 }  // namespace
 
 absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOptions& client_options,
@@ -52,10 +110,13 @@ absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOption
   absl::StatusOr<std::vector<v1::JobRequest>> requests = MakeLoadRequests(options);
   if (!requests.ok()) return requests.status();
 
-  // One client per worker, each connected before the clock starts, so that the first requests
-  // do not pay for connecting; worker k on connection k mod options.connections.
+  // One client per blocking worker (per connection for callback calls), each connected before
+  // the clock starts, so that the first requests do not pay for connecting; worker k on
+  // connection k mod options.connections.
+  const int client_count =
+      options.api == LoadApi::kBlocking ? options.concurrency : options.connections;
   std::vector<std::unique_ptr<Client>> clients;
-  for (int k = 0; k < options.concurrency; ++k) {
+  for (int k = 0; k < client_count; ++k) {
     ClientOptions worker_options = client_options;
     if (options.connections > 1) worker_options.connection = k % options.connections + 1;
     clients.push_back(std::make_unique<Client>(target, worker_options));
@@ -73,7 +134,10 @@ absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOption
   RequestBudget budget(options.requests, stop_at);
   const int64_t matrices = MatricesPerRequest(options);
   std::vector<LoadTally> tallies(clients.size());
-  {
+  if (options.api == LoadApi::kCallback) {
+    CallbackSender sender(clients, options.concurrency, *requests, matrices, budget);
+    tallies.front() = sender.Run();
+  } else {
     std::vector<std::jthread> workers;
     for (size_t k = 0; k < clients.size(); ++k) {
       workers.emplace_back(Work, std::ref(*clients[k]), std::cref(*requests), matrices,

@@ -12,8 +12,9 @@
 
 namespace matrixd {
 
-// Generates the requests (MakeLoadRequests), connects options.concurrency clients to `target`
-// (each with `client_options`, so the deadline applies per call), then sends options.requests
+// Generates the requests (MakeLoadRequests), connects clients to `target` (each with
+// `client_options`, so the deadline applies per call: one per request in flight for
+// LoadApi::kBlocking, one per connection for kCallback), then sends options.requests
 // requests (or as many as fit in options.duration) with that many in flight, cycling through the
 // generated ones. A failed request is counted under its status code and the run goes on.
 // INVALID_ARGUMENT for bad options; the health check's error when the server cannot be reached

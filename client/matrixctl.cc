@@ -134,6 +134,9 @@ ABSL_FLAG(int64_t, requests, 10000, "load: requests to send; 0 = as many as fit 
 ABSL_FLAG(int, concurrency, 16, "load: requests in flight at once");
 ABSL_FLAG(int, connections, 1,
           "load: TCP connections the concurrent requests are spread over (1 to --concurrency)");
+ABSL_FLAG(std::string, load_api, "callback",
+          "load: callback (gRPC's callback API from one thread: the client's cost per request "
+          "stays small) or blocking (a thread per request in flight, each a blocking call)");
 ABSL_FLAG(int64_t, batch, 1,
           "load: matrices per request; > 1 sends batched LU factorizations (--op=lu only)");
 ABSL_FLAG(double, duration, 0,
@@ -174,7 +177,7 @@ constexpr absl::string_view kUsage =
     "  rm HANDLE ...     release resident matrices\n"
     "  shm list          the shared-memory regions registered with the server\n"
     "  load       many concurrent requests (--op, --n, --requests, --concurrency, --connections,\n"
-    "             --batch, --duration, --dtype, --method, --seed); prints throughput and latency;\n"
+    "             --load_api, --batch, --duration, --dtype, --method, --seed); prints throughput and latency;\n"
     "             exits 1 when any request failed\n"
     "Inputs are files, @HANDLE (a resident matrix; a unique prefix of its handle will do), or\n"
     "--random N (--dtype, --seed) or --hilbert N. --keep keeps results on the server.\n"
@@ -880,6 +883,9 @@ absl::Status Load(const ClientOptions& client_options, const std::vector<std::st
   options.requests = absl::GetFlag(FLAGS_requests);
   options.concurrency = absl::GetFlag(FLAGS_concurrency);
   options.connections = absl::GetFlag(FLAGS_connections);
+  absl::StatusOr<LoadApi> api = ParseLoadApi(absl::GetFlag(FLAGS_load_api));
+  if (!api.ok()) return UsageError(api.status().message());
+  options.api = *api;
   options.batch = absl::GetFlag(FLAGS_batch);
   options.duration = absl::Seconds(duration);
   options.seed = absl::GetFlag(FLAGS_seed);

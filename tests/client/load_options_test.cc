@@ -24,6 +24,17 @@ TEST(LoadOptions, UnknownOpIsRejectedNamingTheChoices) {
   EXPECT_THAT(op.status().message(), HasSubstr("det, lu, gemm or permanent"));
 }
 
+TEST(LoadOptions, ApiNamesRoundTripAndUnknownIsRejected) {
+  for (LoadApi api : {LoadApi::kCallback, LoadApi::kBlocking}) {
+    absl::StatusOr<LoadApi> parsed = ParseLoadApi(LoadApiName(api));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, api);
+  }
+  absl::StatusOr<LoadApi> bad = ParseLoadApi("async");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("--load_api 'async': want callback or blocking"));
+}
+
 TEST(LoadOptions, SizeMustBePositive) {
   LoadOptions options;
   options.n = 0;

@@ -10,8 +10,9 @@
 #   device tool: tests/gpu/coalesce-run.sh   (carry [".gpu"]); everything in $OUT/coalesce.txt
 #
 # SIZES, OPS, DURATION, CONCURRENCY, CONNECTIONS (a list: the loaded runs spread their requests
-# over that many TCP connections, `matrixctl load --connections`; default 1) and WINDOWS (window
-# values in us; "off" = no coalescing) narrow the run; SERVER_FLAGS adds matrixd flags (e.g. --host_determinant_max_order=0) and TAG
+# over that many TCP connections, `matrixctl load --connections`; default 1), APIS (the client's
+# calls, `matrixctl load --load_api`: callback, blocking or both; default callback) and WINDOWS
+# (window values in us; "off" = no coalescing) narrow the run; SERVER_FLAGS adds matrixd flags (e.g. --host_determinant_max_order=0) and TAG
 # names the run in the summary; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
 # OUT=/tmp/x DURATION=2).
 set -uo pipefail
@@ -25,12 +26,13 @@ duration=${DURATION:-10}
 concurrency=${CONCURRENCY:-64}
 windows=${WINDOWS:-off 0 200}
 connections_list=${CONNECTIONS:-1}
+apis=${APIS:-callback}
 read -r -a server_flags <<<"${SERVER_FLAGS:-}"
 summary=${out}/coalesce${tag:+-$tag}-summary.txt
 
 gpu_info
 echo "# $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "${report}"
-printf '| coalescing | op | n | concurrency | connections | req/s | p50 ms | p99 ms |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n' >"${summary}"
+printf '| coalescing | op | n | concurrency | connections | client calls | req/s | p50 ms | p99 ms |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' >"${summary}"
 
 port=50081
 start_server() {  # $1: window (us) or "off"
@@ -40,16 +42,17 @@ start_server() {  # $1: window (us) or "off"
     --metrics=127.0.0.1:9469 "${flags[@]}" "${server_flags[@]}"
 }
 # `matrixctl load` prints a table; keep it, and pull req/s and the percentiles for the summary.
-run_load() {  # $1 label, $2 op, $3 n, $4 concurrency, $5 connections
+run_load() {  # $1 label, $2 op, $3 n, $4 concurrency, $5 connections, $6 api
   local text
   text=$(timeout $((duration + 60)) "${bin}/matrixctl" --server=127.0.0.1:${port} load --op="$2" \
-    --n="$3" --concurrency="$4" --connections="$5" --duration="${duration}" --requests=0 2>&1)
+    --n="$3" --concurrency="$4" --connections="$5" --load_api="$6" --duration="${duration}" \
+    --requests=0 2>&1)
   echo "${text}" >>"${report}"
   local rate p50 p99
   rate=$(awk '$1 == "requests/s" {print $2}' <<<"${text}")
   p50=$(awk '$1 == "p50_ms" {print $2}' <<<"${text}")
   p99=$(awk '$1 == "p99_ms" {print $2}' <<<"${text}")
-  echo "| ${tag:+$tag }$1 | $2 | $3 | $4 | $5 | ${rate:-?} | ${p50:-?} | ${p99:-?} |" >>"${summary}"
+  echo "| ${tag:+$tag }$1 | $2 | $3 | $4 | $5 | $6 | ${rate:-?} | ${p50:-?} | ${p99:-?} |" >>"${summary}"
 }
 
 for window in ${windows}; do
@@ -61,15 +64,17 @@ for window in ${windows}; do
   for op in ${ops}; do
     for n in ${sizes}; do
       for connections in ${connections_list}; do
-        log "load --op=${op} --n=${n} --concurrency=${concurrency} --connections=${connections}" \
-          "--duration=${duration}"
-        run_load "${window}" "${op}" "${n}" "${concurrency}" "${connections}"
+        for api in ${apis}; do
+          log "load --op=${op} --n=${n} --concurrency=${concurrency} --connections=${connections}" \
+            "--load_api=${api} --duration=${duration}"
+          run_load "${window}" "${op}" "${n}" "${concurrency}" "${connections}" "${api}"
+        done
       done
     done
   done
   for op in ${ops}; do
     log "lone requests: load --op=${op} --n=8 --concurrency=1 --duration=${duration} (idle server)"
-    run_load "${window}" "${op}" 8 1 1
+    run_load "${window}" "${op}" 8 1 1 callback
   done
   log "coalescing metrics"
   curl -s http://127.0.0.1:9469/metrics 2>/dev/null | grep -E '^matrixd_coalesced' >>"${report}"

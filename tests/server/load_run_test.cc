@@ -1,8 +1,10 @@
 // matrixctl load's runner (client/load_runner.h) against the real server on the CPU backend:
 // every request answered and counted, batched LU counting matrices, failures counted by code
-// without ending the run, and an unreachable server failing before the run.
+// without ending the run, and an unreachable server failing before the run; each with callback
+// and with blocking calls.
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "client/load_runner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,14 +15,21 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class LoadRunTest : public ServerTest {
+class LoadRunTest : public ServerTest, public ::testing::WithParamInterface<LoadApi> {
  protected:
-  static absl::StatusOr<LoadReport> Run(const LoadOptions& options) {
+  static absl::StatusOr<LoadReport> Run(LoadOptions options) {
+    options.api = GetParam();
     return RunLoad(server().address(), {.deadline = absl::Seconds(20)}, options);
   }
 };
 
-TEST_F(LoadRunTest, EveryDeterminantIsAnsweredAndTimed) {
+INSTANTIATE_TEST_SUITE_P(Apis, LoadRunTest,
+                         ::testing::Values(LoadApi::kCallback, LoadApi::kBlocking),
+                         [](const ::testing::TestParamInfo<LoadApi>& info) {
+                           return std::string(LoadApiName(info.param));
+                         });
+
+TEST_P(LoadRunTest, EveryDeterminantIsAnsweredAndTimed) {
   LoadOptions options;
   options.n = 8;
   options.requests = 40;
@@ -34,7 +43,7 @@ TEST_F(LoadRunTest, EveryDeterminantIsAnsweredAndTimed) {
   EXPECT_GT(report->wall, absl::ZeroDuration());
 }
 
-TEST_F(LoadRunTest, BatchedLuCountsEveryMatrix) {
+TEST_P(LoadRunTest, BatchedLuCountsEveryMatrix) {
   LoadOptions options;
   options.op = LoadOp::kLu;
   options.n = 8;
@@ -48,7 +57,7 @@ TEST_F(LoadRunTest, BatchedLuCountsEveryMatrix) {
   EXPECT_THAT(FormatLoadReport(*report), HasSubstr("matrices     160\n"));
 }
 
-TEST_F(LoadRunTest, RejectedRequestsAreCountedByCodeAndTheRunGoesOn) {
+TEST_P(LoadRunTest, RejectedRequestsAreCountedByCodeAndTheRunGoesOn) {
   LoadOptions options;
   options.op = LoadOp::kLu;
   options.dtype = v1::DTYPE_UINT32;  // the server factorizes floating dtypes only
@@ -65,7 +74,7 @@ TEST_F(LoadRunTest, RejectedRequestsAreCountedByCodeAndTheRunGoesOn) {
   EXPECT_FALSE(errors.first_message.empty());
 }
 
-TEST_F(LoadRunTest, DurationEndsARunWithoutACount) {
+TEST_P(LoadRunTest, DurationEndsARunWithoutACount) {
   LoadOptions options;
   options.n = 4;
   options.requests = 0;
@@ -75,6 +84,20 @@ TEST_F(LoadRunTest, DurationEndsARunWithoutACount) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_GT(report->tally.ok_requests, 0);
   EXPECT_LT(report->wall, absl::Seconds(10));
+}
+
+TEST_P(LoadRunTest, RequestsSpreadOverConnectionsAreAllAnswered) {
+  LoadOptions options;
+  options.op = LoadOp::kGemm;
+  options.n = 6;
+  options.requests = 50;
+  options.concurrency = 8;
+  options.connections = 3;
+  absl::StatusOr<LoadReport> report = Run(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tally.ok_requests, 50);
+  EXPECT_THAT(FormatLoadReport(*report),
+              HasSubstr(absl::StrCat("over 3 connections (", LoadApiName(GetParam()), " calls)")));
 }
 
 TEST(LoadRun, UnreachableServerFailsBeforeTheRun) {
