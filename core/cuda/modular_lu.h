@@ -28,8 +28,9 @@ namespace matrixd::cuda {
 // bytes_moved, and (p < 2^32) stats.kernels with the device time of each phase: "modp_residues"
 // (upload and reduction of the entries), "modp_panel" (leaves, row swaps, leaf inverses, the
 // products that apply them and the updates inside a panel), "modp_gemm" (pieces and DGEMMs of the
-// trailing updates) and "modp_reduce" (their reduction passes). CANCELLED when `control` is
-// cancelled between panels.
+// trailing updates), "modp_reduce" (their reduction passes) and "modp_factor" (the whole
+// factorization; under look-ahead, ModularLuTuning, the panel and trailing phases overlap and sum
+// to more). CANCELLED when `control` is cancelled between panels.
 absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint64_t p,
                                                        DeviceContext& context, JobControl* control);
 
