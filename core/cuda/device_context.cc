@@ -163,10 +163,18 @@ DeviceContext::~DeviceContext() {
   MATRIXD_ASSERT_CUDA_SUCCESS(cudaSetDevice(device_));
   MATRIXD_ASSERT_CUDA_SUCCESS(cudaStreamSynchronize(stream_));
   staging_.reset();
+  side_lane_.reset();
   if (cusparse_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cusparseDestroy(cusparse_));
   if (cusolver_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cusolverDnDestroy(cusolver_));
   if (cublas_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cublasDestroy(cublas_));
   MATRIXD_ASSERT_CUDA_SUCCESS(cudaStreamDestroy(stream_));
+}
+
+absl::StatusOr<SideLane*> DeviceContext::side_lane() {
+  if (side_lane_ == nullptr) {
+    MATRIXD_ASSIGN_OR_RETURN(side_lane_, SideLane::Create());
+  }
+  return side_lane_.get();
 }
 
 absl::Status DeviceContext::Activate() const {

@@ -21,6 +21,7 @@
 #include "core/cuda/cuda_memory_resource.h"
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/pinned_staging.h"
+#include "core/cuda/side_lane.h"
 #include "core/memory_resource.h"
 
 namespace matrixd::cuda {
@@ -73,6 +74,10 @@ class DeviceContext {
   cublasHandle_t cublas() const { return cublas_; }
   cusolverDnHandle_t cusolver() const { return cusolver_; }
   cusparseHandle_t cusparse() const { return cusparse_; }
+  // The context's high-priority second stream and its cuBLAS handle (side_lane.h), made on first
+  // use and kept: for operations that run a critical path beside bulk work on stream(). REQUIRES:
+  // the context's device is current.
+  absl::StatusOr<SideLane*> side_lane();
 
   // Makes this context's device current for the calling thread.
   absl::Status Activate() const;
@@ -124,6 +129,7 @@ class DeviceContext {
   cusparseHandle_t cusparse_ = nullptr;
   DeviceMemoryStack* memory_ = nullptr;     // shared, owned by the process-wide stack table
   std::unique_ptr<PinnedStaging> staging_;  // null when page-locked memory was refused
+  std::unique_ptr<SideLane> side_lane_;     // null until side_lane() is first called
 };
 
 }  // namespace matrixd::cuda

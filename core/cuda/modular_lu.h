@@ -28,8 +28,9 @@ namespace matrixd::cuda {
 // bytes_moved, and (p < 2^32) stats.kernels with the device time of each phase: "modp_residues"
 // (upload and reduction of the entries), "modp_panel" (leaves, row swaps, leaf inverses, the
 // products that apply them and the updates inside a panel), "modp_gemm" (pieces and DGEMMs of the
-// trailing updates) and "modp_reduce" (their reduction passes). CANCELLED when `control` is
-// cancelled between panels.
+// trailing updates), "modp_reduce" (their reduction passes) and "modp_factor" (the whole
+// factorization; under look-ahead, ModularLuTuning, the panel and trailing phases overlap and sum
+// to more). CANCELLED when `control` is cancelled between panels.
 absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint64_t p,
                                                        DeviceContext& context, JobControl* control);
 
@@ -53,6 +54,17 @@ uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime);
 // Primes below this take one DGEMM per trailing update (ProductPieces(p, panel) == 1), the
 // cheapest per bit of the batched path.
 inline constexpr uint64_t kOnePieceModulusLimit = uint64_t{1} << 24;
+
+// Process-wide tuning of the first path above, for the benchmarks to compare (the defaults are
+// what the operations use otherwise). Read when a factorization starts.
+struct ModularLuTuning {
+  // Look-ahead: each panel is factored on the device context's high-priority side lane
+  // (side_lane.h) while the previous panel's trailing update runs on the context's stream;
+  // false: one stream, one after the other. The residues are the same either way.
+  bool look_ahead = true;
+};
+void SetModularLuTuning(const ModularLuTuning& tuning);
+ModularLuTuning GetModularLuTuning();
 
 // INVALID_ARGUMENT unless a is a non-empty square INT64 matrix and 2 <= p < 2^62 (primality is
 // the caller's to check), naming the offending field; OK otherwise.

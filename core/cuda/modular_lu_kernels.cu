@@ -407,7 +407,8 @@ __global__ void __launch_bounds__(kLeafThreads)
 
   // The row moves for ApplyLeafRowsKernel: row c + t takes the data of the pivot row of step t,
   // each row below that gave its data to a slot takes the slot's.
-  int* __restrict__ rows = scratch.rows + static_cast<int64_t>(b) * kLeafRowWords;
+  int* __restrict__ rows =
+      scratch.rows + (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafRowWords;
   for (int t = tid; t < w; t += kLeafThreads) {
     rows[1 + 2 * t] = static_cast<int>(c + t);
     rows[2 + 2 * t] = static_cast<int>(s.origin[s.pivot_slot[t]]);
@@ -435,13 +436,14 @@ constexpr int kMaxRowMoves = 2 * kMaxLeafWidth;
 // move of a column is read before any is written, so the moves (a permutation of at most
 // 2 kMaxLeafWidth rows) take one memory latency, not one per exchange.
 __global__ void __launch_bounds__(kRowsThreads)
-    ApplyLeafRowsKernel(ResidueBatch batch, int64_t first_col, int64_t c, int w,
-                        LeafScratch scratch) {
+    ApplyLeafRowsKernel(ResidueBatch batch, int64_t first_col, int64_t end_col, int64_t c, int w,
+                        LeafScratch scratch, int slot) {
   const int b = static_cast<int>(blockIdx.y);
   if (batch.states[b].status != 0) return;
   double* __restrict__ a = MatrixOf(batch, b);
   const int64_t n = batch.n;
-  const int* __restrict__ rows = scratch.rows + static_cast<int64_t>(b) * kLeafRowWords;
+  const int* __restrict__ rows =
+      scratch.rows + (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafRowWords;
   __shared__ int destination[kMaxRowMoves];
   __shared__ int source[kMaxRowMoves];
   __shared__ double values[kMaxRowMoves][kRowsColumns];
@@ -458,7 +460,7 @@ __global__ void __launch_bounds__(kRowsThreads)
   const bool leaf_column = col >= c && col < c + w;
   // The diagonal block is never read again (its inverse is kept): its rows move only outside it.
   auto moves = [&](int e) {
-    return col < n && destination[e] != source[e] && !(leaf_column && destination[e] < c + w);
+    return col < end_col && destination[e] != source[e] && !(leaf_column && destination[e] < c + w);
   };
   for (int e = group; e < count; e += kRowsGroups) {
     if (moves(e)) values[e][lane] = a[static_cast<int64_t>(source[e]) * n + col];
@@ -616,10 +618,12 @@ absl::Status LaunchFactorLeaf(cudaStream_t stream, const ResidueBatch& batch, in
 }
 
 absl::Status LaunchApplyLeafRows(cudaStream_t stream, const ResidueBatch& batch, int64_t first_col,
-                                 int64_t c, int w, const LeafScratch& scratch) {
-  const dim3 grid(static_cast<unsigned>((batch.n - first_col + kRowsColumns - 1) / kRowsColumns),
+                                 int64_t end_col, int64_t c, int w, const LeafScratch& scratch,
+                                 int slot) {
+  const dim3 grid(static_cast<unsigned>((end_col - first_col + kRowsColumns - 1) / kRowsColumns),
                   static_cast<unsigned>(batch.count));
-  ApplyLeafRowsKernel<<<grid, kRowsThreads, 0, stream>>>(batch, first_col, c, w, scratch);
+  ApplyLeafRowsKernel<<<grid, kRowsThreads, 0, stream>>>(batch, first_col, end_col, c, w, scratch,
+                                                         slot);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ApplyLeafRowsKernel);
   return absl::OkStatus();
 }

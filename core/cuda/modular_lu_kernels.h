@@ -22,10 +22,11 @@ namespace matrixd::cuda {
 // Widest diagonal block one thread block factors (columns of a leaf).
 inline constexpr int kMaxLeafWidth = 64;
 // Widest panel: the deepest diagonal block whose inverse is applied, as the inverses of its
-// kLeafInverseSlots leaves (core/cuda/modular_lu.cc).
+// leaves (core/cuda/modular_lu.cc).
 inline constexpr int kMaxSolveDepth = 128;
-// Leaf inverses kept per matrix: one per leaf of a panel.
-inline constexpr int kLeafInverseSlots = kMaxSolveDepth / kMaxLeafWidth;
+// Leaf slots per matrix (a leaf's row moves and its inverse): one per leaf of a panel, for two
+// panels, the one being factored and the one whose trailing update may still be queued.
+inline constexpr int kLeafInverseSlots = 2 * (kMaxSolveDepth / kMaxLeafWidth);
 // Words of one leaf inverse D^-1 (w x w): its low pieces (stride w), then its high pieces.
 inline constexpr int64_t kLeafInverseWords = int64_t{2} * kMaxLeafWidth * kMaxLeafWidth;
 // Most matrices one launch takes (the grid's y and z extents).
@@ -52,10 +53,10 @@ struct ResidueBatch {
 // Ints per matrix of a leaf's row moves: their count, then (destination, source) pairs.
 inline constexpr int64_t kLeafRowWords = 1 + 4 * int64_t{kMaxLeafWidth};
 
-// Per-matrix scratch of the leaf kernels, `count` slices each: matrix b's row moves at
-// rows + b kLeafRowWords (written by LaunchFactorLeaf, applied by LaunchApplyLeafRows), the
-// pieces of its leaf inverse in slot s at inverse_pieces + (b kLeafInverseSlots + s)
-// kLeafInverseWords.
+// Per-matrix scratch of the leaf kernels, kLeafInverseSlots slots each: matrix b's row moves in
+// slot s at rows + (b kLeafInverseSlots + s) kLeafRowWords (written by LaunchFactorLeaf, applied
+// by LaunchApplyLeafRows), the pieces of its leaf inverse at inverse_pieces + (b kLeafInverseSlots
+// + s) kLeafInverseWords.
 struct LeafScratch {
   int* rows = nullptr;
   double* inverse_pieces = nullptr;
@@ -82,18 +83,20 @@ absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch);
 // below it. Writes the inverse mod p of the leaf's permuted diagonal block D = L U
 // (core/cuda/block_inverse.h) as pieces D^-1 = kPieceBase high + low into the matrix's inverse
 // slot `slot` (the left operand of the products that stand for the triangular solves), the rows
-// the pivoting moves into its `rows`, and multiplies its state's determinant by the block's
-// pivots and the moves' sign. Leaves the matrices unchanged. REQUIRES: 1 <= w <= kMaxLeafWidth,
-// c + w <= n < 2^31, 0 <= slot < kLeafInverseSlots.
+// the pivoting moves into its rows slot `slot`, and multiplies its state's determinant by the
+// block's pivots and the moves' sign. Leaves the matrices unchanged. REQUIRES: 1 <= w <=
+// kMaxLeafWidth, c + w <= n < 2^31, 0 <= slot < kLeafInverseSlots.
 absl::Status LaunchFactorLeaf(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
                               const LeafScratch& scratch, int slot);
 
-// Applies each matrix's leaf row moves (LaunchFactorLeaf) to its columns [first_col, n), except
-// inside the leaf's diagonal block a[c..c+w, c..c+w), which is never read again (its inverse is
-// kept) and holds stale values afterwards. Columns left of first_col (those of earlier panels,
-// never read again either) keep their rows. REQUIRES: first_col <= c.
+// Applies each matrix's leaf row moves in slot `slot` (LaunchFactorLeaf of the leaf at column c,
+// width w) to its columns [first_col, end_col), except inside the leaf's diagonal block
+// a[c..c+w, c..c+w), which is never read again (its inverse is kept) and holds stale values
+// afterwards. The caller covers [panel start, n) in one or more calls, in leaf order per column;
+// columns left of the panel (never read again) keep their rows. REQUIRES: first_col < end_col <= n.
 absl::Status LaunchApplyLeafRows(cudaStream_t stream, const ResidueBatch& batch, int64_t first_col,
-                                 int64_t c, int w, const LeafScratch& scratch);
+                                 int64_t end_col, int64_t c, int w, const LeafScratch& scratch,
+                                 int slot);
 
 // For every matrix b: pieces + b pieces_stride (depth x 2 cols, row-major, stride 2 cols) :=
 // [lo | hi] of its block B (depth x cols at element b_offset, stride n), B = kPieceBase hi + lo.

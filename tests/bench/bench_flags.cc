@@ -162,6 +162,9 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       ok = ParseNumber(value, flags.ntl_n) && flags.ntl_n >= 1;
     } else if (name == "--cpu_modular_n") {
       ok = ParseNumber(value, flags.cpu_modular_n);
+    } else if (name == "--modp_look_ahead") {
+      ok = ParseList(value, flags.modp_look_ahead) && !flags.modp_look_ahead.empty();
+      for (const int v : flags.modp_look_ahead) ok = ok && (v == 0 || v == 1);
     } else if (name == "--primes") {
       ok = ParseList(value, flags.primes) && CheckPrimes(flags.primes);
     } else if (name == "--exact_sizes") {

@@ -32,6 +32,8 @@ struct Flags {
   int cpu_modular_n = 1024;
   std::vector<uint64_t> primes = {2147483629, 65521};
   bool ntl = true;
+  // The GPU rows once per value: 1 with look-ahead, 0 on one stream (cuda::ModularLuTuning).
+  std::vector<int> modp_look_ahead = {1};
   // exact: the exact determinant at each order of exact_sizes with entries below 2^exact_bits,
   // ours on the GPU next to FLINT's fmpz_mat_det on one core (when flint).
   std::vector<int> exact_sizes = {500, 1000};

@@ -2,6 +2,7 @@
 // random matrices of orders around the leaf (64) and panel (128) widths, every range of primes
 // (one-piece and two-piece products, the uint64 path), and the matrices that exercise the pivot
 // search: vanishing leading minors, diagonal blocks singular mod p, singular and zero matrices.
+// Every GPU residue is taken with look-ahead and on one stream (ModularLuTuning), both checked.
 // Skips without a CUDA device.
 #include <cstdint>
 #include <memory>
@@ -59,8 +60,18 @@ class CudaModularLuTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->residue : p;
   }
+  // The GPU's residue with look-ahead (the default), checked against the one-stream schedule's.
   uint64_t Gpu(const Matrix& a, uint64_t p) {
+    const uint64_t one_stream = GpuWith(a, p, {.look_ahead = false});
+    const uint64_t look_ahead = GpuWith(a, p, {.look_ahead = true});
+    EXPECT_EQ(look_ahead, one_stream) << "look-ahead against one stream";
+    return look_ahead;
+  }
+  uint64_t GpuWith(const Matrix& a, uint64_t p, const ModularLuTuning& tuning) {
+    const ModularLuTuning before = GetModularLuTuning();
+    SetModularLuTuning(tuning);
     absl::StatusOr<DeterminantResult> r = ModularLuDeterminant(a.view(), p, *context_, nullptr);
+    SetModularLuTuning(before);
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok()) return p;
     EXPECT_EQ(r->method_used, DeterminantMethod::kLu);
@@ -86,7 +97,9 @@ class CudaModularLuTest : public ::testing::Test {
 
 TEST_F(CudaModularLuTest, RandomMatricesMatchCpuResidues) {
   std::mt19937_64 rng(1);
-  for (const int64_t n : {1, 2, 17, 63, 64, 65, 127, 128, 129, 300, 1000}) {
+  // Around the leaf and panel widths, and orders whose last panel is narrower than 128 or just
+  // one column (look-ahead's split of the trailing update: 257, 385).
+  for (const int64_t n : {1, 2, 17, 63, 64, 65, 127, 128, 129, 255, 257, 300, 385, 1000}) {
     ExpectSameResidues(n, RandomEntries(n, rng));
   }
 }
@@ -249,8 +262,8 @@ TEST_F(CudaModularLuTest, ReportsPhaseTimesAndWork) {
     names.push_back(k.kernel);
     EXPECT_GT(k.seconds, 0.0) << k.kernel;
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"modp_residues", "modp_panel", "modp_gemm", "modp_reduce"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"modp_residues", "modp_panel", "modp_gemm",
+                                             "modp_reduce", "modp_factor"}));
   // At least the 2/3 n^3 of the LU's multiply-adds (the DGEMMs do two pieces' worth).
   EXPECT_GT(r->stats.flops, 2.0 / 3.0 * 500.0 * 500.0 * 500.0);
 }

@@ -28,17 +28,18 @@ part=${1:-all}
 gpu_info
 if [[ $part == modp || $part == all ]]; then
 log "matrixd_core_test: modular LU, the staged int32 upload, balanced residues, condensation mod p, exact determinants"
-run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
+run_gtest 270 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
   --gtest_filter='CudaModularLu*:*PinnedStaging*:BalancedModulus*:BlockInverse*:*CudaCondensation*Modular*:*DeterminantTest.Modular*:*ExactCertificate*:*Exact*'
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core.txt" | head -60 | tee -a "${out}/summary.txt"
-log "matrixd_bench --tables=modular (GPU vs NTL, n = 4096; about a minute of NTL)"
+log "matrixd_bench --tables=modular (GPU vs NTL, n = 4096; about a minute of NTL; GPU rows with and without look-ahead)"
 timeout 200 "${bin}/matrixd_bench" --tables=modular --no_cpu --ntl_n=4096 --repeats=5 \
-  --primes=2147483629,65521,67108859 >"${out}/bench_modular.txt" 2>&1
+  --primes=2147483629,65521,67108859 --modp_look_ahead=1,0 >"${out}/bench_modular.txt" 2>&1
 log "  exit $?"
 tee -a "${out}/summary.txt" <"${out}/bench_modular.txt"
 log "matrixd_bench --tables=modular (GPU alone, n = 8192)"
-timeout 120 "${bin}/matrixd_bench" --tables=modular --no_cpu --no_ntl --ntl_n=8192 --repeats=3 \
-  --primes=2147483629,65521,4611686018427387847 >"${out}/bench_modular_8192.txt" 2>&1
+timeout 90 "${bin}/matrixd_bench" --tables=modular --no_cpu --no_ntl --ntl_n=8192 --repeats=3 \
+  --primes=2147483629,65521,4611686018427387847 --modp_look_ahead=1,0 \
+  >"${out}/bench_modular_8192.txt" 2>&1
 log "  exit $?"
 tee -a "${out}/summary.txt" <"${out}/bench_modular_8192.txt"
 fi
