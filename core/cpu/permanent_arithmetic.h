@@ -205,18 +205,23 @@ MATRIXD_WALK_INLINE DoubleDouble MultiplyProducts(DoubleDouble a, DoubleDouble b
 }
 
 #if defined(__CUDACC__)
-// The product of the row sums r[0, N) in four independent chains (consecutive multiplications
-// then do not wait on each other's latency), combined as (c0 c1)(c2 c3).
-// REQUIRES: N a multiple of 4; rows past the order hold 1.
-template <int N, RealArithmetic A>
-__device__ __forceinline__ DoubleDouble RowProduct(const RowSum<A> (&r)[N]) {
-  static_assert(N % 4 == 0 && N >= 4);
+#define MATRIXD_WALK_UNROLL _Pragma("unroll")
+#else
+#define MATRIXD_WALK_UNROLL
+#endif
+
+// The product of the row sums r[0, kCount) in four independent chains (consecutive
+// multiplications then do not wait on each other's latency), combined as (c0 c1)(c2 c3).
+// REQUIRES: kCount a multiple of 4; rows past the order hold 1.
+template <int kCount, RealArithmetic A>
+MATRIXD_WALK_INLINE DoubleDouble ChainProduct(const RowSum<A>* r) {
+  static_assert(kCount % 4 == 0 && kCount >= 4);
   Product<A> chain[4];
-#pragma unroll
+  MATRIXD_WALK_UNROLL
   for (int c = 0; c < 4; ++c) chain[c].Start(r[c]);
-#pragma unroll
-  for (int i = 4; i < N; i += 4) {
-#pragma unroll
+  MATRIXD_WALK_UNROLL
+  for (int i = 4; i < kCount; i += 4) {
+    MATRIXD_WALK_UNROLL
     for (int c = 0; c < 4; ++c) chain[c].Multiply(r[i + c]);
   }
   chain[0].Multiply(chain[1]);
@@ -224,6 +229,13 @@ __device__ __forceinline__ DoubleDouble RowProduct(const RowSum<A> (&r)[N]) {
   chain[0].Multiply(chain[2]);
   if constexpr (A == RealArithmetic::kFast) chain[0].value.lo = 0.0;
   return chain[0].value;
+}
+
+#if defined(__CUDACC__)
+// ChainProduct of the whole array.
+template <int N, RealArithmetic A>
+__device__ __forceinline__ DoubleDouble RowProduct(const RowSum<A> (&r)[N]) {
+  return ChainProduct<N, A>(r);
 }
 #endif  // __CUDACC__
 

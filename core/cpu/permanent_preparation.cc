@@ -13,6 +13,7 @@
 #include "core/cpu/compensated_sum.h"
 #include "core/cpu/montgomery.h"
 #include "core/cpu/multimodular.h"
+#include "core/cpu/permanent_head_walk.h"
 #include "core/modular_arithmetic.h"
 
 namespace matrixd::cpu {
@@ -101,6 +102,18 @@ long double Log2PermanentBound(std::span<const int64_t> a, int n) {
   }
   return bits;
 }
+
+// FP64 operations of a walk's pieces: the table in permanent_preparation.h.
+struct Costs {
+  double update, multiply, block, suffix;
+};
+Costs CostsOf(walk::RealArithmetic arithmetic) {
+  return arithmetic == walk::RealArithmetic::kDoubleDoubleRows ? Costs{7, 4, 12, 4}
+         : arithmetic == walk::RealArithmetic::kExactRows      ? Costs{1, 3, 8, 4}
+                                                               : Costs{1, 1, 3, 1};
+}
+// Adding a term (or a group's sum) to a double-double sum.
+constexpr double kTermSumCost = 10.0;
 
 }  // namespace
 
@@ -310,21 +323,14 @@ std::vector<uint64_t> PermanentBlockMasks(std::span<const double> a, int n,
 PermanentWalkCost EstimatePermanentWalkCost(std::span<const double> a, int n,
                                             PermanentMethod method,
                                             walk::RealArithmetic arithmetic) {
-  // The table in permanent_preparation.h.
-  struct Costs {
-    double update, multiply, block, suffix;
-  };
-  const Costs costs = arithmetic == walk::RealArithmetic::kDoubleDoubleRows ? Costs{7, 4, 12, 4}
-                      : arithmetic == walk::RealArithmetic::kExactRows      ? Costs{1, 3, 8, 4}
-                                                                            : Costs{1, 1, 3, 1};
-  constexpr double kTermSum = 10.0;
+  const Costs costs = CostsOf(arithmetic);
   constexpr double kBlockTest = 0.5;
   const int blocks = (n + kPermanentBlockRows - 1) / kPermanentBlockRows;
   const int first_column = method == PermanentMethod::kGlynn ? 1 : 0;
   const std::vector<uint64_t> masks = PermanentBlockMasks(a, n, method);
   PermanentWalkCost cost;
-  cost.dense = n * (costs.update + costs.multiply) + kTermSum;
-  cost.sparse = kTermSum + kBlockTest * blocks;
+  cost.dense = n * (costs.update + costs.multiply) + kTermSumCost;
+  cost.sparse = kTermSumCost + kBlockTest * blocks;
   for (size_t b = 0; b < masks.size(); ++b) {
     int column_nonzeros = 0;
     for (int i = 0; i < n; ++i) {
@@ -335,6 +341,41 @@ PermanentWalkCost EstimatePermanentWalkCost(std::span<const double> a, int n,
     cost.sparse += std::ldexp(step, -static_cast<int>(b) - 1);
   }
   return cost;
+}
+
+HeadWalkPlan PlanHeadWalk(std::span<const double> a, int n, PermanentMethod method,
+                          walk::RealArithmetic arithmetic, int head_rows) {
+  const Costs costs = CostsOf(arithmetic);
+  const int padded = (n + 3) / 4 * 4;
+  const int bits = PermanentWalkBits(n, method);
+  const int first_column = method == PermanentMethod::kGlynn ? 1 : 0;
+  HeadWalkPlan plan;
+  if (head_rows <= 0 || head_rows >= padded) return plan;
+  while (plan.head_bits < std::min(bits, walk::kMaxHeadWalkBits)) {
+    bool inside = true;
+    for (int i = head_rows; i < n && inside; ++i) {
+      inside = a[static_cast<size_t>(i) * n + plan.head_bits + first_column] == 0.0;
+    }
+    if (!inside) break;
+    ++plan.head_bits;
+  }
+  if (plan.head_bits == 0) return plan;
+  plan.head_rows = head_rows;
+  const double group =
+      padded * costs.update + (padded - head_rows) * costs.multiply + 4.0 + kTermSumCost;
+  plan.cost = head_rows * (costs.update + costs.multiply) + kTermSumCost +
+              std::ldexp(group, -plan.head_bits);
+  return plan;
+}
+
+HeadWalkPlan ChooseHeadWalk(std::span<const double> a, int n, PermanentMethod method,
+                            walk::RealArithmetic arithmetic) {
+  HeadWalkPlan best;
+  for (const int head_rows : walk::kHeadWalkRows) {
+    const HeadWalkPlan plan = PlanHeadWalk(a, n, method, arithmetic, head_rows);
+    if (plan.head_rows != 0 && (best.head_rows == 0 || plan.cost < best.cost)) best = plan;
+  }
+  return best;
 }
 
 PermanentWalk PrepareRealPermanentWalk(std::vector<double>& a, int n, PermanentMethod method,

@@ -118,6 +118,25 @@ PermanentWalkCost EstimatePermanentWalkCost(std::span<const double> a, int n,
                                             PermanentMethod method,
                                             walk::RealArithmetic arithmetic);
 
+// The head walk (core/cpu/permanent_head_walk.h, the GPU's sparse walk) of the ordered matrix
+// a with head_rows head rows: the number of low walk bits (at most walk::kMaxHeadWalkBits) whose
+// columns are zero outside rows [0, head_rows), and its estimated FP64 operations per term (the
+// table above): head_rows row updates and multiplies and the group sum's 10 per term, and per
+// group of 2^head_bits terms the update of all padded_order rows, the tail rows' product, the
+// group sum times the tail product (4) and its addition to the sum (10).
+struct HeadWalkPlan {
+  int head_rows = 0;  // 0: no head size fits (the block walk runs)
+  int head_bits = 0;
+  double cost = 0.0;
+};
+HeadWalkPlan PlanHeadWalk(std::span<const double> a, int n, PermanentMethod method,
+                          walk::RealArithmetic arithmetic, int head_rows);
+
+// The plan of walk::kHeadWalkRows below the padded order (n rounded up to a multiple of 4) with
+// the fewest estimated operations per term; head_rows 0 when none has head_bits >= 1.
+HeadWalkPlan ChooseHeadWalk(std::span<const double> a, int n, PermanentMethod method,
+                            walk::RealArithmetic arithmetic);
+
 // kAuto's margin on the CPU: the sparse walk's branches and serial suffix products are not in
 // the count.
 inline constexpr double kSparsePermanentCostRatio = 0.8;
@@ -126,7 +145,9 @@ inline constexpr double kSparsePermanentCostRatio = 0.8;
 // matrices, docs/benchmarks.md): there the sparse walk's per-block branches and serial suffix
 // products cost about 3 x what the count says (count 0.21 of the dense walk's: 0.66 of its time;
 // 0.28: 0.90; FAST 0.34: 1.29), so it pays under EXTENDED up to about 0.3, and never under FAST,
-// whose dense walk already runs at twice the FP64 floor.
+// whose dense walk already runs at twice the FP64 floor. The GPU's sparse walk is now the head walk
+// wherever a head fits (ChooseHeadWalk, counted at 0.48-0.53 of the dense walk on such matrices);
+// this margin, set for the block walk, stays until the head walk is measured.
 inline double GpuSparsePermanentCostRatio(walk::RealArithmetic arithmetic) {
   return arithmetic == walk::RealArithmetic::kFast ? 0.0 : 0.3;
 }

@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -63,6 +64,9 @@ constexpr double kModularCost = 4.0;
 constexpr double kSliceSeconds = 0.03;
 
 absl::Status Cancelled() { return absl::CancelledError("permanent cancelled"); }
+
+// SetSparsePermanentHeadRows's value.
+std::atomic<int> sparse_head_rows{-1};
 
 int PaddedOrder(int n) {
   return std::max(kOrderStep, (n + kOrderStep - 1) / kOrderStep * kOrderStep);
@@ -284,32 +288,81 @@ std::vector<double> MakeRealWalkInputs(const std::vector<double>& a, int n, int 
   return inputs;
 }
 
-// Runs the real walk of arithmetic A (sparse or dense) on uploaded inputs.
-template <walk::RealArithmetic A, bool kSparse>
+// Which real walk runs: dense, the block walk (sparse, head.head_rows 0) or the head walk.
+struct RealWalkKind {
+  bool sparse = false;
+  cpu::HeadWalkPlan head;
+};
+
+// The sparse walk of the ordered matrix a: the head walk with SetSparsePermanentHeadRows's head
+// rows, or by default the one of cpu::ChooseHeadWalk (straight-line code, which runs near the
+// FP64 rate as the dense walk does, where the block walk's branches cost ~3 x its count); the
+// block walk where no head size fits.
+RealWalkKind SparseWalkKind(const std::vector<double>& a, int n, PermanentMethod method,
+                            walk::RealArithmetic arithmetic) {
+  RealWalkKind kind{true, {}};
+  const int asked = sparse_head_rows.load(std::memory_order_relaxed);
+  if (asked < 0) {
+    kind.head = cpu::ChooseHeadWalk(a, n, method, arithmetic);
+  } else if (std::ranges::find(walk::kHeadWalkRows, asked) != std::end(walk::kHeadWalkRows)) {
+    kind.head = cpu::PlanHeadWalk(a, n, method, arithmetic, asked);
+  }
+  return kind;
+}
+
+// Runs the real walk of arithmetic A (dense, block or head) on uploaded inputs.
+template <walk::RealArithmetic A, bool kSparse, int kHead>
 absl::Status RunRealWalk(DeviceContext& context, const WalkLayout& layout, int padded_order,
-                         const DeviceBuffer& steps, const DeviceBuffer& partials,
+                         int head_bits, const DeviceBuffer& steps, const DeviceBuffer& partials,
                          const DeviceBuffer& total, JobControl* control, WalkShare share,
                          const WalkCheckpointing& checkpoint) {
-  const RealWalkData<A, kSparse> data{steps.as<double>(), partials.as<DoubleDouble>()};
+  const RealWalkData<A, kSparse, kHead> data{steps.as<double>(), partials.as<DoubleDouble>(),
+                                             head_bits};
   return RunWalk(context, layout, padded_order, data, total.as<DoubleDouble>(), 0.0, 1.0, control,
                  share, checkpoint);
 }
 
+// The head walk's kernels for head rows kHeadWalkRows[kIndex] and up.
+template <walk::RealArithmetic A, size_t kIndex = 0>
+absl::Status RunHeadWalk(int head_rows, int head_bits, DeviceContext& context,
+                         const WalkLayout& layout, int padded_order, const DeviceBuffer& steps,
+                         const DeviceBuffer& partials, const DeviceBuffer& total,
+                         JobControl* control, WalkShare share,
+                         const WalkCheckpointing& checkpoint) {
+  constexpr int kHead = walk::kHeadWalkRows[kIndex];
+  if (head_rows != kHead) {
+    // Every instantiation uses every parameter (nvcc's host code keeps no discarded branch).
+    if constexpr (kIndex + 1 < std::size(walk::kHeadWalkRows)) {
+      return RunHeadWalk<A, kIndex + 1>(head_rows, head_bits, context, layout, padded_order, steps,
+                                        partials, total, control, share, checkpoint);
+    }
+    return absl::InternalError(absl::StrCat("no head permanent walk of ", head_rows, " rows"));
+  }
+  return RunRealWalk<A, true, kHead>(context, layout, padded_order, head_bits, steps, partials,
+                                     total, control, share, checkpoint);
+}
+
 template <walk::RealArithmetic A>
-absl::Status RunRealWalk(bool sparse, DeviceContext& context, const WalkLayout& layout,
+absl::Status RunRealWalk(const RealWalkKind& kind, DeviceContext& context, const WalkLayout& layout,
                          int padded_order, const DeviceBuffer& steps, const DeviceBuffer& partials,
                          const DeviceBuffer& total, JobControl* control, WalkShare share,
                          const WalkCheckpointing& checkpoint) {
-  return sparse ? RunRealWalk<A, true>(context, layout, padded_order, steps, partials, total,
-                                       control, share, checkpoint)
-                : RunRealWalk<A, false>(context, layout, padded_order, steps, partials, total,
-                                        control, share, checkpoint);
+  if (!kind.sparse) {
+    return RunRealWalk<A, false, 0>(context, layout, padded_order, 0, steps, partials, total,
+                                    control, share, checkpoint);
+  }
+  if (kind.head.head_rows == 0) {
+    return RunRealWalk<A, true, 0>(context, layout, padded_order, 0, steps, partials, total,
+                                   control, share, checkpoint);
+  }
+  return RunHeadWalk<A>(kind.head.head_rows, kind.head.head_bits, context, layout, padded_order,
+                        steps, partials, total, control, share, checkpoint);
 }
 
 // The sum of the terms of share `share` of the walk of a (row-normalised, for the sparse walk
 // column-ordered) real matrix, at `arithmetic`.
 absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentMethod method,
-                                 walk::RealArithmetic arithmetic, bool sparse,
+                                 walk::RealArithmetic arithmetic, const RealWalkKind& kind,
                                  DeviceContext& context, JobControl* control, WalkShare share,
                                  const WalkCheckpointing& checkpoint) {
   const int padded_order = PaddedOrder(n);
@@ -325,18 +378,15 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
   switch (arithmetic) {
     case walk::RealArithmetic::kDoubleDoubleRows:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kDoubleDoubleRows>(
-          sparse, context, layout, padded_order, steps, partials, total, control, share,
-          checkpoint));
+          kind, context, layout, padded_order, steps, partials, total, control, share, checkpoint));
       break;
     case walk::RealArithmetic::kExactRows:
       MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kExactRows>(
-          sparse, context, layout, padded_order, steps, partials, total, control, share,
-          checkpoint));
+          kind, context, layout, padded_order, steps, partials, total, control, share, checkpoint));
       break;
     case walk::RealArithmetic::kFast:
-      MATRIXD_RETURN_IF_ERROR(
-          RunRealWalk<walk::RealArithmetic::kFast>(sparse, context, layout, padded_order, steps,
-                                                   partials, total, control, share, checkpoint));
+      MATRIXD_RETURN_IF_ERROR(RunRealWalk<walk::RealArithmetic::kFast>(
+          kind, context, layout, padded_order, steps, partials, total, control, share, checkpoint));
       break;
   }
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
@@ -350,12 +400,12 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
 // double-double sums added in share order; walk_seconds is the slowest share's. One context: the
 // plain walk.
 absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, PermanentMethod method,
-                                      walk::RealArithmetic arithmetic, bool sparse,
+                                      walk::RealArithmetic arithmetic, const RealWalkKind& kind,
                                       std::span<DeviceContext* const> contexts, JobControl* control,
                                       WalkCheckpointing checkpoint) {
   const int count = static_cast<int>(contexts.size());
   if (count == 1)
-    return Walk(a, n, method, arithmetic, sparse, *contexts[0], control, {}, checkpoint);
+    return Walk(a, n, method, arithmetic, kind, *contexts[0], control, {}, checkpoint);
   std::vector<absl::StatusOr<WalkOutcome>> shares(count, absl::UnknownError("not run"));
   {
     std::vector<std::jthread> threads;
@@ -367,7 +417,7 @@ absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, Perma
           static_cast<void>(shares[i] = active);
           return;
         }
-        static_cast<void>(shares[i] = Walk(a, n, method, arithmetic, sparse, *contexts[i], control,
+        static_cast<void>(shares[i] = Walk(a, n, method, arithmetic, kind, *contexts[i], control,
                                            {i, count}, checkpoint));
       });
     }
@@ -442,18 +492,23 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
   result->walk_used =
       cpu::PrepareRealPermanentWalk(rows.entries, n, method, arithmetic, options.walk,
                                     cpu::GpuSparsePermanentCostRatio(arithmetic));
-  const bool sparse = result->walk_used == PermanentWalk::kSparse;
+  const RealWalkKind kind = result->walk_used == PermanentWalk::kSparse
+                                ? SparseWalkKind(rows.entries, n, method, arithmetic)
+                                : RealWalkKind{};
   // The walk's parameters that change its partials (a checkpoint of another walk is not resumed);
-  // 2: the sparse walk's version (rows and columns ordered, block products).
+  // 2: the block walk (rows and columns ordered, block products); 1000 + head rows: the head
+  // walk.
+  const int64_t walk_key = !kind.sparse               ? 0
+                           : kind.head.head_rows == 0 ? 2
+                                                      : 1000 + kind.head.head_rows;
   MATRIXD_ASSIGN_OR_RETURN(
       std::unique_ptr<WalkCheckpoint> checkpoint,
-      OpenCheckpoint(
-          state_dir, a,
-          {0, static_cast<int64_t>(method), static_cast<int64_t>(arithmetic), sparse ? 2 : 0},
-          PlanWalk(cpu::PermanentWalkBits(n, method), PaddedOrder(n), 1.0), 1,
-          sizeof(DoubleDouble)));
+      OpenCheckpoint(state_dir, a,
+                     {0, static_cast<int64_t>(method), static_cast<int64_t>(arithmetic), walk_key},
+                     PlanWalk(cpu::PermanentWalkBits(n, method), PaddedOrder(n), 1.0), 1,
+                     sizeof(DoubleDouble)));
   MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome,
-                           SplitWalk(rows.entries, n, method, arithmetic, sparse, contexts, control,
+                           SplitWalk(rows.entries, n, method, arithmetic, kind, contexts, control,
                                      {checkpoint.get(), 0}));
   if (checkpoint != nullptr) checkpoint->Remove();
   *walk_seconds = outcome.walk_seconds;
@@ -568,6 +623,10 @@ std::string WalkName(const PermanentResult& result, DType dtype) {
 }
 
 }  // namespace
+
+void SetSparsePermanentHeadRows(int head_rows) {
+  sparse_head_rows.store(head_rows, std::memory_order_relaxed);
+}
 
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           DeviceContext& context, JobControl* control,

@@ -19,6 +19,13 @@ namespace matrixd::cuda {
 // The largest order the CUDA permanent takes (its walks are instantiated up to this order).
 inline constexpr int kMaxPermanentOrder = 48;
 
+// The real sparse walk's head rows, process-wide (a tuning knob: matrixd_bench's
+// --perm_head_rows sweeps it). -1 (the default): the head walk with the head size of
+// cpu::ChooseHeadWalk; 0: the block walk; 8, 12, 16 or 20 (walk::kHeadWalkRows): the head walk
+// with that many head rows. Where the asked size does not fit the matrix (order at most the head
+// size, or no column of a low bit inside the head), the block walk runs.
+void SetSparsePermanentHeadRows(int head_rows);
+
 // See Backend::Permanent. Fills stats except backend/device/seconds. With a state_dir, the walk
 // records its finished parts there and a walk of the same matrix and options asked again resumes
 // from them (core/walk_checkpoint.h), giving the uninterrupted value bit for bit.

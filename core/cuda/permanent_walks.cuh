@@ -16,7 +16,11 @@
 // of the N / 4 row blocks and their suffix products in registers, indexed by compile-time
 // constants, and tests each block's bit in the step's block mask: the mask is the same for every
 // thread of a warp (all flip the same bit), so the branches never diverge, and a block that the
-// step does not touch costs no FP64 instruction.
+// step does not touch costs no FP64 instruction. The head walk (kHead > 0,
+// core/cpu/permanent_head_walk.h) instead walks the first kHead rows densely inside groups of
+// 2^head_bits terms and multiplies each group's sum by the product of the other rows: straight-line
+// code without per-block branches, which the in-order issue of a warp runs at the dense walk's
+// rate.
 //
 // Each thread sums its terms in double-double (modular: mod p), the block reduces them in a fixed
 // order, and ReducePartialsKernel combines the blocks' partial sums in a fixed order, so a result
@@ -31,6 +35,7 @@
 #include <type_traits>
 
 #include "core/cpu/permanent_arithmetic.h"
+#include "core/cpu/permanent_head_walk.h"
 
 namespace matrixd::cuda {
 
@@ -65,19 +70,24 @@ struct WalkSlice {
 // (order entries of hi parts, then order of lo parts), padded to the kernel's order (base 1,
 // steps 0), and for the sparse walk one more row of `order` words whose first bits hold the block
 // mask of each step (cpu::PermanentBlockMasks, bit-cast to double); `partials` one partial sum per
-// block of the walk.
-template <walk::RealArithmetic A, bool kSparse>
+// block of the walk. kHead > 0 (with kSparse): the head walk with kHead head rows, whose groups
+// are 2^head_bits terms; its kernels exist for orders above kHead only.
+template <walk::RealArithmetic A, bool kSparse, int kHead = 0>
 struct RealWalkData {
+  static_assert(kHead == 0 || kSparse);
   using Step = double;
   using Partial = DoubleDouble;
   // Rows of the shared copy after the steps: the base, and the sparse walk's masks.
   static constexpr int kExtraSteps = kSparse ? 3 : 2;
+  static constexpr int kMinOrder = kHead + 4;
   const double* steps;
   DoubleDouble* partials;
+  int head_bits = 0;
 };
 
 // `steps` is followed by the base: bits * order + order entries.
 struct ComplexWalkData {
+  static constexpr int kMinOrder = 4;
   using Step = double2;
   using Partial = ComplexDoubleDouble;
   static constexpr int kExtraSteps = 1;
@@ -88,6 +98,7 @@ struct ComplexWalkData {
 // Modulo an odd prime p < 2^62; products by Montgomery multiplication (R = 2^64), so a product
 // of n factors carries R^-(n-1), which the host removes. Padded rows have base R mod p.
 struct ModularWalkData {
+  static constexpr int kMinOrder = 4;
   using Step = uint64_t;
   using Partial = uint64_t;
   static constexpr int kExtraSteps = 0;
@@ -192,8 +203,8 @@ struct ModularCombine {
   __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return AddModP(a, b, p); }
 };
 
-template <walk::RealArithmetic A, bool kSparse>
-inline RealCombine CombineOf(const RealWalkData<A, kSparse>&) {
+template <walk::RealArithmetic A, bool kSparse, int kHead>
+inline RealCombine CombineOf(const RealWalkData<A, kSparse, kHead>&) {
   return {};
 }
 inline ComplexCombine CombineOf(const ComplexWalkData&) { return {}; }
@@ -254,7 +265,7 @@ __device__ __forceinline__ int FirstStartBit(int aligned_log2) {
   return aligned_log2 > 0 ? aligned_log2 - 1 : 0;
 }
 
-__device__ __forceinline__ uint64_t GrayCodeOf(uint64_t k) { return k ^ (k >> 1); }
+using walk::GrayCodeOf;
 
 // Whether step t of a chunk starting at `begin` adds (true) or subtracts the column of bit
 // countr_zero(t): GrayCode(begin + t) has that bit set after the step.
@@ -325,12 +336,14 @@ struct BlockProducts {
   }
 };
 
-template <int N, walk::RealArithmetic A, bool kSparse>
+template <int N, walk::RealArithmetic A, bool kSparse, int kHead>
 __global__ void __launch_bounds__(kWalkThreads)
-    WalkKernel(WalkSlice slice, RealWalkData<A, kSparse> data) {
+    WalkKernel(WalkSlice slice, RealWalkData<A, kSparse, kHead> data) {
   static_assert(N % 4 == 0);
+  // The block walk's cached products (the head and dense walks have none).
+  constexpr bool kBlocks = kSparse && kHead == 0;
   const double* steps =
-      StageSteps(data.steps, (slice.bits + RealWalkData<A, kSparse>::kExtraSteps) * N);
+      StageSteps(data.steps, (slice.bits + RealWalkData<A, kSparse, kHead>::kExtraSteps) * N);
   const volatile double* base = steps + slice.bits * N;
   // The sparse walk's block masks, after the base.
   const double* masks = steps + (slice.bits + 2) * N;
@@ -351,11 +364,15 @@ __global__ void __launch_bounds__(kWalkThreads)
     BlockProducts<N, A> products;
     for (uint32_t first = 0; first < length; first += segment) {
       StartRealRowSums<N, A>(steps, base, slice.bits, segment_log2, begin + first, r);
-      if constexpr (kSparse) products.template Refresh<false>(r, ~uint64_t{0}, nullptr, 0);
+      if constexpr (kHead > 0) {
+        sum = walk::HeadWalkSum<N, kHead, A>(r, steps, data.head_bits, begin + first, segment, sum);
+        continue;
+      }
+      if constexpr (kBlocks) products.template Refresh<false>(r, ~uint64_t{0}, nullptr, 0);
       const uint32_t end = first + segment;
       for (uint32_t t = first;;) {
         DoubleDouble term;
-        if constexpr (kSparse) {
+        if constexpr (kBlocks) {
           term = products.suffix[0];
         } else {
           term = walk::RowProduct<N, A>(r);
@@ -367,7 +384,7 @@ __global__ void __launch_bounds__(kWalkThreads)
         const int bit = __ffs(static_cast<int>(t)) - 1;
         const uint64_t step_sign = StepAdds(begin, t, bit) ? 0 : kSignBit;
         const double* s = steps + bit * N;
-        if constexpr (kSparse) {
+        if constexpr (kBlocks) {
           const uint64_t mask = static_cast<uint64_t>(__double_as_longlong(masks[bit]));
           products.template Refresh<true>(r, mask, s, step_sign);
         } else {
@@ -490,8 +507,9 @@ __global__ void __launch_bounds__(kReduceThreads)
 // ---- Launchers. Each queues its kernel on `stream` and returns the launch status. ----
 
 // Calls f(std::integral_constant<int, N>{}) for the padded order N == padded_order.
-// REQUIRES: padded_order a multiple of kOrderStep in [kOrderStep, kMaxWalkOrder].
-template <int N = kOrderStep, typename F>
+// REQUIRES: padded_order a multiple of kOrderStep in [N, kMaxWalkOrder] (N: the smallest order
+// the walk is instantiated for, Data::kMinOrder).
+template <int N, typename F>
 cudaError_t DispatchPaddedOrder(int padded_order, F&& f) {
   if constexpr (N >= kMaxWalkOrder) {
     return f(std::integral_constant<int, kMaxWalkOrder>{});
@@ -510,7 +528,7 @@ size_t WalkSharedBytes(int bits, int padded_order) {
 template <typename Data>
 cudaError_t LaunchWalk(int padded_order, const WalkSlice& slice, int64_t blocks, const Data& data,
                        cudaStream_t stream) {
-  return DispatchPaddedOrder(padded_order, [&](auto order) {
+  return DispatchPaddedOrder<Data::kMinOrder>(padded_order, [&](auto order) {
     constexpr int kOrder = decltype(order)::value;
     WalkKernel<kOrder><<<static_cast<unsigned>(blocks), kWalkThreads,
                          WalkSharedBytes<Data>(slice.bits, kOrder), stream>>>(slice, data);
@@ -521,7 +539,7 @@ cudaError_t LaunchWalk(int padded_order, const WalkSlice& slice, int64_t blocks,
 // How many blocks of the walk kernel fit on one multiprocessor at once.
 template <typename Data>
 cudaError_t WalkBlocksPerMultiprocessor(int padded_order, int bits, int* blocks) {
-  return DispatchPaddedOrder(padded_order, [&](auto order) {
+  return DispatchPaddedOrder<Data::kMinOrder>(padded_order, [&](auto order) {
     constexpr int kOrder = decltype(order)::value;
     void (*kernel)(WalkSlice, Data) = WalkKernel<kOrder>;
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, kWalkThreads,

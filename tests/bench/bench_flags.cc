@@ -187,6 +187,12 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (name == "--perm_density") {
       ok = ParseDouble(value, flags.perm_density) && flags.perm_density > 0 &&
            flags.perm_density <= 1;
+    } else if (name == "--perm_head_rows") {
+      ok = ParseList(value, flags.perm_head_rows) && !flags.perm_head_rows.empty();
+      for (const int head_rows : flags.perm_head_rows) {
+        ok = ok && (head_rows == -1 || head_rows == 0 || head_rows == 8 || head_rows == 12 ||
+                    head_rows == 16 || head_rows == 20);
+      }
     } else if (name == "--accuracy_sizes") {
       ok = ParseList(value, flags.accuracy_sizes);
     } else if (name == "--accuracy_samples") {

@@ -47,6 +47,10 @@ struct Flags {
   // perm_density-dense matrices, dense and sparse walks.
   int perm_n = 36;
   double perm_density = 0.3;
+  // permanent (GPU): the sparse walk's head rows to run, each a row of the table
+  // (cuda::SetSparsePermanentHeadRows: -1 by the operation count, 0 the block walk, 8, 12, 16, 20
+  // the head walk with that many head rows).
+  std::vector<int> perm_head_rows = {-1};
   // accuracy: median and worst relative error of both precisions against the exact permanent
   // (the INT64 walk), accuracy_samples matrices with entries k / 2^20 of each order and sign.
   std::vector<int> accuracy_sizes = {20, 24, 28, 32};

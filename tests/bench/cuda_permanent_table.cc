@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/cuda/permanent.h"
 #include "core/matrix.h"
 #include "core/operations.h"
 #include "tests/bench/bench_format.h"
@@ -125,25 +126,34 @@ void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& fla
     const double floor_a = work / dgemm_rate;
     const double floor_b = work / issue_rate;
     for (const Case& c : cases) {
-      const Matrix& a =
-          c.grid ? (c.sparse ? grid_sparse.values : grid.values) : (c.sparse ? real_sparse : real);
-      PermanentOptions options;
-      options.method = PermanentMethod::kGlynn;
-      options.precision = c.precision;
-      options.walk = c.walk;
-      double value = NAN;
-      const Timing ours = TimeOperation(flags.repeats, [&] {
-        absl::StatusOr<PermanentResult> result = gpu.Permanent(a.view(), options, nullptr);
-        if (result.ok()) value = result->value.real();
-        return result;
-      });
-      std::printf("%-4d %-12s %-9s %-7s %-9s %-9s %-12s %-12s %.17g\n", n, c.matrix,
-                  c.precision == kFast ? "fast" : "extended",
-                  c.walk == kSparse ? "sparse" : "dense", Seconds(ours.seconds).c_str(),
-                  Seconds(ours.device).c_str(), Ratio(ours.seconds, floor_a).c_str(),
-                  Ratio(ours.seconds, floor_b).c_str(), value);
-      if (!ours.error.empty()) std::printf("  ours failed: %s\n", ours.error.c_str());
+      // The sparse walk once per asked head size (cuda::SetSparsePermanentHeadRows).
+      for (const int head_rows : c.walk == kSparse ? flags.perm_head_rows : std::vector<int>{-1}) {
+        cuda::SetSparsePermanentHeadRows(head_rows);
+        const std::string walk_name =
+            c.walk != kSparse ? "dense"
+            : head_rows < 0   ? "sparse"
+                              : absl::StrCat(head_rows == 0 ? "block" : "head", head_rows);
+        const Matrix& a = c.grid ? (c.sparse ? grid_sparse.values : grid.values)
+                                 : (c.sparse ? real_sparse : real);
+        PermanentOptions options;
+        options.method = PermanentMethod::kGlynn;
+        options.precision = c.precision;
+        options.walk = c.walk;
+        double value = NAN;
+        const Timing ours = TimeOperation(flags.repeats, [&] {
+          absl::StatusOr<PermanentResult> result = gpu.Permanent(a.view(), options, nullptr);
+          if (result.ok()) value = result->value.real();
+          return result;
+        });
+        std::printf("%-4d %-12s %-9s %-7s %-9s %-9s %-12s %-12s %.17g\n", n, c.matrix,
+                    c.precision == kFast ? "fast" : "extended", walk_name.c_str(),
+                    Seconds(ours.seconds).c_str(), Seconds(ours.device).c_str(),
+                    Ratio(ours.seconds, floor_a).c_str(), Ratio(ours.seconds, floor_b).c_str(),
+                    value);
+        if (!ours.error.empty()) std::printf("  ours failed: %s\n", ours.error.c_str());
+      }
     }
+    cuda::SetSparsePermanentHeadRows(-1);
     std::printf("%-4d floor A %s s, floor B %s s\n", n, Significant(floor_a).c_str(),
                 Significant(floor_b).c_str());
   }

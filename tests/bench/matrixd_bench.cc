@@ -11,8 +11,10 @@
 //     batched:      [--batch=100000] [--batch_sizes=32,64]
 //     condensation: [--step_n=8192] [--condensation_sizes=1024,4096,8192]
 //     sparse:       [--sparse_n=16384] [--sparse_blocks=128,256] [--sparse_density=0.1]
-//     permanent:    [--perm_n=36] [--perm_density=0.3] (rows perm_n-4, perm_n-2, perm_n; the DGEMM
-//                   rate at --gemm_n; with --no_gpu the CPU backend's dense and sparse walks)
+//     permanent:    [--perm_n=36] [--perm_density=0.3] [--perm_head_rows=-1] (rows perm_n-4,
+//                   perm_n-2, perm_n; the DGEMM rate at --gemm_n; the GPU's sparse walk once per
+//                   head size, -1 auto, 0 block walk, 8,12,16,20 head walk; with --no_gpu the CPU
+//                   backend's dense and sparse walks)
 //     accuracy:     [--accuracy_sizes=20,24,28,32] [--accuracy_samples=5] (on the GPU; with
 //                   --no_gpu on the CPU backend)
 //     modular:      [--ntl_n=4096] [--cpu_modular_n=1024] [--primes=2147483629,65521] [--no_ntl]
