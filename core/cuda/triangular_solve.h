@@ -1,8 +1,10 @@
-// Triangular solves with one right-hand side that read the triangle at memory bandwidth, for the
-// device condition estimator (core/cuda/factor_solves.h): cuBLAS trsv and cuSOLVER getrs with one
-// vector are latency-bound (issue 15). One launch per solve: thread blocks take the triangle's
-// row blocks in solve order from a ticket counter, fold in the parts of x already solved as they
-// become ready, and apply the inverse of their diagonal block, inverted once beforehand; with
+// Triangular solves with one or two right-hand sides that read the triangle at memory bandwidth,
+// for the device condition estimator (core/cuda/factor_solves.h): cuBLAS trsv and cuSOLVER getrs
+// with one vector are latency-bound, and getrs with two costs three times one (issue 15). One
+// launch per solve, its columns together (the triangle read once for both): thread blocks take
+// the triangle's row blocks in solve order from a ticket counter, fold in the parts of x already
+// solved as they become ready, and apply the inverse of their diagonal block, inverted once
+// beforehand; with
 // near tiles (ComputeNearTiles, once per triangle and operation) the last few blocks of x are
 // applied through tiles already multiplied by that inverse, so that little work remains between
 // one block's x and the next.
@@ -78,18 +80,22 @@ template <typename T>
 cublasStatus_t ComputeNearTiles(cublasHandle_t cublas, DeviceTriangle<T> triangle, int block,
                                 const T* inverse, bool adjoint, int near, T* near_tiles);
 
-// x := op(A)^-1 b with op(A) = A, or its conjugate transpose when `adjoint`, and `inverse` from
+// The most right-hand sides one solve takes.
+inline constexpr int kMaxTriangularSolveColumns = 2;
+
+// x := op(A)^-1 b with op(A) = A, or its conjugate transpose when `adjoint`, b and x n x
+// `columns` blocks, column-major with leading dimension n (contiguous vectors), and `inverse` from
 // LaunchInvertDiagonalBlocks on the same triangle with the same block; with near > 0 (at most
 // kMaxNearTiles), `near_tiles` from ComputeNearTiles on the same triangle, block and `adjoint`
 // with at least `near` tiles. x may be b (in place); otherwise they must not overlap. `sync` is
 // kTriangularSolveSyncBytes of device memory, zero (see above), used by no concurrent solve; a
 // solve that does not run to completion (a launch error, a fault) may leave it nonzero.
-// cudaErrorInvalidValue unless IsTriangularSolveBlock(block) and 0 <= near <= kMaxNearTiles
-// (near_tiles not null when near > 0).
+// cudaErrorInvalidValue unless IsTriangularSolveBlock(block), 0 <= near <= kMaxNearTiles
+// (near_tiles not null when near > 0) and 1 <= columns <= kMaxTriangularSolveColumns.
 template <typename T>
 cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
                                   bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream,
-                                  const T* near_tiles = nullptr, int near = 0);
+                                  const T* near_tiles = nullptr, int near = 0, int columns = 1);
 
 // dst[i] := src[rows[i]] (gather), or dst[rows[i]] := src[i] when `scatter`, i < n; rows is a
 // permutation of [0, n). src and dst must not overlap.
