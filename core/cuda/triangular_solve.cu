@@ -2,6 +2,7 @@
 #include <complex>
 #include <cstdint>
 #include <cuda/atomic>
+#include <span>
 
 #include "core/cuda/device_element.cuh"
 #include "core/cuda/triangular_solve.h"
@@ -129,14 +130,31 @@ __device__ __forceinline__ int BlockRows(int64_t n, int64_t first, int block) {
 
 // ---- Diagonal blocks ----
 
-// Thread j of block p: column j of the inverse of diagonal block p, by substitution on e_j,
-// written straight into `inverse` (the thread reads back only what it wrote). The sums run in
-// kChains independent chains so that the multiply-adds do not wait for each other.
+// Up to kMaxInvertedTriangles triangles of one order, by value: one launch inverts the diagonal
+// blocks of all of them (LU's L and U), each kernel of which only fills part of the chip.
+template <typename E>
+struct InvertedTriangles {
+  const E* a[kMaxInvertedTriangles];
+  int64_t lda[kMaxInvertedTriangles];
+  bool lower[kMaxInvertedTriangles];
+  bool unit[kMaxInvertedTriangles];
+  E* inverse[kMaxInvertedTriangles];
+};
+
+// Thread j of block (p, k): column j of the inverse of diagonal block p of triangle k, by
+// substitution on e_j, written straight into its inverse (the thread reads back only what it
+// wrote). The sums run in kChains independent chains so that the multiply-adds do not wait for
+// each other.
 template <typename E, int kBlock>
 __global__ void __launch_bounds__(kBlock)
-    InvertDiagonalBlocksKernel(const E* a, int64_t n, int64_t lda, bool lower, bool unit,
-                               E* inverse) {
+    InvertDiagonalBlocksKernel(InvertedTriangles<E> triangles, int64_t n) {
   constexpr int kChains = 4;
+  const int k = static_cast<int>(blockIdx.y);
+  const E* a = triangles.a[k];
+  const int64_t lda = triangles.lda[k];
+  const bool lower = triangles.lower[k];
+  const bool unit = triangles.unit[k];
+  E* inverse = triangles.inverse[k];
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kBlock;
   const int rows = BlockRows(n, first, kBlock);
   const E* d = a + first + first * lda;  // D(i, k) = d[i + k lda]
@@ -481,14 +499,18 @@ __global__ void __launch_bounds__(S::kThreads)
 }
 
 template <typename E>
-__global__ void PermuteVectorKernel(const E* src, const int* rows, int64_t n, bool scatter,
-                                    E* dst) {
+__global__ void PermuteVectorKernel(const E* src, const int* rows, int64_t n, int columns,
+                                    bool scatter, E* dst) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (scatter) {
-      dst[rows[i]] = src[i];
-    } else {
-      dst[i] = src[rows[i]];
+    const int64_t row = rows[i];
+    for (int c = 0; c < columns; ++c) {
+      const int64_t offset = c * n;
+      if (scatter) {
+        dst[offset + row] = src[offset + i];
+      } else {
+        dst[offset + i] = src[offset + row];
+      }
     }
   }
 }
@@ -547,21 +569,41 @@ DeviceTriangle<DeviceType<T>> OnDevice(const DeviceTriangle<T>& triangle) {
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T* inverse,
-                                       cudaStream_t stream) {
+cudaError_t LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>> triangles, int block,
+                                       std::span<T* const> inverses, cudaStream_t stream) {
   using E = DeviceType<T>;
-  if (!IsTriangularSolveBlock(block)) return cudaErrorInvalidValue;
-  if (triangle.n <= 0) return cudaSuccess;
-  const DeviceTriangle<E> t = OnDevice(triangle);
-  auto* out = reinterpret_cast<E*>(inverse);
+  const size_t count = triangles.size();
+  if (!IsTriangularSolveBlock(block) || count > kMaxInvertedTriangles ||
+      inverses.size() != count) {
+    return cudaErrorInvalidValue;
+  }
+  if (count == 0) return cudaSuccess;
+  const int64_t n = triangles[0].n;
+  InvertedTriangles<E> batch{};
+  for (size_t k = 0; k < count; ++k) {
+    if (triangles[k].n != n) return cudaErrorInvalidValue;
+    const DeviceTriangle<E> t = OnDevice(triangles[k]);
+    batch.a[k] = t.a;
+    batch.lda[k] = t.lda;
+    batch.lower[k] = t.lower;
+    batch.unit[k] = t.unit_diagonal;
+    batch.inverse[k] = reinterpret_cast<E*>(inverses[k]);
+  }
+  if (n <= 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(BlocksOf(n, block)), static_cast<unsigned>(count));
   if (block == Shape64::kBlock) {
-    InvertDiagonalBlocksKernel<E, Shape64::kBlock><<<BlocksOf(t.n, block), block, 0, stream>>>(
-        t.a, t.n, t.lda, t.lower, t.unit_diagonal, out);
+    InvertDiagonalBlocksKernel<E, Shape64::kBlock><<<grid, block, 0, stream>>>(batch, n);
   } else {
-    InvertDiagonalBlocksKernel<E, Shape128::kBlock><<<BlocksOf(t.n, block), block, 0, stream>>>(
-        t.a, t.n, t.lda, t.lower, t.unit_diagonal, out);
+    InvertDiagonalBlocksKernel<E, Shape128::kBlock><<<grid, block, 0, stream>>>(batch, n);
   }
   return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T* inverse,
+                                       cudaStream_t stream) {
+  return LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>>(&triangle, 1), block,
+                                    std::span<T* const>(&inverse, 1), stream);
 }
 
 template <typename T>
@@ -592,23 +634,25 @@ cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T
 
 template <typename T>
 cudaError_t LaunchPermuteVector(const T* src, const int* rows, int64_t n, bool scatter, T* dst,
-                                cudaStream_t stream) {
+                                cudaStream_t stream, int columns) {
   using E = DeviceType<T>;
-  if (n <= 0) return cudaSuccess;
+  if (n <= 0 || columns <= 0) return cudaSuccess;
   constexpr int kPermuteThreads = 256;
   const int blocks =
       static_cast<int>(std::min<int64_t>((n + kPermuteThreads - 1) / kPermuteThreads, 1024));
   PermuteVectorKernel<E><<<blocks, kPermuteThreads, 0, stream>>>(
-      reinterpret_cast<const E*>(src), rows, n, scatter, reinterpret_cast<E*>(dst));
+      reinterpret_cast<const E*>(src), rows, n, columns, scatter, reinterpret_cast<E*>(dst));
   return cudaGetLastError();
 }
 
 #define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                   \
   template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, int, T*, cudaStream_t);   \
+  template cudaError_t LaunchInvertDiagonalBlocks<T>(std::span<const DeviceTriangle<T>>, int,     \
+                                                     std::span<T* const>, cudaStream_t);          \
   template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, int, const T*, bool, const T*, \
                                                 T*, void*, cudaStream_t, const T*, int, int);     \
   template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,            \
-                                              cudaStream_t);
+                                              cudaStream_t, int);
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(float)
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(double)
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(std::complex<float>)
