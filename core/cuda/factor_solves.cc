@@ -80,9 +80,9 @@ absl::Status DeviceFactorSolves<T>::Prepare() {
     triangles.push_back(factor.triangle);
     inverses.push_back(factor.inverse.template as<T>());
   }
-  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchInvertDiagonalBlocks(
-      std::span<const DeviceTriangle<T>>(triangles), kBlock, std::span<T* const>(inverses),
-      context_->stream()));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>>(triangles), kBlock,
+                                 std::span<T* const>(inverses), context_->stream()));
   if (near_tiles_ > 0) {
     for (Factor& factor : factors_) MATRIXD_RETURN_IF_ERROR(PrepareNearTiles(factor));
   }
@@ -90,8 +90,8 @@ absl::Status DeviceFactorSolves<T>::Prepare() {
     const size_t bytes = host_rows_.size() * sizeof(int);
     MATRIXD_ASSIGN_OR_RETURN(rows_, context_->Allocate(bytes));
     MATRIXD_RETURN_IF_ERROR(context_->Upload(host_rows_.data(), rows_, bytes));
-    MATRIXD_ASSIGN_OR_RETURN(
-        work_, context_->Allocate(static_cast<size_t>(n_) * kMaxTriangularSolveColumns * sizeof(T)));
+    MATRIXD_ASSIGN_OR_RETURN(work_, context_->Allocate(static_cast<size_t>(n_) *
+                                                       kMaxTriangularSolveColumns * sizeof(T)));
   }
   prepared_ = true;
   return absl::OkStatus();

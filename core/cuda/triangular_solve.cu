@@ -545,15 +545,14 @@ void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, const E* ne
   static_assert(kMaxTriangularSolveColumns == 2);
   if constexpr (kLaunchColumns<E, S> == 2) {
     if (columns == 2) {
-      QueueSolveColumns<E, S, 2>(triangle, inverse, near_tiles, near, adjoint, b, x, sync,
-                                 stream);
+      QueueSolveColumns<E, S, 2>(triangle, inverse, near_tiles, near, adjoint, b, x, sync, stream);
       return;
     }
   }
   for (int c = 0; c < columns; ++c) {
     const int64_t offset = c * triangle.n;
-    QueueSolveColumns<E, S, 1>(triangle, inverse, near_tiles, near, adjoint, b + offset,
-                               x + offset, sync, stream);
+    QueueSolveColumns<E, S, 1>(triangle, inverse, near_tiles, near, adjoint, b + offset, x + offset,
+                               sync, stream);
   }
 }
 
@@ -573,8 +572,7 @@ cudaError_t LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>> triang
                                        std::span<T* const> inverses, cudaStream_t stream) {
   using E = DeviceType<T>;
   const size_t count = triangles.size();
-  if (!IsTriangularSolveBlock(block) || count > kMaxInvertedTriangles ||
-      inverses.size() != count) {
+  if (!IsTriangularSolveBlock(block) || count > kMaxInvertedTriangles || inverses.size() != count) {
     return cudaErrorInvalidValue;
   }
   if (count == 0) return cudaSuccess;
@@ -612,8 +610,7 @@ cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T
                                   const T* near_tiles, int near, int columns) {
   using E = DeviceType<T>;
   if (!IsTriangularSolveBlock(block) || near < 0 || near > kMaxNearTiles ||
-      (near > 0 && near_tiles == nullptr) || columns < 1 ||
-      columns > kMaxTriangularSolveColumns) {
+      (near > 0 && near_tiles == nullptr) || columns < 1 || columns > kMaxTriangularSolveColumns) {
     return cudaErrorInvalidValue;
   }
   if (triangle.n <= 0) return cudaSuccess;
@@ -626,8 +623,7 @@ cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T
   if (block == Shape64::kBlock) {
     QueueSolve<E, Shape64>(t, inv, near_inv, near, adjoint, in, out, columns, counters, stream);
   } else {
-    QueueSolve<E, Shape128>(t, inv, near_inv, near, adjoint, in, out, columns, counters,
-                            stream);
+    QueueSolve<E, Shape128>(t, inv, near_inv, near, adjoint, in, out, columns, counters, stream);
   }
   return cudaGetLastError();
 }

@@ -96,10 +96,10 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
       solves = 0;
       ComputeStats stats;
       const auto start = std::chrono::steady_clock::now();
-      MATRIXD_ASSIGN_OR_RETURN(const double rcond,
-                               cuda::DeviceReciprocalCondition<double>(
-                                   context, n, 1.0, cuda::DeviceInverseApply(apply), &stats,
-                                   columns));
+      MATRIXD_ASSIGN_OR_RETURN(
+          const double rcond,
+          cuda::DeviceReciprocalCondition<double>(context, n, 1.0, cuda::DeviceInverseApply(apply),
+                                                  &stats, columns));
       (void)rcond;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -123,8 +123,8 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
   }
   MATRIXD_ASSIGN_OR_RETURN(const auto estimate_getrs,
                            time_estimate(getrs, cuda::kDeviceEstimateColumns));
-  std::printf("%-6d %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-7d %-10s %-7d %-10s %s\n",
-              n, Seconds(getrf).c_str(), Seconds(one).c_str(), Seconds(two).c_str(),
+  std::printf("%-6d %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-7d %-10s %-7d %-10s %s\n", n,
+              Seconds(getrf).c_str(), Seconds(one).c_str(), Seconds(two).c_str(),
               Microseconds(lu_solve[0]).c_str(), Microseconds(lu_solve[1]).c_str(),
               Microseconds(lu_solve_two).c_str(), Seconds(estimates[0].first).c_str(),
               Seconds(estimates[1].first).c_str(), estimates[1].second,
@@ -237,7 +237,8 @@ void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
       {"getrf, getrs: median device seconds of one call (getrs x2: 2 right-hand sides); "
        "LU: DeviceFactorSolves::Apply, one vector, median device microseconds, blocks of " +
            std::to_string(cuda::kTriangularSolveBlock<double>) + " rows, without and with " +
-           std::to_string(cuda::kDefaultNearTiles) + " near tiles; LU x2: 2 vectors through one "
+           std::to_string(cuda::kDefaultNearTiles) +
+           " near tiles; LU x2: 2 vectors through one "
            "chain, with near tiles",
        "est, est near: median wall seconds of the device block estimator with 1 column on those "
        "solves (prepared: diagonal blocks inverted, near tiles computed), `solves` block solves; "
@@ -253,12 +254,12 @@ void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
               "x2       invert   near",
               {"dtrsv: cuBLAS; B/k: core/cuda/triangular_solve.h with B-row blocks and k near "
                "tiles; x2: 2 right-hand sides in one solve (blocks of " +
-                   std::to_string(cuda::kTriangularSolveBlock<double>) + ", " +
-                   std::to_string(cuda::kMaxNearTiles) +
-                   " near tiles); invert: LaunchInvertDiagonalBlocks; near: ComputeNearTiles for " +
-                   std::to_string(cuda::kMaxNearTiles) + " near tiles at block " +
-                   std::to_string(cuda::kTriangularSolveBlock<double>) +
-                   " (both once per triangle; near tiles once per operation)"});
+               std::to_string(cuda::kTriangularSolveBlock<double>) + ", " +
+               std::to_string(cuda::kMaxNearTiles) +
+               " near tiles); invert: LaunchInvertDiagonalBlocks; near: ComputeNearTiles for " +
+               std::to_string(cuda::kMaxNearTiles) + " near tiles at block " +
+               std::to_string(cuda::kTriangularSolveBlock<double>) +
+               " (both once per triangle; near tiles once per operation)"});
   for (const int n : flags.condition_sizes) {
     const absl::Status status = TriangleSolvesRow(context, n, flags.repeats);
     if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());

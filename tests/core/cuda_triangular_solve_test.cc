@@ -221,11 +221,10 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
               absl::StatusOr<DeviceBuffer> device_pair = UploadVector(context, pair);
               absl::StatusOr<DeviceBuffer> pair_reference = UploadVector(context, pair);
               ASSERT_TRUE(device_pair.ok() && pair_reference.ok());
-              ASSERT_EQ(LaunchTriangularSolve(triangle, block, inv, adjoint,
-                                              device_pair->template as<const T>(),
-                                              device_pair->template as<T>(), sync->data(),
-                                              context.stream(), near_tiles, near_count,
-                                              kMaxTriangularSolveColumns),
+              ASSERT_EQ(LaunchTriangularSolve(
+                            triangle, block, inv, adjoint, device_pair->template as<const T>(),
+                            device_pair->template as<T>(), sync->data(), context.stream(),
+                            near_tiles, near_count, kMaxTriangularSolveColumns),
                         cudaSuccess);
               ASSERT_EQ(
                   Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
@@ -236,9 +235,9 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                                LibraryPointer<T>(pair_reference->data()), static_cast<int>(n)),
                   CUBLAS_STATUS_SUCCESS);
               const std::vector<T> got_pair = DownloadVector<T>(context, *device_pair, pair.size());
-              EXPECT_LE(RelativeError(got_pair,
-                                      DownloadVector<T>(context, *pair_reference, pair.size())),
-                        kTolerance<T>);
+              EXPECT_LE(
+                  RelativeError(got_pair, DownloadVector<T>(context, *pair_reference, pair.size())),
+                  kTolerance<T>);
               EXPECT_EQ(std::vector<T>(got_pair.begin() + n, got_pair.end()), got);
               const std::vector<unsigned> counters = DownloadVector<unsigned>(
                   context, *sync, kTriangularSolveSyncBytes / sizeof(unsigned));
