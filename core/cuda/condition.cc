@@ -54,8 +54,9 @@ template <typename T>
 class DeviceInverseNormBlock final : public InverseNormBlock {
  public:
   static absl::StatusOr<DeviceInverseNormBlock> Create(DeviceContext& context, int64_t n,
-                                                       DeviceInverseApply apply) {
-    const int t = static_cast<int>(std::min<int64_t>(kDeviceEstimateColumns, n));
+                                                       DeviceInverseApply apply, int columns) {
+    const int t =
+        static_cast<int>(std::min<int64_t>(std::clamp(columns, 1, kMaxEstimateColumns), n));
     const size_t bytes = static_cast<size_t>(n) * t * sizeof(T);
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer x, context.Allocate(bytes));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer s, context.Allocate(bytes));
@@ -180,20 +181,22 @@ class DeviceInverseNormBlock final : public InverseNormBlock {
 
 template <typename T>
 absl::StatusOr<double> DeviceReciprocalCondition(DeviceContext& context, int64_t n, double one_norm,
-                                                 DeviceInverseApply apply, ComputeStats* stats) {
+                                                 DeviceInverseApply apply, ComputeStats* stats,
+                                                 int columns, int* solves_done) {
   MATRIXD_ASSIGN_OR_RETURN(KernelTimer timer, KernelTimer::Start(context.stream()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceInverseNormBlock<T> block,
-                           DeviceInverseNormBlock<T>::Create(context, n, apply));
+                           DeviceInverseNormBlock<T>::Create(context, n, apply, columns));
   int solves = 0;
   MATRIXD_ASSIGN_OR_RETURN(const double rcond,
                            EstimateReciprocalCondition(block, one_norm, &solves));
+  if (solves_done != nullptr) *solves_done = solves;
   MATRIXD_RETURN_IF_ERROR(timer.Stop());
   // Each block solve reads the n x n factors once (two triangles) and does n^2 multiply-adds per
   // right-hand side.
   const double nd = static_cast<double>(n);
-  const double columns = block.columns();
+  const double vectors = block.columns();
   const auto solve_bytes = static_cast<uint64_t>(solves * nd * nd * sizeof(T));
-  const double solve_flops = solves * columns * kFlopsPerUpdate<T> * nd * nd;
+  const double solve_flops = solves * vectors * kFlopsPerUpdate<T> * nd * nd;
   stats->bytes_moved += solve_bytes;
   stats->flops += solve_flops;
   MATRIXD_RETURN_IF_ERROR(timer.AppendTo(stats, "condition_estimate", solve_bytes, solve_flops));
@@ -203,8 +206,8 @@ absl::StatusOr<double> DeviceReciprocalCondition(DeviceContext& context, int64_t
 #define MATRIXD_INSTANTIATE_CONDITION(T)                                                           \
   template absl::StatusOr<DeviceOneNorm> DeviceOneNorm::Queue<T>(DeviceContext&, const T*,         \
                                                                  int64_t, int64_t, int64_t, bool); \
-  template absl::StatusOr<double> DeviceReciprocalCondition<T>(DeviceContext&, int64_t, double,    \
-                                                               DeviceInverseApply, ComputeStats*);
+  template absl::StatusOr<double> DeviceReciprocalCondition<T>(                                    \
+      DeviceContext&, int64_t, double, DeviceInverseApply, ComputeStats*, int, int*);
 MATRIXD_INSTANTIATE_CONDITION(float)
 MATRIXD_INSTANTIATE_CONDITION(double)
 MATRIXD_INSTANTIATE_CONDITION(std::complex<float>)

@@ -50,18 +50,24 @@ class DeviceOneNorm {
 // (the backend's estimates use DeviceFactorSolves::Apply, core/cuda/factor_solves.h).
 using DeviceInverseApply = absl::FunctionRef<absl::Status(bool adjoint, void* x, int columns)>;
 
-// Columns of the device estimator's block. 1, not the host's 2: cuSOLVER's getrs with 2
-// right-hand sides took 3.0 x its time with one on the H100 (3.3 against 1.1 ms at n = 4096,
-// docs/accuracy.md), so two columns cost more than the solves they save.
+// Columns of the device estimator's block. 1, not the host's 2: on random matrices 2 columns take
+// as many block solves as 1 (4 to 6 at n = 1024 to 4096, the CPU estimator on the bench's
+// matrices), so the second column buys a better estimate (Higham's alternating vector, the
+// host's decisions) and no fewer chains; its price is what a second right-hand side adds to our
+// triangular solve (the bench's `condition` table measures both; cuSOLVER's getrs with 2 took
+// 3.0 x its time with 1, docs/accuracy.md).
 inline constexpr int kDeviceEstimateColumns = 1;
 
 // EstimateReciprocalCondition (core/condition_estimate.h) of an n x n A with ||A||_1 = one_norm,
-// a block of kDeviceEstimateColumns columns in T on the device, solved by `apply` (the estimator's
-// decisions are made on the host from the doubles that come back). Adds the solves' work to stats
-// and the kernel record "condition_estimate".
+// a block of `columns` columns (1 to kMaxEstimateColumns, capped at n) in T on the device, solved
+// by `apply` (the estimator's decisions are made on the host from the doubles that come back).
+// Adds the solves' work to stats and the kernel record "condition_estimate"; `solves`, when
+// given, receives the block solves done.
 template <typename T>
 absl::StatusOr<double> DeviceReciprocalCondition(DeviceContext& context, int64_t n, double one_norm,
-                                                 DeviceInverseApply apply, ComputeStats* stats);
+                                                 DeviceInverseApply apply, ComputeStats* stats,
+                                                 int columns = kDeviceEstimateColumns,
+                                                 int* solves = nullptr);
 
 }  // namespace matrixd::cuda
 

@@ -1,8 +1,11 @@
 #include "core/cuda/factor_solves.h"
 
+#include <algorithm>
 #include <complex>
 #include <numeric>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
@@ -65,19 +68,30 @@ absl::Status DeviceFactorSolves<T>::Prepare() {
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(sync_.data(), 0, kTriangularSolveSyncBytes, context_->stream()));
   constexpr int kBlock = kTriangularSolveBlock<T>;
+  // Every factor's diagonal blocks in one launch (each factor's alone fills n / kBlock
+  // multiprocessors).
+  static_assert(kMaxInvertedTriangles >= 2);  // LU's L and U
+  std::vector<DeviceTriangle<T>> triangles;
+  std::vector<T*> inverses;
   for (Factor& factor : factors_) {
     MATRIXD_ASSIGN_OR_RETURN(
         factor.inverse,
         context_->Allocate(static_cast<size_t>(DiagonalInverseElements(n_, kBlock)) * sizeof(T)));
-    MATRIXD_CUDA_RETURN_IF_ERROR(LaunchInvertDiagonalBlocks(
-        factor.triangle, kBlock, factor.inverse.template as<T>(), context_->stream()));
-    if (near_tiles_ > 0) MATRIXD_RETURN_IF_ERROR(PrepareNearTiles(factor));
+    triangles.push_back(factor.triangle);
+    inverses.push_back(factor.inverse.template as<T>());
+  }
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>>(triangles), kBlock,
+                                 std::span<T* const>(inverses), context_->stream()));
+  if (near_tiles_ > 0) {
+    for (Factor& factor : factors_) MATRIXD_RETURN_IF_ERROR(PrepareNearTiles(factor));
   }
   if (!host_rows_.empty()) {
     const size_t bytes = host_rows_.size() * sizeof(int);
     MATRIXD_ASSIGN_OR_RETURN(rows_, context_->Allocate(bytes));
     MATRIXD_RETURN_IF_ERROR(context_->Upload(host_rows_.data(), rows_, bytes));
-    MATRIXD_ASSIGN_OR_RETURN(work_, context_->Allocate(static_cast<size_t>(n_) * sizeof(T)));
+    MATRIXD_ASSIGN_OR_RETURN(work_, context_->Allocate(static_cast<size_t>(n_) *
+                                                       kMaxTriangularSolveColumns * sizeof(T)));
   }
   prepared_ = true;
   return absl::OkStatus();
@@ -103,45 +117,48 @@ absl::Status DeviceFactorSolves<T>::PrepareNearTiles(Factor& factor) {
 }
 
 template <typename T>
-absl::Status DeviceFactorSolves<T>::Solve(const Stage& stage, bool adjoint, const T* b, T* x) {
+absl::Status DeviceFactorSolves<T>::Solve(const Stage& stage, bool adjoint, const T* b, T* x,
+                                          int columns) {
   const Factor& factor = factors_[static_cast<size_t>(stage.factor)];
   const bool op_adjoint = stage.adjoint != adjoint;
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTriangularSolve(
       factor.triangle, kTriangularSolveBlock<T>, factor.inverse.template as<const T>(), op_adjoint,
       b, x, sync_.data(), context_->stream(),
       factor.near_count > 0 ? factor.near[op_adjoint ? 1 : 0].template as<const T>() : nullptr,
-      factor.near_count));
+      factor.near_count, columns));
   return absl::OkStatus();
 }
 
 template <typename T>
 absl::Status DeviceFactorSolves<T>::Apply(bool adjoint, void* x, int columns) {
   // A^-1 = ... op(F_2)^-1 op(F_1)^-1 P and A^-H = P^T op(F_1)^-H op(F_2)^-H ...: the permuted
-  // vector goes through work_, and the solve next to the permutation moves it back.
+  // vectors go through work_, and the solve next to the permutation moves them back. Up to
+  // kMaxTriangularSolveColumns columns go through each chain together.
   if (!prepared_) MATRIXD_RETURN_IF_ERROR(Prepare());
   const bool permuted = !host_rows_.empty();
   const size_t count = stages_.size();
-  for (int c = 0; c < columns; ++c) {
-    T* column = static_cast<T*>(x) + static_cast<int64_t>(c) * n_;
-    T* current = column;
+  for (int first = 0; first < columns; first += kMaxTriangularSolveColumns) {
+    const int group = std::min(columns - first, kMaxTriangularSolveColumns);
+    T* block = static_cast<T*>(x) + static_cast<int64_t>(first) * n_;
+    T* current = block;
     if (permuted && !adjoint) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchPermuteVector<T>(column, rows_.as<const int>(), n_,
+      MATRIXD_CUDA_RETURN_IF_ERROR(LaunchPermuteVector<T>(block, rows_.as<const int>(), n_,
                                                           /*scatter=*/false, work_.as<T>(),
-                                                          context_->stream()));
+                                                          context_->stream(), group));
       current = work_.as<T>();
     }
     for (size_t k = 0; k < count; ++k) {
       const Stage& stage = adjoint ? stages_[count - 1 - k] : stages_[k];
       T* next = current;
-      if (permuted && !adjoint && k + 1 == count) next = column;
+      if (permuted && !adjoint && k + 1 == count) next = block;
       if (permuted && adjoint && k == 0) next = work_.as<T>();
-      MATRIXD_RETURN_IF_ERROR(Solve(stage, adjoint, current, next));
+      MATRIXD_RETURN_IF_ERROR(Solve(stage, adjoint, current, next, group));
       current = next;
     }
     if (permuted && adjoint) {
       MATRIXD_CUDA_RETURN_IF_ERROR(
           LaunchPermuteVector<T>(work_.as<const T>(), rows_.as<const int>(), n_,
-                                 /*scatter=*/true, column, context_->stream()));
+                                 /*scatter=*/true, block, context_->stream(), group));
     }
   }
   return absl::OkStatus();

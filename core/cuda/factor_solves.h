@@ -1,12 +1,12 @@
 // The solves of the device condition estimator (core/cuda/condition.h) with factors already on
 // the device: x := A^-1 x or A^-H x for A = P^T L U (getrf), A = U^H U (potrf, upper triangle) or
-// A = R (upper triangular), by the bandwidth-bound one-vector triangular solves of
-// core/cuda/triangular_solve.h instead of getrs / potrs / trsm (issue 15). The factors are only
-// read and must outlive the object. Creating one queues no device work: the first Apply inverts
-// the diagonal blocks, computes the near tiles of each triangle and operation (kDefaultNearTiles
-// of them, none where their memory cannot be had) and uploads the permutation (so an estimate's
-// timer counts them). Moved, never copied. T is float, double, std::complex<float> or
-// std::complex<double>.
+// A = R (upper triangular), by the bandwidth-bound triangular solves of
+// core/cuda/triangular_solve.h (up to two vectors through one chain) instead of getrs / potrs /
+// trsm (issue 15). The factors are only read and must outlive the object. Creating one queues no
+// device work: the first Apply inverts the diagonal blocks, computes the near tiles of each
+// triangle and operation (kDefaultNearTiles of them, none where their memory cannot be had) and
+// uploads the permutation (so an estimate's timer counts them). Moved, never copied. T is float,
+// double, std::complex<float> or std::complex<double>.
 #ifndef MATRIXD_CORE_CUDA_FACTOR_SOLVES_H_
 #define MATRIXD_CORE_CUDA_FACTOR_SOLVES_H_
 
@@ -74,8 +74,9 @@ class DeviceFactorSolves {
   absl::Status Prepare();
   // factor.near and near_count from its inverse (near_count stays 0 without the memory).
   absl::Status PrepareNearTiles(Factor& factor);
-  // The one-vector solve of stage `stage` (its op flipped when `adjoint`), b to x.
-  absl::Status Solve(const Stage& stage, bool adjoint, const T* b, T* x);
+  // The solve of stage `stage` (its op flipped when `adjoint`), b to x, n x columns blocks
+  // (columns <= kMaxTriangularSolveColumns).
+  absl::Status Solve(const Stage& stage, bool adjoint, const T* b, T* x, int columns);
 
   DeviceContext* context_;
   int64_t n_;
@@ -86,7 +87,7 @@ class DeviceFactorSolves {
   bool prepared_ = false;
   DeviceBuffer sync_;
   DeviceBuffer rows_;  // host_rows_ on the device
-  DeviceBuffer work_;  // one vector, for the permuted solves
+  DeviceBuffer work_;  // kMaxTriangularSolveColumns vectors, for the permuted solves
 };
 
 }  // namespace matrixd::cuda

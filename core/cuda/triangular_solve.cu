@@ -2,6 +2,7 @@
 #include <complex>
 #include <cstdint>
 #include <cuda/atomic>
+#include <span>
 
 #include "core/cuda/device_element.cuh"
 #include "core/cuda/triangular_solve.h"
@@ -129,14 +130,31 @@ __device__ __forceinline__ int BlockRows(int64_t n, int64_t first, int block) {
 
 // ---- Diagonal blocks ----
 
-// Thread j of block p: column j of the inverse of diagonal block p, by substitution on e_j,
-// written straight into `inverse` (the thread reads back only what it wrote). The sums run in
-// kChains independent chains so that the multiply-adds do not wait for each other.
+// Up to kMaxInvertedTriangles triangles of one order, by value: one launch inverts the diagonal
+// blocks of all of them (LU's L and U), each kernel of which only fills part of the chip.
+template <typename E>
+struct InvertedTriangles {
+  const E* a[kMaxInvertedTriangles];
+  int64_t lda[kMaxInvertedTriangles];
+  bool lower[kMaxInvertedTriangles];
+  bool unit[kMaxInvertedTriangles];
+  E* inverse[kMaxInvertedTriangles];
+};
+
+// Thread j of block (p, k): column j of the inverse of diagonal block p of triangle k, by
+// substitution on e_j, written straight into its inverse (the thread reads back only what it
+// wrote). The sums run in kChains independent chains so that the multiply-adds do not wait for
+// each other.
 template <typename E, int kBlock>
 __global__ void __launch_bounds__(kBlock)
-    InvertDiagonalBlocksKernel(const E* a, int64_t n, int64_t lda, bool lower, bool unit,
-                               E* inverse) {
+    InvertDiagonalBlocksKernel(InvertedTriangles<E> triangles, int64_t n) {
   constexpr int kChains = 4;
+  const int k = static_cast<int>(blockIdx.y);
+  const E* a = triangles.a[k];
+  const int64_t lda = triangles.lda[k];
+  const bool lower = triangles.lower[k];
+  const bool unit = triangles.unit[k];
+  E* inverse = triangles.inverse[k];
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kBlock;
   const int rows = BlockRows(n, first, kBlock);
   const E* d = a + first + first * lda;  // D(i, k) = d[i + k lda]
@@ -173,19 +191,20 @@ __global__ void __launch_bounds__(kBlock)
 // product with a vector. Two layouts, both coalesced:
 // op = N: thread t holds row i = t % B, columns j = g kPerThread + k (g = t / B);
 // op = H: lane l of warp w holds rows i = w + kWarps r and columns j = l + 32 h.
-template <typename E, bool kAdjoint, typename S>
+// The vector is kColumns columns, multiplied together: the tile is read once for all of them.
+template <typename E, bool kAdjoint, typename S, int kColumns>
 struct Tile;
 
-template <typename E, typename S>
-struct Tile<E, false, S> {
+template <typename E, typename S, int kColumns>
+struct Tile<E, false, S, kColumns> {
   static constexpr int kBlock = S::kBlock;
   static constexpr int kThreads = S::kThreads;
   static constexpr int kPerThread = S::kPerThread;
   E m[kPerThread];
 
-  // The thread's partial sum of its row.
+  // The thread's partial sums of its row, one a column of the vectors.
   struct Sums {
-    E value = Zero<E>();
+    E value[kColumns] = {};
   };
 
   __device__ __forceinline__ void Load(const E* tile, int64_t ld, int rows, int cols) {
@@ -198,36 +217,53 @@ struct Tile<E, false, S> {
     }
   }
 
-  // sums += M v, v(j) for j < kBlock. The lanes of a warp share j0: each lane reads one of
-  // their kPerThread elements of v and shuffles hand it to the others (one read of v a lane, not
-  // kPerThread: on an H100 that took a 4096 triangle from 136 to 113 us, docs/benchmarks.md).
+  // sums(c) += M v(c, .), v(c, j) for c < kColumns, j < kBlock. The lanes of a warp share j0:
+  // each lane reads one of their kPerThread elements of each column and shuffles hand it to the
+  // others (one read a lane, not kPerThread: on an H100 that took a 4096 triangle from 136 to
+  // 113 us, docs/benchmarks.md).
   static_assert(kPerThread <= kWarpSize && kBlock % kWarpSize == 0);
   template <typename Vector>
   __device__ __forceinline__ void MultiplyAdd(Vector v, Sums& sums) const {
     const int j0 = static_cast<int>(threadIdx.x) / kBlock * kPerThread;
-    const E mine = v(j0 + static_cast<int>(threadIdx.x) % kWarpSize % kPerThread);
+    E mine[kColumns];
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) sums.value = MulAdd(m[k], Shuffle(mine, k), sums.value);
+    for (int c = 0; c < kColumns; ++c) {
+      mine[c] = v(c, j0 + static_cast<int>(threadIdx.x) % kWarpSize % kPerThread);
+    }
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+#pragma unroll
+      for (int c = 0; c < kColumns; ++c) {
+        sums.value[c] = MulAdd(m[k], Shuffle(mine[c], k), sums.value[c]);
+      }
+    }
   }
 
-  // out[i] := row i's sum over all threads, then sums := 0. Every thread calls it; out is
-  // visible to all on return. partial: kThreads elements of shared memory.
+  // out[c kBlock + i] := row i's sum of column c over all threads, then sums := 0. Every thread
+  // calls it; out is visible to all on return. partial: kColumns kThreads elements of shared
+  // memory.
   static __device__ __forceinline__ void Reduce(Sums& sums, E* partial, E* out) {
-    partial[threadIdx.x] = sums.value;
-    __syncthreads();
-    if (threadIdx.x < kBlock) {
-      E s = partial[threadIdx.x];
 #pragma unroll
-      for (int g = 1; g < kThreads / kBlock; ++g) s = Add(s, partial[threadIdx.x + g * kBlock]);
+    for (int c = 0; c < kColumns; ++c) partial[c * kThreads + threadIdx.x] = sums.value[c];
+    __syncthreads();
+    static_assert(kColumns * kBlock <= kThreads);
+    if (threadIdx.x < kColumns * kBlock) {
+      const int c = static_cast<int>(threadIdx.x) / kBlock;
+      const int i = static_cast<int>(threadIdx.x) % kBlock;
+      const E* column = partial + c * kThreads;
+      E s = column[i];
+#pragma unroll
+      for (int g = 1; g < kThreads / kBlock; ++g) s = Add(s, column[i + g * kBlock]);
       out[threadIdx.x] = s;
     }
     __syncthreads();
-    sums.value = Zero<E>();
+#pragma unroll
+    for (int c = 0; c < kColumns; ++c) sums.value[c] = Zero<E>();
   }
 };
 
-template <typename E, typename S>
-struct Tile<E, true, S> {
+template <typename E, typename S, int kColumns>
+struct Tile<E, true, S, kColumns> {
   static constexpr int kWarps = S::kWarps;
   static constexpr int kRowsPerWarp = S::kBlock / kWarps;
   static constexpr int kColumnsPerLane = S::kBlock / kWarpSize;
@@ -235,7 +271,7 @@ struct Tile<E, true, S> {
   E m[kRowsPerWarp][kColumnsPerLane];
 
   struct Sums {
-    E value[kRowsPerWarp] = {};
+    E value[kColumns][kRowsPerWarp] = {};
   };
 
   __device__ __forceinline__ void Load(const E* tile, int64_t ld, int rows, int cols) {
@@ -255,14 +291,18 @@ struct Tile<E, true, S> {
   template <typename Vector>
   __device__ __forceinline__ void MultiplyAdd(Vector v, Sums& sums) const {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-    E vj[kColumnsPerLane];
+    // One element of v at a time (h outer): with two columns, float64's 128-row kernel holds
+    // kColumns kRowsPerWarp sums beside its tile, and all of v's kColumnsPerLane elements at once
+    // would not fit as well.
 #pragma unroll
-    for (int h = 0; h < kColumnsPerLane; ++h) vj[h] = v(lane + kWarpSize * h);
+    for (int h = 0; h < kColumnsPerLane; ++h) {
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
+      for (int c = 0; c < kColumns; ++c) {
+        const E vj = v(c, lane + kWarpSize * h);
 #pragma unroll
-      for (int h = 0; h < kColumnsPerLane; ++h) {
-        sums.value[r] = MulAdd(m[r][h], vj[h], sums.value[r]);
+        for (int r = 0; r < kRowsPerWarp; ++r) {
+          sums.value[c][r] = MulAdd(m[r][h], vj, sums.value[c][r]);
+        }
       }
     }
   }
@@ -271,10 +311,13 @@ struct Tile<E, true, S> {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const E s = WarpSum(sums.value[r]);
-      if (lane == 0) out[warp + kWarps * r] = s;
-      sums.value[r] = Zero<E>();
+    for (int c = 0; c < kColumns; ++c) {
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const E s = WarpSum(sums.value[c][r]);
+        if (lane == 0) out[c * S::kBlock + warp + kWarps * r] = s;
+        sums.value[c][r] = Zero<E>();
+      }
     }
     __syncthreads();
   }
@@ -328,18 +371,21 @@ __device__ __forceinline__ void PrefetchToL2(const E* p) {
 // and the publication remain on the chain from one block to the next (issue 15).
 // The block's work is a sequence of items, one tile each: the far tiles (s < step - near), the
 // diagonal inverse, then the near tiles (s = step - near ... step - 1, i.e. item - 1).
-template <typename E, bool kAdjoint, typename S>
+// b and x are n x kColumns, column-major with leading dimension n; every step does its work for
+// all columns at once (the tiles and the chain's waits are shared by them). Thread t < kColumns
+// kBlock owns row t % kBlock of column t / kBlock in the block's shared vectors and in b and x.
+template <typename E, bool kAdjoint, typename S, int kColumns>
 __global__ void __launch_bounds__(S::kThreads)
     TriangularSolveKernel(const E* a, int64_t n, int64_t lda, bool forward, const E* inverse,
                           const E* near_tiles, int near, const E* b, E* x, unsigned* sync) {
   constexpr int kBlock = S::kBlock;
   __shared__ int step_shared;
   __shared__ int seen[2];
-  __shared__ E partial[S::kThreads];
-  __shared__ E sums_shared[kBlock];
-  __shared__ E residual[kBlock];
-  __shared__ E c_shared[kBlock];
-  using TileT = Tile<E, kAdjoint, S>;
+  __shared__ E partial[kColumns * S::kThreads];
+  __shared__ E sums_shared[kColumns * kBlock];
+  __shared__ E residual[kColumns * kBlock];
+  __shared__ E c_shared[kColumns * kBlock];
+  using TileT = Tile<E, kAdjoint, S, kColumns>;
 
   if (threadIdx.x == 0) step_shared = static_cast<int>(atomicAdd(&sync[0], 1u));
   __syncthreads();
@@ -353,8 +399,11 @@ __global__ void __launch_bounds__(S::kThreads)
   const int far_count = step > near ? step - near : 0;
   const int items = step + 1;  // far_count far tiles, the inverse, step - far_count near tiles
   // b now, off the chain from one block to the next (b is never written by another block).
-  const bool owns_row = static_cast<int>(threadIdx.x) < rows;
-  const E b_row = owns_row ? b[row0 + threadIdx.x] : Zero<E>();
+  const int own_row = static_cast<int>(threadIdx.x) % kBlock;
+  const int64_t own_column = static_cast<int64_t>(threadIdx.x) / kBlock;
+  const bool owns_row = own_column < kColumns && own_row < rows;
+  const int64_t own_index = own_column * n + row0 + own_row;  // in b and x
+  const E b_row = owns_row ? b[own_index] : Zero<E>();
   // The step whose x an item multiplies (none for the inverse).
   const auto step_of = [&](int item) { return item < far_count ? item : item - 1; };
 
@@ -383,11 +432,11 @@ __global__ void __launch_bounds__(S::kThreads)
     if (item == far_count) {
       // c := D^-1 (b - the far tiles' sum).
       TileT::Reduce(sums, partial, sums_shared);
-      if (threadIdx.x < kBlock) {
+      if (threadIdx.x < kColumns * kBlock) {
         residual[threadIdx.x] = owns_row ? Sub(b_row, sums_shared[threadIdx.x]) : Zero<E>();
       }
       __syncthreads();
-      tile.MultiplyAdd([&](int j) { return residual[j]; }, sums);
+      tile.MultiplyAdd([&](int c, int j) { return residual[c * kBlock + j]; }, sums);
       TileT::Reduce(sums, partial, c_shared);
       return;
     }
@@ -397,7 +446,8 @@ __global__ void __launch_bounds__(S::kThreads)
     const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
     const int cols = BlockRows(n, col0, kBlock);
     // .cg: x was written by other blocks during this kernel; L1 is not coherent with them.
-    tile.MultiplyAdd([&](int j) { return j < cols ? __ldcg(x + col0 + j) : Zero<E>(); }, sums);
+    tile.MultiplyAdd(
+        [&](int c, int j) { return j < cols ? __ldcg(x + c * n + col0 + j) : Zero<E>(); }, sums);
   };
   TileT current;
   if constexpr (S::kAhead) {
@@ -425,8 +475,8 @@ __global__ void __launch_bounds__(S::kThreads)
   }
   if (far_count < step) TileT::Reduce(sums, partial, sums_shared);  // the near tiles' sum
   if (owns_row) {
-    x[row0 + threadIdx.x] = far_count < step ? Sub(c_shared[threadIdx.x], sums_shared[threadIdx.x])
-                                             : c_shared[threadIdx.x];
+    x[own_index] = far_count < step ? Sub(c_shared[threadIdx.x], sums_shared[threadIdx.x])
+                                    : c_shared[threadIdx.x];
   }
   // Publish: the barrier, then thread 0's fence and store — the pattern of cooperative groups'
   // grid sync (the barrier orders the block's writes before thread 0's fence, which makes them
@@ -449,31 +499,60 @@ __global__ void __launch_bounds__(S::kThreads)
 }
 
 template <typename E>
-__global__ void PermuteVectorKernel(const E* src, const int* rows, int64_t n, bool scatter,
-                                    E* dst) {
+__global__ void PermuteVectorKernel(const E* src, const int* rows, int64_t n, int columns,
+                                    bool scatter, E* dst) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (scatter) {
-      dst[rows[i]] = src[i];
-    } else {
-      dst[i] = src[rows[i]];
+    const int64_t row = rows[i];
+    for (int c = 0; c < columns; ++c) {
+      const int64_t offset = c * n;
+      if (scatter) {
+        dst[offset + row] = src[offset + i];
+      } else {
+        dst[offset + i] = src[offset + row];
+      }
     }
   }
 }
 
 int BlocksOf(int64_t n, int block) { return static_cast<int>((n + block - 1) / block); }
 
+// The columns one launch of shape S solves together: 1 for complex128, whose tiles already take
+// most of a thread's registers (a second column's sums would spill them).
 template <typename E, typename S>
-void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, const E* near_tiles, int near,
-                bool adjoint, const E* b, E* x, unsigned* sync, cudaStream_t stream) {
+inline constexpr int kLaunchColumns = sizeof(E) > 8 ? 1 : kMaxTriangularSolveColumns;
+
+template <typename E, typename S, int kColumns>
+void QueueSolveColumns(const DeviceTriangle<E>& triangle, const E* inverse, const E* near_tiles,
+                       int near, bool adjoint, const E* b, E* x, unsigned* sync,
+                       cudaStream_t stream) {
   const bool forward = triangle.lower != adjoint;
   const int grid = BlocksOf(triangle.n, S::kBlock);
   if (adjoint) {
-    TriangularSolveKernel<E, true, S><<<grid, S::kThreads, 0, stream>>>(
+    TriangularSolveKernel<E, true, S, kColumns><<<grid, S::kThreads, 0, stream>>>(
         triangle.a, triangle.n, triangle.lda, forward, inverse, near_tiles, near, b, x, sync);
   } else {
-    TriangularSolveKernel<E, false, S><<<grid, S::kThreads, 0, stream>>>(
+    TriangularSolveKernel<E, false, S, kColumns><<<grid, S::kThreads, 0, stream>>>(
         triangle.a, triangle.n, triangle.lda, forward, inverse, near_tiles, near, b, x, sync);
+  }
+}
+
+// One launch for all `columns` where the shape takes them, else one launch a column (each leaves
+// the counters zero for the next).
+template <typename E, typename S>
+void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, const E* near_tiles, int near,
+                bool adjoint, const E* b, E* x, int columns, unsigned* sync, cudaStream_t stream) {
+  static_assert(kMaxTriangularSolveColumns == 2);
+  if constexpr (kLaunchColumns<E, S> == 2) {
+    if (columns == 2) {
+      QueueSolveColumns<E, S, 2>(triangle, inverse, near_tiles, near, adjoint, b, x, sync, stream);
+      return;
+    }
+  }
+  for (int c = 0; c < columns; ++c) {
+    const int64_t offset = c * triangle.n;
+    QueueSolveColumns<E, S, 1>(triangle, inverse, near_tiles, near, adjoint, b + offset, x + offset,
+                               sync, stream);
   }
 }
 
@@ -489,30 +568,49 @@ DeviceTriangle<DeviceType<T>> OnDevice(const DeviceTriangle<T>& triangle) {
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T* inverse,
-                                       cudaStream_t stream) {
+cudaError_t LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>> triangles, int block,
+                                       std::span<T* const> inverses, cudaStream_t stream) {
   using E = DeviceType<T>;
-  if (!IsTriangularSolveBlock(block)) return cudaErrorInvalidValue;
-  if (triangle.n <= 0) return cudaSuccess;
-  const DeviceTriangle<E> t = OnDevice(triangle);
-  auto* out = reinterpret_cast<E*>(inverse);
+  const size_t count = triangles.size();
+  if (!IsTriangularSolveBlock(block) || count > kMaxInvertedTriangles || inverses.size() != count) {
+    return cudaErrorInvalidValue;
+  }
+  if (count == 0) return cudaSuccess;
+  const int64_t n = triangles[0].n;
+  InvertedTriangles<E> batch{};
+  for (size_t k = 0; k < count; ++k) {
+    if (triangles[k].n != n) return cudaErrorInvalidValue;
+    const DeviceTriangle<E> t = OnDevice(triangles[k]);
+    batch.a[k] = t.a;
+    batch.lda[k] = t.lda;
+    batch.lower[k] = t.lower;
+    batch.unit[k] = t.unit_diagonal;
+    batch.inverse[k] = reinterpret_cast<E*>(inverses[k]);
+  }
+  if (n <= 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(BlocksOf(n, block)), static_cast<unsigned>(count));
   if (block == Shape64::kBlock) {
-    InvertDiagonalBlocksKernel<E, Shape64::kBlock><<<BlocksOf(t.n, block), block, 0, stream>>>(
-        t.a, t.n, t.lda, t.lower, t.unit_diagonal, out);
+    InvertDiagonalBlocksKernel<E, Shape64::kBlock><<<grid, block, 0, stream>>>(batch, n);
   } else {
-    InvertDiagonalBlocksKernel<E, Shape128::kBlock><<<BlocksOf(t.n, block), block, 0, stream>>>(
-        t.a, t.n, t.lda, t.lower, t.unit_diagonal, out);
+    InvertDiagonalBlocksKernel<E, Shape128::kBlock><<<grid, block, 0, stream>>>(batch, n);
   }
   return cudaGetLastError();
 }
 
 template <typename T>
+cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T* inverse,
+                                       cudaStream_t stream) {
+  return LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>>(&triangle, 1), block,
+                                    std::span<T* const>(&inverse, 1), stream);
+}
+
+template <typename T>
 cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
                                   bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream,
-                                  const T* near_tiles, int near) {
+                                  const T* near_tiles, int near, int columns) {
   using E = DeviceType<T>;
   if (!IsTriangularSolveBlock(block) || near < 0 || near > kMaxNearTiles ||
-      (near > 0 && near_tiles == nullptr)) {
+      (near > 0 && near_tiles == nullptr) || columns < 1 || columns > kMaxTriangularSolveColumns) {
     return cudaErrorInvalidValue;
   }
   if (triangle.n <= 0) return cudaSuccess;
@@ -523,32 +621,34 @@ cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T
   auto* counters = static_cast<unsigned*>(sync);
   const auto* near_inv = reinterpret_cast<const E*>(near_tiles);
   if (block == Shape64::kBlock) {
-    QueueSolve<E, Shape64>(t, inv, near_inv, near, adjoint, in, out, counters, stream);
+    QueueSolve<E, Shape64>(t, inv, near_inv, near, adjoint, in, out, columns, counters, stream);
   } else {
-    QueueSolve<E, Shape128>(t, inv, near_inv, near, adjoint, in, out, counters, stream);
+    QueueSolve<E, Shape128>(t, inv, near_inv, near, adjoint, in, out, columns, counters, stream);
   }
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t LaunchPermuteVector(const T* src, const int* rows, int64_t n, bool scatter, T* dst,
-                                cudaStream_t stream) {
+                                cudaStream_t stream, int columns) {
   using E = DeviceType<T>;
-  if (n <= 0) return cudaSuccess;
+  if (n <= 0 || columns <= 0) return cudaSuccess;
   constexpr int kPermuteThreads = 256;
   const int blocks =
       static_cast<int>(std::min<int64_t>((n + kPermuteThreads - 1) / kPermuteThreads, 1024));
   PermuteVectorKernel<E><<<blocks, kPermuteThreads, 0, stream>>>(
-      reinterpret_cast<const E*>(src), rows, n, scatter, reinterpret_cast<E*>(dst));
+      reinterpret_cast<const E*>(src), rows, n, columns, scatter, reinterpret_cast<E*>(dst));
   return cudaGetLastError();
 }
 
 #define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                   \
   template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, int, T*, cudaStream_t);   \
+  template cudaError_t LaunchInvertDiagonalBlocks<T>(std::span<const DeviceTriangle<T>>, int,     \
+                                                     std::span<T* const>, cudaStream_t);          \
   template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, int, const T*, bool, const T*, \
-                                                T*, void*, cudaStream_t, const T*, int);          \
+                                                T*, void*, cudaStream_t, const T*, int, int);     \
   template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,            \
-                                              cudaStream_t);
+                                              cudaStream_t, int);
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(float)
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(double)
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(std::complex<float>)

@@ -1,14 +1,16 @@
-// Triangular solves with one right-hand side that read the triangle at memory bandwidth, for the
-// device condition estimator (core/cuda/factor_solves.h): cuBLAS trsv and cuSOLVER getrs with one
-// vector are latency-bound (issue 15). One launch per solve: thread blocks take the triangle's
-// row blocks in solve order from a ticket counter, fold in the parts of x already solved as they
-// become ready, and apply the inverse of their diagonal block, inverted once beforehand; with
-// near tiles (ComputeNearTiles, once per triangle and operation) the last few blocks of x are
-// applied through tiles already multiplied by that inverse, so that little work remains between
-// one block's x and the next.
-// Triangles are column-major with leading dimension lda; vectors are contiguous. Each launcher
-// queues its work on `stream` and returns the launch status; none synchronises. T is float,
-// double, std::complex<float> or std::complex<double>.
+// Triangular solves with one or two right-hand sides that read the triangle at memory bandwidth,
+// for the device condition estimator (core/cuda/factor_solves.h): cuBLAS trsv and cuSOLVER getrs
+// with one vector are latency-bound, and getrs with two costs three times one (issue 15). One
+// launch per solve, its columns together (the triangle read once for both; complex128 one launch
+// a column, its registers being full): thread blocks take the triangle's row blocks in solve
+// order from a ticket counter, fold in the parts of x already solved as they become ready, and
+// apply the inverse of their diagonal block, inverted once beforehand; with near tiles
+// (ComputeNearTiles, once per triangle and operation) the last few blocks of x are applied
+// through tiles already multiplied by that inverse, so that little work remains between one
+// block's x and the next.
+// Triangles are column-major with leading dimension lda; blocks of vectors are column-major with
+// leading dimension n. Each launcher queues its work on `stream` and returns the launch status;
+// none synchronises. T is float, double, std::complex<float> or std::complex<double>.
 #ifndef MATRIXD_CORE_CUDA_TRIANGULAR_SOLVE_H_
 #define MATRIXD_CORE_CUDA_TRIANGULAR_SOLVE_H_
 
@@ -17,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace matrixd::cuda {
 
@@ -58,6 +61,16 @@ template <typename T>
 cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T* inverse,
                                        cudaStream_t stream);
 
+// The most triangles one LaunchInvertDiagonalBlocks below takes.
+inline constexpr int kMaxInvertedTriangles = 2;
+
+// The same for up to kMaxInvertedTriangles triangles of one order at once (LU's two factors):
+// inverses[k] for triangles[k]. cudaErrorInvalidValue as above, and when there are more
+// triangles than that, their orders differ or the spans' sizes do.
+template <typename T>
+cudaError_t LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>> triangles, int block,
+                                       std::span<T* const> inverses, cudaStream_t stream);
+
 // The most near tiles a solve takes.
 inline constexpr int kMaxNearTiles = 2;
 
@@ -78,24 +91,29 @@ template <typename T>
 cublasStatus_t ComputeNearTiles(cublasHandle_t cublas, DeviceTriangle<T> triangle, int block,
                                 const T* inverse, bool adjoint, int near, T* near_tiles);
 
-// x := op(A)^-1 b with op(A) = A, or its conjugate transpose when `adjoint`, and `inverse` from
+// The most right-hand sides one solve takes.
+inline constexpr int kMaxTriangularSolveColumns = 2;
+
+// x := op(A)^-1 b with op(A) = A, or its conjugate transpose when `adjoint`, b and x n x
+// `columns` blocks, column-major with leading dimension n (contiguous vectors), and `inverse` from
 // LaunchInvertDiagonalBlocks on the same triangle with the same block; with near > 0 (at most
 // kMaxNearTiles), `near_tiles` from ComputeNearTiles on the same triangle, block and `adjoint`
 // with at least `near` tiles. x may be b (in place); otherwise they must not overlap. `sync` is
 // kTriangularSolveSyncBytes of device memory, zero (see above), used by no concurrent solve; a
 // solve that does not run to completion (a launch error, a fault) may leave it nonzero.
-// cudaErrorInvalidValue unless IsTriangularSolveBlock(block) and 0 <= near <= kMaxNearTiles
-// (near_tiles not null when near > 0).
+// cudaErrorInvalidValue unless IsTriangularSolveBlock(block), 0 <= near <= kMaxNearTiles
+// (near_tiles not null when near > 0) and 1 <= columns <= kMaxTriangularSolveColumns.
 template <typename T>
 cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
                                   bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream,
-                                  const T* near_tiles = nullptr, int near = 0);
+                                  const T* near_tiles = nullptr, int near = 0, int columns = 1);
 
-// dst[i] := src[rows[i]] (gather), or dst[rows[i]] := src[i] when `scatter`, i < n; rows is a
-// permutation of [0, n). src and dst must not overlap.
+// dst[i] := src[rows[i]] (gather), or dst[rows[i]] := src[i] when `scatter`, i < n, in each of
+// `columns` columns of n (column-major, leading dimension n); rows is a permutation of [0, n).
+// src and dst must not overlap.
 template <typename T>
 cudaError_t LaunchPermuteVector(const T* src, const int* rows, int64_t n, bool scatter, T* dst,
-                                cudaStream_t stream);
+                                cudaStream_t stream, int columns = 1);
 
 }  // namespace matrixd::cuda
 

@@ -81,18 +81,25 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
                              }));
     lu_solve.push_back(seconds);
   }
+  // Two right-hand sides through one chain (with near tiles).
+  MATRIXD_ASSIGN_OR_RETURN(const double lu_solve_two, TimeOnDevice(context, repeats, zero_x, [&] {
+                             return lu.back().Apply(false, x.data(), 2);
+                           }));
 
-  // The median wall seconds of the whole estimate on `apply`, and its number of block solves.
-  const auto time_estimate = [&](const auto& apply) -> absl::StatusOr<std::pair<double, int>> {
+  // The median wall seconds of the whole estimate on `apply` with a block of `columns`, and its
+  // number of block solves.
+  const auto time_estimate = [&](const auto& apply,
+                                 int columns) -> absl::StatusOr<std::pair<double, int>> {
     std::vector<double> seconds;
     int solves_per_estimate = 0;
     for (int r = 0; r < repeats + 1; ++r) {
       solves = 0;
       ComputeStats stats;
       const auto start = std::chrono::steady_clock::now();
-      MATRIXD_ASSIGN_OR_RETURN(const double rcond,
-                               cuda::DeviceReciprocalCondition<double>(
-                                   context, n, 1.0, cuda::DeviceInverseApply(apply), &stats));
+      MATRIXD_ASSIGN_OR_RETURN(
+          const double rcond,
+          cuda::DeviceReciprocalCondition<double>(context, n, 1.0, cuda::DeviceInverseApply(apply),
+                                                  &stats, columns));
       (void)rcond;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -101,22 +108,28 @@ absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats
     }
     return std::make_pair(Median(seconds), solves_per_estimate);
   };
+  // 1 column without and with near tiles, then 2 columns with near tiles.
   std::vector<std::pair<double, int>> estimates;
-  for (auto& factor_solves : lu) {
+  for (const auto& [factor_solves, columns] :
+       {std::pair{&lu.front(), 1}, std::pair{&lu.back(), 1}, std::pair{&lu.back(), 2}}) {
     MATRIXD_ASSIGN_OR_RETURN(const auto estimate,
-                             time_estimate([&](bool adjoint, void* b, int columns) {
-                               ++solves;
-                               return factor_solves.Apply(adjoint, b, columns);
-                             }));
+                             time_estimate(
+                                 [&](bool adjoint, void* b, int block_columns) {
+                                   ++solves;
+                                   return factor_solves->Apply(adjoint, b, block_columns);
+                                 },
+                                 columns));
     estimates.push_back(estimate);
   }
-  MATRIXD_ASSIGN_OR_RETURN(const auto estimate_getrs, time_estimate(getrs));
-  std::printf("%-6d %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-7d %-10s %s\n", n,
+  MATRIXD_ASSIGN_OR_RETURN(const auto estimate_getrs,
+                           time_estimate(getrs, cuda::kDeviceEstimateColumns));
+  std::printf("%-6d %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-7d %-10s %-7d %-10s %s\n", n,
               Seconds(getrf).c_str(), Seconds(one).c_str(), Seconds(two).c_str(),
               Microseconds(lu_solve[0]).c_str(), Microseconds(lu_solve[1]).c_str(),
-              Seconds(estimates[0].first).c_str(), Seconds(estimates[1].first).c_str(),
-              estimates[1].second, Percent(estimates[1].first, getrf).c_str(),
-              Seconds(estimate_getrs.first).c_str());
+              Microseconds(lu_solve_two).c_str(), Seconds(estimates[0].first).c_str(),
+              Seconds(estimates[1].first).c_str(), estimates[1].second,
+              Seconds(estimates[2].first).c_str(), estimates[2].second,
+              Percent(estimates[1].first, getrf).c_str(), Seconds(estimate_getrs.first).c_str());
   return absl::OkStatus();
 }
 
@@ -128,7 +141,7 @@ absl::Status TriangleSolvesRow(cuda::DeviceContext& context, int n, int repeats)
   const Matrix a = RandomMatrix(n, n, DType::kFloat64, 21);
   MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer factors, UploadMatrix(context, a));
   MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer ints, context.Allocate(sizeof(int) * (n + 1)));
-  MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer x, context.Allocate(sizeof(double) * n));
+  MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer x, context.Allocate(sizeof(double) * 2 * n));
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(cusolverDnDgetrf_bufferSize(
       context.cusolver(), n, n, factors.as<double>(), n, &workspace_elements));
@@ -139,7 +152,7 @@ absl::Status TriangleSolvesRow(cuda::DeviceContext& context, int n, int repeats)
                                                 ints.as<int>() + n));
   const auto zero_x = [&]() -> absl::Status {
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(x.data(), 0, sizeof(double) * n, context.stream()));
+        cudaMemsetAsync(x.data(), 0, sizeof(double) * 2 * n, context.stream()));
     return absl::OkStatus();
   };
   MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer sync,
@@ -164,12 +177,18 @@ absl::Status TriangleSolvesRow(cuda::DeviceContext& context, int n, int repeats)
         }));
     cells.push_back(Microseconds(trsv));
     double prepare = 0.0;
+    double invert = 0.0;
+    double two_columns = 0.0;
     for (const int block : {64, 128}) {
       MATRIXD_ASSIGN_OR_RETURN(
           cuda::DeviceBuffer inverse,
           context.Allocate(sizeof(double) * cuda::DiagonalInverseElements(n, block)));
-      MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchInvertDiagonalBlocks(
-          triangle, block, inverse.as<double>(), context.stream()));
+      MATRIXD_ASSIGN_OR_RETURN(const double invert_seconds,
+                               TimeOnDevice(context, repeats, NoPreparation, [&] {
+                                 MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchInvertDiagonalBlocks(
+                                     triangle, block, inverse.as<double>(), context.stream()));
+                                 return absl::OkStatus();
+                               }));
       MATRIXD_ASSIGN_OR_RETURN(
           cuda::DeviceBuffer near,
           context.Allocate(sizeof(double) * cuda::NearTileElements(n, block, cuda::kMaxNearTiles)));
@@ -180,21 +199,30 @@ absl::Status TriangleSolvesRow(cuda::DeviceContext& context, int n, int repeats)
                                      transpose, cuda::kMaxNearTiles, near.as<double>()));
                                  return absl::OkStatus();
                                }));
-      if (block == cuda::kTriangularSolveBlock<double>) prepare = near_seconds;
+      // Near tiles 0 .. kMaxNearTiles with one column, then kMaxNearTiles with two.
+      const auto time_solve = [&](int count, int columns) {
+        return TimeOnDevice(context, repeats, zero_x, [&] {
+          MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTriangularSolve(
+              triangle, block, inverse.as<const double>(), transpose, x.as<const double>(),
+              x.as<double>(), sync.data(), context.stream(), near.as<const double>(), count,
+              columns));
+          return absl::OkStatus();
+        });
+      };
       for (int count = 0; count <= cuda::kMaxNearTiles; ++count) {
-        MATRIXD_ASSIGN_OR_RETURN(
-            const double solve, TimeOnDevice(context, repeats, zero_x, [&] {
-              MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTriangularSolve(
-                  triangle, block, inverse.as<const double>(), transpose, x.as<const double>(),
-                  x.as<double>(), sync.data(), context.stream(), near.as<const double>(), count));
-              return absl::OkStatus();
-            }));
+        MATRIXD_ASSIGN_OR_RETURN(const double solve, time_solve(count, 1));
         cells.push_back(Microseconds(solve));
+      }
+      if (block == cuda::kTriangularSolveBlock<double>) {
+        prepare = near_seconds;
+        invert = invert_seconds;
+        MATRIXD_ASSIGN_OR_RETURN(two_columns, time_solve(cuda::kMaxNearTiles, 2));
       }
     }
     std::printf("%-6d %-6s", n, name);
     for (const std::string& cell : cells) std::printf(" %-8s", cell.c_str());
-    std::printf(" %s\n", Microseconds(prepare).c_str());
+    std::printf(" %-8s %-8s %s\n", Microseconds(two_columns).c_str(), Microseconds(invert).c_str(),
+                Microseconds(prepare).c_str());
   }
   return absl::OkStatus();
 }
@@ -204,28 +232,34 @@ absl::Status TriangleSolvesRow(cuda::DeviceContext& context, int n, int repeats)
 void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
   PrintHeader(
       "Condition estimate on the GPU, by part, float64 (cuSOLVER LU factors on the device)",
-      "n      getrf      getrs x1   getrs x2   LU us      LU near us est        est near   "
-      "solves  est/getrf  estimate on getrs",
+      "n      getrf      getrs x1   getrs x2   LU us      LU near us LU x2 us   est        "
+      "est near   solves  est x2     solves  est/getrf  estimate on getrs",
       {"getrf, getrs: median device seconds of one call (getrs x2: 2 right-hand sides); "
        "LU: DeviceFactorSolves::Apply, one vector, median device microseconds, blocks of " +
            std::to_string(cuda::kTriangularSolveBlock<double>) + " rows, without and with " +
-           std::to_string(cuda::kDefaultNearTiles) + " near tiles",
-       "est, est near: median wall seconds of the device block estimator on those solves "
-       "(prepared: diagonal blocks inverted, near tiles computed), `solves` block solves; "
-       "estimate on getrs: the same estimator on cuSOLVER getrs",
+           std::to_string(cuda::kDefaultNearTiles) +
+           " near tiles; LU x2: 2 vectors through one "
+           "chain, with near tiles",
+       "est, est near: median wall seconds of the device block estimator with 1 column on those "
+       "solves (prepared: diagonal blocks inverted, near tiles computed), `solves` block solves; "
+       "est x2: the estimator with 2 columns (the host's block) on the near-tile solves; "
+       "estimate on getrs: the 1-column estimator on cuSOLVER getrs",
        "target (issue 15): est/getrf < 5 % at n >= 4096 (est/getrf: with near tiles)"});
   for (const int n : flags.condition_sizes) {
     const absl::Status status = ConditionSolvesRow(context, n, flags.repeats);
     if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
   }
   PrintHeader("One triangle of an LU, one vector, float64: median device microseconds",
-              "n      tri    dtrsv    64/0     64/1     64/2     128/0    128/1    128/2    near",
+              "n      tri    dtrsv    64/0     64/1     64/2     128/0    128/1    128/2    "
+              "x2       invert   near",
               {"dtrsv: cuBLAS; B/k: core/cuda/triangular_solve.h with B-row blocks and k near "
-               "tiles; near: ComputeNearTiles for " +
+               "tiles; x2: 2 right-hand sides in one solve (blocks of " +
+               std::to_string(cuda::kTriangularSolveBlock<double>) + ", " +
+               std::to_string(cuda::kMaxNearTiles) +
+               " near tiles); invert: LaunchInvertDiagonalBlocks; near: ComputeNearTiles for " +
                std::to_string(cuda::kMaxNearTiles) + " near tiles at block " +
                std::to_string(cuda::kTriangularSolveBlock<double>) +
-               " (once per triangle and "
-               "operation)"});
+               " (both once per triangle; near tiles once per operation)"});
   for (const int n : flags.condition_sizes) {
     const absl::Status status = TriangleSolvesRow(context, n, flags.repeats);
     if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());

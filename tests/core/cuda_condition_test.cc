@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/condition_estimate.h"
 #include "core/cpu/condition.h"
 #include "core/cuda/condition.h"
 #include "core/cuda/cuda_backend.h"
@@ -102,20 +103,16 @@ TYPED_TEST(CudaCondition, DeviceBlockMatchesHostBlockAndRepeatsBitIdentically) {
   }
 }
 
-// The backend's own solves (core/cuda/factor_solves.h) instead of trsm: the same estimate as the
-// host block up to the solves' rounding.
+// The backend's own solves (core/cuda/factor_solves.h) instead of trsm, with the device block's
+// columns and with the host's 2 (through the 2-column triangular solves): the same estimate as the
+// host block of as many columns up to the solves' rounding.
 TYPED_TEST(CudaCondition, FactorSolvesGiveTheHostBlocksEstimate) {
   using T = TypeParam;
   DeviceContext& context = *this->context_;
   const bool single = sizeof(T) == sizeof(float) || sizeof(T) == sizeof(std::complex<float>);
   for (const int64_t n : {1, 2, 7, 65, 300, 1000}) {
-    SCOPED_TRACE(::testing::Message() << "n=" << n);
     const std::vector<T> r = UpperTriangular<T>(n, n <= 300 ? 4.0 : 8.0, 31 + n);
     const double norm = cpu::UpperTriangleOneNorm<T>(n, r.data(), n, cpu::Storage::kColumnMajor);
-    absl::StatusOr<double> host = cpu::ReciprocalCondition<T>(cpu::Factors::kUpper, n, r.data(), n,
-                                                              cpu::Storage::kColumnMajor, norm,
-                                                              nullptr, kDeviceEstimateColumns);
-    ASSERT_TRUE(host.ok()) << host.status();
     absl::StatusOr<DeviceBuffer> device_r = context.Allocate(r.size() * sizeof(T));
     ASSERT_TRUE(device_r.ok());
     ASSERT_TRUE(context.Upload(r.data(), *device_r, r.size() * sizeof(T)).ok());
@@ -125,11 +122,21 @@ TYPED_TEST(CudaCondition, FactorSolvesGiveTheHostBlocksEstimate) {
     const auto solve = [&](bool adjoint, void* x, int columns) {
       return solves->Apply(adjoint, x, columns);
     };
-    ComputeStats stats;
-    const absl::StatusOr<double> rcond =
-        DeviceReciprocalCondition<T>(context, n, norm, DeviceInverseApply(solve), &stats);
-    ASSERT_TRUE(rcond.ok()) << rcond.status();
-    EXPECT_NEAR(*rcond, *host, (single ? 1e-4 : 1e-10) * *host);
+    for (const int columns : {kDeviceEstimateColumns, kEstimateColumns}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " columns=" << columns);
+      int host_solves = 0;
+      absl::StatusOr<double> host =
+          cpu::ReciprocalCondition<T>(cpu::Factors::kUpper, n, r.data(), n,
+                                      cpu::Storage::kColumnMajor, norm, &host_solves, columns);
+      ASSERT_TRUE(host.ok()) << host.status();
+      ComputeStats stats;
+      int device_solves = 0;
+      const absl::StatusOr<double> rcond = DeviceReciprocalCondition<T>(
+          context, n, norm, DeviceInverseApply(solve), &stats, columns, &device_solves);
+      ASSERT_TRUE(rcond.ok()) << rcond.status();
+      EXPECT_NEAR(*rcond, *host, (single ? 1e-4 : 1e-10) * *host);
+      EXPECT_EQ(device_solves, host_solves);
+    }
   }
 }
 

@@ -1,5 +1,5 @@
-// The one-vector triangular solves of core/cuda/triangular_solve.h against cuBLAS trsm with one
-// right-hand side (lower/upper, op N/H, unit/non-unit diagonal, lda > n, both block sizes, 0 to
+// The triangular solves of core/cuda/triangular_solve.h against cuBLAS trsm with one and two
+// right-hand sides (lower/upper, op N/H, unit/non-unit diagonal, lda > n, both block sizes, 0 to
 // kMaxNearTiles near tiles, n around the blocks and beyond), and DeviceFactorSolves
 // (core/cuda/factor_solves.h) against getrs and potrs on the same factors. Entries the solve must
 // not read are NaN. Skips where there is no CUDA device.
@@ -213,6 +213,32 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
               EXPECT_LE(RelativeError(got, want), kTolerance<T>);
               // A fixed order of operations: in place or not, and run again, the same bits.
               EXPECT_EQ(got_in_place, got);
+
+              // Two right-hand sides [c, b] in one solve (in place): within the bound of trsm
+              // with both, and b's column the same bits as its solve alone.
+              std::vector<T> pair = RandomVector<T>(n, 200 + n);
+              pair.insert(pair.end(), b.begin(), b.end());
+              absl::StatusOr<DeviceBuffer> device_pair = UploadVector(context, pair);
+              absl::StatusOr<DeviceBuffer> pair_reference = UploadVector(context, pair);
+              ASSERT_TRUE(device_pair.ok() && pair_reference.ok());
+              ASSERT_EQ(LaunchTriangularSolve(
+                            triangle, block, inv, adjoint, device_pair->template as<const T>(),
+                            device_pair->template as<T>(), sync->data(), context.stream(),
+                            near_tiles, near_count, kMaxTriangularSolveColumns),
+                        cudaSuccess);
+              ASSERT_EQ(
+                  Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
+                               lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
+                               adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
+                               unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n),
+                               2, &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
+                               LibraryPointer<T>(pair_reference->data()), static_cast<int>(n)),
+                  CUBLAS_STATUS_SUCCESS);
+              const std::vector<T> got_pair = DownloadVector<T>(context, *device_pair, pair.size());
+              EXPECT_LE(
+                  RelativeError(got_pair, DownloadVector<T>(context, *pair_reference, pair.size())),
+                  kTolerance<T>);
+              EXPECT_EQ(std::vector<T>(got_pair.begin() + n, got_pair.end()), got);
               const std::vector<unsigned> counters = DownloadVector<unsigned>(
                   context, *sync, kTriangularSolveSyncBytes / sizeof(unsigned));
               EXPECT_EQ(counters, std::vector<unsigned>(counters.size(), 0u));
@@ -289,6 +315,12 @@ TYPED_TEST(CudaTriangularSolve, RefusesABlockItHasNoShapeFor) {
   EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 96, nullptr, false, nullptr, nullptr, nullptr,
                                      context.stream()),
             cudaErrorInvalidValue);
+  // Right-hand sides: 1 to kMaxTriangularSolveColumns.
+  for (const int columns : {0, kMaxTriangularSolveColumns + 1}) {
+    EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 64, nullptr, false, nullptr, nullptr, nullptr,
+                                       context.stream(), nullptr, 0, columns),
+              cudaErrorInvalidValue);
+  }
   // Near tiles: at most kMaxNearTiles, and given when asked for.
   EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 64, nullptr, false, nullptr, nullptr, nullptr,
                                      context.stream(), nullptr, 1),
@@ -307,7 +339,8 @@ TYPED_TEST(CudaTriangularSolve, FactorSolvesMatchGetrsAndPotrs) {
   using Traits = LibraryTraits<T>;
   DeviceContext& context = *this->context_;
   const double tolerance = kSingle<T> ? 5e-3 : 1e-10;
-  constexpr int kColumns = 2;
+  // Three: one chain of two columns, then one of one.
+  constexpr int kColumns = kMaxTriangularSolveColumns + 1;
   for (const int n : {1, 65, 1000}) {
     // LU of a matrix with entries uniform in [-1, 1] (rows are swapped).
     const std::vector<T> a = RandomVector<T>(static_cast<int64_t>(n) * n, 3 + n);

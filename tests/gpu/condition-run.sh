@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Issue 15 on a lent GPU: the condition-estimate tests on the device (the one-vector triangular
+# Issue 15 on a lent GPU: the condition-estimate tests on the device (the one- and two-vector triangular
 # solves against cuBLAS trsm, getrs and potrs; the block estimator, Factorize with
 # estimate_condition, the CUDA determinant's rcond and error bound, repeatability), then the
 # `condition` table (the estimate next to cuSOLVER getrf/potrf/geqrf and the LU determinant at
 # n = 4096 and 8192, float64; the determinant LU rows are the determinant path), followed by the
 # table of where the estimate's time goes (getrs with 1 and 2 right-hand sides, the estimator's
-# own LU solve, its triangular solves against cuBLAS dtrsv, the estimate on its solves and on
-# getrs, the number of block solves).
+# own LU solve with 1 and 2 vectors, its triangular solves against cuBLAS dtrsv (also with 2
+# vectors, and the diagonal blocks' inversion), the estimate with 1 and 2 columns on its solves
+# and with 1 on getrs, the number of block solves). SIZES=4096,8192,16384 for issue 15's sizes.
 # One device call, under the tool's 10 minutes. Runs from the repository root with the binaries
 # bundled in .gpu/ and writes its logs under $OUT:
 #
@@ -26,7 +27,7 @@ run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
   --gtest_filter='CudaTriangularSolve*:ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*' \
 grep -E '^\[  FAILED  \]' "${out}/core.txt" | tee -a "${out}/summary.txt"
 log "matrixd_bench --tables=condition (GPU, n = 4096, 8192; the determinant LU row is the 8192 determinant path)"
-timeout 300 "${bin}/matrixd_bench" --tables=condition --condition_sizes=4096,8192 --repeats=5 \
+timeout 300 "${bin}/matrixd_bench" --tables=condition --condition_sizes="${SIZES:-4096,8192}" --repeats=5 \
   --no_cpu >"${out}/bench_condition.txt" 2>&1
 log "  exit $?"
 tee -a "${out}/summary.txt" <"${out}/bench_condition.txt"
