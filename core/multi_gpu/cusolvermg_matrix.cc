@@ -85,7 +85,7 @@ absl::Status CusolverMgMatrix::Scatter(const MatrixView& a) {
   }
   if (staging_.empty()) return absl::FailedPreconditionError("CusolverMgMatrix: no staging");
   MATRIXD_ASSIGN_OR_RETURN(const OperandSource source, OperandSource::Of(a));
-  const auto* elements = static_cast<const double*>(a.data);
+  const auto* elements = reinterpret_cast<const double*>(a.data);
   const int gpus = grid_->gpus();
   const int64_t blocks = (cols_ + block_ - 1) / block_;
   for (int64_t b = 0; b < blocks; ++b) {
