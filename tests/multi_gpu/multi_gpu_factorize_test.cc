@@ -34,8 +34,11 @@ int DeviceCount() {
 
 const std::vector<int> kTwo = {0, 1};
 
-#define MATRIXD_REQUIRE_TWO_GPUS() \
-  if (DeviceCount() < 2) GTEST_SKIP() << "needs 2 GPUs, found " << DeviceCount()
+#define MATRIXD_REQUIRE_TWO_GPUS()                             \
+  if (DeviceCount() < 2) {                                     \
+    GTEST_SKIP() << "needs 2 GPUs, found " << DeviceCount();   \
+  }                                                            \
+  static_assert(true)
 
 FactorizeOptions Lu() { return {.kind = FactorizationKind::kLu, .devices = 2}; }
 FactorizeOptions Cholesky() { return {.kind = FactorizationKind::kCholesky, .devices = 2}; }
@@ -73,7 +76,9 @@ void ExpectCholeskyOf(const Matrix& a, const Matrix& l) {
   for (double x : av) largest = std::max<long double>(largest, std::fabs(x));
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      if (j > i) EXPECT_EQ(lv[i * n + j], 0.0) << i << "," << j;
+      if (j > i) {
+        EXPECT_EQ(lv[i * n + j], 0.0) << i << "," << j;
+      }
       long double sum = 0;
       for (int64_t k = 0; k <= std::min(i, j); ++k) {
         sum += static_cast<long double>(lv[i * n + k]) * lv[j * n + k];
