@@ -178,11 +178,11 @@ absl::Status CheckFactorizeDevices(const FactorizeOptions& options, DType dtype,
         absl::StrCat("devices is ", devices, "; want 1 (one device) or more"));
   }
   if (devices == 1) return absl::OkStatus();
-  const std::string over = absl::StrCat(" with devices = ", devices,
-                                        ": a factorization over several GPUs takes ");
+  const std::string over =
+      absl::StrCat(" with devices = ", devices, ": a factorization over several GPUs takes ");
   if (options.batch_count > 0) {
-    return absl::InvalidArgumentError(absl::StrCat("batch_count is ", options.batch_count, over,
-                                                   "one matrix (batch_count 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_count is ", options.batch_count, over, "one matrix (batch_count 0)"));
   }
   if (options.refine.enabled) {
     return absl::InvalidArgumentError(

@@ -52,7 +52,8 @@ absl::Status CheckFactorizeDevices(const FactorizeOptions& options, DType dtype,
 // for CHOLESKY, for a solve and for a batched LU) applied to each matrix of a batch; for
 // CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h);
 // CheckEstimateCondition; CheckFactorizeDevices; the refine options as core/refinement.h's
-// CheckRefineOptions. With FiniteCheck::kByBackend, a's entries are not read for NaN/Inf (rhs's still are).
+// CheckRefineOptions. With FiniteCheck::kByBackend, a's entries are not read for NaN/Inf (rhs's
+// still are).
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits,
                                FiniteCheck finite = FiniteCheck::kOnHost);

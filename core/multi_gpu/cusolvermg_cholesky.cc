@@ -35,9 +35,9 @@ absl::StatusOr<int> CusolverMgCholesky::Factor() {
   MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
   int info = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().potrf(
-      grid.handle(), CUBLAS_FILL_MODE_LOWER, n, a_->pointers(), 1, 1, a_->desc(), CUDA_R_64F, work,
-      grid_->workspace_elements(), &info));
+  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().potrf(grid.handle(), CUBLAS_FILL_MODE_LOWER, n,
+                                                    a_->pointers(), 1, 1, a_->desc(), CUDA_R_64F,
+                                                    work, grid_->workspace_elements(), &info));
   MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
   if (info < 0) {
     return absl::InternalError(absl::StrCat("cusolverMgPotrf: argument ", -info, " is wrong"));

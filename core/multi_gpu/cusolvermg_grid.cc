@@ -19,9 +19,8 @@ absl::StatusOr<std::unique_ptr<CusolverMgGrid>> CusolverMgGrid::Create(std::vect
   MATRIXD_CUDA_RETURN_IF_ERROR(
       mg.device_select(self->handle_, self->gpus(), self->devices_.data()));
   MATRIXD_RETURN_IF_ERROR(EnablePeerAccess(self->devices_));
-  MATRIXD_CUDA_RETURN_IF_ERROR(mg.create_device_grid(&self->grid_, 1, self->gpus(),
-                                                     self->devices_.data(),
-                                                     CUDALIBMG_GRID_MAPPING_COL_MAJOR));
+  MATRIXD_CUDA_RETURN_IF_ERROR(mg.create_device_grid(
+      &self->grid_, 1, self->gpus(), self->devices_.data(), CUDALIBMG_GRID_MAPPING_COL_MAJOR));
   return self;
 }
 

@@ -67,8 +67,8 @@ absl::Status CusolverMgLu::Factor() {
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[0]));
   int info = 0;  // host memory, as cusolverMg wants
   MATRIXD_CUDA_RETURN_IF_ERROR(grid_->library().getrf(
-      grid_->handle(), static_cast<int>(n_), static_cast<int>(n_), a_->pointers(), 1, 1,
-      a_->desc(), pivot_pointers_.data(), CUDA_R_64F, work, grid_->workspace_elements(), &info));
+      grid_->handle(), static_cast<int>(n_), static_cast<int>(n_), a_->pointers(), 1, 1, a_->desc(),
+      pivot_pointers_.data(), CUDA_R_64F, work, grid_->workspace_elements(), &info));
   MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
   if (info < 0) {
     return absl::InternalError(absl::StrCat("cusolverMgGetrf: argument ", -info, " is wrong"));
@@ -143,10 +143,10 @@ absl::Status CusolverMgLu::Solve(CusolverMgMatrix& b) {
   MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
   int info = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().getrs(
-      grid.handle(), CUBLAS_OP_N, static_cast<int>(n_), nrhs, a_->pointers(), 1, 1, a_->desc(),
-      pivot_pointers_.data(), b.pointers(), 1, 1, b.desc(), CUDA_R_64F, work,
-      grid_->workspace_elements(), &info));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      grid.library().getrs(grid.handle(), CUBLAS_OP_N, static_cast<int>(n_), nrhs, a_->pointers(),
+                           1, 1, a_->desc(), pivot_pointers_.data(), b.pointers(), 1, 1, b.desc(),
+                           CUDA_R_64F, work, grid_->workspace_elements(), &info));
   MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
   if (info < 0) {
     return absl::InternalError(absl::StrCat("cusolverMgGetrs: argument ", -info, " is wrong"));

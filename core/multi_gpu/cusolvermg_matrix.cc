@@ -13,9 +13,9 @@
 
 namespace matrixd::multi_gpu {
 
-absl::StatusOr<CusolverMgMatrix> CusolverMgMatrix::Create(const CusolverMgGrid& grid,
-                                                          int64_t rows, int64_t cols,
-                                                          int64_t block, bool staging) {
+absl::StatusOr<CusolverMgMatrix> CusolverMgMatrix::Create(const CusolverMgGrid& grid, int64_t rows,
+                                                          int64_t cols, int64_t block,
+                                                          bool staging) {
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   if (rows < 1 || cols < 1 || rows >= kIntMax || cols >= kIntMax || block < 1) {
     return absl::InvalidArgumentError(
@@ -34,14 +34,13 @@ absl::StatusOr<CusolverMgMatrix> CusolverMgMatrix::Create(const CusolverMgGrid& 
   for (int g = 0; g < grid.gpus(); ++g) {
     const int device = grid.devices()[g];
     self.parts_.push_back(PartOf(layout, g));
-    MATRIXD_ASSIGN_OR_RETURN(auto data,
-                             DeviceAllocation<double>::Allocate(device, PartElements(self.parts_[g])));
+    MATRIXD_ASSIGN_OR_RETURN(
+        auto data, DeviceAllocation<double>::Allocate(device, PartElements(self.parts_[g])));
     self.pointers_.push_back(data.get());
     self.data_.push_back(std::move(data));
     if (!staging) continue;
-    MATRIXD_ASSIGN_OR_RETURN(
-        auto buffer,
-        DeviceAllocation<double>::Allocate(device, static_cast<size_t>(rows * self.block_)));
+    MATRIXD_ASSIGN_OR_RETURN(auto buffer, DeviceAllocation<double>::Allocate(
+                                              device, static_cast<size_t>(rows * self.block_)));
     self.staging_.push_back(std::move(buffer));
     MATRIXD_ASSIGN_OR_RETURN(cuda::CudaStream stream, cuda::CudaStream::Create());
     self.streams_.push_back(std::move(stream));
@@ -79,9 +78,9 @@ int64_t CusolverMgMatrix::Width(int64_t global_block) const {
 
 absl::Status CusolverMgMatrix::Scatter(const MatrixView& a) {
   if (a.dtype != DType::kFloat64 || a.rows != rows_ || a.cols != cols_) {
-    return absl::InvalidArgumentError(absl::StrCat("CusolverMgMatrix::Scatter: want a ", rows_,
-                                                   "x", cols_, " float64 matrix, got ", a.rows,
-                                                   "x", a.cols, " ", DTypeName(a.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat("CusolverMgMatrix::Scatter: want a ", rows_, "x",
+                                                   cols_, " float64 matrix, got ", a.rows, "x",
+                                                   a.cols, " ", DTypeName(a.dtype)));
   }
   if (staging_.empty()) return absl::FailedPreconditionError("CusolverMgMatrix: no staging");
   MATRIXD_ASSIGN_OR_RETURN(const OperandSource source, OperandSource::Of(a));
@@ -130,9 +129,9 @@ absl::Status CusolverMgMatrix::Gather(double* out, bool lower_only) {
     double* staging = staging_[g].get();
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     // Column-major rows x w to column-major w x rows, which is row-major rows x w.
-    MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTranspose(
-        data_[g].get() + (b / gpus) * block_ * parts_[g].ld, rows_, w, parts_[g].ld, staging, w,
-        sizeof(double), own));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchTranspose(data_[g].get() + (b / gpus) * block_ * parts_[g].ld, rows_, w,
+                              parts_[g].ld, staging, w, sizeof(double), own));
     if (lower_only) {
       // Rows above the block's first column are all above the diagonal; the next w rows hold
       // the block's diagonal square, whose strict upper triangle goes.

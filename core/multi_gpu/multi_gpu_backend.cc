@@ -170,6 +170,12 @@ class MultiGpuBackend : public BackendWrapper {
                                               options.devices, kLuBlock);
   }
 
+  // cusolverMg does not look for NaN and Inf: the caller checks a host operand itself.
+  bool FactorizeChecksFinite(const MatrixView& a, const FactorizeOptions& options,
+                             const MatrixView* rhs) const override {
+    return options.devices <= 1 && target().FactorizeChecksFinite(a, options, rhs);
+  }
+
   // cusolverMg's parts are copied from wherever the operands lie (operand_source.h); a device
   // operand's entries were checked when it was stored.
   bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,

@@ -22,8 +22,8 @@ double SecondsSince(Clock::time_point start) {
 }
 
 // The right-hand side on the factorization's grid, or nothing without one.
-absl::StatusOr<std::optional<CusolverMgMatrix>> LoadRhs(CusolverMgGrid& grid,
-                                                        const MatrixView* rhs, int64_t block) {
+absl::StatusOr<std::optional<CusolverMgMatrix>> LoadRhs(CusolverMgGrid& grid, const MatrixView* rhs,
+                                                        int64_t block) {
   if (rhs == nullptr) return std::nullopt;
   MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix b,
                            CusolverMgMatrix::Create(grid, rhs->rows, rhs->cols, block));
@@ -74,8 +74,8 @@ absl::StatusOr<FactorizeResult> Lu(const std::vector<int>& devices, const Matrix
   }
   const double getrf_flops = cuda::LuFlops(nd, nd);
   result.stats.flops = getrf_flops + 2.0 * nd * nd * nrhs;
-  result.stats.kernels.push_back({"cusolvermg_getrf", getrf_seconds, 2 * a.byte_size(),
-                                  getrf_flops});
+  result.stats.kernels.push_back(
+      {"cusolvermg_getrf", getrf_seconds, 2 * a.byte_size(), getrf_flops});
   return result;
 }
 
@@ -107,8 +107,8 @@ absl::StatusOr<FactorizeResult> Cholesky(const std::vector<int>& devices, const 
   // The single GPU's count: potrf n^3 / 6 multiply-adds, the solves n^2 / 2 each per column.
   const double potrf_flops = nd * nd * nd / 3.0;
   result.stats.flops = potrf_flops + 2.0 * nd * nd * nrhs;
-  result.stats.kernels.push_back({"cusolvermg_potrf", potrf_seconds, 2 * a.byte_size(),
-                                  potrf_flops});
+  result.stats.kernels.push_back(
+      {"cusolvermg_potrf", potrf_seconds, 2 * a.byte_size(), potrf_flops});
   return result;
 }
 
@@ -126,9 +126,9 @@ absl::StatusOr<FactorizeResult> MultiGpuFactorize(const std::vector<int>& device
         a.rows, "x", a.cols, " ", DTypeName(a.dtype), " on ", devices.size(), " GPUs"));
   }
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<FactorizeResult> result =
-      options.kind == FactorizationKind::kCholesky ? Cholesky(devices, a, options, rhs, block)
-                                                   : Lu(devices, a, options, rhs, block);
+  absl::StatusOr<FactorizeResult> result = options.kind == FactorizationKind::kCholesky
+                                               ? Cholesky(devices, a, options, rhs, block)
+                                               : Lu(devices, a, options, rhs, block);
   if (!result.ok()) return result;
   result->stats.seconds = SecondsSince(start);
   // The operands in, the factors and X out, each through a transpose on its GPU.
