@@ -91,9 +91,9 @@ ABSL_FLAG(double, density, 1.0,
           "multiply with --random and --block_size: the fraction of non-zero blocks");
 ABSL_FLAG(bool, allow_tf32, false, "multiply: float32 on a GPU may use TF32 tensor cores");
 ABSL_FLAG(int, devices, 0,
-          "det, multiply, permanent: one float64 job over this many GPUs of the server (det: our "
-          "LU over the GPUs; multiply: Cannon over NCCL; permanent: the walk split in equal "
-          "shares)");
+          "det, factorize, multiply, permanent: one float64 job over this many GPUs of the "
+          "server (det: our LU over the GPUs; factorize: cusolverMg's LU or Cholesky; multiply: "
+          "Cannon over NCCL; permanent: the walk split in equal shares)");
 ABSL_FLAG(std::string, multiply_method, "auto",
           "multiply with --devices: auto | cannon | cublasmp");
 ABSL_FLAG(bool, estimate_condition, false,
@@ -153,7 +153,8 @@ constexpr absl::string_view kUsage =
     "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random; --keep\n"
     "             keeps the factorization for solve, --keep_input A too;\n"
     "             --estimate_condition: rcond and the error bound; --refine with\n"
-    "             --refine_precision refines an LU solve)\n"
+    "             --refine_precision refines an LU solve; --devices N: float64 LU or\n"
+    "             Cholesky over N GPUs)\n"
     "  solve @FACTORIZATION  X for a kept factorization and --rhs or --rhs_random\n"
     "             (--transpose, --residual, --keep, --output)\n"
     "  multiply   product of two matrices (--transpose_a/b, --block_size, --density,\n"
@@ -451,6 +452,8 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
   }
   request.set_refine(refine);
   request.set_refine_max_iterations(absl::GetFlag(FLAGS_refine_max_iterations));
+  if (absl::GetFlag(FLAGS_devices) < 0) return UsageError("--devices must be >= 0");
+  request.set_devices(absl::GetFlag(FLAGS_devices));
   absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
   if (!inputs.ok()) return inputs.status();
   const int64_t a_rows = (*inputs)[0].rows();

@@ -92,6 +92,11 @@ absl::Status CheckOptions(const OperationQuery& query) {
         !s.ok()) {
       return s;
     }
+    if (absl::Status s =
+            CheckFactorizeDevices(query.factorize, query.dtype, query.rows, query.cols);
+        !s.ok()) {
+      return s;
+    }
   }
   if (query.operation == Operation::kMultiply && query.multiply.block_size < 0) {
     return absl::InvalidArgumentError(
@@ -280,6 +285,13 @@ absl::Status Backend::Supports(const OperationQuery& query) const {
         "devices = ", query.multiply.devices,
         " (or a multi-GPU method): one product over several GPUs needs the CUDA backend built "
         "with NCCL; this is the ",
+        std::string(name()), " backend"));
+  }
+  if (query.operation == Operation::kFactorize && query.factorize.devices > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "devices is ", query.factorize.devices,
+        ": one factorization over several GPUs needs the CUDA backend built with NCCL; this is "
+        "the ",
         std::string(name()), " backend"));
   }
   if (query.operation == Operation::kDeterminant && query.determinant.devices > 1) {

@@ -228,6 +228,10 @@ class Backend {
                                      const MultiplyOptions& /*options*/) const {
     return false;
   }
+  virtual bool FactorizeReadsOnDevice(const MatrixView& /*a*/, const FactorizeOptions& /*options*/,
+                                      const MatrixView* /*rhs*/) const {
+    return false;
+  }
   // Whether Determinant answers `a` on the host CPU although the backend has devices (the CUDA
   // backend's small orders, core/cuda/host_determinant.h): such a job gains nothing from being
   // batched with others on the device. Reads only shapes and options. False by default.

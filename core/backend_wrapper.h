@@ -99,6 +99,10 @@ class BackendWrapper : public Backend {
                              const MultiplyOptions& options) const override {
     return target_->MultiplyReadsOnDevice(a, b, options);
   }
+  bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,
+                              const MatrixView* rhs) const override {
+    return target_->FactorizeReadsOnDevice(a, options, rhs);
+  }
   bool DeterminantRunsOnHost(const MatrixView& a,
                              const DeterminantOptions& options) const override {
     return target_->DeterminantRunsOnHost(a, options);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -169,6 +170,42 @@ absl::Status CheckEstimateCondition(const FactorizeOptions& options, int64_t row
   return absl::OkStatus();
 }
 
+absl::Status CheckFactorizeDevices(const FactorizeOptions& options, DType dtype, int64_t rows,
+                                   int64_t cols) {
+  const int devices = options.devices;
+  if (devices < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices is ", devices, "; want 1 (one device) or more"));
+  }
+  if (devices == 1) return absl::OkStatus();
+  const std::string over =
+      absl::StrCat(" with devices = ", devices, ": a factorization over several GPUs takes ");
+  if (options.batch_count > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_count is ", options.batch_count, over, "one matrix (batch_count 0)"));
+  }
+  if (options.refine.enabled) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("refine is set", over, "no iterative refinement; leave refine out"));
+  }
+  if (options.estimate_condition) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("estimate_condition is set", over, "no condition estimate; leave it out"));
+  }
+  if (options.kind == FactorizationKind::kQr) {
+    return absl::InvalidArgumentError(absl::StrCat("kind is QR", over, "LU or CHOLESKY"));
+  }
+  if (dtype != DType::kFloat64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix.dtype is ", DTypeName(dtype), over, "float64"));
+  }
+  if (rows != cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matrix is ", rows, "x", cols, over, "a square matrix"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits, FiniteCheck finite) {
   MATRIXD_RETURN_IF_ERROR(ValidateMatrixShape(a, "matrix", limits, finite));
@@ -197,6 +234,7 @@ absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& opti
     MATRIXD_RETURN_IF_ERROR(RequireSquare(each, each_name));
   }
   MATRIXD_RETURN_IF_ERROR(CheckEstimateCondition(options, each.rows, each.cols));
+  MATRIXD_RETURN_IF_ERROR(CheckFactorizeDevices(options, a.dtype, a.rows, a.cols));
   if (options.kind == FactorizationKind::kCholesky && !a.on_device()) {
     MATRIXD_RETURN_IF_ERROR(RequireHermitian(a, batch_count, "matrix"));
   }

@@ -42,11 +42,18 @@ absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& 
 // estimate_condition's rules: one matrix (batch_count 0), square for LU; a factorization of
 // `rows` x `cols` (each matrix of a batch). INVALID_ARGUMENT naming estimate_condition otherwise.
 absl::Status CheckEstimateCondition(const FactorizeOptions& options, int64_t rows, int64_t cols);
+// devices' rules: >= 1; > 1 (one factorization over several GPUs) only for LU or CHOLESKY of one
+// square float64 matrix, without batch_count, refine or estimate_condition. INVALID_ARGUMENT naming
+// the field that stands in the way (devices, batch_count, refine, estimate_condition, kind,
+// matrix.dtype or matrix) otherwise. Whether the backend has that many GPUs is its own check.
+absl::Status CheckFactorizeDevices(const FactorizeOptions& options, DType dtype, int64_t rows,
+                                   int64_t cols);
 // Also: batch_count >= 0, matrix.rows a multiple of batch_count, and the shape rules (square
 // for CHOLESKY, for a solve and for a batched LU) applied to each matrix of a batch; for
 // CHOLESKY each matrix symmetric (Hermitian) to within rounding (see core/hermitian_check.h);
-// CheckEstimateCondition; the refine options as core/refinement.h's CheckRefineOptions.
-// With FiniteCheck::kByBackend, a's entries are not read for NaN/Inf (rhs's still are).
+// CheckEstimateCondition; CheckFactorizeDevices; the refine options as core/refinement.h's
+// CheckRefineOptions. With FiniteCheck::kByBackend, a's entries are not read for NaN/Inf (rhs's
+// still are).
 absl::Status ValidateFactorize(const MatrixView& a, const FactorizeOptions& options,
                                const MatrixView* rhs, const Limits& limits,
                                FiniteCheck finite = FiniteCheck::kOnHost);

@@ -230,8 +230,8 @@ std::shared_ptr<CoalescibleWork> MakeCoalescible(const v1::FactorizeRequest& req
   if (request.operand_case() != v1::FactorizeRequest::kMatrix ||
       request.rhs_operand_case() == v1::FactorizeRequest::kRhsRef || request.has_result_options() ||
       request.keep_input() || request.refine() || request.estimate_condition() ||
-      request.deterministic() || inputs.kind != FactorizationKind::kLu || inputs.batch_count != 0 ||
-      !IsFloating(a.dtype) || a.on_device() || a.rows != a.cols ||
+      request.deterministic() || request.devices() > 1 || inputs.kind != FactorizationKind::kLu ||
+      inputs.batch_count != 0 || !IsFloating(a.dtype) || a.on_device() || a.rows != a.cols ||
       (rhs != nullptr && (rhs->on_device() || rhs->cols < 1))) {
     return nullptr;
   }

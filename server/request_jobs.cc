@@ -268,6 +268,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   FactorizeOptions options = inputs->options();
   spec.device_bytes =
       backend.FactorizeDeviceBytes(inputs->matrix.view(), options, inputs->rhs_view());
+  if (options.devices > 1) spec.device_span = options.devices;
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));

@@ -259,22 +259,33 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
   }
   absl::StatusOr<RefineOptions> refine = RefineOptionsOf(request);
   if (!refine.ok()) return refine.status();
+  if (request.devices() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices is ", request.devices(), "; want 0 or 1 (one device) or more"));
+  }
   FactorizeInputs inputs{.matrix = *std::move(matrix),
                          .kind = *kind,
                          .rhs = std::nullopt,
                          .batch_count = request.batch_count(),
                          .estimate_condition = request.estimate_condition(),
-                         .refine = *refine};
+                         .refine = *refine,
+                         .devices = std::max(request.devices(), 1)};
   if (request.has_rhs_ref() || (request.has_rhs() && !IsAbsent(request.rhs()))) {
     absl::StatusOr<InputMatrix> rhs =
         Operand(request.has_rhs_ref(), request.rhs(), request.rhs_ref(), "rhs", sources);
     if (!rhs.ok()) return rhs.status();
     inputs.rhs.emplace(*std::move(rhs));
   }
-  // The factorizations read their operands on the host.
-  if (absl::Status s = inputs.matrix.CopyToHost(); !s.ok()) return s;
-  if (inputs.rhs.has_value()) {
-    if (absl::Status s = inputs.rhs->CopyToHost(); !s.ok()) return s;
+  // The factorizations read their operands on the host, except one over several GPUs, which
+  // copies them from where they lie (core/multi_gpu/multi_gpu_factorize.h).
+  // (keep_input keeps a host copy of A.)
+  if (sources.backend == nullptr || request.keep_input() ||
+      !sources.backend->FactorizeReadsOnDevice(inputs.matrix.view(), inputs.options(),
+                                               inputs.rhs_view())) {
+    if (absl::Status s = inputs.matrix.CopyToHost(); !s.ok()) return s;
+    if (inputs.rhs.has_value()) {
+      if (absl::Status s = inputs.rhs->CopyToHost(); !s.ok()) return s;
+    }
   }
   // A backend that copies the operand to its device anyway looks for NaN/Inf there, answering
   // with the same status: the host then spares a pass over it (for a batch of 0.8 GB, ~20 ms).

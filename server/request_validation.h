@@ -38,12 +38,14 @@ struct FactorizeInputs {
   int64_t batch_count = 0;         // 0: one matrix; > 0: matrices stacked in `matrix`
   bool estimate_condition = false;
   RefineOptions refine = {};
+  int devices = 1;  // > 1: one factorization over that many GPUs
   const MatrixView* rhs_view() const { return rhs.has_value() ? &rhs->view() : nullptr; }
   FactorizeOptions options() const {
     return {.kind = kind,
             .batch_count = batch_count,
             .estimate_condition = estimate_condition,
-            .refine = refine};
+            .refine = refine,
+            .devices = devices};
   }
 };
 // A solve with a kept factorization: the lease keeps it in place (not spilled, not freed) until

@@ -162,10 +162,7 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   MATRIXD_RETURN_IF_ERROR(CheckInfo(host_info, kSolveInfo, "cusolverDn<t>getrs"));
   if (host_info[kFactorInfo] > 0) result.singular_column = host_info[kFactorInfo] - 1;
   if (rhs != nullptr && result.singular_column.has_value()) {
-    const int64_t column = *result.singular_column;
-    return absl::FailedPreconditionError(absl::StrCat("matrix is singular: U[", column, ",", column,
-                                                      "] = 0 at column ", column,
-                                                      "; cannot solve A X = rhs"));
+    return SingularSolveError(*result.singular_column);
   }
   result.permutation.resize(static_cast<size_t>(m));
   std::iota(result.permutation.begin(), result.permutation.end(), int64_t{0});
@@ -281,9 +278,7 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   MATRIXD_RETURN_IF_ERROR(context.Download(ints, host_info.data(), host_info.size() * sizeof(int)));
   MATRIXD_RETURN_IF_ERROR(CheckInfo(host_info, kFactorInfo, "cusolverDn<t>potrf"));
   if (host_info[kFactorInfo] > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("matrix is not positive definite: the leading minor of order ",
-                     host_info[kFactorInfo], " is not positive (Cholesky failed)"));
+    return NotPositiveDefiniteError(host_info[kFactorInfo]);
   }
   FactorizeResult result;
   result.kind = FactorizationKind::kCholesky;

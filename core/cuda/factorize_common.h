@@ -1,16 +1,18 @@
-// What the single and batched cuSOLVER factorisations share: the flop counts both report and the
-// host matrices their results are downloaded into.
+// What the cuSOLVER factorisations (single, batched, over several GPUs) share: the flop counts
+// they report, the host matrices their results are downloaded into, and their input errors.
 #ifndef MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
 #define MATRIXD_CORE_CUDA_FACTORIZE_COMMON_H_
 
 #include <algorithm>
 #include <complex>
+#include <cstdint>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/cuda/device_context.h"
 #include "core/matrix.h"
 #include "core/result_destinations.h"
@@ -39,6 +41,20 @@ template <typename T>
 Matrix HostMatrix(const ResultDestinations& out, std::string_view name, int64_t rows,
                   int64_t cols) {
   return out.MakeForOverwrite(name, rows, cols, DTypeOf<T>());
+}
+
+// The FAILED_PRECONDITION of an LU solve whose U[column, column] is exactly zero, and of a
+// Cholesky factorization whose leading minor of order `order` (1-based) is not positive: one
+// wording for every path that factors on a GPU.
+inline absl::Status SingularSolveError(int64_t column) {
+  return absl::FailedPreconditionError(absl::StrCat("matrix is singular: U[", column, ",", column,
+                                                    "] = 0 at column ", column,
+                                                    "; cannot solve A X = rhs"));
+}
+inline absl::Status NotPositiveDefiniteError(int64_t order) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("matrix is not positive definite: the leading minor of order ", order,
+                   " is not positive (Cholesky failed)"));
 }
 
 }  // namespace matrixd::cuda

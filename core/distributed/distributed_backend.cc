@@ -287,6 +287,10 @@ class DistributedBackend final : public BackendWrapper {
     return !MultiplyOnGrid(a, b, options) && options.method != MultiplyMethod::kCublasMp &&
            target().MultiplyReadsOnDevice(a, b, options);
   }
+  bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,
+                              const MatrixView* rhs) const override {
+    return !FactorizeOnGrid(a, options, rhs) && target().FactorizeReadsOnDevice(a, options, rhs);
+  }
   // The grid does not look for NaN or Inf: the caller checks grid operands itself.
   bool FactorizeChecksFinite(const MatrixView& a, const FactorizeOptions& options,
                              const MatrixView* rhs) const override {
@@ -360,11 +364,12 @@ class DistributedBackend final : public BackendWrapper {
   }
 
   // A condition estimate runs on the local backend: pdgecon is not wired to the grid; nor are
-  // factors and solves of other dtypes than float64.
+  // factors and solves of other dtypes than float64, nor a factorization over rank 0's GPUs.
   bool FactorizeOnGrid(const MatrixView& a, const FactorizeOptions& options,
                        const MatrixView* rhs) const {
     return options.kind == FactorizationKind::kLu && options.batch_count == 0 &&
-           !options.estimate_condition && a.dtype == DType::kFloat64 && GridSized(a, rhs);
+           !options.estimate_condition && options.devices <= 1 && a.dtype == DType::kFloat64 &&
+           GridSized(a, rhs);
   }
 
   // Freivalds' check (verify) runs where C is computed, which the grid does not offer: a verified

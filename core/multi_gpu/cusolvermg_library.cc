@@ -44,7 +44,13 @@ absl::StatusOr<std::unique_ptr<CusolverMgLibrary>> CusolverMgLibrary::Load() {
         Resolve(h, "cusolverMgCreateMatrixDesc", &library->create_matrix_desc),
         Resolve(h, "cusolverMgDestroyMatrixDesc", &library->destroy_matrix_desc),
         Resolve(h, "cusolverMgGetrf_bufferSize", &library->getrf_buffer_size),
-        Resolve(h, "cusolverMgGetrf", &library->getrf)}) {
+        Resolve(h, "cusolverMgGetrf", &library->getrf),
+        Resolve(h, "cusolverMgGetrs_bufferSize", &library->getrs_buffer_size),
+        Resolve(h, "cusolverMgGetrs", &library->getrs),
+        Resolve(h, "cusolverMgPotrf_bufferSize", &library->potrf_buffer_size),
+        Resolve(h, "cusolverMgPotrf", &library->potrf),
+        Resolve(h, "cusolverMgPotrs_bufferSize", &library->potrs_buffer_size),
+        Resolve(h, "cusolverMgPotrs", &library->potrs)}) {
     if (!status.ok()) return status;
   }
   return library;

@@ -1,7 +1,9 @@
 // NVIDIA's single-process multi-GPU cuSOLVER (cusolverMg, in the CUDA toolkit), loaded at run
 // time with dlopen so that nothing else in a program depends on the library being installed: a
 // machine without it loses only what uses it. The functions matrixd calls, typed from the toolkit's
-// header. cusolverMg is marked deprecated in CUDA 13; it is measured, not served.
+// header. cusolverMg is marked deprecated in CUDA 13: the determinant over several GPUs is ours
+// (multi_gpu_lu.h), cusolverMg its yardstick; Factorize over several GPUs runs on it
+// (multi_gpu_factorize.h).
 #ifndef MATRIXD_CORE_MULTI_GPU_CUSOLVERMG_LIBRARY_H_
 #define MATRIXD_CORE_MULTI_GPU_CUSOLVERMG_LIBRARY_H_
 
@@ -34,6 +36,12 @@ class CusolverMgLibrary {
   decltype(&cusolverMgDestroyMatrixDesc) destroy_matrix_desc = nullptr;
   decltype(&cusolverMgGetrf_bufferSize) getrf_buffer_size = nullptr;
   decltype(&cusolverMgGetrf) getrf = nullptr;
+  decltype(&cusolverMgGetrs_bufferSize) getrs_buffer_size = nullptr;
+  decltype(&cusolverMgGetrs) getrs = nullptr;
+  decltype(&cusolverMgPotrf_bufferSize) potrf_buffer_size = nullptr;
+  decltype(&cusolverMgPotrf) potrf = nullptr;
+  decltype(&cusolverMgPotrs_bufferSize) potrs_buffer_size = nullptr;
+  decltype(&cusolverMgPotrs) potrs = nullptr;
 
  private:
   CusolverMgLibrary() = default;

@@ -8,43 +8,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
-#include "core/multi_gpu/block_cyclic_part.h"
-#include "core/multi_gpu/peer_access.h"
+#include "core/multi_gpu/pivot_permutation.h"
 #include "core/status_macros.h"
 
 namespace matrixd::multi_gpu {
 
 absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<int> devices,
-                                                                   int64_t n, int64_t block) {
+                                                                   int64_t n, int64_t block,
+                                                                   bool staging) {
   if (devices.empty()) return absl::InvalidArgumentError("CusolverMgLu: no devices");
   if (n < 1 || n >= std::numeric_limits<int>::max() || block < 1) {
     return absl::InvalidArgumentError(absl::StrCat("CusolverMgLu: n=", n, " block=", block,
                                                    " (want 1 <= n < 2^31 - 1 and block >= 1)"));
   }
   std::unique_ptr<CusolverMgLu> self(new CusolverMgLu());
-  MATRIXD_ASSIGN_OR_RETURN(self->library_, CusolverMgLibrary::Load());
-  const CusolverMgLibrary& mg = *self->library_;
-  self->devices_ = std::move(devices);
+  MATRIXD_ASSIGN_OR_RETURN(self->grid_, CusolverMgGrid::Create(std::move(devices)));
   self->n_ = n;
   self->block_ = std::min(block, n);
-  const int gpus = self->gpus();
-  MATRIXD_CUDA_RETURN_IF_ERROR(mg.create(&self->handle_));
-  MATRIXD_CUDA_RETURN_IF_ERROR(mg.device_select(self->handle_, gpus, self->devices_.data()));
-  MATRIXD_RETURN_IF_ERROR(EnablePeerAccess(self->devices_));
-  // One process row: the row tile is the whole column (NVIDIA's example does the same).
-  MATRIXD_CUDA_RETURN_IF_ERROR(mg.create_device_grid(&self->grid_, 1, gpus, self->devices_.data(),
-                                                     CUDALIBMG_GRID_MAPPING_COL_MAJOR));
-  MATRIXD_CUDA_RETURN_IF_ERROR(
-      mg.create_matrix_desc(&self->desc_, n, n, n, self->block_, CUDA_R_64F, self->grid_));
-  const distributed::BlockCyclicLayout layout{
-      .rows = n, .cols = n, .block = self->block_, .grid = {.rows = 1, .cols = gpus}};
-  for (int g = 0; g < gpus; ++g) {
-    const int device = self->devices_[g];
-    self->parts_.push_back(PartOf(layout, g));
-    MATRIXD_ASSIGN_OR_RETURN(
-        auto matrix, DeviceAllocation<double>::Allocate(device, PartElements(self->parts_[g])));
-    self->matrix_pointers_.push_back(matrix.get());
-    self->matrices_.push_back(std::move(matrix));
+  MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix a,
+                           CusolverMgMatrix::Create(*self->grid_, n, n, self->block_, staging));
+  self->a_.emplace(std::move(a));
+  for (int device : self->grid_->devices()) {
     MATRIXD_ASSIGN_OR_RETURN(auto pivots,
                              DeviceAllocation<int>::Allocate(device, static_cast<size_t>(n)));
     self->pivot_pointers_.push_back(pivots.get());
@@ -53,97 +37,121 @@ absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<i
         auto summary, DeviceAllocation<double>::Allocate(device, cuda::kDiagonalSummaryFields));
     self->summary_.push_back(std::move(summary));
   }
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(self->devices_[0]));
-  MATRIXD_CUDA_RETURN_IF_ERROR(mg.getrf_buffer_size(
-      self->handle_, static_cast<int>(n), static_cast<int>(n), self->matrix_pointers_.data(), 1, 1,
-      self->desc_, self->pivot_pointers_.data(), CUDA_R_64F, &self->work_elements_));
-  for (int g = 0; g < gpus; ++g) {
-    MATRIXD_ASSIGN_OR_RETURN(
-        auto work,
-        DeviceAllocation<double>::Allocate(
-            self->devices_[g], static_cast<size_t>(std::max<int64_t>(self->work_elements_, 1))));
-    self->work_pointers_.push_back(work.get());
-    self->work_.push_back(std::move(work));
-  }
+  const CusolverMgGrid& grid = *self->grid_;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
+  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().getrf_buffer_size(
+      grid.handle(), static_cast<int>(n), static_cast<int>(n), self->a_->pointers(), 1, 1,
+      self->a_->desc(), self->pivot_pointers_.data(), CUDA_R_64F, &self->work_elements_));
+  MATRIXD_RETURN_IF_ERROR(self->grid_->Workspace(self->work_elements_).status());
   return self;
-}
-
-CusolverMgLu::~CusolverMgLu() {
-  if (library_ == nullptr) return;
-  for (int device : devices_) {
-    if (cudaSetDevice(device) == cudaSuccess) cudaDeviceSynchronize();
-  }
-  if (desc_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(library_->destroy_matrix_desc(desc_));
-  if (grid_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(library_->destroy_grid(grid_));
-  if (handle_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(library_->destroy(handle_));
 }
 
 absl::Status CusolverMgLu::Generate(cuda::GeneratedMatrix matrix, uint64_t seed) {
   for (int g = 0; g < gpus(); ++g) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[g]));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchGenerate(parts_[g], matrix, seed, matrices_[g].get(), nullptr));
+        cuda::LaunchGenerate(a_->part(g), matrix, seed, a_->data(g), nullptr));
   }
-  for (int device : devices_) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-  }
-  return absl::OkStatus();
+  return grid_->Synchronize();
 }
+
+absl::Status CusolverMgLu::Load(const MatrixView& a) { return a_->Scatter(a); }
 
 absl::Status CusolverMgLu::Factor() {
   for (int g = 0; g < gpus(); ++g) {
     // -1: entries getrf does not write fail every reading's checks in Determinant.
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[g]));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemset(pivots_[g].get(), 0xff, pivots_[g].bytes()));
   }
-  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[0]));
+  MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(work_elements_));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[0]));
   int info = 0;  // host memory, as cusolverMg wants
-  MATRIXD_CUDA_RETURN_IF_ERROR(library_->getrf(
-      handle_, static_cast<int>(n_), static_cast<int>(n_), matrix_pointers_.data(), 1, 1, desc_,
-      pivot_pointers_.data(), CUDA_R_64F, work_pointers_.data(), work_elements_, &info));
-  for (int device : devices_) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-  }
+  MATRIXD_CUDA_RETURN_IF_ERROR(grid_->library().getrf(
+      grid_->handle(), static_cast<int>(n_), static_cast<int>(n_), a_->pointers(), 1, 1, a_->desc(),
+      pivot_pointers_.data(), CUDA_R_64F, work, grid_->workspace_elements(), &info));
+  MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
   if (info < 0) {
     return absl::InternalError(absl::StrCat("cusolverMgGetrf: argument ", -info, " is wrong"));
   }
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::vector<int64_t>>> CusolverMgLu::PivotParts() const {
+  std::vector<std::vector<int64_t>> parts;
+  for (int g = 0; g < gpus(); ++g) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
+    std::vector<int> pivots(pivots_[g].count());
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(pivots.data(), pivots_[g].get(), pivots_[g].bytes(), cudaMemcpyDeviceToHost));
+    parts.emplace_back(pivots.begin(), pivots.end());
+  }
+  return parts;
+}
+
 absl::StatusOr<DistributedDeterminant> CusolverMgLu::Determinant() {
   std::array<double, cuda::kDiagonalSummaryFields> total{};
-  // Two readings of the pivot vector (pivot_counts.h): NVIDIA's example lays it out like A's
-  // first row (each GPU holds its column blocks' pivots); the other: all of it on the first GPU.
-  PivotCounts as_row;
-  PivotCounts whole;
   for (int g = 0; g < gpus(); ++g) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[g]));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemset(summary_[g].get(), 0, summary_[g].bytes()));
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchDiagonalSummary(parts_[g], matrices_[g].get(), summary_[g].get(), nullptr));
+        cuda::LaunchDiagonalSummary(a_->part(g), a_->data(g), summary_[g].get(), nullptr));
     std::array<double, cuda::kDiagonalSummaryFields> local{};
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(local.data(), summary_[g].get(), sizeof(local), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < local.size(); ++i) total[i] += local[i];
-    std::vector<int> pivots(pivots_[g].count());
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(pivots.data(), pivots_[g].get(), pivots_[g].bytes(), cudaMemcpyDeviceToHost));
-    const std::vector<int64_t> wide(pivots.begin(), pivots.end());
-    const PivotCounts part = CountPivots(wide, parts_[g].local_cols, n_, block_, gpus(), g);
+  }
+  // Two readings of the pivot vector (pivot_counts.h): NVIDIA's example lays it out like A's
+  // first row (each GPU holds its column blocks' pivots); the other: all of it on the first GPU.
+  MATRIXD_ASSIGN_OR_RETURN(const std::vector<std::vector<int64_t>> parts, PivotParts());
+  PivotCounts as_row;
+  for (int g = 0; g < gpus(); ++g) {
+    const PivotCounts part = CountPivots(parts[g], a_->part(g).local_cols, n_, block_, gpus(), g);
     const auto sum = as_row.ToArray();
     const auto add = part.ToArray();
     std::array<double, PivotCounts::kFields> fields{};
     for (int i = 0; i < PivotCounts::kFields; ++i) fields[i] = sum[i] + add[i];
     as_row = PivotCounts::FromArray(fields.data());
-    if (g == 0) whole = CountPivots(wide, n_, n_, n_, 1, 0);
   }
+  const PivotCounts whole = CountPivots(parts[0], n_, n_, n_, 1, 0);
   if (total[2] > 0) {
     return DistributedDeterminant{.sign = 0, .log_abs = -std::numeric_limits<double>::infinity()};
   }
   const PivotCounts readings[2] = {as_row, whole};
   return CombineDeterminant(total[0], total[1], total[2], total[3], readings);
+}
+
+absl::StatusOr<std::vector<int64_t>> CusolverMgLu::Permutation() {
+  MATRIXD_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> parts, PivotParts());
+  // The same two readings as Determinant's: like A's first row, or all of it on the first GPU.
+  std::vector<int64_t> whole = parts[0];
+  for (int g = 0; g < gpus(); ++g) parts[g].resize(static_cast<size_t>(a_->part(g).local_cols));
+  const std::vector<int64_t> readings[2] = {GatherCyclicPivots(parts, n_, block_),
+                                            std::move(whole)};
+  return PermutationFromPivots(readings, n_);
+}
+
+absl::Status CusolverMgLu::GatherFactors(double* out) { return a_->Gather(out, false); }
+
+absl::Status CusolverMgLu::Solve(CusolverMgMatrix& b) {
+  const CusolverMgGrid& grid = *grid_;
+  const int nrhs = static_cast<int>(b.cols());
+  int64_t elements = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
+  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().getrs_buffer_size(
+      grid.handle(), CUBLAS_OP_N, static_cast<int>(n_), nrhs, a_->pointers(), 1, 1, a_->desc(),
+      pivot_pointers_.data(), b.pointers(), 1, 1, b.desc(), CUDA_R_64F, &elements));
+  MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
+  int info = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      grid.library().getrs(grid.handle(), CUBLAS_OP_N, static_cast<int>(n_), nrhs, a_->pointers(),
+                           1, 1, a_->desc(), pivot_pointers_.data(), b.pointers(), 1, 1, b.desc(),
+                           CUDA_R_64F, work, grid_->workspace_elements(), &info));
+  MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
+  if (info < 0) {
+    return absl::InternalError(absl::StrCat("cusolverMgGetrs: argument ", -info, " is wrong"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace matrixd::multi_gpu

@@ -10,9 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "core/backend_wrapper.h"
 #include "core/distributed_resident_matrix.h"
+#include "core/factorization.h"
 #include "core/job_control.h"
 #include "core/multi_gpu/cannon_gemm.h"
+#include "core/multi_gpu/multi_gpu_factorize.h"
 #include "core/multi_gpu/multi_gpu_lu.h"
+#include "core/validation.h"
 
 namespace matrixd::multi_gpu {
 namespace {
@@ -39,6 +42,12 @@ class MultiGpuBackend : public BackendWrapper {
         memory_limit_(memory_limit) {}
 
   absl::Status Supports(const OperationQuery& query) const override {
+    if (query.operation == Operation::kFactorize && query.factorize.devices > 1) {
+      OperationQuery single = query;
+      single.factorize.devices = 1;
+      if (absl::Status s = target().Supports(single); !s.ok()) return s;
+      return CheckMultiDeviceFactorize(query.dtype, query.rows, query.cols, query.factorize);
+    }
     if (query.operation == Operation::kDeterminant && query.determinant.devices > 1) {
       OperationQuery single = query;
       single.determinant.devices = 1;
@@ -132,6 +141,49 @@ class MultiGpuBackend : public BackendWrapper {
     return CheckMultiDeviceDeterminant(a.dtype, options).ok();
   }
 
+  absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
+                                            const MatrixView* rhs, JobControl* control) override {
+    if (options.devices <= 1) return target().Factorize(a, options, rhs, control);
+    if (absl::Status s = CheckMultiDeviceFactorize(a.dtype, a.rows, a.cols, options); !s.ok()) {
+      return s;
+    }
+    if (IsCancelled(control)) return absl::CancelledError("factorization cancelled");
+    const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
+    absl::StatusOr<FactorizeResult> result = MultiGpuFactorize(used, a, options, rhs, kLuBlock);
+    if (!result.ok()) {
+      // FAILED_PRECONDITION (singular, not positive definite) says what is wrong with the input.
+      if (result.status().code() == absl::StatusCode::kFailedPrecondition) return result;
+      return absl::Status(result.status().code(),
+                          absl::StrCat("cusolverMg ", FactorizationName(options.kind), " over ",
+                                       options.devices, " GPUs: ", result.status().message()));
+    }
+    result->stats.backend = "cuda";
+    result->stats.device = absl::StrCat("the first ", options.devices, " of: ", target().device());
+    ReportProgress(control, 1.0);
+    return result;
+  }
+
+  uint64_t FactorizeDeviceBytes(const MatrixView& a, const FactorizeOptions& options,
+                                const MatrixView* rhs) const override {
+    if (options.devices <= 1) return target().FactorizeDeviceBytes(a, options, rhs);
+    return MultiGpuFactorizeDeviceBytesPerGpu(a.rows, rhs != nullptr ? rhs->cols : 0,
+                                              options.devices, kLuBlock);
+  }
+
+  // cusolverMg does not look for NaN and Inf: the caller checks a host operand itself.
+  bool FactorizeChecksFinite(const MatrixView& a, const FactorizeOptions& options,
+                             const MatrixView* rhs) const override {
+    return options.devices <= 1 && target().FactorizeChecksFinite(a, options, rhs);
+  }
+
+  // cusolverMg's parts are copied from wherever the operands lie (operand_source.h); a device
+  // operand's entries were checked when it was stored.
+  bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,
+                              const MatrixView* rhs) const override {
+    if (options.devices <= 1) return target().FactorizeReadsOnDevice(a, options, rhs);
+    return CheckMultiDeviceFactorize(a.dtype, a.rows, a.cols, options).ok();
+  }
+
   uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
                                const MultiplyOptions& options) const override {
     if (!IsMultiDeviceProduct(options)) return target().MultiplyDeviceBytes(a, b, options);
@@ -195,6 +247,17 @@ class MultiGpuBackend : public BackendWrapper {
           "LU");
     }
     return absl::OkStatus();
+  }
+
+  absl::Status CheckMultiDeviceFactorize(DType dtype, int64_t rows, int64_t cols,
+                                         const FactorizeOptions& options) const {
+    const int available = static_cast<int>(devices_.size());
+    if (options.devices > available) {
+      return absl::InvalidArgumentError(absl::StrCat("devices is ", options.devices,
+                                                     "; this server has ", available, " GPU",
+                                                     available == 1 ? "" : "s"));
+    }
+    return CheckFactorizeDevices(options, dtype, rows, cols);
   }
 
   std::vector<int> devices_;

@@ -225,6 +225,44 @@ TEST(OperationQueries, CarryTheCallsShapesAndOptions) {
   EXPECT_EQ(per.permanent.method, PermanentMethod::kRyser);
 }
 
+// devices > 1 takes LU or Cholesky of one square float64 matrix; the rest is the contract's
+// INVALID_ARGUMENT on every backend, naming the field (core/validation.h CheckFactorizeDevices).
+TEST_P(SupportsTest, FactorizeOverSeveralDevicesRefusesWhatItDoesNotTakeNamingTheField) {
+  OperationQuery query = Square(Operation::kFactorize, DType::kFloat64, 8);
+  query.factorize.devices = 0;
+  EXPECT_THAT(Ask(query).message(), HasSubstr("devices is 0"));
+  query.factorize.devices = 2;
+  query.factorize.kind = FactorizationKind::kQr;
+  EXPECT_EQ(Ask(query).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Ask(query).message(), HasSubstr("kind is QR with devices = 2"));
+  query.factorize.kind = FactorizationKind::kLu;
+  query.factorize.batch_count = 2;
+  EXPECT_THAT(Ask(query).message(), HasSubstr("batch_count is 2 with devices = 2"));
+  query.factorize.batch_count = 0;
+  query.factorize.estimate_condition = true;
+  EXPECT_THAT(Ask(query).message(), HasSubstr("estimate_condition is set with devices = 2"));
+  query.factorize.estimate_condition = false;
+  query.dtype = DType::kComplex128;
+  EXPECT_THAT(Ask(query).message(), HasSubstr("matrix.dtype is complex128 with devices = 2"));
+  query.dtype = DType::kFloat64;
+  query.cols = 4;
+  EXPECT_THAT(Ask(query).message(), HasSubstr("matrix is 8x4 with devices = 2"));
+}
+
+TEST(FactorizeDevices, TheCpuBackendRefusesSeveralDevicesNamingDevices) {
+  auto backend = MakeBackend("cpu", {});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  OperationQuery query = Square(Operation::kFactorize, DType::kFloat64, 8);
+  query.factorize.kind = FactorizationKind::kCholesky;
+  query.factorize.devices = 2;
+  const absl::Status status = (*backend)->Supports(query);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("devices is 2: one factorization over several GPUs"));
+  EXPECT_THAT(status.message(), HasSubstr("cpu backend"));
+  query.factorize.devices = 1;
+  EXPECT_TRUE((*backend)->Supports(query).ok());
+}
+
 MATRIXD_INSTANTIATE_BACKEND_SUITE(SupportsTest);
 
 }  // namespace

@@ -101,3 +101,13 @@ def test_every_status_code_has_its_class():
         assert type(error) is not errors.MatrixdError and error.code == code
     assert isinstance(errors.error_for_value(4, "late"), matrixd.DeadlineExceeded)
     assert isinstance(errors.error_for_value(8, "full"), matrixd.ResourceExhausted)
+
+
+def test_factorize_over_several_devices_is_refused_by_the_cpu_server_naming_devices(client):
+    with pytest.raises(matrixd.InvalidArgument) as refused:
+        client.cholesky(np.eye(3), devices=2)
+    assert "devices is 2: one factorization over several GPUs" in refused.value.message
+    with pytest.raises(matrixd.InvalidArgument) as refused:
+        client.qr(np.eye(3), devices=2)
+    assert "kind is QR with devices = 2" in refused.value.message
+    assert client.lu(np.eye(3), devices=1).permutation.tolist() == [0, 1, 2]

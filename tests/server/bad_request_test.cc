@@ -170,6 +170,34 @@ TEST_F(BadRequestTest, PermanentOverSeveralDevicesOnTheCpuBackendNamesDevices) {
   ExpectInvalid(client().Permanent(request), "devices is -3");
 }
 
+TEST_F(BadRequestTest, FactorizeOverSeveralDevicesIsRefusedNamingTheField) {
+  v1::FactorizeRequest request = Factorize(Identity3(), v1::FACTORIZATION_KIND_LU);
+  request.set_devices(-1);
+  ExpectInvalid(client().Factorize(request), "devices is -1");
+  // What the multi-GPU path does not take is refused by validation, on every backend.
+  request.set_devices(2);
+  request.set_estimate_condition(true);
+  ExpectInvalid(client().Factorize(request), "estimate_condition is set with devices = 2");
+  request.set_estimate_condition(false);
+  request.set_kind(v1::FACTORIZATION_KIND_QR);
+  ExpectInvalid(client().Factorize(request), "kind is QR with devices = 2");
+  request.set_kind(v1::FACTORIZATION_KIND_LU);
+  *request.mutable_matrix() = MakeMatrix<float>(3, 3, {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  ExpectInvalid(client().Factorize(request), "matrix.dtype is float32 with devices = 2");
+  *request.mutable_matrix() = MakeMatrix<double>(6, 3, std::vector<double>(18, 1.0));
+  request.set_batch_count(2);
+  ExpectInvalid(client().Factorize(request), "batch_count is 2 with devices = 2");
+  // A request the path takes meets the CPU backend, which has no GPUs.
+  request = Factorize(Identity3(), v1::FACTORIZATION_KIND_CHOLESKY);
+  request.set_devices(2);
+  ExpectInvalid(client().Factorize(request),
+                "devices is 2: one factorization over several GPUs needs the CUDA backend built "
+                "with NCCL; this is the cpu backend");
+  request.set_devices(1);
+  absl::StatusOr<v1::FactorizeResponse> factors = client().Factorize(request);
+  ASSERT_TRUE(factors.ok()) << factors.status();
+}
+
 TEST_F(BadRequestTest, DeterminantOverSeveralDevicesIsRefusedNamingDevices) {
   v1::DeterminantRequest request;
   *request.mutable_matrix() = Identity3();

@@ -274,7 +274,7 @@ def _accuracy(r) -> results.Accuracy:
 def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
               outputs: Optional[dict] = None, estimate_condition=False, refine: bool = False,
               refine_precision: str = "input", refine_max_iterations: int = 0,
-              deterministic: bool = False) -> Call:
+              deterministic: bool = False, devices: int = 0) -> Call:
     op = Operand(a, "matrix", allow_batch=True)
     kind_value = _choice(KINDS, kind, "kind")
     rhs_op, vector = None, False
@@ -294,7 +294,8 @@ def factorize(a, kind="lu", rhs=None, keep=False, keep_input=False, check=True,
         kind=kind_value, batch_count=op.batch, keep_input=keep_input,
         estimate_condition=estimate_condition, refine=refine,
         refine_factor_precision=_choice(REFINE_PRECISIONS, refine_precision, "refine_precision"),
-        refine_max_iterations=refine_max_iterations, deterministic=deterministic)
+        refine_max_iterations=refine_max_iterations, deterministic=deterministic,
+        devices=devices)
     op.put(request, "matrix")
     if rhs_op is not None:
         rhs_op.put(request, "rhs")

@@ -61,8 +61,8 @@ class Client(_base.ClientBase):
 
     async def factorize(self, a, kind="lu", rhs=None, keep=False, keep_input=False,
                         timeout=None, outputs=None, **options) -> results.Factorization:
-        """options: estimate_condition, refine, refine_precision, refine_max_iterations, deterministic (as
-        Client.factorize)."""
+        """options: estimate_condition, refine, refine_precision, refine_max_iterations, deterministic,
+        devices (as Client.factorize)."""
         return await self._send(
             _ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs, **options),
             timeout)

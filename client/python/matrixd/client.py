@@ -66,7 +66,7 @@ class Client(_base.ClientBase):
                   outputs: Optional[dict] = None, estimate_condition: bool = False,
                   refine: bool = False, refine_precision: str = "input",
                   refine_max_iterations: int = 0,
-                  deterministic: bool = False) -> results.Factorization:
+                  deterministic: bool = False, devices: int = 0) -> results.Factorization:
         """LU, Cholesky or QR of a (3-D: a batch), optionally solving a @ x = rhs.
         keep=True keeps every result on the server (RemoteMatrix) and the factorization for
         solve(). outputs={"lu": SharedMatrix, ...} writes those results into shared memory (the
@@ -74,12 +74,14 @@ class Client(_base.ClientBase):
         fills result.accuracy: rcond and the relative error bound of a solve
         (docs/accuracy.md). refine=True (LU with rhs) refines x to working precision;
         refine_precision "input", "float32", "tf32" or "float16" is the factorization's
-        precision (result.refinement says what ran)."""
+        precision (result.refinement says what ran). devices=N > 1: LU or Cholesky of one
+        float64 matrix over N GPUs of the server (docs/distributed.md)."""
         return self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs,
                                          estimate_condition=estimate_condition, refine=refine,
                                          refine_precision=refine_precision,
                                          refine_max_iterations=refine_max_iterations,
-                                         deterministic=deterministic), timeout)
+                                         deterministic=deterministic, devices=devices),
+                          timeout)
 
     def lu(self, a, rhs=None, **kwargs) -> results.Factorization:
         return self.factorize(a, "lu", rhs, **kwargs)

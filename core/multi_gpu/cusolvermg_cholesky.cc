@@ -1,0 +1,72 @@
+#include "core/multi_gpu/cusolvermg_cholesky.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cuda_status.h"
+#include "core/status_macros.h"
+
+namespace matrixd::multi_gpu {
+
+absl::StatusOr<std::unique_ptr<CusolverMgCholesky>> CusolverMgCholesky::Create(
+    std::vector<int> devices, int64_t n, int64_t block) {
+  std::unique_ptr<CusolverMgCholesky> self(new CusolverMgCholesky());
+  MATRIXD_ASSIGN_OR_RETURN(self->grid_, CusolverMgGrid::Create(std::move(devices)));
+  self->n_ = n;
+  MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix a,
+                           CusolverMgMatrix::Create(*self->grid_, n, n, block, true));
+  self->a_.emplace(std::move(a));
+  return self;
+}
+
+absl::Status CusolverMgCholesky::Load(const MatrixView& a) { return a_->Scatter(a); }
+
+absl::StatusOr<int> CusolverMgCholesky::Factor() {
+  const CusolverMgGrid& grid = *grid_;
+  const int n = static_cast<int>(n_);
+  int64_t elements = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
+  // LOWER: A's lower triangle, the one the single-GPU Cholesky reads too (core/cuda/factorize.cc).
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      grid.library().potrf_buffer_size(grid.handle(), CUBLAS_FILL_MODE_LOWER, n, a_->pointers(), 1,
+                                       1, a_->desc(), CUDA_R_64F, &elements));
+  MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
+  int info = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().potrf(grid.handle(), CUBLAS_FILL_MODE_LOWER, n,
+                                                    a_->pointers(), 1, 1, a_->desc(), CUDA_R_64F,
+                                                    work, grid_->workspace_elements(), &info));
+  MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
+  if (info < 0) {
+    return absl::InternalError(absl::StrCat("cusolverMgPotrf: argument ", -info, " is wrong"));
+  }
+  return info;
+}
+
+absl::Status CusolverMgCholesky::GatherFactor(double* out) { return a_->Gather(out, true); }
+
+absl::Status CusolverMgCholesky::Solve(CusolverMgMatrix& b) {
+  const CusolverMgGrid& grid = *grid_;
+  const int n = static_cast<int>(n_);
+  const int nrhs = static_cast<int>(b.cols());
+  int64_t elements = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
+  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().potrs_buffer_size(
+      grid.handle(), CUBLAS_FILL_MODE_LOWER, n, nrhs, a_->pointers(), 1, 1, a_->desc(),
+      b.pointers(), 1, 1, b.desc(), CUDA_R_64F, &elements));
+  MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements));
+  MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
+  int info = 0;
+  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().potrs(
+      grid.handle(), CUBLAS_FILL_MODE_LOWER, n, nrhs, a_->pointers(), 1, 1, a_->desc(),
+      b.pointers(), 1, 1, b.desc(), CUDA_R_64F, work, grid_->workspace_elements(), &info));
+  MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
+  if (info < 0) {
+    return absl::InternalError(absl::StrCat("cusolverMgPotrs: argument ", -info, " is wrong"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace matrixd::multi_gpu

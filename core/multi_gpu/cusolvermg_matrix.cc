@@ -1,0 +1,158 @@
+#include "core/multi_gpu/cusolvermg_matrix.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/cuda/cuda_status.h"
+#include "core/cuda/dense_kernels.h"
+#include "core/multi_gpu/block_cyclic_part.h"
+#include "core/multi_gpu/operand_source.h"
+#include "core/status_macros.h"
+
+namespace matrixd::multi_gpu {
+
+absl::StatusOr<CusolverMgMatrix> CusolverMgMatrix::Create(const CusolverMgGrid& grid, int64_t rows,
+                                                          int64_t cols, int64_t block,
+                                                          bool staging) {
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (rows < 1 || cols < 1 || rows >= kIntMax || cols >= kIntMax || block < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CusolverMgMatrix: ", rows, "x", cols, " block ", block,
+                     " (want 1 <= rows, cols < 2^31 - 1 and block >= 1)"));
+  }
+  CusolverMgMatrix self;
+  self.grid_ = &grid;
+  self.rows_ = rows;
+  self.cols_ = cols;
+  self.block_ = std::min(block, cols);
+  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().create_matrix_desc(
+      &self.desc_, rows, cols, rows, self.block_, CUDA_R_64F, grid.grid()));
+  const distributed::BlockCyclicLayout layout{
+      .rows = rows, .cols = cols, .block = self.block_, .grid = {.rows = 1, .cols = grid.gpus()}};
+  for (int g = 0; g < grid.gpus(); ++g) {
+    const int device = grid.devices()[g];
+    self.parts_.push_back(PartOf(layout, g));
+    MATRIXD_ASSIGN_OR_RETURN(
+        auto data, DeviceAllocation<double>::Allocate(device, PartElements(self.parts_[g])));
+    self.pointers_.push_back(data.get());
+    self.data_.push_back(std::move(data));
+    if (!staging) continue;
+    MATRIXD_ASSIGN_OR_RETURN(auto buffer, DeviceAllocation<double>::Allocate(
+                                              device, static_cast<size_t>(rows * self.block_)));
+    self.staging_.push_back(std::move(buffer));
+    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaStream stream, cuda::CudaStream::Create());
+    self.streams_.push_back(std::move(stream));
+  }
+  return self;
+}
+
+CusolverMgMatrix::CusolverMgMatrix(CusolverMgMatrix&& other) noexcept
+    : grid_(other.grid_),
+      rows_(other.rows_),
+      cols_(other.cols_),
+      block_(other.block_),
+      parts_(std::move(other.parts_)),
+      data_(std::move(other.data_)),
+      staging_(std::move(other.staging_)),
+      streams_(std::move(other.streams_)),
+      pointers_(std::move(other.pointers_)),
+      desc_(std::exchange(other.desc_, nullptr)) {}
+
+CusolverMgMatrix::~CusolverMgMatrix() {
+  if (desc_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(grid_->library().destroy_matrix_desc(desc_));
+}
+
+uint64_t CusolverMgMatrix::BytesPerGpu(int64_t rows, int64_t cols, int64_t block, int gpus) {
+  const auto b = static_cast<uint64_t>(std::min(block, cols));
+  const uint64_t blocks = (static_cast<uint64_t>(cols) + b - 1) / b;
+  const uint64_t blocks_per_gpu = (blocks + static_cast<uint64_t>(gpus) - 1) / gpus;
+  // The part and one block of staging.
+  return (blocks_per_gpu + 1) * b * static_cast<uint64_t>(rows) * sizeof(double);
+}
+
+int64_t CusolverMgMatrix::Width(int64_t global_block) const {
+  return std::min(block_, cols_ - global_block * block_);
+}
+
+absl::Status CusolverMgMatrix::Scatter(const MatrixView& a) {
+  if (a.dtype != DType::kFloat64 || a.rows != rows_ || a.cols != cols_) {
+    return absl::InvalidArgumentError(absl::StrCat("CusolverMgMatrix::Scatter: want a ", rows_, "x",
+                                                   cols_, " float64 matrix, got ", a.rows, "x",
+                                                   a.cols, " ", DTypeName(a.dtype)));
+  }
+  if (staging_.empty()) return absl::FailedPreconditionError("CusolverMgMatrix: no staging");
+  MATRIXD_ASSIGN_OR_RETURN(const OperandSource source, OperandSource::Of(a));
+  const auto* elements = reinterpret_cast<const double*>(a.data);
+  const int gpus = grid_->gpus();
+  const int64_t blocks = (cols_ + block_ - 1) / block_;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int g = static_cast<int>(b % gpus);
+    const int64_t w = Width(b);
+    const int device = grid_->devices()[g];
+    const cudaStream_t own = streams_[g].get();
+    // Block b of A's columns, rows x w row-major: w doubles from each row.
+    MATRIXD_ASSIGN_OR_RETURN(cudaStream_t copy, source.StreamFor(device, own));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
+        staging_[g].get(), w * sizeof(double), elements + b * block_, cols_ * sizeof(double),
+        w * sizeof(double), rows_, cudaMemcpyDefault, copy));
+    // A copy pushed from another GPU is not ordered with this GPU's stream.
+    MATRIXD_RETURN_IF_ERROR(source.Synchronize());
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+    // The staging, row-major rows x w, is column-major w x rows: its transpose is the block's
+    // columns in column-major order.
+    MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTranspose(
+        staging_[g].get(), w, rows_, w, data_[g].get() + (b / gpus) * block_ * parts_[g].ld,
+        parts_[g].ld, sizeof(double), own));
+    // The next block's copy into this staging must not overtake the transpose.
+    if (source.device() >= 0) MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(own));
+  }
+  for (int g = 0; g < gpus; ++g) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(streams_[g].get()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CusolverMgMatrix::Gather(double* out, bool lower_only) {
+  if (staging_.empty()) return absl::FailedPreconditionError("CusolverMgMatrix: no staging");
+  // The parts were last written by cusolverMg's own streams.
+  MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
+  const int gpus = grid_->gpus();
+  const int64_t blocks = (cols_ + block_ - 1) / block_;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int g = static_cast<int>(b % gpus);
+    const int64_t w = Width(b);
+    const int64_t first = b * block_;  // the block's first column
+    const cudaStream_t own = streams_[g].get();
+    double* staging = staging_[g].get();
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
+    // Column-major rows x w to column-major w x rows, which is row-major rows x w.
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchTranspose(data_[g].get() + (b / gpus) * block_ * parts_[g].ld, rows_, w,
+                              parts_[g].ld, staging, w, sizeof(double), own));
+    if (lower_only) {
+      // Rows above the block's first column are all above the diagonal; the next w rows hold
+      // the block's diagonal square, whose strict upper triangle goes.
+      const int64_t above = std::min(first, rows_);
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(staging, 0, static_cast<size_t>(above * w) * sizeof(double), own));
+      if (first < rows_) {
+        MATRIXD_CUDA_RETURN_IF_ERROR(
+            cuda::LaunchZeroStrictTriangle(staging + first * w, std::min(w, rows_ - first), w,
+                                           sizeof(double), cuda::Triangle::kUpper, own));
+      }
+    }
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(out + first, cols_ * sizeof(double), staging,
+                                                   w * sizeof(double), w * sizeof(double), rows_,
+                                                   cudaMemcpyDeviceToHost, own));
+  }
+  for (int g = 0; g < gpus; ++g) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(streams_[g].get()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace matrixd::multi_gpu

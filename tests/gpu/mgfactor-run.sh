@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Factorize over several GPUs by cusolverMg (issue 10), in one device call on nvidia-h100-x2 (or
+# nvidia-h200-x2):
+#   1. gate: matrixd_multi_gpu_test (MultiGpuFactorize.*: LU/Cholesky factors reproduce A, LU
+#      equals one GPU's, solves, orders around the block, n = 1, singular and non-SPD inputs, a
+#      resident operand; MultiGpuBackend.*, MultiGpuLu.* as regressions of the shared cusolverMg
+#      code), matrixd_core_test (*Supports*:FactorizeDevices.*), matrixd_server_test
+#      (BadRequestTest.Factorize*);
+#   2. matrixd --backend=cuda on both GPUs; for each n in SIZES: `generate random n` (LU) and
+#      `generate identity n` (Cholesky: potrf does the same work on any SPD matrix, and the
+#      generator has no random SPD kind), then `factorize --kind lu|cholesky --keep` with
+#      --devices=1 and --devices=2, REPEATS times each (the first warms up); the factors are kept
+#      on the server (an 8 GB result does not fit a response) and removed after each run.
+# Every step runs under `timeout`; a failure stops nothing else. Output in $OUT (summary.txt,
+# cli.txt, matrixd.log, the tests' logs), tarred into $OUT/mgfactor-logs.tar.gz at the end.
+#
+# Preparing (here):
+#   cmake --build build -j2 --target matrixd matrixctl matrixd_core_test matrixd_multi_gpu_test \
+#       matrixd_server_test
+#   ../shared/gpu/bundle.sh .gpu build/server/matrixd build/client/matrixctl \
+#       build/tests/matrixd_core_test build/tests/matrixd_multi_gpu_test \
+#       build/tests/matrixd_server_test
+# then through the device tool, carry [".gpu"], kind nvidia-h100-x2:
+#   tests/gpu/mgfactor-run.sh
+# Knobs: SIZES="16384 32768", REPEATS=2, GATE=1 (0 skips step 1), BIN (default .gpu/bin).
+set -uo pipefail
+# shellcheck source=tests/gpu/run_lib.sh
+source "$(dirname "$0")/run_lib.sh" mgfactor
+sizes=${SIZES:-16384 32768}
+repeats=${REPEATS:-2}
+
+gpu_info
+gpu_topology
+
+if [ "${GATE:-1}" = 1 ]; then
+  log "matrixd_multi_gpu_test"
+  run_gtest 400 "${out}/multi_gpu_test.txt" "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
+    --gtest_filter='MultiGpuFactorize.*:MultiGpuBackend.*:MultiGpuLu.*'
+  log "matrixd_core_test"
+  run_gtest 300 "${out}/core_test.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
+    --gtest_filter='*SupportsTest*:FactorizeDevices.*:*Factorize*'
+  log "matrixd_server_test"
+  run_gtest 200 "${out}/server_test.txt" "${bin}/matrixd_server_test" --gtest_brief=1 \
+    --gtest_filter='BadRequestTest.*:MultiDeviceAdmission*'
+fi
+
+port=50066
+log "matrixd --backend=cuda"
+start_matrixd "${port}" "${out}/matrixd.log" --backend=cuda --metrics=127.0.0.1:9476 \
+  --resident_memory_limit=200G --max_matrix_elements=20000000000 || log "matrixd did not start"
+ctl() { timeout 500 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=490s "$@"; }
+ctl health >>"${out}/cli.txt" 2>&1
+
+# factorize LABEL HANDLE ARGS...: one kept factorization; its round trip and the kernel lines of
+# its stats (cusolver_getrf/potrf on one GPU, cusolvermg_getrf/potrf on several) go to the
+# summary, its kept handles are removed.
+factorize() {
+  local label=$1 handle=$2
+  shift 2
+  echo "### ${label}: matrixctl factorize @${handle:0:8} $*" >>"${out}/cli.txt"
+  local t0 reply rc
+  t0=$(now)
+  reply=$(ctl factorize "@${handle:0:8}" --keep "$@" 2>&1)
+  rc=$?
+  echo "${reply}" >>"${out}/cli.txt"
+  log "  ${label}: exit ${rc}, round trip $(since "${t0}") s;" \
+    "$(echo "${reply}" | grep -E 'cusolver|seconds|error|rror' | tr -s ' ' | tr '\n' ';' | cut -c1-400)"
+  # The kept results ("  kept NAME: HANDLE (...)" lines).
+  for kept in $(echo "${reply}" | grep -oE 'kept [a-z_]+: [0-9a-f]+' | awk '{print $3}' | sort -u); do
+    ctl rm "${kept}" >/dev/null 2>&1
+  done
+}
+
+generate() {
+  local label=$1
+  shift
+  local t0 handle
+  t0=$(now)
+  handle=$(ctl generate "$@" 2>>"${out}/cli.txt")
+  log "  generate ${label}: exit $?, $(since "${t0}") s, handle ${handle:0:8}" >&2
+  echo "${handle}"
+}
+
+for n in ${sizes}; do
+  log "n=${n}"
+  a=$(generate "random ${n}" random "${n}" --seed=5)
+  for r in $(seq "${repeats}"); do
+    for d in 1 2; do factorize "LU n=${n} devices=${d} run ${r}" "${a}" --kind=lu --devices="${d}"; done
+  done
+  ctl rm "${a}" >/dev/null 2>&1
+  s=$(generate "identity ${n}" identity "${n}")
+  for r in $(seq "${repeats}"); do
+    for d in 1 2; do
+      factorize "Cholesky n=${n} devices=${d} run ${r}" "${s}" --kind=cholesky --devices="${d}"
+    done
+  done
+  ctl rm "${s}" >/dev/null 2>&1
+  ctl ls >>"${out}/cli.txt" 2>&1
+done
+
+kill "${pid}"
+wait "${pid}" 2>/dev/null
+log "done"
