@@ -371,9 +371,9 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
   // A distributed resident operand is read in place by a product over several GPUs that reads
   // its operands on the devices (Cannon copies each block's rows from the GPUs holding them);
   // gathered to the host for anything else.
-  const DistributedUse distributed =
-      request.devices() > 1 || *method != MultiplyMethod::kAuto ? DistributedUse::kInPlace
-                                                                 : DistributedUse::kGather;
+  const DistributedUse distributed = request.devices() > 1 || *method != MultiplyMethod::kAuto
+                                         ? DistributedUse::kInPlace
+                                         : DistributedUse::kGather;
   absl::StatusOr<InputMatrix> a =
       Operand(request.has_a_ref(), request.a(), request.a_ref(), "a", sources, distributed);
   if (!a.ok()) return a.status();

@@ -139,8 +139,8 @@ absl::StatusOr<OperandRectangles> RectanglesOf(const CannonOperand& operand,
       m.dtype() != operand.view.dtype) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": the distributed matrix is ", m.rows(), "x", m.cols(), " ",
-                     DTypeName(m.dtype()), ", its view ", operand.view.rows, "x",
-                     operand.view.cols, " ", DTypeName(operand.view.dtype)));
+                     DTypeName(m.dtype()), ", its view ", operand.view.rows, "x", operand.view.cols,
+                     " ", DTypeName(operand.view.dtype)));
   }
   return OperandRectangles::Of(m);
 }

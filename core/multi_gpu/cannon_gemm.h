@@ -36,11 +36,12 @@ struct CannonOperand {
   const DistributedResidentMatrix* distributed = nullptr;
 };
 
-// C = A B, A m x k and B k x n float64 matrices (row-major; see CannonOperand), on `devices` (CUDA ordinals, one NCCL rank each); C in host memory.
-// `times`, when not null, gets the phases' wall times; the blocks count against `memory_limit`
-// of each device, as the CUDA backend's do (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS
-// and NCCL as UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other dtypes, shapes that
-// do not agree (also a distributed matrix that is not its view's shape), or no device.
+// C = A B, A m x k and B k x n float64 matrices (row-major; see CannonOperand), on `devices` (CUDA
+// ordinals, one NCCL rank each); C in host memory. `times`, when not null, gets the phases' wall
+// times; the blocks count against `memory_limit` of each device, as the CUDA backend's do
+// (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS and NCCL as UNAVAILABLE/INTERNAL naming
+// the call; INVALID_ARGUMENT for other dtypes, shapes that do not agree (also a distributed matrix
+// that is not its view's shape), or no device.
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonOperand& a,
                                   const CannonOperand& b, CannonTimes* times = nullptr,
                                   const DeviceMemoryLimit& memory_limit = {});

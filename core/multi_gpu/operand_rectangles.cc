@@ -43,8 +43,7 @@ absl::StatusOr<OperandRectangles> OperandRectangles::Of(const DistributedResiden
 }
 
 absl::Status OperandRectangles::Copy(int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                     void* to, int64_t ld, int device,
-                                     cudaStream_t pulling) const {
+                                     void* to, int64_t ld, int device, cudaStream_t pulling) const {
   const size_t width = static_cast<size_t>(cols) * element_size_;
   const size_t target_pitch = static_cast<size_t>(ld) * element_size_;
   const size_t source_pitch = static_cast<size_t>(cols_) * element_size_;
@@ -60,10 +59,10 @@ absl::Status OperandRectangles::Copy(int64_t row0, int64_t rows, int64_t col0, i
       piece = &pieces_[static_cast<size_t>(layout_->Owner(row))];
       local_row = layout_->LocalRow(row);
     }
-    const auto* from = static_cast<const std::byte*>(piece->view.data) +
-                       (static_cast<size_t>(local_row) * static_cast<size_t>(cols_) +
-                        static_cast<size_t>(col0)) *
-                           element_size_;
+    const auto* from =
+        static_cast<const std::byte*>(piece->view.data) +
+        (static_cast<size_t>(local_row) * static_cast<size_t>(cols_) + static_cast<size_t>(col0)) *
+            element_size_;
     auto* into = static_cast<std::byte*>(to) + static_cast<size_t>(done) * target_pitch;
     MATRIXD_ASSIGN_OR_RETURN(cudaStream_t stream, piece->source.StreamFor(device, pulling));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(into, target_pitch, from, source_pitch, width,

@@ -97,8 +97,7 @@ class DistributedResidentTest : public ::testing::Test {
     ASSERT_TRUE(reference.ok()) << reference.status();
     double worst = 0.0;
     for (size_t i = 0; i < reference->c.As<double>().size(); ++i) {
-      worst = std::max(worst,
-                       std::abs(spread->c.As<double>()[i] - reference->c.As<double>()[i]));
+      worst = std::max(worst, std::abs(spread->c.As<double>()[i] - reference->c.As<double>()[i]));
     }
     EXPECT_LE(worst, 1e-13 * static_cast<double>(a.host.cols()));
   }
@@ -178,9 +177,9 @@ TEST_F(DistributedResidentTest, DeterminantReadInPlaceEqualsTheOneGpuDeterminant
 TEST_F(DistributedResidentTest, ProductOfTwoDistributedOperandsEqualsTheHostProduct) {
   // n < 512 (one block, on part 0), odd and not a multiple of 512, and a rectangular product whose
   // operands have different row counts.
-  for (const auto [m, k, n] : {std::array<int64_t, 3>{300, 300, 300},
-                               std::array<int64_t, 3>{1001, 1001, 1001},
-                               std::array<int64_t, 3>{1537, 1100, 700}}) {
+  for (const auto [m, k, n] :
+       {std::array<int64_t, 3>{300, 300, 300}, std::array<int64_t, 3>{1001, 1001, 1001},
+        std::array<int64_t, 3>{1537, 1100, 700}}) {
     const Generated a = MakeRandom(m, k, 21);
     const Generated b = MakeRandom(k, n, 22);
     ASSERT_NE(a.parts, nullptr);

@@ -35,8 +35,8 @@ class DistributedProductRpcTest : public ::testing::Test {
         MatrixServer::Start(*std::move(cuda), options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    client_ = std::make_unique<Client>(server_->address(),
-                                       ClientOptions{.deadline = absl::Seconds(60)});
+    client_ =
+        std::make_unique<Client>(server_->address(), ClientOptions{.deadline = absl::Seconds(60)});
   }
 
   std::string Generate(int64_t rows, int64_t cols, uint64_t seed, v1::ResidentLayout layout) {
@@ -64,8 +64,7 @@ class DistributedProductRpcTest : public ::testing::Test {
   }
 
   // C of `request` (devices = every GPU), checked against the CPU product of a and b.
-  std::vector<double> ExpectProduct(v1::MultiplyRequest request, const Matrix& a,
-                                    const Matrix& b) {
+  std::vector<double> ExpectProduct(v1::MultiplyRequest request, const Matrix& a, const Matrix& b) {
     request.set_devices(gpus_);
     absl::StatusOr<v1::MultiplyResponse> response = client_->Multiply(request);
     EXPECT_TRUE(response.ok()) << response.status();
