@@ -171,6 +171,11 @@ class MultiGpuBackend : public BackendWrapper {
           "transpose_a, transpose_b and block_size are not taken by a product over several "
           "GPUs; send op(A) and op(B) dense");
     }
+    if (options.verify) {
+      return absl::UnimplementedError(
+          "verify: Freivalds' check does not run on a product over several GPUs; multiply with "
+          "devices = 1 to have C checked");
+    }
     return absl::OkStatus();
   }
 
