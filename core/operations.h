@@ -194,6 +194,11 @@ struct MultiplyOptions {
   // > 1: one product over this many GPUs of the backend (float64, dense, no transposes).
   int devices = 1;
   MultiplyMethod method = MultiplyMethod::kAuto;
+  // An operand that is a distributed resident matrix read in place (its view then has null data):
+  // only a backend whose MultiplyReadsOnDevice is true for a product over several GPUs
+  // (IsMultiDeviceProduct) is given one.
+  const DistributedResidentMatrix* distributed_a = nullptr;
+  const DistributedResidentMatrix* distributed_b = nullptr;
   // Bit-identical repeats: Freivalds' vectors from kDeterministicFreivaldsSeed (core/freivalds.h).
   // REQUIRES: !allow_tf32.
   bool deterministic = false;

@@ -79,7 +79,8 @@ absl::StatusOr<InputMatrix> FromProto(const v1::Matrix& proto, absl::string_view
 // Only `owner`'s matrices and regions are found (NOT_FOUND for another client's).
 // A distributed resident matrix (layout DISTRIBUTED) is gathered into host memory (kGather:
 // RESOURCE_EXHAUSTED naming `layout` when it does not fit), unless `distributed` is kInPlace,
-// for an operation that reads the parts where they lie (Determinant with devices > 1).
+// for an operation that reads the parts where they lie (Determinant with devices > 1,
+// Multiply over several GPUs).
 absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegistry* registry,
                                       absl::string_view field,
                                       SharedMemoryRegistry* shared_memory = nullptr,

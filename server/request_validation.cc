@@ -379,11 +379,17 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
         "allow_tf32 is set with deterministic; a deterministic product runs in the operands' "
         "precision (TF32 results differ from float32 ones); leave one of them out");
   }
+  // A distributed resident operand is read in place by a product over several GPUs that reads
+  // its operands on the devices (Cannon copies each block's rows from the GPUs holding them);
+  // gathered to the host for anything else.
+  const DistributedUse distributed = request.devices() > 1 || *method != MultiplyMethod::kAuto
+                                         ? DistributedUse::kInPlace
+                                         : DistributedUse::kGather;
   absl::StatusOr<InputMatrix> a =
-      Operand(request.has_a_ref(), request.a(), request.a_ref(), "a", sources);
+      Operand(request.has_a_ref(), request.a(), request.a_ref(), "a", sources, distributed);
   if (!a.ok()) return a.status();
   absl::StatusOr<InputMatrix> b =
-      Operand(request.has_b_ref(), request.b(), request.b_ref(), "b", sources);
+      Operand(request.has_b_ref(), request.b(), request.b_ref(), "b", sources, distributed);
   if (!b.ok()) return b.status();
   MultiplyInputs inputs{.a = *std::move(a),
                         .b = *std::move(b),
@@ -400,6 +406,8 @@ absl::StatusOr<MultiplyInputs> ValidateRequest(const v1::MultiplyRequest& reques
     if (absl::Status s = inputs.a.CopyToHost(); !s.ok()) return s;
     if (absl::Status s = inputs.b.CopyToHost(); !s.ok()) return s;
   }
+  inputs.options.distributed_a = inputs.a.distributed();
+  inputs.options.distributed_b = inputs.b.distributed();
   if (absl::Status s = ValidateMultiply(inputs.a.view(), inputs.b.view(), inputs.options,
                                         LimitsFor(limits, {&inputs.a, &inputs.b}));
       !s.ok()) {

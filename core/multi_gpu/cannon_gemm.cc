@@ -14,13 +14,14 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/device_memory_resource.h"
 #include "core/cuda/device_vector.h"
 #include "core/memory_resource.h"
 #include "core/multi_gpu/nccl_status.h"
-#include "core/multi_gpu/operand_source.h"
+#include "core/multi_gpu/operand_rectangles.h"
 #include "core/status_macros.h"
 
 namespace matrixd::multi_gpu {
@@ -117,21 +118,31 @@ struct BlockSlot {
   Block c;
 };
 
-// Copies block (bi, bj) of the row-major matrix `m` (rows x cols, block nb; in host memory or on a
-// GPU, as `source` says) into `block` (row-major nb x nb, zeroed already: the padding beyond the
-// edges) on `rank`'s GPU, whose stream `pulling` copies from host memory.
-absl::Status CopyBlockUp(const MatrixView& m, const OperandSource& source, int64_t bi, int64_t bj,
-                         int64_t nb, double* block, int rank, cudaStream_t pulling) {
+// Copies block (bi, bj) of `m` (block nb) into `block` (row-major nb x nb, zeroed already: the
+// padding beyond the edges) on `rank`'s GPU, whose stream `pulling` copies from host memory.
+absl::Status CopyBlockUp(const OperandRectangles& m, int64_t bi, int64_t bj, int64_t nb,
+                         double* block, int rank, cudaStream_t pulling) {
   const int64_t row0 = bi * nb;
   const int64_t col0 = bj * nb;
-  const int64_t rows = std::clamp<int64_t>(m.rows - row0, 0, nb);
-  const int64_t cols = std::clamp<int64_t>(m.cols - col0, 0, nb);
+  const int64_t rows = std::clamp<int64_t>(m.rows() - row0, 0, nb);
+  const int64_t cols = std::clamp<int64_t>(m.cols() - col0, 0, nb);
   if (rows == 0 || cols == 0) return absl::OkStatus();
-  const double* from = reinterpret_cast<const double*>(m.data) + row0 * m.cols + col0;
-  MATRIXD_ASSIGN_OR_RETURN(cudaStream_t stream, source.StreamFor(rank, pulling));
-  return MATRIXD_CUDA_STATUS(cudaMemcpy2DAsync(block, nb * sizeof(double), from,
-                                               m.cols * sizeof(double), cols * sizeof(double), rows,
-                                               cudaMemcpyDefault, stream));
+  return m.Copy(row0, rows, col0, cols, block, nb, rank, pulling);
+}
+
+// The rectangles of `operand` (`field` names it in errors).
+absl::StatusOr<OperandRectangles> RectanglesOf(const CannonOperand& operand,
+                                               absl::string_view field) {
+  if (operand.distributed == nullptr) return OperandRectangles::Of(operand.view);
+  const DistributedResidentMatrix& m = *operand.distributed;
+  if (m.rows() != operand.view.rows || m.cols() != operand.view.cols ||
+      m.dtype() != operand.view.dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": the distributed matrix is ", m.rows(), "x", m.cols(), " ",
+                     DTypeName(m.dtype()), ", its view ", operand.view.rows, "x", operand.view.cols,
+                     " ", DTypeName(operand.view.dtype)));
+  }
+  return OperandRectangles::Of(m);
 }
 
 absl::Status SynchronizeComputeStreams(const std::vector<std::unique_ptr<GpuRank>>& ranks) {
@@ -153,6 +164,15 @@ int CannonGridSide(int gpus) {
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixView& a,
                                   const MatrixView& b, CannonTimes* times,
                                   const DeviceMemoryLimit& memory_limit) {
+  return CannonGemm(devices, CannonOperand{.view = a}, CannonOperand{.view = b}, times,
+                    memory_limit);
+}
+
+absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonOperand& a_operand,
+                                  const CannonOperand& b_operand, CannonTimes* times,
+                                  const DeviceMemoryLimit& memory_limit) {
+  const MatrixView& a = a_operand.view;
+  const MatrixView& b = b_operand.view;
   if (devices.empty()) return absl::InvalidArgumentError("CannonGemm: no devices");
   if (a.dtype != DType::kFloat64 || b.dtype != DType::kFloat64) {
     return absl::InvalidArgumentError("CannonGemm takes float64 operands");
@@ -181,8 +201,8 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
   // Grid position p = i q + j lives on rank p mod R. Initial skew: (i, j) holds A(i, j + i) and
   // B(i + j, j), indices mod q.
   const auto start = std::chrono::steady_clock::now();
-  MATRIXD_ASSIGN_OR_RETURN(const OperandSource a_source, OperandSource::Of(a));
-  MATRIXD_ASSIGN_OR_RETURN(const OperandSource b_source, OperandSource::Of(b));
+  MATRIXD_ASSIGN_OR_RETURN(const OperandRectangles a_source, RectanglesOf(a_operand, "a"));
+  MATRIXD_ASSIGN_OR_RETURN(const OperandRectangles b_source, RectanglesOf(b_operand, "b"));
   std::vector<BlockSlot> slots(static_cast<size_t>(q * q));
   // Destroyed before the slots: no transfer may still read or write a block given back.
   const absl::Cleanup drain = [&ranks] {
@@ -206,9 +226,9 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
     for (int j = 0; j < q; ++j) {
       BlockSlot& slot = slots[i * q + j];
       const GpuRank& rank = *ranks[slot.rank];
-      MATRIXD_RETURN_IF_ERROR(CopyBlockUp(a, a_source, i, (j + i) % q, nb, slot.a[0].data(),
+      MATRIXD_RETURN_IF_ERROR(CopyBlockUp(a_source, i, (j + i) % q, nb, slot.a[0].data(),
                                           rank.device, rank.compute.get()));
-      MATRIXD_RETURN_IF_ERROR(CopyBlockUp(b, b_source, (i + j) % q, j, nb, slot.b[0].data(),
+      MATRIXD_RETURN_IF_ERROR(CopyBlockUp(b_source, (i + j) % q, j, nb, slot.b[0].data(),
                                           rank.device, rank.compute.get()));
     }
   }

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/backend.h"
+#include "core/distributed_resident_matrix.h"
 #include "core/matrix.h"
 
 namespace matrixd::multi_gpu {
@@ -26,12 +27,25 @@ struct CannonTimes {
   double gather_seconds = 0.0;   // back to the host
 };
 
-// C = A B, A m x k and B k x n float64 matrices (row-major; each in host memory or on any GPU,
-// see operand_source.h), on `devices` (CUDA ordinals, one NCCL rank each); C in host memory.
-// `times`, when not null, gets the phases' wall times; the blocks count against `memory_limit`
-// of each device, as the CUDA backend's do (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS
-// and NCCL as UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other dtypes, shapes that
-// do not agree, or no device.
+// An operand of CannonGemm: `view` (host memory or any one GPU, see operand_source.h) or, when
+// `distributed` is set, that distributed resident matrix read from its parts where they lie, each
+// block's rows copied straight from the GPUs holding them (operand_rectangles.h); `view` then gives
+// only its shape and dtype. The parts may lie on GPUs that are not among the product's devices.
+struct CannonOperand {
+  MatrixView view;
+  const DistributedResidentMatrix* distributed = nullptr;
+};
+
+// C = A B, A m x k and B k x n float64 matrices (row-major; see CannonOperand), on `devices` (CUDA
+// ordinals, one NCCL rank each); C in host memory. `times`, when not null, gets the phases' wall
+// times; the blocks count against `memory_limit` of each device, as the CUDA backend's do
+// (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS and NCCL as UNAVAILABLE/INTERNAL naming
+// the call; INVALID_ARGUMENT for other dtypes, shapes that do not agree (also a distributed matrix
+// that is not its view's shape), or no device.
+absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonOperand& a,
+                                  const CannonOperand& b, CannonTimes* times = nullptr,
+                                  const DeviceMemoryLimit& memory_limit = {});
+// The same of two views.
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixView& a,
                                   const MatrixView& b, CannonTimes* times = nullptr,
                                   const DeviceMemoryLimit& memory_limit = {});

@@ -73,7 +73,9 @@ class MultiGpuBackend : public BackendWrapper {
     if (IsCancelled(control)) return absl::CancelledError("multiply cancelled");
     const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
     CannonTimes times;
-    absl::StatusOr<Matrix> c = CannonGemm(used, a, b, &times, memory_limit_);
+    absl::StatusOr<Matrix> c =
+        CannonGemm(used, {.view = a, .distributed = options.distributed_a},
+                   {.view = b, .distributed = options.distributed_b}, &times, memory_limit_);
     if (!c.ok()) {
       return absl::Status(c.status().code(), absl::StrCat("Cannon's product on ", options.devices,
                                                           " GPUs: ", c.status().message()));
@@ -190,8 +192,8 @@ class MultiGpuBackend : public BackendWrapper {
     return CannonDeviceBytesPerGpu(a.rows, a.cols, b.cols, std::max(options.devices, 1));
   }
 
-  // Cannon scatters its operands from wherever they lie (operand_source.h); C comes back to host
-  // memory.
+  // Cannon scatters its operands from wherever they lie (operand_source.h), a distributed
+  // resident matrix from its parts (operand_rectangles.h); C comes back to host memory.
   bool MultiplyReadsOnDevice(const MatrixView& a, const MatrixView& b,
                              const MultiplyOptions& options) const override {
     if (!IsMultiDeviceProduct(options)) return target().MultiplyReadsOnDevice(a, b, options);
@@ -220,6 +222,11 @@ class MultiGpuBackend : public BackendWrapper {
       return absl::UnimplementedError(
           "transpose_a, transpose_b and block_size are not taken by a product over several "
           "GPUs; send op(A) and op(B) dense");
+    }
+    if (options.verify) {
+      return absl::UnimplementedError(
+          "verify: Freivalds' check does not run on a product over several GPUs; multiply with "
+          "devices = 1 to have C checked");
     }
     return absl::OkStatus();
   }

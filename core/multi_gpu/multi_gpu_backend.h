@@ -7,8 +7,10 @@
 // start the server with one MPI rank per GPU (core/distributed runs it there).
 //
 // All three read their operands where they lie, host memory or a GPU (operand_source.h), so a
-// resident operand needs no copy to the host. The per-GPU bytes below are what each of the
-// `devices` GPUs needs: the server reserves them on every one (JobSpec::device_span).
+// resident operand needs no copy to the host; a distributed resident matrix
+// (MultiplyOptions::distributed_a/_b, DeterminantOptions::distributed) is read from its parts. The
+// per-GPU bytes below are what each of the `devices` GPUs needs: the server reserves them on every
+// one (JobSpec::device_span).
 #ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 #define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 

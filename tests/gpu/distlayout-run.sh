@@ -10,7 +10,12 @@
 #      `--layout distributed` (one stream, then 4 parts) and downloaded again (cmp);
 #   3. `det --devices 1` of the single matrix and `det --devices 2` of the distributed one (the
 #      same log|det| expected; REPEATS times, the first warms up), with generate times;
-#   4. BIG (default 100000, float64, 80 GB): `generate --layout distributed`, then `det --devices 2`,
+#   4. products (issue 10, Cannon reading distributed operands in place): two generated float64
+#      PRODUCT_N x PRODUCT_N matrices (default 32768), single-device and `--layout distributed`:
+#      `multiply --keep` of the single ones on 1 GPU and with `--devices 2` (Cannon), and of the
+#      distributed ones with `--devices 2` (REPEATS times each; each kept C removed at once); the
+#      server's compute time and Cannon's scatter/rounds/gather split go to stats.txt;
+#   5. BIG (default 100000, float64, 80 GB): `generate --layout distributed`, then `det --devices 2`,
 #      only where each GPU has more than 100 GB (H200).
 # Every step runs under `timeout`; a failure stops nothing else. Output in $OUT (summary.txt,
 # cli.txt, matrixd.log, the tests' logs), tarred into $OUT/distlayout-logs.tar.gz at the end.
@@ -23,8 +28,8 @@
 #       build/tests/matrixd_server_test
 # then through the device tool, carry [".gpu"], kind nvidia-h200-x2:
 #   tests/gpu/distlayout-run.sh
-# Knobs: N=8191 (round trip and det), SIZES="32768" (timed dets), REPEATS=2, BIG=100000 (0 skips
-# step 4), GATE=1 (0 skips step 1), BIN (default .gpu/bin), BACKEND=cuda (cpu: a dry run of the
+# Knobs: N=8191 (round trip and det), SIZES="32768" (timed dets), PRODUCT_N=32768 (0 skips step
+# 4), REPEATS=2, BIG=100000 (0 skips step 5), GATE=1 (0 skips step 1), BIN (default .gpu/bin), BACKEND=cuda (cpu: a dry run of the
 # script without a GPU, where every distributed call is refused).
 set -uo pipefail
 # shellcheck source=tests/gpu/run_lib.sh
@@ -116,6 +121,51 @@ for size in ${sizes}; do
   done
   ctl rm "${s}" "${d}" >/dev/null 2>&1
 done
+
+# Step 4: products. keep_only H...: removes every resident matrix but H... (the kept C's).
+keep_only() {
+  ctl ls 2>/dev/null | awk '$1 ~ /^[0-9a-f]+$/ && length($1) == 32 {print $1}' |
+    while read -r h; do
+      case " $* " in *" ${h} "*) ;; *) ctl rm "${h}" >/dev/null 2>&1 ;; esac
+    done
+}
+product_n=${PRODUCT_N:-32768}
+if [ "${product_n}" -gt 0 ]; then
+  log "products n=${product_n} (multiply --keep; C removed after each)"
+  sa=$(generate "single A ${product_n}" random "${product_n}" --seed=13)
+  sb=$(generate "single B ${product_n}" random "${product_n}" --seed=14)
+  da=$(generate "distributed A ${product_n}" random "${product_n}" --seed=13 --layout=distributed)
+  db=$(generate "distributed B ${product_n}" random "${product_n}" --seed=14 --layout=distributed)
+  ctl ls >>"${out}/cli.txt" 2>&1
+  for r in $(seq "${repeats}"); do
+    timed "multiply single ${product_n} devices=1 run ${r}" multiply "@${sa:0:8}" "@${sb:0:8}" --keep
+    keep_only "${sa}" "${sb}" "${da}" "${db}"
+    timed "multiply single ${product_n} devices=2 run ${r}" multiply "@${sa:0:8}" "@${sb:0:8}" \
+      --keep --devices=2
+    keep_only "${sa}" "${sb}" "${da}" "${db}"
+    timed "multiply distributed ${product_n} devices=2 run ${r}" multiply "@${da:0:8}" "@${db:0:8}" \
+      --keep --devices=2
+    keep_only "${sa}" "${sb}" "${da}" "${db}"
+  done
+  # A small product of the distributed pair inline, against the single pair's (the same matrices).
+  small=2001
+  sa2=$(generate "single A ${small}" random "${small}" --seed=15)
+  da2=$(generate "distributed A ${small}" random "${small}" --seed=15 --layout=distributed)
+  ctl multiply "@${sa2:0:8}" "@${sa2:0:8}" --output="${out}/c-single.npy" >>"${out}/cli.txt" 2>&1
+  ctl multiply "@${da2:0:8}" "@${da2:0:8}" --devices=2 --output="${out}/c-spread.npy" \
+    >>"${out}/cli.txt" 2>&1
+  if command -v python3 >/dev/null && python3 -c 'import numpy' 2>/dev/null; then
+    log "  C of ${small} distributed (Cannon) vs single GPU: max |diff| $(python3 -c "
+import numpy as np
+a = np.load('${out}/c-single.npy'); b = np.load('${out}/c-spread.npy')
+print(np.abs(a - b).max(), 'of max |c|', np.abs(a).max())" 2>&1)"
+  else
+    log "  C of ${small}: no numpy here; compare ${out}/c-*.npy by hand"
+  fi
+  rm -f "${out}"/c-*.npy
+  keep_only
+  grep -E '^### multiply|compute|cannon' "${out}/cli.txt" >"${out}/stats.txt" 2>/dev/null
+fi
 
 smallest=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | sort -n | head -1)
 if [ "${big}" -gt 0 ] && [ "${smallest:-0}" -gt 100000 ]; then

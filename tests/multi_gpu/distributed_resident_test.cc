@@ -1,16 +1,21 @@
 // Distributed resident matrices on the GPUs of this process (core/distributed_resident_matrix.h):
 // each part in device memory of its own GPU (the CUDA backend's resident matrices), generated in
 // place by the device kernel bit for bit as on the host, uploaded in odd pieces and gathered
-// back, and the determinant over every GPU read from the parts in place equal to the one-GPU
-// determinant of the same matrix. Skips with fewer than 2 CUDA devices.
+// back, the determinant over every GPU read from the parts in place equal to the one-GPU
+// determinant of the same matrix, and Cannon's product of distributed operands read from the parts
+// in place equal to the product of their host copies. Skips with fewer than 2 CUDA devices.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
+#include "core/cpu/cpu_backend.h"
 #include "core/distributed_resident_matrix.h"
 #include "core/job_control.h"
 #include "core/make_backend.h"
@@ -53,8 +58,53 @@ class DistributedResidentTest : public ::testing::Test {
     return matrix.ok() ? *std::move(matrix) : nullptr;
   }
 
+  // A random float64 distributed matrix and its host copy.
+  struct Generated {
+    std::unique_ptr<DistributedResidentMatrix> parts;
+    Matrix host;
+  };
+  Generated MakeRandom(int64_t rows, int64_t cols, uint64_t seed) {
+    Generated m{Make(rows, cols, DType::kFloat64), Matrix(rows, cols, DType::kFloat64)};
+    if (m.parts == nullptr) return m;
+    EXPECT_TRUE(GenerateInto(*m.parts, {.kind = GeneratorKind::kRandom, .seed = seed}).ok());
+    EXPECT_TRUE(m.parts->Read(0, {m.host.mutable_bytes(), m.host.byte_size()}).ok());
+    return m;
+  }
+
+  // Cannon's product on `devices` GPUs of `a` and `b` (each read from its parts in place, or from
+  // its host copy) equals, bit for bit, Cannon's product of the host copies, and the CPU product
+  // within rounding.
+  void ExpectProduct(const Generated& a, const Generated& b, bool a_in_place, bool b_in_place,
+                     int devices) {
+    SCOPED_TRACE(testing::Message() << a.host.rows() << "x" << a.host.cols() << " times "
+                                    << b.host.rows() << "x" << b.host.cols() << " on " << devices
+                                    << " GPUs, in place: " << a_in_place << b_in_place);
+    const MatrixView a_view = a_in_place ? a.parts->view() : a.host.view();
+    const MatrixView b_view = b_in_place ? b.parts->view() : b.host.view();
+    MultiplyOptions options{.devices = devices, .method = MultiplyMethod::kCannon};
+    ASSERT_TRUE(backend_->MultiplyReadsOnDevice(a_view, b_view, options));
+    options.distributed_a = a_in_place ? a.parts.get() : nullptr;
+    options.distributed_b = b_in_place ? b.parts.get() : nullptr;
+    JobControl control;
+    auto spread = backend_->Multiply(a_view, b_view, options, &control);
+    ASSERT_TRUE(spread.ok()) << spread.status();
+    const MultiplyOptions from_host{.devices = devices, .method = MultiplyMethod::kCannon};
+    auto host = backend_->Multiply(a.host.view(), b.host.view(), from_host, &control);
+    ASSERT_TRUE(host.ok()) << host.status();
+    ASSERT_EQ(spread->c.byte_size(), host->c.byte_size());
+    EXPECT_EQ(std::memcmp(spread->c.bytes(), host->c.bytes(), host->c.byte_size()), 0);
+    auto reference = cpu_->Multiply(a.host.view(), b.host.view(), {}, &control);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    double worst = 0.0;
+    for (size_t i = 0; i < reference->c.As<double>().size(); ++i) {
+      worst = std::max(worst, std::abs(spread->c.As<double>()[i] - reference->c.As<double>()[i]));
+    }
+    EXPECT_LE(worst, 1e-13 * static_cast<double>(a.host.cols()));
+  }
+
   int gpus_ = 0;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> cpu_ = MakeCpuBackend({.threads = 0});
 };
 
 TEST_F(DistributedResidentTest, GeneratedOnEveryGpuEqualsTheHostGeneratorBitForBit) {
@@ -122,6 +172,52 @@ TEST_F(DistributedResidentTest, DeterminantReadInPlaceEqualsTheOneGpuDeterminant
                 absl::StatusCode::kFailedPrecondition);
     }
   }
+}
+
+TEST_F(DistributedResidentTest, ProductOfTwoDistributedOperandsEqualsTheHostProduct) {
+  // n < 512 (one block, on part 0), odd and not a multiple of 512, and a rectangular product whose
+  // operands have different row counts.
+  for (const auto [m, k, n] :
+       {std::array<int64_t, 3>{300, 300, 300}, std::array<int64_t, 3>{1001, 1001, 1001},
+        std::array<int64_t, 3>{1537, 1100, 700}}) {
+    const Generated a = MakeRandom(m, k, 21);
+    const Generated b = MakeRandom(k, n, 22);
+    ASSERT_NE(a.parts, nullptr);
+    ASSERT_NE(b.parts, nullptr);
+    ExpectProduct(a, b, true, true, gpus_);
+  }
+}
+
+TEST_F(DistributedResidentTest, ProductOfADistributedAndAHostOperandEqualsTheHostProduct) {
+  const Generated a = MakeRandom(1029, 777, 23);
+  const Generated b = MakeRandom(777, 1029, 24);
+  ASSERT_NE(a.parts, nullptr);
+  ASSERT_NE(b.parts, nullptr);
+  ExpectProduct(a, b, true, false, gpus_);
+  ExpectProduct(a, b, false, true, gpus_);
+}
+
+TEST_F(DistributedResidentTest, ProductOnFewerGpusThanPartsReadsEveryPart) {
+  // The parts lie on every GPU; the product runs on 1 .. all of them.
+  const Generated a = MakeRandom(1100, 1100, 25);
+  ASSERT_NE(a.parts, nullptr);
+  for (int devices = 1; devices <= gpus_; ++devices) ExpectProduct(a, a, true, true, devices);
+}
+
+TEST_F(DistributedResidentTest, ADistributedOperandOfAnotherShapeThanItsViewIsRefused) {
+  const Generated a = MakeRandom(600, 600, 26);
+  ASSERT_NE(a.parts, nullptr);
+  const Matrix b(500, 500, DType::kFloat64);
+  MatrixView wrong = a.parts->view();
+  wrong.rows = 500;
+  wrong.cols = 500;
+  JobControl control;
+  const MultiplyOptions options{
+      .devices = gpus_, .method = MultiplyMethod::kCannon, .distributed_a = a.parts.get()};
+  auto c = backend_->Multiply(wrong, b.view(), options, &control);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("a: the distributed matrix is 600x600"), std::string::npos)
+      << c.status();
 }
 
 }  // namespace

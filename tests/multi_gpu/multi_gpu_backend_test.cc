@@ -201,6 +201,11 @@ TEST(MultiGpuBackend, RefusesWhatCannonDoesNotTakeNamingTheField) {
   absl::Status cublasmp = supports(a, {.method = MultiplyMethod::kCublasMp});
   EXPECT_EQ(cublasmp.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(cublasmp.message()), HasSubstr("CUBLASMP"));
+  // Freivalds' check is not run over several GPUs: refused, not silently skipped.
+  absl::Status verified =
+      supports(a, {.verify = true, .devices = 1, .method = MultiplyMethod::kCannon});
+  EXPECT_EQ(verified.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(verified.message()), HasSubstr("verify: Freivalds' check"));
   // The ordinary single-device product still goes through.
   EXPECT_TRUE(supports(f, {}).ok());
 }

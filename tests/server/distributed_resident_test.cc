@@ -1,11 +1,13 @@
 // Distributed resident matrices (layout DISTRIBUTED) without a GPU: the registry charges each
 // device's admission its part and gives it back, refuses the layout with fewer than 2 devices
 // naming `layout`, and an operand taken from one is gathered to the host or left in place; the
-// RPCs of a CPU server refuse the layout. (The CPU backend's host matrices stand in for the
+// RPCs of a CPU server refuse the layout; a product over several (fake) devices through gRPC reads
+// the parts in place. (The CPU backend's host matrices stand in for the
 // parts; the GPU run is tests/multi_gpu/distributed_resident_test.cc.)
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "client/client.h"
@@ -16,6 +18,7 @@
 #include "server/matrix_conversion.h"
 #include "server/memory_admission.h"
 #include "server/resident_registry.h"
+#include "tests/server/fake_device_backend.h"
 #include "tests/server/test_server.h"
 
 namespace matrixd::server {
@@ -188,6 +191,42 @@ TEST_F(DistributedRpcTest, AnUnknownLayoutIsInvalidArgumentAndSingleIsReported) 
   ASSERT_TRUE(made.ok()) << made.status();
   EXPECT_EQ(made->layout(), v1::RESIDENT_LAYOUT_SINGLE_DEVICE);
   EXPECT_TRUE(client().Release(made->handle()).ok());
+}
+
+// A product over 2 (fake) devices through gRPC takes distributed operands in place, from their
+// parts; one over 1 device gathers them to the host first. Same C either way.
+TEST(DistributedProductRpc, AProductOverSeveralDevicesReadsThePartsInPlace) {
+  auto owned = std::make_unique<testing::FakeDeviceBackend>(2);
+  testing::FakeDeviceBackend& backend = *owned;
+  std::unique_ptr<MatrixServer> server = testing::StartTestServer(std::move(owned));
+  ASSERT_NE(server, nullptr);
+  Client client(server->address(), {.deadline = absl::Seconds(20)});
+  std::vector<std::string> handles;
+  for (const uint64_t seed : {1, 2}) {
+    v1::GenerateRequest generate;
+    generate.set_rows(5);  // 5 x 5: small enough for the fake devices' 1000 bytes
+    generate.set_cols(5);
+    generate.set_dtype(v1::DTYPE_FLOAT64);
+    generate.set_generator(v1::GENERATOR_RANDOM);
+    generate.set_seed(seed);
+    generate.set_layout(v1::RESIDENT_LAYOUT_DISTRIBUTED);
+    absl::StatusOr<v1::ResidentMatrix> made = client.Generate(generate);
+    ASSERT_TRUE(made.ok()) << made.status();
+    handles.push_back(made->handle());
+  }
+  std::vector<std::string> products;
+  for (const int devices : {2, 1}) {
+    v1::MultiplyRequest request;
+    request.mutable_a_ref()->set_handle(handles[0]);
+    request.mutable_b_ref()->set_handle(handles[1]);
+    request.set_devices(devices);
+    absl::StatusOr<v1::MultiplyResponse> response = client.Multiply(request);
+    ASSERT_TRUE(response.ok()) << devices << " devices: " << response.status();
+    EXPECT_EQ(response->c().rows(), 5);
+    products.push_back(response->c().data());
+    EXPECT_EQ(backend.distributed_operands(), 2) << devices << " devices";
+  }
+  EXPECT_EQ(products[0], products[1]);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // matrices live in host memory but say they are on their device (a device view with that
 // device_index), and its determinants read them there and record where they ran. It takes products
 // and determinants over several of its devices (devices > 1), as the multi-GPU CUDA backend does,
-// and runs them as one-device ones.
+// and runs them as one-device ones; such a product reads its operands in place, a distributed
+// resident one from its parts (it counts those, distributed_operands()).
 #ifndef MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
 #define MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
 
@@ -24,6 +25,7 @@
 #include "core/backend.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/resident_matrix.h"
+#include "core/distributed_resident_matrix.h"
 #include "core/resident_matrix.h"
 
 namespace matrixd::server::testing {
@@ -119,7 +121,19 @@ class FakeDeviceBackend final : public Backend {
     MultiplyOptions one = options;
     one.devices = 1;
     one.method = MultiplyMethod::kAuto;
-    return cpu_->Multiply(a, b, one, control);
+    one.distributed_a = nullptr;
+    one.distributed_b = nullptr;
+    Matrix gathered_a;
+    Matrix gathered_b;
+    absl::StatusOr<MatrixView> host_a = HostView(a, options.distributed_a, gathered_a);
+    if (!host_a.ok()) return host_a.status();
+    absl::StatusOr<MatrixView> host_b = HostView(b, options.distributed_b, gathered_b);
+    if (!host_b.ok()) return host_b.status();
+    return cpu_->Multiply(*host_a, *host_b, one, control);
+  }
+  bool MultiplyReadsOnDevice(const MatrixView& /*a*/, const MatrixView& /*b*/,
+                             const MultiplyOptions& options) const override {
+    return IsMultiDeviceProduct(options);
   }
   absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                             JobControl* control) override {
@@ -161,12 +175,37 @@ class FakeDeviceBackend final : public Backend {
     };
     return mutex_.AwaitWithTimeout(absl::Condition(&started), absl::Seconds(10));
   }
+  // How many distributed resident operands products have read from their parts.
+  int distributed_operands() const {
+    absl::MutexLock lock(&mutex_);
+    return distributed_operands_;
+  }
   // Lets held products finish; idempotent.
   void Release() {
     if (!release_.HasBeenNotified()) release_.Notify();
   }
 
  private:
+  // `m` as host memory: a fake device view is, and a distributed matrix is gathered from its
+  // parts into `gathered`.
+  absl::StatusOr<MatrixView> HostView(const MatrixView& m,
+                                      const DistributedResidentMatrix* distributed,
+                                      Matrix& gathered) {
+    MatrixView host = m;
+    host.space = MemorySpace::kHost;
+    if (distributed == nullptr) return host;
+    {
+      absl::MutexLock lock(&mutex_);
+      ++distributed_operands_;
+    }
+    gathered = Matrix(m.rows, m.cols, m.dtype);
+    if (absl::Status read = distributed->Read(0, {gathered.mutable_bytes(), gathered.byte_size()});
+        !read.ok()) {
+      return read;
+    }
+    return gathered.view();
+  }
+
   static OperationQuery OneDevice(OperationQuery query) {
     query.multiply.devices = 1;
     query.multiply.method = MultiplyMethod::kAuto;
@@ -181,6 +220,7 @@ class FakeDeviceBackend final : public Backend {
   std::vector<int> placed_ ABSL_GUARDED_BY(mutex_);
   std::vector<int> determinants_placed_ ABSL_GUARDED_BY(mutex_);
   std::vector<int> allocated_on_ ABSL_GUARDED_BY(mutex_);
+  int distributed_operands_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace matrixd::server::testing
