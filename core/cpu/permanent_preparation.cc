@@ -378,15 +378,25 @@ HeadWalkPlan ChooseHeadWalk(std::span<const double> a, int n, PermanentMethod me
   return best;
 }
 
+double SparseWalkCost(std::span<const double> ordered, int n, PermanentMethod method,
+                      walk::RealArithmetic arithmetic, SparseWalkCostModel model) {
+  const double block_walk = EstimatePermanentWalkCost(ordered, n, method, arithmetic).sparse;
+  if (model == SparseWalkCostModel::kCpu) return block_walk;
+  const HeadWalkPlan head = ChooseHeadWalk(ordered, n, method, arithmetic);
+  return head.head_rows > 0 ? head.cost : kGpuBlockWalkCountFactor * block_walk;
+}
+
 PermanentWalk PrepareRealPermanentWalk(std::vector<double>& a, int n, PermanentMethod method,
                                        walk::RealArithmetic arithmetic, PermanentWalk asked,
-                                       double max_sparse_cost_ratio) {
+                                       double max_sparse_cost_ratio, SparseWalkCostModel model) {
   if (asked == PermanentWalk::kDense) return PermanentWalk::kDense;
   std::vector<double> ordered = a;
   OrderForSparseWalk(ordered, n, method);
   if (asked == PermanentWalk::kAuto) {
-    const PermanentWalkCost cost = EstimatePermanentWalkCost(ordered, n, method, arithmetic);
-    if (cost.sparse > max_sparse_cost_ratio * cost.dense) return PermanentWalk::kDense;
+    const double dense = EstimatePermanentWalkCost(ordered, n, method, arithmetic).dense;
+    if (SparseWalkCost(ordered, n, method, arithmetic, model) > max_sparse_cost_ratio * dense) {
+      return PermanentWalk::kDense;
+    }
   }
   a = std::move(ordered);
   return PermanentWalk::kSparse;

@@ -141,23 +141,29 @@ HeadWalkPlan ChooseHeadWalk(std::span<const double> a, int n, PermanentMethod me
 // the count.
 inline constexpr double kSparsePermanentCostRatio = 0.8;
 
-// kAuto's margin on the GPU (core/cuda/permanent.cu), measured on an H100 at n = 36 (30 %-dense
-// matrices, docs/benchmarks.md): there the sparse walk's per-block branches and serial suffix
-// products cost about 3 x what the count says (count 0.21 of the dense walk's: 0.66 of its time;
-// 0.28: 0.90; FAST 0.34: 1.29), so it pays under EXTENDED up to about 0.3, and never under FAST,
-// whose dense walk already runs at twice the FP64 floor. The GPU's sparse walk is now the head walk
-// wherever a head fits (ChooseHeadWalk, counted at 0.48-0.53 of the dense walk on such matrices);
-// this margin, set for the block walk, stays until the head walk is measured.
-inline double GpuSparsePermanentCostRatio(walk::RealArithmetic arithmetic) {
-  return arithmetic == walk::RealArithmetic::kFast ? 0.0 : 0.3;
-}
+// How kAuto prices the sparse walk against the dense one. kCpu: the CPU's block walk by its count
+// (EstimatePermanentWalkCost). kGpu: the GPU's sparse walk (core/cuda/permanent.cu), the head walk
+// where a head fits, by its count (ChooseHeadWalk), which its time follows on an H100 (n = 36,
+// 30 %-dense, docs/benchmarks.md: counts 0.56-0.57 of the dense walk's took 0.55-0.58 of its time
+// under EXTENDED, 0.62 took 0.71 under FAST); else the block walk, by kGpuBlockWalkCountFactor x
+// its count (its per-block branches and serial suffix products: counts 0.21 / 0.28 / FAST 0.34
+// took 0.66 / 0.90 / 1.29 of the dense walk's time).
+enum class SparseWalkCostModel { kCpu, kGpu };
+inline constexpr double kGpuBlockWalkCountFactor = 4.0;
+
+// The estimated cost per term of the sparse walk of the ordered matrix a under `model`, in the
+// units of EstimatePermanentWalkCost.
+double SparseWalkCost(std::span<const double> ordered, int n, PermanentMethod method,
+                      walk::RealArithmetic arithmetic, SparseWalkCostModel model);
 
 // The walk of the scaled real matrix a that `asked` resolves to, kAuto by the estimate: kSparse
-// when its cost is at most max_sparse_cost_ratio of the dense walk's once a is ordered. When the
-// answer is kSparse, a is left ordered (OrderForSparseWalk); otherwise unchanged.
+// when its cost (SparseWalkCost under `model`) is at most max_sparse_cost_ratio of the dense
+// walk's once a is ordered. When the answer is kSparse, a is left ordered (OrderForSparseWalk);
+// otherwise unchanged.
 PermanentWalk PrepareRealPermanentWalk(std::vector<double>& a, int n, PermanentMethod method,
                                        walk::RealArithmetic arithmetic, PermanentWalk asked,
-                                       double max_sparse_cost_ratio = kSparsePermanentCostRatio);
+                                       double max_sparse_cost_ratio = kSparsePermanentCostRatio,
+                                       SparseWalkCostModel model = SparseWalkCostModel::kCpu);
 
 // The precision a real walk runs at when `asked` for: FAST only for Glynn, whose terms cancel
 // little; Ryser's cancel by up to 10 orders of magnitude (7 for a random positive n = 16 matrix),

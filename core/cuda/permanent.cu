@@ -485,13 +485,14 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
         options.walk == PermanentWalk::kSparse ? PermanentWalk::kSparse : PermanentWalk::kDense;
     return std::complex<double>(0.0);
   }
-  // The walk by the estimate of core/cpu/permanent_preparation.h with the GPU's margin (its
-  // sparse walk costs more per counted operation than the CPU's).
+  // The walk by the estimate of core/cpu/permanent_preparation.h, priced as the GPU's sparse walk
+  // runs (the head walk where a head fits).
   const walk::RealArithmetic arithmetic =
       cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision, method).arithmetic();
   result->walk_used =
       cpu::PrepareRealPermanentWalk(rows.entries, n, method, arithmetic, options.walk,
-                                    cpu::GpuSparsePermanentCostRatio(arithmetic));
+                                    cpu::kSparsePermanentCostRatio,
+                                    cpu::SparseWalkCostModel::kGpu);
   const RealWalkKind kind = result->walk_used == PermanentWalk::kSparse
                                 ? SparseWalkKind(rows.entries, n, method, arithmetic)
                                 : RealWalkKind{};

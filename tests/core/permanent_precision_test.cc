@@ -210,9 +210,10 @@ TEST_P(PermanentPrecisionTest, OffGridMatrixAgreesAcrossPrecisionsAndWalks) {
   }
 }
 
-// The CPU takes the sparse walk of a 30 %-dense matrix in both precisions; the GPU, whose sparse
-// walk costs about 3 x its count (GpuSparsePermanentCostRatio), under EXTENDED only. Both take
-// the dense walk of a dense matrix.
+// Each backend takes the walk its cost model (SparseWalkCostModel: the CPU's block walk; the GPU's
+// head walk where a head fits, else its block walk at 4 x the count) puts under the margin; the
+// CPU takes the sparse walk of a 30 %-dense matrix in both precisions, and both take the dense
+// walk of a dense matrix.
 TEST_P(PermanentPrecisionTest, AutoWalkFollowsTheCostEstimate) {
   const int n = 10;
   const std::vector<int64_t> sparse = RandomIntegers(n, 1309, 1, 9, 0.3);
@@ -233,13 +234,15 @@ TEST_P(PermanentPrecisionTest, AutoWalkFollowsTheCostEstimate) {
               .arithmetic();
       std::vector<double> ordered = rows->entries;
       cpu::OrderForSparseWalk(ordered, n, result->method_used);
-      const cpu::PermanentWalkCost cost =
-          cpu::EstimatePermanentWalkCost(ordered, n, result->method_used, arithmetic);
-      const double margin =
-          gpu ? cpu::GpuSparsePermanentCostRatio(arithmetic) : cpu::kSparsePermanentCostRatio;
-      const PermanentWalk want =
-          cost.sparse <= margin * cost.dense ? PermanentWalk::kSparse : PermanentWalk::kDense;
-      if (!is_sparse || (gpu && precision == PermanentPrecision::kFast)) {
+      const double dense_cost =
+          cpu::EstimatePermanentWalkCost(ordered, n, result->method_used, arithmetic).dense;
+      const double sparse_cost = cpu::SparseWalkCost(
+          ordered, n, result->method_used, arithmetic,
+          gpu ? cpu::SparseWalkCostModel::kGpu : cpu::SparseWalkCostModel::kCpu);
+      const PermanentWalk want = sparse_cost <= cpu::kSparsePermanentCostRatio * dense_cost
+                                     ? PermanentWalk::kSparse
+                                     : PermanentWalk::kDense;
+      if (!is_sparse) {
         EXPECT_EQ(want, PermanentWalk::kDense);  // the margins' intent, on these matrices
       } else if (!gpu) {
         EXPECT_EQ(want, PermanentWalk::kSparse);
