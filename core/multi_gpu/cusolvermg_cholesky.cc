@@ -35,10 +35,20 @@ absl::StatusOr<int> CusolverMgCholesky::Factor() {
   MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
   int info = 0;
-  MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().potrf(grid.handle(), CUBLAS_FILL_MODE_LOWER, n,
-                                                    a_->pointers(), 1, 1, a_->desc(), CUDA_R_64F,
-                                                    work, grid_->workspace_elements(), &info));
+  const cusolverStatus_t status =
+      grid.library().potrf(grid.handle(), CUBLAS_FILL_MODE_LOWER, n, a_->pointers(), 1, 1,
+                           a_->desc(), CUDA_R_64F, work, grid_->workspace_elements(), &info);
   MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
+  // cusolverMgPotrf fails a matrix that is not positive definite with a status, not always with
+  // info > 0 (seen on 2 H100s: a negative leading minor of order 101 of n = 130): the call's
+  // arguments were checked above, so such a failure is the matrix's.
+  if (status == CUSOLVER_STATUS_EXECUTION_FAILED || status == CUSOLVER_STATUS_INTERNAL_ERROR) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "matrix is not positive definite (", cuda::ToStatus(status, "cusolverMgPotrf").message(),
+        "; cusolverMg does not report the order of the failing leading minor: factorize with "
+        "devices = 1 to have it)"));
+  }
+  MATRIXD_CUDA_RETURN_IF_ERROR(status);
   if (info < 0) {
     return absl::InternalError(absl::StrCat("cusolverMgPotrf: argument ", -info, " is wrong"));
   }

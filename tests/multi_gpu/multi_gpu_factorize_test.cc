@@ -167,9 +167,11 @@ TEST(MultiGpuFactorize, NotPositiveDefiniteIsFailedPreconditionAsOnOneGpu) {
   Matrix a = HermitianPositiveDefinite<double>(n, 4);
   a.As<double>()[100 * n + 100] = -1e6;  // the leading minor of order 101 is negative
   absl::StatusOr<FactorizeResult> f = MultiGpuFactorize(kTwo, a.view(), Cholesky(), nullptr, 64);
-  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition) << f.status();
+  // With the order where cusolverMg reports it in info, else said to be unknown.
   EXPECT_THAT(f.status().message(),
-              HasSubstr("not positive definite: the leading minor of order 101"));
+              ::testing::AnyOf(HasSubstr("not positive definite: the leading minor of order 101"),
+                               HasSubstr("does not report the order of the failing leading")));
 }
 
 TEST(MultiGpuFactorize, TheBackendReadsAResidentOperandOnItsGpu) {
