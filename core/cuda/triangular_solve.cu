@@ -291,10 +291,10 @@ __global__ void __launch_bounds__(kInvertThreads)
   for (int p = j0 / kPanelRows; p < Shape::kPanels; ++p) {
     const int i0 = p * kPanelRows;
     const E* panel = panels + PanelOffset(p);
+    // The panel's rows of D' y = e_j: e_j's, less D' times the rows of y solved before them.
     E s[kPanelRows];
 #pragma unroll
-    for (int r = 0; r < kPanelRows; ++r) s[r] = i0 + r == j ? One<E>() : Zero<E>();
-    // The panel's rows against the rows of y solved before it.
+    for (int r = 0; r < kPanelRows; ++r) s[r] = (i0 + r == j) ? One<E>() : Zero<E>();
 #pragma unroll 2
     for (int k = j0; k < i0; ++k) {
       E dk[kPanelRows];
@@ -712,10 +712,9 @@ cudaError_t QueueInvertDiagonalBlocks(const InvertedTriangles<E>& batch, int64_t
   using Shape = InverseShape<E, kBlock>;
   // Past the default 48 KiB of shared memory a block: opt in, on every launch (the attribute is
   // the current device's; setting it queues nothing).
-  const cudaError_t opt_in =
-      cudaFuncSetAttribute(InvertDiagonalBlocksKernel<E, kBlock>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(Shape::kSharedBytes));
+  const cudaError_t opt_in = cudaFuncSetAttribute(InvertDiagonalBlocksKernel<E, kBlock>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(Shape::kSharedBytes));
   if (opt_in != cudaSuccess) return opt_in;
   const dim3 grid(static_cast<unsigned>(BlocksOf(n, kBlock)),
                   static_cast<unsigned>(kBlock / Shape::kColumns), static_cast<unsigned>(count));

@@ -410,8 +410,8 @@ TYPED_TEST(CudaTriangularSolve, DiagonalInversesMatchAHostSubstitution) {
             ASSERT_TRUE(context.Upload(nan.data(), *inverses[t], elements * sizeof(T)).ok());
             outs[t] = inverses[t]->template as<T>();
           }
-          ASSERT_EQ(LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>>(triangles),
-                                               block, std::span<T* const>(outs), context.stream()),
+          ASSERT_EQ(LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>>(triangles), block,
+                                               std::span<T* const>(outs), context.stream()),
                     cudaSuccess);
           for (int t = 0; t < 2; ++t) {
             SCOPED_TRACE(t == 0 ? "lower" : "upper");
