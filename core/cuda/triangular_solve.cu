@@ -73,10 +73,8 @@ __device__ __forceinline__ double2 MulSub(double2 a, double2 b, double2 c) {
   return make_double2(fma(a.y, b.y, fma(-a.x, b.x, c.x)), fma(-a.y, b.x, fma(-a.x, b.y, c.y)));
 }
 
-// num / den; complex division scaled by den's larger part so |den|^2 neither overflows nor
+// num / den for complex types, scaled by den's larger part so |den|^2 neither overflows nor
 // underflows.
-__device__ __forceinline__ float Divide(float num, float den) { return num / den; }
-__device__ __forceinline__ double Divide(double num, double den) { return num / den; }
 template <typename C>
 __device__ __forceinline__ C DivideComplex(C num, C den) {
   const auto scale = fmax(fabs(den.x), fabs(den.y));
@@ -156,7 +154,7 @@ constexpr int kInvertThreads = 256;
 // p holds rows p R .. p R + R - 1 against columns 0 .. p R + R - 1, column by column, R =
 // kPanelRows), then the block's columns of the inverse, y[i kPitch + column] (a row of y a warp
 // reads at once: conflict-free; one column down a warp, for the output, conflict-free too since
-// kPitch is odd).
+// kPitch is odd), then the reciprocals of D's diagonal (SafeReciprocal).
 template <typename E, int kBlock>
 struct InverseShape {
   static constexpr int kPanels = kBlock / kPanelRows;
@@ -165,13 +163,47 @@ struct InverseShape {
   static constexpr int kColumns = sizeof(E) > 8 && kBlock == 128 ? 32 : kBlock;
   static constexpr int kPitch = kColumns + 1;
   static constexpr int kPanelElements = kPanelRows * kPanelRows * kPanels * (kPanels + 1) / 2;
-  static constexpr size_t kSharedBytes =
-      (kPanelElements + static_cast<size_t>(kBlock) * kPitch) * sizeof(E);
+  static constexpr int kReciprocalOffset = kPanelElements + kBlock * kPitch;
+  static constexpr size_t kSharedBytes = (kReciprocalOffset + kBlock) * sizeof(E);
   static constexpr size_t kMaxSharedBytes = 227 * 1024;  // a thread block's on sm_90
   static_assert(kBlock % kPanelRows == 0 && kWarpSize % kPanelRows == 0);
   static_assert(kColumns % kWarpSize == 0 && kColumns <= kInvertThreads);
   static_assert(kSharedBytes <= kMaxSharedBytes);
+  static_assert(kReciprocalOffset * sizeof(E) % 16 == 0);  // LoadPanelColumn's alignment
 };
+
+// 1 / d where d lies well inside the exponent range, else 0 (for complex types, always 0): then
+// Quotient below divides.
+__device__ __forceinline__ float SafeReciprocal(float d) {
+  const float m = fabsf(d);
+  return m >= 0x1p-100f && m <= 0x1p100f ? 1.0f / d : 0.0f;
+}
+__device__ __forceinline__ double SafeReciprocal(double d) {
+  const double m = fabs(d);
+  return m >= 0x1p-900 && m <= 0x1p900 ? 1.0 / d : 0.0;
+}
+__device__ __forceinline__ float2 SafeReciprocal(float2) { return Zero<float2>(); }
+__device__ __forceinline__ double2 SafeReciprocal(double2) { return Zero<double2>(); }
+
+// s / d, given r = SafeReciprocal(d) computed beforehand: where r is not 0 and s and the
+// quotient are well inside the exponent range, s r corrected by one Newton step (r the correctly
+// rounded reciprocal: the fast path of CUDA's own division, whose reciprocal's refinement, 6 of
+// its 9 dependent steps, is then off the substitution's chain), else a division.
+template <typename R>
+__device__ __forceinline__ R RealQuotient(R s, R d, R r, R tiny) {
+  const R q0 = s * r;
+  const R q = fma(r, fma(-d, q0, s), q0);
+  if (r != R(0) && (s == R(0) || (fabs(s) >= tiny && fabs(q) >= tiny))) return q;
+  return s / d;
+}
+__device__ __forceinline__ float Quotient(float s, float d, float r) {
+  return RealQuotient(s, d, r, 0x1p-100f);
+}
+__device__ __forceinline__ double Quotient(double s, double d, double r) {
+  return RealQuotient(s, d, r, 0x1p-900);
+}
+__device__ __forceinline__ float2 Quotient(float2 s, float2 d, float2) { return Divide(s, d); }
+__device__ __forceinline__ double2 Quotient(double2 s, double2 d, double2) { return Divide(s, d); }
 
 // Where panel p starts.
 __device__ __forceinline__ int PanelOffset(int p) {
@@ -223,7 +255,7 @@ __device__ __forceinline__ void LoadPanelColumn(const double2* p, double2 (&d)[k
 // panel element read is the same address for the whole warp (a broadcast), and a column's zeros
 // above j are just part of the sums. The critical path is the warp of the first columns: for
 // B = 128, sum_p (8 p) 8 + 16 * 28 = 8128 multiply-adds (2 cycles each on an H100's FP64 units
-// with 16 lanes a scheduler) and 128 dependent divisions (docs/accuracy.md, issue 15).
+// with 16 lanes a scheduler) and 128 dependent quotients (docs/accuracy.md, issue 15).
 template <typename E, int kBlock>
 __global__ void __launch_bounds__(kInvertThreads)
     InvertDiagonalBlocksKernel(InvertedTriangles<E> triangles, int64_t n) {
@@ -232,6 +264,7 @@ __global__ void __launch_bounds__(kInvertThreads)
   extern __shared__ __align__(16) unsigned char invert_shared[];
   E* panels = reinterpret_cast<E*>(invert_shared);
   E* y = panels + Shape::kPanelElements;
+  E* reciprocals = panels + Shape::kReciprocalOffset;  // of D's diagonal
 
   // The triangle's fields by selects: indexing the parameter by blockIdx would copy it to local
   // memory.
@@ -274,6 +307,7 @@ __global__ void __launch_bounds__(kInvertThreads)
       const int e = e0 + u * kInvertThreads + static_cast<int>(threadIdx.x);
       const int i = e % kBlock;
       const int k = e / kBlock;
+      if (k == i) reciprocals[i] = SafeReciprocal(v[u]);
       if (k >= c0 && k / kPanelRows <= i / kPanelRows) {
         panels[PanelOffset(i / kPanelRows) + k * kPanelRows + i % kPanelRows] = v[u];
       }
@@ -295,21 +329,37 @@ __global__ void __launch_bounds__(kInvertThreads)
     E s[kPanelRows];
 #pragma unroll
     for (int r = 0; r < kPanelRows; ++r) s[r] = (i0 + r == j) ? One<E>() : Zero<E>();
-#pragma unroll 2
-    for (int k = j0; k < i0; ++k) {
-      E dk[kPanelRows];
-      LoadPanelColumn(panel + k * kPanelRows, dk);
-      const E yk = own[k * kPitch];
+    // kAhead columns of the panel and rows of y in registers, each reloaded (kAhead columns on)
+    // right after use: one warp a scheduler would otherwise wait out every load's latency.
+    // i0 - j0 is a multiple of kAhead, and the last loads (columns up to i0 + kAhead - 1 of the
+    // panel, rows of y not yet solved) stay inside the panel and y, unused.
+    constexpr int kAhead = 4;
+    static_assert(kPanelRows % kAhead == 0);
+    E dk[kAhead][kPanelRows];
+    E yk[kAhead];
 #pragma unroll
-      for (int r = 0; r < kPanelRows; ++r) s[r] = MulSub(dk[r], yk, s[r]);
+    for (int u = 0; u < kAhead; ++u) {
+      LoadPanelColumn(panel + (j0 + u) * kPanelRows, dk[u]);
+      yk[u] = own[(j0 + u) * kPitch];
     }
+    for (int k = j0; k < i0; k += kAhead) {
+#pragma unroll
+      for (int u = 0; u < kAhead; ++u) {
+#pragma unroll
+        for (int r = 0; r < kPanelRows; ++r) s[r] = MulSub(dk[u][r], yk[u], s[r]);
+        LoadPanelColumn(panel + (k + kAhead + u) * kPanelRows, dk[u]);
+        yk[u] = own[(k + kAhead + u) * kPitch];
+      }
+    }
+    E reciprocal[kPanelRows];
+    LoadPanelColumn(reciprocals + i0, reciprocal);
     // Then its own triangle, a row at a time; column i0 + r of the panel holds row r's pivot and
     // the multipliers of the rows below it.
 #pragma unroll
     for (int r = 0; r < kPanelRows; ++r) {
       E dk[kPanelRows];
       LoadPanelColumn(panel + (i0 + r) * kPanelRows, dk);
-      E yi = unit ? s[r] : Divide(s[r], dk[r]);
+      E yi = unit ? s[r] : Quotient(s[r], dk[r], reciprocal[r]);
       if (i0 + r < j) yi = Zero<E>();  // not 0 / 0 at a zero pivot above j
       own[(i0 + r) * kPitch] = yi;
 #pragma unroll
