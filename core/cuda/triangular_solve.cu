@@ -63,16 +63,18 @@ __device__ __forceinline__ double2 MulAdd(double2 a, double2 b, double2 c) {
   return make_double2(fma(-a.y, b.y, fma(a.x, b.x, c.x)), fma(a.y, b.x, fma(a.x, b.y, c.y)));
 }
 
-// c - a b.
-template <typename E>
-__device__ __forceinline__ E MulSub(E a, E b, E c) {
-  return Sub(c, MulAdd(a, b, Zero<E>()));
+// c - a b, fused (one rounding a real multiply-add).
+__device__ __forceinline__ float MulSub(float a, float b, float c) { return fmaf(-a, b, c); }
+__device__ __forceinline__ double MulSub(double a, double b, double c) { return fma(-a, b, c); }
+__device__ __forceinline__ float2 MulSub(float2 a, float2 b, float2 c) {
+  return make_float2(fmaf(a.y, b.y, fmaf(-a.x, b.x, c.x)), fmaf(-a.y, b.x, fmaf(-a.x, b.y, c.y)));
+}
+__device__ __forceinline__ double2 MulSub(double2 a, double2 b, double2 c) {
+  return make_double2(fma(a.y, b.y, fma(-a.x, b.x, c.x)), fma(-a.y, b.x, fma(-a.x, b.y, c.y)));
 }
 
-// num / den; complex division scaled by den's larger part so |den|^2 neither overflows nor
+// num / den for complex types, scaled by den's larger part so |den|^2 neither overflows nor
 // underflows.
-__device__ __forceinline__ float Divide(float num, float den) { return num / den; }
-__device__ __forceinline__ double Divide(double num, double den) { return num / den; }
 template <typename C>
 __device__ __forceinline__ C DivideComplex(C num, C den) {
   const auto scale = fmax(fabs(den.x), fabs(den.y));
@@ -141,47 +143,245 @@ struct InvertedTriangles {
   E* inverse[kMaxInvertedTriangles];
 };
 
-// Thread j of block (p, k): column j of the inverse of diagonal block p of triangle k, by
-// substitution on e_j, written straight into its inverse (the thread reads back only what it
-// wrote). The sums run in kChains independent chains so that the multiply-adds do not wait for
-// each other.
+// Rows of D solved together: a panel is kPanelRows rows of D against all columns left of its
+// end; one broadcast load of a panel column (kPanelRows contiguous elements, 16-byte aligned)
+// feeds kPanelRows independent multiply-adds.
+constexpr int kPanelRows = 8;
+// Threads of one block: the warps beyond the columns only help to stage D (loads in flight).
+constexpr int kInvertThreads = 256;
+
+// The shared memory of one thread block of InvertDiagonalBlocksKernel: D's panels, packed (panel
+// p holds rows p R .. p R + R - 1 against columns 0 .. p R + R - 1, column by column, R =
+// kPanelRows), then the block's columns of the inverse, y[i kPitch + column] (a row of y a warp
+// reads at once: conflict-free; one column down a warp, for the output, conflict-free too since
+// kPitch is odd), then the reciprocals of D's diagonal (SafeReciprocal).
 template <typename E, int kBlock>
-__global__ void __launch_bounds__(kBlock)
+struct InverseShape {
+  static constexpr int kPanels = kBlock / kPanelRows;
+  // Columns of D^-1 one thread block computes: all of them, except complex128 at 128 rows, whose
+  // columns together would not fit in shared memory beside the panels.
+  static constexpr int kColumns = sizeof(E) > 8 && kBlock == 128 ? 32 : kBlock;
+  static constexpr int kPitch = kColumns + 1;
+  static constexpr int kPanelElements = kPanelRows * kPanelRows * kPanels * (kPanels + 1) / 2;
+  static constexpr int kReciprocalOffset = kPanelElements + kBlock * kPitch;
+  static constexpr size_t kSharedBytes = (kReciprocalOffset + kBlock) * sizeof(E);
+  static constexpr size_t kMaxSharedBytes = 227 * 1024;  // a thread block's on sm_90
+  static_assert(kBlock % kPanelRows == 0 && kWarpSize % kPanelRows == 0);
+  static_assert(kColumns % kWarpSize == 0 && kColumns <= kInvertThreads);
+  static_assert(kSharedBytes <= kMaxSharedBytes);
+  static_assert(kReciprocalOffset * sizeof(E) % 16 == 0);  // LoadPanelColumn's alignment
+};
+
+// 1 / d where d lies well inside the exponent range, else 0 (for complex types, always 0): then
+// Quotient below divides.
+__device__ __forceinline__ float SafeReciprocal(float d) {
+  const float m = fabsf(d);
+  return m >= 0x1p-100f && m <= 0x1p100f ? 1.0f / d : 0.0f;
+}
+__device__ __forceinline__ double SafeReciprocal(double d) {
+  const double m = fabs(d);
+  return m >= 0x1p-900 && m <= 0x1p900 ? 1.0 / d : 0.0;
+}
+__device__ __forceinline__ float2 SafeReciprocal(float2) { return Zero<float2>(); }
+__device__ __forceinline__ double2 SafeReciprocal(double2) { return Zero<double2>(); }
+
+// s / d, given r = SafeReciprocal(d) computed beforehand: where r is not 0 and s and the
+// quotient are well inside the exponent range, s r corrected by one Newton step (r the correctly
+// rounded reciprocal: the fast path of CUDA's own division, whose reciprocal's refinement, 6 of
+// its 9 dependent steps, is then off the substitution's chain), else a division.
+template <typename R>
+__device__ __forceinline__ R RealQuotient(R s, R d, R r, R tiny) {
+  const R q0 = s * r;
+  const R q = fma(r, fma(-d, q0, s), q0);
+  if (r != R(0) && (s == R(0) || (fabs(s) >= tiny && fabs(q) >= tiny))) return q;
+  return s / d;
+}
+__device__ __forceinline__ float Quotient(float s, float d, float r) {
+  return RealQuotient(s, d, r, 0x1p-100f);
+}
+__device__ __forceinline__ double Quotient(double s, double d, double r) {
+  return RealQuotient(s, d, r, 0x1p-900);
+}
+__device__ __forceinline__ float2 Quotient(float2 s, float2 d, float2) { return Divide(s, d); }
+__device__ __forceinline__ double2 Quotient(double2 s, double2 d, double2) { return Divide(s, d); }
+
+// Where panel p starts.
+__device__ __forceinline__ int PanelOffset(int p) {
+  return kPanelRows * kPanelRows * p * (p + 1) / 2;
+}
+
+// d := the kPanelRows elements at p (shared memory, 16-byte aligned), in 16-byte loads.
+__device__ __forceinline__ void LoadPanelColumn(const float* p, float (&d)[kPanelRows]) {
+#pragma unroll
+  for (int q = 0; q < kPanelRows / 4; ++q) {
+    const float4 v = reinterpret_cast<const float4*>(p)[q];
+    d[4 * q] = v.x;
+    d[4 * q + 1] = v.y;
+    d[4 * q + 2] = v.z;
+    d[4 * q + 3] = v.w;
+  }
+}
+__device__ __forceinline__ void LoadPanelColumn(const double* p, double (&d)[kPanelRows]) {
+#pragma unroll
+  for (int q = 0; q < kPanelRows / 2; ++q) {
+    const double2 v = reinterpret_cast<const double2*>(p)[q];
+    d[2 * q] = v.x;
+    d[2 * q + 1] = v.y;
+  }
+}
+__device__ __forceinline__ void LoadPanelColumn(const float2* p, float2 (&d)[kPanelRows]) {
+#pragma unroll
+  for (int q = 0; q < kPanelRows / 2; ++q) {
+    const float4 v = reinterpret_cast<const float4*>(p)[q];
+    d[2 * q] = make_float2(v.x, v.y);
+    d[2 * q + 1] = make_float2(v.z, v.w);
+  }
+}
+__device__ __forceinline__ void LoadPanelColumn(const double2* p, double2 (&d)[kPanelRows]) {
+#pragma unroll
+  for (int q = 0; q < kPanelRows; ++q) d[q] = p[q];
+}
+
+// Block (p, g, k): columns g kColumns .. of the inverse of diagonal block p of triangle k, by
+// substitution on the unit vectors, as trsm does (D y = e_j, rows in order, each row's sum in
+// order of its columns; multiply-adds fused).
+//
+// An upper triangle is solved as the lower one D'(i, k) = D(B-1-i, B-1-k) (B = kBlock), whose
+// inverse is D^-1 with rows and columns reversed the same way: one code path. A partial last
+// block is padded with the identity, and the padding's rows and columns are written as zeros.
+//
+// Thread = column j of D'^-1, its column y (zero above j) in shared memory. All the threads of a
+// warp walk the same rows in the same order, from the warp's first column on, so that every
+// panel element read is the same address for the whole warp (a broadcast), and a column's zeros
+// above j are just part of the sums. The critical path is the warp of the first columns: for
+// B = 128, sum_p (8 p) 8 + 16 * 28 = 8128 multiply-adds (2 cycles each on an H100's FP64 units
+// with 16 lanes a scheduler) and 128 dependent quotients (docs/accuracy.md, issue 15).
+template <typename E, int kBlock>
+__global__ void __launch_bounds__(kInvertThreads)
     InvertDiagonalBlocksKernel(InvertedTriangles<E> triangles, int64_t n) {
-  constexpr int kChains = 4;
-  const int k = static_cast<int>(blockIdx.y);
-  const E* a = triangles.a[k];
-  const int64_t lda = triangles.lda[k];
-  const bool lower = triangles.lower[k];
-  const bool unit = triangles.unit[k];
-  E* inverse = triangles.inverse[k];
+  using Shape = InverseShape<E, kBlock>;
+  constexpr int kPitch = Shape::kPitch;
+  extern __shared__ __align__(16) unsigned char invert_shared[];
+  E* panels = reinterpret_cast<E*>(invert_shared);
+  E* y = panels + Shape::kPanelElements;
+  E* reciprocals = panels + Shape::kReciprocalOffset;  // of D's diagonal
+
+  // The triangle's fields by selects: indexing the parameter by blockIdx would copy it to local
+  // memory.
+  static_assert(kMaxInvertedTriangles == 2);
+  const bool second = blockIdx.z != 0;
+  const auto pick = [&](const auto& field) { return second ? field[1] : field[0]; };
+  const int64_t lda = pick(triangles.lda);
+  const bool lower = pick(triangles.lower);
+  const bool unit = pick(triangles.unit);
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kBlock;
   const int rows = BlockRows(n, first, kBlock);
-  const E* d = a + first + first * lda;  // D(i, k) = d[i + k lda]
-  E* y = inverse + static_cast<int64_t>(blockIdx.x) * kBlock * kBlock + threadIdx.x * kBlock;
-  const int j = static_cast<int>(threadIdx.x);
-  for (int i = 0; i < kBlock; ++i) y[i] = Zero<E>();
-  if (j >= rows) return;
-  // D y = e_j: y_i = 0 on the side of j away from the triangle; y_i from the y_k between.
-  const auto solve_row = [&](int i, int k_begin, int k_end) {
-    E s[kChains];
+  const E* d = pick(triangles.a) + first + first * lda;  // D(i, k) = d[i + k lda]
+  const auto original = [&](int i) { return lower ? i : kBlock - 1 - i; };  // D' to D
+  const int c0 = static_cast<int>(blockIdx.y) * Shape::kColumns;  // the block's first column
+
+  // Stage the panels this block reads (columns c0 and on) at once: kBatch loads in flight a
+  // thread, down D's columns (coalesced).
+  constexpr int kBatch = 16;
+  constexpr int kStride = kInvertThreads * kBatch;
+  static_assert(kBlock * kBlock % kStride == 0);
+  for (int e0 = 0; e0 < kBlock * kBlock; e0 += kStride) {
+    E v[kBatch];
 #pragma unroll
-    for (int c = 0; c < kChains; ++c) s[c] = Zero<E>();
-    if (i == j) s[0] = One<E>();
-    int k = k_begin;
-    for (; k + kChains <= k_end; k += kChains) {
-#pragma unroll
-      for (int c = 0; c < kChains; ++c) s[c] = MulSub(d[i + (k + c) * lda], y[k + c], s[c]);
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = e0 + u * kInvertThreads + static_cast<int>(threadIdx.x);
+      const int i = e % kBlock;  // of D'
+      const int k = e / kBlock;
+      const int oi = original(i);
+      const int ok = original(k);
+      const bool inside = oi < rows && ok < rows;
+      v[u] = Zero<E>();
+      if (k == i && (unit || !inside)) {
+        v[u] = One<E>();
+      } else if (k <= i && k >= c0 && inside) {
+        v[u] = d[oi + ok * lda];
+      }
     }
-    for (; k < k_end; ++k) s[0] = MulSub(d[i + k * lda], y[k], s[0]);
-    const E sum = Add(Add(s[0], s[1]), Add(s[2], s[3]));
-    y[i] = unit ? sum : Divide(sum, d[i + i * lda]);
-  };
-  static_assert(kChains == 4);
-  if (lower) {
-    for (int i = j; i < rows; ++i) solve_row(i, j, i);
-  } else {
-    for (int i = j; i >= 0; --i) solve_row(i, i + 1, j + 1);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int e = e0 + u * kInvertThreads + static_cast<int>(threadIdx.x);
+      const int i = e % kBlock;
+      const int k = e / kBlock;
+      if (k == i) reciprocals[i] = SafeReciprocal(v[u]);
+      if (k >= c0 && k / kPanelRows <= i / kPanelRows) {
+        panels[PanelOffset(i / kPanelRows) + k * kPanelRows + i % kPanelRows] = v[u];
+      }
+    }
+  }
+  __syncthreads();
+
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  if (warp >= Shape::kColumns / kWarpSize) return;
+  const int column = warp * kWarpSize + lane;  // in the block's share
+  const int j = c0 + column;                   // of D'
+  const int j0 = c0 + warp * kWarpSize;        // the warp's first: rows above it are zero
+  E* own = y + column;                         // y(i, j) = own[i kPitch]
+  for (int p = j0 / kPanelRows; p < Shape::kPanels; ++p) {
+    const int i0 = p * kPanelRows;
+    const E* panel = panels + PanelOffset(p);
+    // The panel's rows of D' y = e_j: e_j's, less D' times the rows of y solved before them.
+    E s[kPanelRows];
+#pragma unroll
+    for (int r = 0; r < kPanelRows; ++r) s[r] = (i0 + r == j) ? One<E>() : Zero<E>();
+    // kAhead columns of the panel and rows of y in registers, each reloaded (kAhead columns on)
+    // right after use: one warp a scheduler would otherwise wait out every load's latency.
+    // i0 - j0 is a multiple of kAhead, and the last loads (columns up to i0 + kAhead - 1 of the
+    // panel, rows of y not yet solved) stay inside the panel and y, unused.
+    constexpr int kAhead = 4;
+    static_assert(kPanelRows % kAhead == 0);
+    E dk[kAhead][kPanelRows];
+    E yk[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      LoadPanelColumn(panel + (j0 + u) * kPanelRows, dk[u]);
+      yk[u] = own[(j0 + u) * kPitch];
+    }
+    for (int k = j0; k < i0; k += kAhead) {
+#pragma unroll
+      for (int u = 0; u < kAhead; ++u) {
+#pragma unroll
+        for (int r = 0; r < kPanelRows; ++r) s[r] = MulSub(dk[u][r], yk[u], s[r]);
+        LoadPanelColumn(panel + (k + kAhead + u) * kPanelRows, dk[u]);
+        yk[u] = own[(k + kAhead + u) * kPitch];
+      }
+    }
+    E reciprocal[kPanelRows];
+    LoadPanelColumn(reciprocals + i0, reciprocal);
+    // Then its own triangle, a row at a time; column i0 + r of the panel holds row r's pivot and
+    // the multipliers of the rows below it.
+#pragma unroll
+    for (int r = 0; r < kPanelRows; ++r) {
+      E dk[kPanelRows];
+      LoadPanelColumn(panel + (i0 + r) * kPanelRows, dk);
+      E yi = unit ? s[r] : Quotient(s[r], dk[r], reciprocal[r]);
+      if (i0 + r < j) yi = Zero<E>();  // not 0 / 0 at a zero pivot above j
+      own[(i0 + r) * kPitch] = yi;
+#pragma unroll
+      for (int q = r + 1; q < kPanelRows; ++q) s[q] = MulSub(dk[q], yi, s[q]);
+    }
+  }
+  __syncwarp();
+
+  // The warp's columns, each down the warp (coalesced), zero above the diagonal and in the
+  // padding.
+  E* inverse = pick(triangles.inverse) + static_cast<int64_t>(blockIdx.x) * kBlock * kBlock;
+  for (int c = 0; c < kWarpSize; ++c) {
+    const int jc = j0 + c;
+    const int oj = original(jc);
+    const E* y_column = y + warp * kWarpSize + c;
+#pragma unroll
+    for (int m = 0; m < kBlock / kWarpSize; ++m) {
+      const int i = lane + m * kWarpSize;
+      const int oi = original(i);
+      const bool nonzero = i >= jc && oi < rows && oj < rows;
+      inverse[oi + oj * kBlock] = nonzero ? y_column[i * kPitch] : Zero<E>();
+    }
   }
 }
 
@@ -556,6 +756,23 @@ void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, const E* ne
   }
 }
 
+template <typename E, int kBlock>
+cudaError_t QueueInvertDiagonalBlocks(const InvertedTriangles<E>& batch, int64_t n, int count,
+                                      cudaStream_t stream) {
+  using Shape = InverseShape<E, kBlock>;
+  // Past the default 48 KiB of shared memory a block: opt in, on every launch (the attribute is
+  // the current device's; setting it queues nothing).
+  const cudaError_t opt_in = cudaFuncSetAttribute(InvertDiagonalBlocksKernel<E, kBlock>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(Shape::kSharedBytes));
+  if (opt_in != cudaSuccess) return opt_in;
+  const dim3 grid(static_cast<unsigned>(BlocksOf(n, kBlock)),
+                  static_cast<unsigned>(kBlock / Shape::kColumns), static_cast<unsigned>(count));
+  InvertDiagonalBlocksKernel<E, kBlock>
+      <<<grid, kInvertThreads, Shape::kSharedBytes, stream>>>(batch, n);
+  return cudaGetLastError();
+}
+
 template <typename T>
 DeviceTriangle<DeviceType<T>> OnDevice(const DeviceTriangle<T>& triangle) {
   return {.a = reinterpret_cast<const DeviceType<T>*>(triangle.a),
@@ -588,13 +805,10 @@ cudaError_t LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>> triang
     batch.inverse[k] = reinterpret_cast<E*>(inverses[k]);
   }
   if (n <= 0) return cudaSuccess;
-  const dim3 grid(static_cast<unsigned>(BlocksOf(n, block)), static_cast<unsigned>(count));
-  if (block == Shape64::kBlock) {
-    InvertDiagonalBlocksKernel<E, Shape64::kBlock><<<grid, block, 0, stream>>>(batch, n);
-  } else {
-    InvertDiagonalBlocksKernel<E, Shape128::kBlock><<<grid, block, 0, stream>>>(batch, n);
-  }
-  return cudaGetLastError();
+  const int triangle_count = static_cast<int>(count);
+  return block == Shape64::kBlock
+             ? QueueInvertDiagonalBlocks<E, Shape64::kBlock>(batch, n, triangle_count, stream)
+             : QueueInvertDiagonalBlocks<E, Shape128::kBlock>(batch, n, triangle_count, stream);
 }
 
 template <typename T>

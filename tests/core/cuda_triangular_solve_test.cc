@@ -1,8 +1,9 @@
 // The triangular solves of core/cuda/triangular_solve.h against cuBLAS trsm with one and two
 // right-hand sides (lower/upper, op N/H, unit/non-unit diagonal, lda > n, both block sizes, 0 to
 // kMaxNearTiles near tiles, n around the blocks and beyond), and DeviceFactorSolves
-// (core/cuda/factor_solves.h) against getrs and potrs on the same factors. Entries the solve must
-// not read are NaN. Skips where there is no CUDA device.
+// (core/cuda/factor_solves.h) against getrs and potrs on the same factors, and the inverted
+// diagonal blocks against a host substitution. Entries the kernels must not read are NaN. Skips
+// where there is no CUDA device.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -243,6 +245,178 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                   context, *sync, kTriangularSolveSyncBytes / sizeof(unsigned));
               EXPECT_EQ(counters, std::vector<unsigned>(counters.size(), 0u));
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Triangle() with badly scaled rows and columns: entry (i, k) times f_i g_k, f and g powers of
+// ten spread over 10^+-kExponent (g = 1 / f for a unit diagonal, so that its inverse stays
+// within range: S L S^-1).
+template <typename T>
+std::vector<T> BadlyScaledTriangle(int64_t n, int64_t lda, bool lower, bool unit, uint64_t seed) {
+  constexpr double kExponent = kSingle<T> ? 3.0 : 6.0;
+  std::vector<T> a = Triangle<T>(n, lda, lower, unit, seed);
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_real_distribution<double> exponent(-kExponent, kExponent);
+  std::vector<double> f(static_cast<size_t>(n));
+  std::vector<double> g(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    f[i] = std::pow(10.0, exponent(rng));
+    g[i] = unit ? 1.0 / f[i] : std::pow(10.0, exponent(rng));
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    for (int64_t i = 0; i < n; ++i) a[i + k * lda] *= T(f[i] * g[k]);  // NaN stays NaN
+  }
+  return a;
+}
+
+// The inverse of the triangle's diagonal block at row `first` (`rows` rows), by substitution in
+// long double, column-major with leading dimension rows.
+template <typename T>
+using Wide = std::conditional_t<kIsComplex<T>, std::complex<long double>, long double>;
+template <typename T>
+std::vector<Wide<T>> HostBlockInverse(const std::vector<T>& a, int64_t lda, bool lower, bool unit,
+                                      int64_t first, int rows) {
+  const auto entry = [&](int i, int k) -> Wide<T> {
+    if (i == k && unit) return Wide<T>(1);
+    return Wide<T>(a[static_cast<size_t>(first + i + (first + k) * lda)]);
+  };
+  std::vector<Wide<T>> w(static_cast<size_t>(rows) * rows, Wide<T>(0));
+  for (int j = 0; j < rows; ++j) {
+    Wide<T>* y = w.data() + static_cast<size_t>(j) * rows;
+    if (lower) {
+      for (int i = j; i < rows; ++i) {
+        Wide<T> s = i == j ? Wide<T>(1) : Wide<T>(0);
+        for (int k = j; k < i; ++k) s -= entry(i, k) * y[k];
+        y[i] = s / entry(i, i);
+      }
+    } else {
+      for (int i = j; i >= 0; --i) {
+        Wide<T> s = i == j ? Wide<T>(1) : Wide<T>(0);
+        for (int k = i + 1; k <= j; ++k) s -= entry(i, k) * y[k];
+        y[i] = s / entry(i, i);
+      }
+    }
+  }
+  return w;
+}
+
+// Every diagonal block's inverse against HostBlockInverse, entry by entry, within the
+// componentwise bound of substitution (Higham, Accuracy and Stability of Numerical Algorithms,
+// section 14.2: |X^ - X| <= c_n u |X| |D| |X|), exact zeros outside the triangle and the block.
+// Returns the number of entries out of bounds; the first is reported.
+template <typename T>
+int CheckDiagonalInverses(const std::vector<T>& a, int64_t n, int64_t lda, bool lower, bool unit,
+                          int block, const std::vector<T>& got) {
+  const double bound = 8.0 * block * std::numeric_limits<decltype(std::abs(T()))>::epsilon();
+  int bad = 0;
+  for (int64_t first = 0; first < n; first += block) {
+    const int rows = static_cast<int>(std::min<int64_t>(block, n - first));
+    const std::vector<Wide<T>> w = HostBlockInverse(a, lda, lower, unit, first, rows);
+    // |W| |D| |W|.
+    std::vector<double> abs_d(static_cast<size_t>(rows) * rows, 0.0);
+    std::vector<double> abs_w(abs_d.size());
+    for (int k = 0; k < rows; ++k) {
+      for (int i = 0; i < rows; ++i) {
+        const size_t at = static_cast<size_t>(i + k * rows);
+        abs_w[at] = static_cast<double>(std::abs(w[at]));
+        if (i == k) {
+          abs_d[at] = unit ? 1.0 : static_cast<double>(std::abs(a[first + i + (first + k) * lda]));
+        } else if ((i > k) == lower) {
+          abs_d[at] = static_cast<double>(std::abs(a[first + i + (first + k) * lda]));
+        }
+      }
+    }
+    std::vector<double> dw(abs_d.size(), 0.0);  // |D| |W|
+    std::vector<double> wdw(abs_d.size(), 0.0);
+    for (int j = 0; j < rows; ++j) {
+      for (int k = 0; k < rows; ++k) {
+        const double x = abs_w[k + j * rows];
+        if (x == 0.0) continue;
+        for (int i = 0; i < rows; ++i) dw[i + j * rows] += abs_d[i + k * rows] * x;
+      }
+      for (int k = 0; k < rows; ++k) {
+        const double x = dw[k + j * rows];
+        if (x == 0.0) continue;
+        for (int i = 0; i < rows; ++i) wdw[i + j * rows] += abs_w[i + k * rows] * x;
+      }
+    }
+    const T* tile = got.data() + first / block * block * block;
+    for (int j = 0; j < block; ++j) {
+      for (int i = 0; i < block; ++i) {
+        const T x = tile[i + j * block];
+        bool ok = false;
+        double error = 0.0;
+        double limit = 0.0;
+        if (i < rows && j < rows && (i == j || (i > j) == lower)) {
+          const size_t at = static_cast<size_t>(i + j * rows);
+          error = static_cast<double>(std::abs(Wide<T>(x) - w[at]));
+          limit = bound * wdw[at];
+          ok = error <= limit;
+        } else {
+          ok = x == T(0);
+          error = static_cast<double>(std::abs(x));
+        }
+        if (!ok && bad++ == 0) {
+          ADD_FAILURE() << "block at row " << first << " (" << rows << " rows), entry (" << i
+                        << ", " << j << "): error " << error << ", bound " << limit;
+        }
+      }
+    }
+  }
+  return bad;
+}
+
+// LaunchInvertDiagonalBlocks with two triangles in one launch (a lower and an upper one, one of
+// them with a unit diagonal, as LU's), full and partial last blocks, well and badly scaled.
+TYPED_TEST(CudaTriangularSolve, DiagonalInversesMatchAHostSubstitution) {
+  using T = TypeParam;
+  DeviceContext& context = *this->context_;
+  for (const int64_t n : {1, 63, 64, 65, 129, 200, 300}) {
+    const int64_t lda = n + 3;
+    for (const bool scaled : {false, true}) {
+      for (const bool lower_unit : {true, false}) {
+        const bool units[2] = {lower_unit, !lower_unit};
+        std::vector<T> hosts[2];
+        absl::StatusOr<DeviceBuffer> devices[2];
+        DeviceTriangle<T> triangles[2];
+        for (int t = 0; t < 2; ++t) {
+          const bool lower = t == 0;
+          const uint64_t seed = 31 + n + 2 * t + (scaled ? 1000 : 0);
+          hosts[t] = scaled ? BadlyScaledTriangle<T>(n, lda, lower, units[t], seed)
+                            : Triangle<T>(n, lda, lower, units[t], seed);
+          devices[t] = UploadVector(context, hosts[t]);
+          ASSERT_TRUE(devices[t].ok()) << devices[t].status();
+          triangles[t] = {.a = devices[t]->template as<const T>(),
+                          .n = n,
+                          .lda = lda,
+                          .lower = lower,
+                          .unit_diagonal = units[t]};
+        }
+        for (const int block : {64, 128}) {
+          SCOPED_TRACE(::testing::Message() << "n=" << n << " scaled=" << scaled
+                                            << " lower unit=" << lower_unit << " block=" << block);
+          const size_t elements = static_cast<size_t>(DiagonalInverseElements(n, block));
+          absl::StatusOr<DeviceBuffer> inverses[2] = {context.Allocate(elements * sizeof(T)),
+                                                      context.Allocate(elements * sizeof(T))};
+          ASSERT_TRUE(inverses[0].ok() && inverses[1].ok());
+          // NaN first: every element must be written.
+          const std::vector<T> nan(elements, T(std::numeric_limits<double>::quiet_NaN()));
+          T* outs[2];
+          for (int t = 0; t < 2; ++t) {
+            ASSERT_TRUE(context.Upload(nan.data(), *inverses[t], elements * sizeof(T)).ok());
+            outs[t] = inverses[t]->template as<T>();
+          }
+          ASSERT_EQ(LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>>(triangles), block,
+                                               std::span<T* const>(outs), context.stream()),
+                    cudaSuccess);
+          for (int t = 0; t < 2; ++t) {
+            SCOPED_TRACE(t == 0 ? "lower" : "upper");
+            const std::vector<T> got = DownloadVector<T>(context, *inverses[t], elements);
+            EXPECT_EQ(CheckDiagonalInverses(hosts[t], n, lda, t == 0, units[t], block, got), 0);
           }
         }
       }
