@@ -73,6 +73,7 @@ class MultiGpuBackend : public BackendWrapper {
     if (IsCancelled(control)) return absl::CancelledError("multiply cancelled");
     const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
     CannonTimes times;
+    const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<Matrix> c =
         CannonGemm(used, {.view = a, .distributed = options.distributed_a},
                    {.view = b, .distributed = options.distributed_b}, &times, memory_limit_);
@@ -92,6 +93,9 @@ class MultiGpuBackend : public BackendWrapper {
     result.stats.kernels.push_back({"cannon_rounds", times.rounds_seconds, 0, flops});
     result.stats.kernels.push_back(
         {"cannon_gather", times.gather_seconds, result.c.byte_size(), 0.0});
+    result.stats.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    NameDevices(options.devices, result.stats);
     ReportProgress(control, 1.0);
     return result;
   }
@@ -121,9 +125,8 @@ class MultiGpuBackend : public BackendWrapper {
     result.stats.flops = 2.0 / 3.0 * n * n * n;
     result.stats.bytes_moved = a.byte_size();
     result.stats.kernels.push_back({"multi_gpu_lu", seconds, a.byte_size(), result.stats.flops});
-    result.stats.backend = "cuda";
-    result.stats.device = absl::StrCat("the first ", options.devices, " of: ", target().device());
     result.stats.seconds = seconds;
+    NameDevices(options.devices, result.stats);
     ReportProgress(control, 1.0);
     return result;
   }
@@ -159,8 +162,7 @@ class MultiGpuBackend : public BackendWrapper {
                           absl::StrCat("cusolverMg ", FactorizationName(options.kind), " over ",
                                        options.devices, " GPUs: ", result.status().message()));
     }
-    result->stats.backend = "cuda";
-    result->stats.device = absl::StrCat("the first ", options.devices, " of: ", target().device());
+    NameDevices(options.devices, result->stats);
     ReportProgress(control, 1.0);
     return result;
   }
@@ -201,6 +203,12 @@ class MultiGpuBackend : public BackendWrapper {
   }
 
  private:
+  // The backend and devices of a job over the first `devices` GPUs, in its stats.
+  void NameDevices(int devices, ComputeStats& stats) const {
+    stats.backend = "cuda";
+    stats.device = absl::StrCat("the first ", devices, " of: ", target().device());
+  }
+
   absl::Status CheckMultiDevice(DType dtype, const MultiplyOptions& options) const {
     if (options.method == MultiplyMethod::kCublasMp) {
       return absl::UnimplementedError(

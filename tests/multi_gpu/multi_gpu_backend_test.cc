@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/make_backend.h"
 #include "core/resident_matrix.h"
@@ -173,6 +174,10 @@ TEST(MultiGpuBackend, ProductOverEveryDeviceCountEqualsTheCpuProduct) {
     }
     EXPECT_LE(worst, 1e-12 * 300) << gpus << " GPUs";
     EXPECT_EQ(c->stats.kernels.size(), 3u);
+    // The stats name the backend and the GPUs, and time the job (the response's stats).
+    EXPECT_EQ(c->stats.backend, "cuda");
+    EXPECT_THAT(c->stats.device, HasSubstr(absl::StrCat("the first ", gpus, " of: ")));
+    EXPECT_GT(c->stats.seconds, 0.0);
   }
 }
 
