@@ -58,19 +58,8 @@ port=50064
 log "matrixd --backend=${backend}"
 start_matrixd "${port}" "${out}/matrixd.log" --backend="${backend}" --metrics=127.0.0.1:9474 \
   --resident_memory_limit=200G --max_matrix_elements=20000000000 || log "matrixd did not start"
-ctl() { timeout 400 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=390s "$@"; }
 ctl health >>"${out}/cli.txt" 2>&1
 
-# generate LABEL ARGS...: prints the handle; the time and device line go to cli.txt/summary.
-generate() {
-  local label=$1
-  shift
-  local t0 handle
-  t0=$(now)
-  handle=$(ctl generate "$@" 2>>"${out}/cli.txt")
-  log "  generate ${label}: exit $?, $(since "${t0}") s, handle ${handle:0:8}" >&2
-  echo "${handle}"
-}
 # timed LABEL ARGS...: one matrixctl call, its output in cli.txt.
 timed() {
   local label=$1

@@ -48,7 +48,7 @@ port=50066
 log "matrixd --backend=cuda"
 start_matrixd "${port}" "${out}/matrixd.log" --backend=cuda --metrics=127.0.0.1:9476 \
   --resident_memory_limit=200G --max_matrix_elements=20000000000 || log "matrixd did not start"
-ctl() { timeout 500 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=490s "$@"; }
+ctl_timeout=500  # ctl (run_lib.sh)
 ctl health >>"${out}/cli.txt" 2>&1
 
 # factorize LABEL HANDLE ARGS...: one kept factorization; its round trip and the kernel lines of
@@ -69,16 +69,6 @@ factorize() {
   for kept in $(echo "${reply}" | grep -oE 'kept [a-z_]+: [0-9a-f]+' | awk '{print $3}' | sort -u); do
     ctl rm "${kept}" >/dev/null 2>&1
   done
-}
-
-generate() {
-  local label=$1
-  shift
-  local t0 handle
-  t0=$(now)
-  handle=$(ctl generate "$@" 2>>"${out}/cli.txt")
-  log "  generate ${label}: exit $?, $(since "${t0}") s, handle ${handle:0:8}" >&2
-  echo "${handle}"
 }
 
 for n in ${sizes}; do

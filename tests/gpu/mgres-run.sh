@@ -44,7 +44,7 @@ port=50063
 log "matrixd --backend=${backend}"
 start_matrixd "${port}" "${out}/matrixd.log" --backend="${backend}" --metrics=127.0.0.1:9473 \
   --resident_memory_limit=60% || log "matrixd did not start"
-ctl() { timeout 300 "${bin}/matrixctl" --server=127.0.0.1:${port} --deadline=280s "$@"; }
+ctl_timeout=300  # ctl (run_lib.sh)
 ctl health >>"${out}/cli.txt" 2>&1
 
 # Samples the device-memory metrics every 0.2 s into metrics.txt while the caller's job runs.

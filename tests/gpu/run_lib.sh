@@ -131,3 +131,23 @@ start_matrixd() {
   done
   return 1
 }
+
+# ctl ARGS...: matrixctl against the server that start_matrixd started on ${port}, under
+# `timeout` of ${ctl_timeout:-400} s (its --deadline 10 s less).
+ctl() {
+  local limit=${ctl_timeout:-400}
+  timeout "${limit}" "${bin}/matrixctl" --server="127.0.0.1:${port}" --deadline="$((limit - 10))s" \
+    "$@"
+}
+
+# generate LABEL ARGS...: `ctl generate ARGS...`; prints the handle, logs the time, and sends
+# matrixctl's messages to $out/cli.txt.
+generate() {
+  local label=$1
+  shift
+  local t0 handle
+  t0=$(now)
+  handle=$(ctl generate "$@" 2>>"${out}/cli.txt")
+  log "  generate ${label}: exit $?, $(since "${t0}") s, handle ${handle:0:8}" >&2
+  echo "${handle}"
+}
