@@ -201,14 +201,17 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                                               in_place->template as<T>(), sync->data(),
                                               context.stream(), near_tiles, near_count),
                         cudaSuccess);
-              ASSERT_EQ(
-                  Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
-                               lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
-                               adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
-                               unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n),
-                               1, &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
-                               LibraryPointer<T>(reference->data()), static_cast<int>(n)),
-                  CUBLAS_STATUS_SUCCESS);
+              // cuBLAS trsm in place on `columns` right-hand sides at `rhs`: the reference.
+              const auto reference_trsm = [&](DeviceBuffer& rhs, int columns) {
+                return Traits::trsm(
+                    context.cublas(), CUBLAS_SIDE_LEFT,
+                    lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
+                    adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
+                    unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n), columns,
+                    &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
+                    LibraryPointer<T>(rhs.data()), static_cast<int>(n));
+              };
+              ASSERT_EQ(reference_trsm(*reference, 1), CUBLAS_STATUS_SUCCESS);
               const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
               const std::vector<T> got_in_place = DownloadVector<T>(context, *in_place, b.size());
               const std::vector<T> want = DownloadVector<T>(context, *reference, b.size());
@@ -228,14 +231,7 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                             device_pair->template as<T>(), sync->data(), context.stream(),
                             near_tiles, near_count, kMaxTriangularSolveColumns),
                         cudaSuccess);
-              ASSERT_EQ(
-                  Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
-                               lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
-                               adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
-                               unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n),
-                               2, &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
-                               LibraryPointer<T>(pair_reference->data()), static_cast<int>(n)),
-                  CUBLAS_STATUS_SUCCESS);
+              ASSERT_EQ(reference_trsm(*pair_reference, 2), CUBLAS_STATUS_SUCCESS);
               const std::vector<T> got_pair = DownloadVector<T>(context, *device_pair, pair.size());
               EXPECT_LE(
                   RelativeError(got_pair, DownloadVector<T>(context, *pair_reference, pair.size())),
