@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
@@ -19,6 +20,7 @@
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/device_memory_resource.h"
 #include "core/cuda/device_vector.h"
+#include "core/cuda/library_types.h"
 #include "core/memory_resource.h"
 #include "core/multi_gpu/nccl_status.h"
 #include "core/multi_gpu/operand_rectangles.h"
@@ -35,6 +37,43 @@ struct NcclCommDestroyer {
   void operator()(ncclComm_t comm) const { ncclCommDestroy(comm); }
 };
 using OwnedComm = std::unique_ptr<std::remove_pointer_t<ncclComm_t>, NcclCommDestroyer>;
+
+// What the rounds need to know of the element type, chosen once per product so that the rest of
+// the algorithm is written once over bytes: its size, how NCCL moves it (a complex element as two
+// real ones: NCCL has no complex type, and the shifts only copy), and the block product C += A B of
+// nb x nb row-major blocks on a handle's stream.
+using BlockProduct = cublasStatus_t (*)(cublasHandle_t handle, int nb, const void* a, const void* b,
+                                        void* c);
+struct ElementType {
+  size_t bytes = 0;
+  ncclDataType_t nccl = ncclDouble;
+  size_t nccl_per_element = 1;
+  BlockProduct accumulate = nullptr;
+};
+
+// Row-major C += A B is column-major C^T += B^T A^T: gemm with the blocks swapped.
+template <typename T>
+cublasStatus_t AccumulateBlockProduct(cublasHandle_t handle, int nb, const void* a, const void* b,
+                                      void* c) {
+  using Traits = cuda::LibraryTraits<T>;
+  using Device = typename Traits::Device;
+  const Device one = Traits::One();
+  return Traits::gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, nb, nb, nb, &one,
+                      static_cast<const Device*>(b), nb, static_cast<const Device*>(a), nb, &one,
+                      static_cast<Device*>(c), nb);
+}
+
+// REQUIRES: IsFloating(dtype).
+ElementType ElementTypeOf(DType dtype) {
+  return cuda::VisitFloatingType(dtype, [](auto type) {
+    using T = typename decltype(type)::type;
+    using Real = typename cuda::LibraryTraits<T>::Real;
+    return ElementType{.bytes = sizeof(T),
+                       .nccl = std::is_same_v<Real, float> ? ncclFloat : ncclDouble,
+                       .nccl_per_element = sizeof(T) / sizeof(Real),
+                       .accumulate = &AccumulateBlockProduct<T>};
+  });
+}
 
 // One GPU's share: its NCCL rank, streams, cuBLAS handle, round events and the memory resource
 // its blocks come from (the device's, as the CUDA backend's contexts allocate through). Owns all
@@ -98,19 +137,19 @@ struct GpuRank {
 // this round's GEMM while the next one receives the shifted block) and C, from the rank's memory
 // resource in its compute stream's order.
 struct BlockSlot {
-  absl::Status Allocate(const GpuRank& rank, size_t count) {
+  absl::Status Allocate(const GpuRank& rank, size_t bytes) {
     device = rank.device;
     for (int buffer = 0; buffer < 2; ++buffer) {
-      MATRIXD_ASSIGN_OR_RETURN(a[buffer], Block::Create(*rank.memory, count, rank.compute.get()));
-      MATRIXD_ASSIGN_OR_RETURN(b[buffer], Block::Create(*rank.memory, count, rank.compute.get()));
+      MATRIXD_ASSIGN_OR_RETURN(a[buffer], Block::Create(*rank.memory, bytes, rank.compute.get()));
+      MATRIXD_ASSIGN_OR_RETURN(b[buffer], Block::Create(*rank.memory, bytes, rank.compute.get()));
     }
-    MATRIXD_ASSIGN_OR_RETURN(c, Block::Create(*rank.memory, count, rank.compute.get()));
+    MATRIXD_ASSIGN_OR_RETURN(c, Block::Create(*rank.memory, bytes, rank.compute.get()));
     return absl::OkStatus();
   }
   // The rank's device stays current while the buffers are given back.
   ~BlockSlot() { cudaSetDevice(device); }
 
-  using Block = cuda::DeviceVector<double>;
+  using Block = cuda::DeviceVector<std::byte>;  // nb x nb elements of the product's dtype
   int device = 0;
   int rank = 0;
   std::array<Block, 2> a;
@@ -121,7 +160,7 @@ struct BlockSlot {
 // Copies block (bi, bj) of `m` (block nb) into `block` (row-major nb x nb, zeroed already: the
 // padding beyond the edges) on `rank`'s GPU, whose stream `pulling` copies from host memory.
 absl::Status CopyBlockUp(const OperandRectangles& m, int64_t bi, int64_t bj, int64_t nb,
-                         double* block, int rank, cudaStream_t pulling) {
+                         void* block, int rank, cudaStream_t pulling) {
   const int64_t row0 = bi * nb;
   const int64_t col0 = bj * nb;
   const int64_t rows = std::clamp<int64_t>(m.rows() - row0, 0, nb);
@@ -174,8 +213,10 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
   const MatrixView& a = a_operand.view;
   const MatrixView& b = b_operand.view;
   if (devices.empty()) return absl::InvalidArgumentError("CannonGemm: no devices");
-  if (a.dtype != DType::kFloat64 || b.dtype != DType::kFloat64) {
-    return absl::InvalidArgumentError("CannonGemm takes float64 operands");
+  if (a.dtype != b.dtype || !IsFloating(a.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CannonGemm: A is ", DTypeName(a.dtype), ", B is ", DTypeName(b.dtype),
+                     "; want both float32, float64, complex64 or complex128"));
   }
   if (a.cols != b.rows) {
     return absl::InvalidArgumentError(
@@ -185,7 +226,9 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
   const int q = CannonGridSide(gpus);
   const int64_t extent = std::max({a.rows, a.cols, b.cols});
   const int64_t nb = (extent + q - 1) / q;
+  const ElementType element = ElementTypeOf(a.dtype);
   const size_t block_elements = static_cast<size_t>(nb * nb);
+  const size_t block_bytes = block_elements * element.bytes;
 
   std::vector<ncclComm_t> comms(static_cast<size_t>(gpus));
   MATRIXD_NCCL_RETURN_IF_ERROR(ncclCommInitAll(comms.data(), gpus, devices.data()));
@@ -213,10 +256,9 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
     slot.rank = p % gpus;
     const GpuRank& rank = *ranks[slot.rank];
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
-    MATRIXD_RETURN_IF_ERROR(slot.Allocate(rank, block_elements));
-    for (double* zeroed : {slot.a[0].data(), slot.b[0].data(), slot.c.data()}) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(
-          cudaMemsetAsync(zeroed, 0, block_elements * sizeof(double), rank.compute.get()));
+    MATRIXD_RETURN_IF_ERROR(slot.Allocate(rank, block_bytes));
+    for (std::byte* zeroed : {slot.a[0].data(), slot.b[0].data(), slot.c.data()}) {
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zeroed, 0, block_bytes, rank.compute.get()));
     }
   }
   // A block pushed from the GPU holding a device operand goes on that GPU's stream: the zeroing
@@ -239,20 +281,19 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
 
   const auto rounds_start = std::chrono::steady_clock::now();
   const int ld = static_cast<int>(nb);
-  const double one = 1.0;
+  const size_t nccl_count = block_elements * element.nccl_per_element;
   for (int round = 0; round < q; ++round) {
     const int current = round % 2;
     const int next = 1 - current;
-    // The products of this round: row-major C += A B is column-major C^T += B^T A^T.
+    // The products of this round.
     for (BlockSlot& slot : slots) {
       GpuRank& rank = *ranks[slot.rank];
       MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
       if (round > 0) {
         MATRIXD_RETURN_IF_ERROR(rank.shifts_done.MakeWait(rank.compute.get()));
       }
-      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemm(
-          rank.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ld, ld, ld, &one, slot.b[current].data(), ld,
-          slot.a[current].data(), ld, &one, slot.c.data(), ld));
+      MATRIXD_CUDA_RETURN_IF_ERROR(element.accumulate(rank.cublas, ld, slot.a[current].data(),
+                                                      slot.b[current].data(), slot.c.data()));
     }
     if (round + 1 == q) break;
     // The shifts, overlapping the products: they read the current buffers (as the GEMMs do) and
@@ -273,20 +314,19 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
           BlockSlot& from = slots[i * q + j];
           BlockSlot& to =
               matrix == 0 ? slots[i * q + (j + q - 1) % q] : slots[((i + q - 1) % q) * q + j];
-          const double* source = matrix == 0 ? from.a[current].data() : from.b[current].data();
-          double* target = matrix == 0 ? to.a[next].data() : to.b[next].data();
+          const std::byte* source = matrix == 0 ? from.a[current].data() : from.b[current].data();
+          std::byte* target = matrix == 0 ? to.a[next].data() : to.b[next].data();
           if (from.rank == to.rank) {
             GpuRank& rank = *ranks[from.rank];
             MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
-            MATRIXD_CUDA_RETURN_IF_ERROR(
-                cudaMemcpyAsync(target, source, block_elements * sizeof(double),
-                                cudaMemcpyDeviceToDevice, rank.transfer.get()));
+            MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+                target, source, block_bytes, cudaMemcpyDeviceToDevice, rank.transfer.get()));
             continue;
           }
-          MATRIXD_NCCL_RETURN_IF_ERROR(ncclSend(source, block_elements, ncclDouble, to.rank,
+          MATRIXD_NCCL_RETURN_IF_ERROR(ncclSend(source, nccl_count, element.nccl, to.rank,
                                                 ranks[from.rank]->comm.get(),
                                                 ranks[from.rank]->transfer.get()));
-          MATRIXD_NCCL_RETURN_IF_ERROR(ncclRecv(target, block_elements, ncclDouble, from.rank,
+          MATRIXD_NCCL_RETURN_IF_ERROR(ncclRecv(target, nccl_count, element.nccl, from.rank,
                                                 ranks[to.rank]->comm.get(),
                                                 ranks[to.rank]->transfer.get()));
         }
@@ -307,7 +347,9 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
   if (times != nullptr) times->rounds_seconds = SecondsSince(rounds_start);
 
   const auto gather_start = std::chrono::steady_clock::now();
-  Matrix c(a.rows, b.cols, DType::kFloat64);
+  Matrix c(a.rows, b.cols, a.dtype);
+  const size_t c_pitch = static_cast<size_t>(b.cols) * element.bytes;
+  const size_t block_pitch = static_cast<size_t>(nb) * element.bytes;
   for (int i = 0; i < q; ++i) {
     for (int j = 0; j < q; ++j) {
       const int64_t rows = std::clamp<int64_t>(a.rows - i * nb, 0, nb);
@@ -315,10 +357,11 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
       if (rows == 0 || cols == 0) continue;
       const BlockSlot& slot = slots[i * q + j];
       MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks[slot.rank]->device));
-      double* target = c.As<double>().data() + i * nb * b.cols + j * nb;
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(target, b.cols * sizeof(double), slot.c.data(),
-                                                nb * sizeof(double), cols * sizeof(double), rows,
-                                                cudaMemcpyDeviceToHost));
+      std::byte* target = c.mutable_bytes() + static_cast<size_t>(i * nb) * c_pitch +
+                          static_cast<size_t>(j) * block_pitch;
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(target, c_pitch, slot.c.data(), block_pitch,
+                                                static_cast<size_t>(cols) * element.bytes,
+                                                static_cast<size_t>(rows), cudaMemcpyDeviceToHost));
     }
   }
   if (times != nullptr) times->gather_seconds = SecondsSince(gather_start);

@@ -1,11 +1,13 @@
-// C = A B in float64 over several GPUs of one process by Cannon's algorithm (the seed's multi-GPU
-// product): the GPUs hold a q x q grid of square blocks (padded with zeros to q * nb), A's block
-// rows skewed left and B's block columns skewed up once, then q rounds of a local cuBLAS GEMM per
-// block while NCCL sends each A block one step left and each B block one step up into a second
-// buffer, so that the transfers overlap the products. q is the smallest with q^2 a multiple of
-// the GPU count (1 GPU: 1, 2: 2, 4: 2, 8: 4); block (i, j) lives on GPU (i q + j) mod R, and a
-// shift between blocks of one GPU is a device copy. The blocks come from each device's memory
-// resource (the stream-ordered pool and cap the CUDA backend's contexts allocate through).
+// C = A B in float32, float64, complex64 or complex128 over several GPUs of one process by
+// Cannon's algorithm (the seed's multi-GPU product): the GPUs hold a q x q grid of square blocks
+// (padded with zeros to q * nb), A's block rows skewed left and B's block columns skewed up once,
+// then q rounds of a local cuBLAS GEMM per block while NCCL sends each A block one step left and
+// each B block one step up into a second buffer, so that the transfers overlap the products. q is
+// the smallest with q^2 a multiple of the GPU count (1 GPU: 1, 2: 2, 4: 2, 8: 4); block (i, j)
+// lives on GPU (i q + j) mod R, and a shift between blocks of one GPU is a device copy. The blocks
+// come from each device's memory resource (the stream-ordered pool and cap the CUDA backend's
+// contexts allocate through). The block products are cuBLAS's gemm of the dtype in its default math
+// mode: float32 never runs on TF32 tensor cores here.
 #ifndef MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
 #define MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
 
@@ -36,12 +38,12 @@ struct CannonOperand {
   const DistributedResidentMatrix* distributed = nullptr;
 };
 
-// C = A B, A m x k and B k x n float64 matrices (row-major; see CannonOperand), on `devices` (CUDA
-// ordinals, one NCCL rank each); C in host memory. `times`, when not null, gets the phases' wall
-// times; the blocks count against `memory_limit` of each device, as the CUDA backend's do
-// (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS and NCCL as UNAVAILABLE/INTERNAL naming
-// the call; INVALID_ARGUMENT for other dtypes, shapes that do not agree (also a distributed matrix
-// that is not its view's shape), or no device.
+// C = A B, A m x k and B k x n matrices of one floating dtype (row-major; see CannonOperand), C of
+// that dtype, on `devices` (CUDA ordinals, one NCCL rank each); C in host memory. `times`, when
+// not null, gets the phases' wall times; the blocks count against `memory_limit` of each device,
+// as the CUDA backend's do (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS and NCCL as
+// UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other or mixed dtypes, shapes that do
+// not agree (also a distributed matrix that is not its view's shape), or no device.
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonOperand& a,
                                   const CannonOperand& b, CannonTimes* times = nullptr,
                                   const DeviceMemoryLimit& memory_limit = {});

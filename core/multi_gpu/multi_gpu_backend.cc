@@ -83,8 +83,8 @@ class MultiGpuBackend : public BackendWrapper {
     }
     MultiplyResult result;
     result.c = *std::move(c);
-    const double flops = 2.0 * static_cast<double>(a.rows) * static_cast<double>(a.cols) *
-                         static_cast<double>(b.cols);
+    const double flops = (IsComplex(a.dtype) ? 8.0 : 2.0) * static_cast<double>(a.rows) *
+                         static_cast<double>(a.cols) * static_cast<double>(b.cols);
     const uint64_t bytes = a.byte_size() + b.byte_size() + result.c.byte_size();
     result.stats.flops = flops;
     result.stats.bytes_moved = bytes;
@@ -191,7 +191,8 @@ class MultiGpuBackend : public BackendWrapper {
   uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
                                const MultiplyOptions& options) const override {
     if (!IsMultiDeviceProduct(options)) return target().MultiplyDeviceBytes(a, b, options);
-    return CannonDeviceBytesPerGpu(a.rows, a.cols, b.cols, std::max(options.devices, 1));
+    return CannonDeviceBytesPerGpu(a.rows, a.cols, b.cols, std::max(options.devices, 1),
+                                   ElementSize(a.dtype));
   }
 
   // Cannon scatters its operands from wherever they lie (operand_source.h), a distributed
@@ -222,9 +223,17 @@ class MultiGpuBackend : public BackendWrapper {
                                                      "; this server has ", available, " GPU",
                                                      available == 1 ? "" : "s"));
     }
-    if (dtype != DType::kFloat64) {
-      return absl::UnimplementedError(absl::StrCat("a.dtype is ", std::string(DTypeName(dtype)),
-                                                   "; a product over several GPUs takes float64"));
+    if (!IsFloating(dtype)) {
+      return absl::UnimplementedError(
+          absl::StrCat("a.dtype is ", std::string(DTypeName(dtype)),
+                       "; a product over several GPUs takes float32, float64, complex64 or "
+                       "complex128"));
+    }
+    // Cannon's block products run in the operands' precision; TF32 would be silently dropped.
+    if (options.allow_tf32 && dtype == DType::kFloat32) {
+      return absl::UnimplementedError(
+          "allow_tf32: a product over several GPUs does not use TF32 tensor cores; unset it (the "
+          "product then runs in float32) or multiply with devices = 1");
     }
     if (options.transpose_a || options.transpose_b || options.block_size > 0) {
       return absl::UnimplementedError(
@@ -281,11 +290,11 @@ class MultiGpuBackend : public BackendWrapper {
 
 }  // namespace
 
-uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus) {
+uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus, size_t element_size) {
   const int q = CannonGridSide(gpus);
   const uint64_t nb = static_cast<uint64_t>((std::max({m, k, n}) + q - 1) / q);
   const uint64_t positions_per_gpu = static_cast<uint64_t>(q * q / gpus);
-  return positions_per_gpu * 5 * nb * nb * sizeof(double);
+  return positions_per_gpu * 5 * nb * nb * element_size;
 }
 
 uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block) {

@@ -1,10 +1,11 @@
 // A CUDA backend that can also spread one product or one determinant over several of its GPUs:
 // Multiply with MultiplyOptions::devices > 1 (or method kCannon) runs Cannon's algorithm over
-// NCCL (core/multi_gpu/cannon_gemm.h), and Determinant with DeterminantOptions::devices > 1
-// (float64, LU, modulus 0) runs MultiGpuLu (core/multi_gpu/multi_gpu_lu.h), on the first
-// `devices` GPUs of the backend; everything else goes to the wrapped backend unchanged. cuBLASMp
-// (method kCublasMp) needs one process per GPU: it answers UNIMPLEMENTED here and says how to
-// start the server with one MPI rank per GPU (core/distributed runs it there).
+// NCCL (core/multi_gpu/cannon_gemm.h; float32, float64, complex64, complex128, no TF32), and
+// Determinant with DeterminantOptions::devices > 1 (float64, LU, modulus 0) runs MultiGpuLu
+// (core/multi_gpu/multi_gpu_lu.h), on the first `devices` GPUs of the backend; everything else goes
+// to the wrapped backend unchanged. cuBLASMp (method kCublasMp) needs one process per GPU: it
+// answers UNIMPLEMENTED here and says how to start the server with one MPI rank per GPU
+// (core/distributed runs it there).
 //
 // All three read their operands where they lie, host memory or a GPU (operand_source.h), so a
 // resident operand needs no copy to the host; a distributed resident matrix
@@ -14,6 +15,7 @@
 #ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 #define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -28,9 +30,11 @@ std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,
                                               std::vector<int> devices,
                                               const DeviceMemoryLimit& memory_limit = {});
 
-// The device memory Cannon's product of an m x k and a k x n float64 matrix needs on each of
-// `gpus` GPUs (its blocks: two buffers each of A and B, and C, per grid position).
-uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus);
+// The device memory Cannon's product of an m x k and a k x n matrix of `element_size`-byte
+// elements (float64 by default) needs on each of `gpus` GPUs (its blocks: two buffers each of A
+// and B, and C, per grid position).
+uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus,
+                                 size_t element_size = sizeof(double));
 
 // The device memory MultiGpuLu of an n x n float64 matrix with panels of `block` columns needs on
 // each of `gpus` GPUs (the largest part, and two panel buffers when gpus > 1; workspaces apart).

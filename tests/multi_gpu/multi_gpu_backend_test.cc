@@ -1,9 +1,9 @@
 // The CUDA backend with products and determinants over several GPUs
-// (core/multi_gpu/multi_gpu_backend.h): the product by Cannon over 1..all GPUs and the
-// determinant by MultiGpuLu over 2..all GPUs equal the CPU backend's, from host operands and from
-// resident matrices, and what they cannot take is refused with a status naming the field. Which
-// jobs read device operands in place is checked on a wrapped CPU backend, anywhere; the rest skips
-// without a CUDA device.
+// (core/multi_gpu/multi_gpu_backend.h): the product by Cannon over 1..all GPUs (each floating
+// dtype) and the determinant by MultiGpuLu over 2..all GPUs equal the CPU backend's, from host
+// operands and from resident matrices, and what they cannot take is refused with a status naming
+// the field. Which jobs read device operands in place is checked on a wrapped CPU backend,
+// anywhere; the rest skips without a CUDA device.
 #include "core/multi_gpu/multi_gpu_backend.h"
 
 #include <cuda_runtime.h>
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,6 +38,21 @@ TEST(CannonDeviceBytesPerGpu, FiveBlocksPerGridPosition) {
   EXPECT_EQ(CannonDeviceBytesPerGpu(1000, 1000, 1000, 4), 5u * 500 * 500 * 8);
   // 2 GPUs: a 2 x 2 grid, two positions each.
   EXPECT_EQ(CannonDeviceBytesPerGpu(1000, 1000, 1000, 2), 2u * 5 * 500 * 500 * 8);
+  // Blocks of the product's dtype: float32 half of float64, complex128 twice.
+  EXPECT_EQ(CannonDeviceBytesPerGpu(1000, 1000, 1000, 4, 4), 5u * 500 * 500 * 4);
+  EXPECT_EQ(CannonDeviceBytesPerGpu(1000, 1000, 1000, 4, 16), 5u * 500 * 500 * 16);
+}
+
+TEST(MultiGpuBackend, ProductDeviceBytesFollowTheDtype) {
+  const std::unique_ptr<Backend> backend =
+      WithMultiGpuProducts(MakeCpuBackend({.threads = 1}), {0, 1});
+  const MultiplyOptions cannon{.devices = 2, .method = MultiplyMethod::kCannon};
+  const Matrix f(1000, 1000, DType::kFloat32);
+  const Matrix z(1000, 1000, DType::kComplex128);
+  EXPECT_EQ(backend->MultiplyDeviceBytes(f.view(), f.view(), cannon),
+            CannonDeviceBytesPerGpu(1000, 1000, 1000, 2, 4));
+  EXPECT_EQ(backend->MultiplyDeviceBytes(z.view(), z.view(), cannon),
+            CannonDeviceBytesPerGpu(1000, 1000, 1000, 2, 16));
 }
 
 // A view that says its bytes are on device 0 (only shapes and options are read here).
@@ -53,6 +69,7 @@ TEST(MultiGpuBackend, JobsOverSeveralGpusReadDeviceOperandsInPlace) {
       WithMultiGpuProducts(MakeCpuBackend({.threads = 1}), {0, 1});
   const Matrix a(8, 8, DType::kFloat64);
   const Matrix f(8, 8, DType::kFloat32);
+  const Matrix u(8, 8, DType::kUInt32);
   EXPECT_TRUE(backend->DeterminantReadsOnDevice(DeviceView(a), {.devices = 2}));
   EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(f), {.devices = 2}));
   EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(a), {.modulus = 7, .devices = 2}));
@@ -63,7 +80,9 @@ TEST(MultiGpuBackend, JobsOverSeveralGpusReadDeviceOperandsInPlace) {
   MultiplyOptions transposed = cannon;
   transposed.transpose_a = true;
   EXPECT_FALSE(backend->MultiplyReadsOnDevice(DeviceView(a), DeviceView(a), transposed));
-  EXPECT_FALSE(backend->MultiplyReadsOnDevice(DeviceView(f), DeviceView(f), cannon));
+  EXPECT_TRUE(backend->MultiplyReadsOnDevice(DeviceView(f), DeviceView(f), cannon));
+  EXPECT_FALSE(backend->MultiplyReadsOnDevice(DeviceView(u), DeviceView(u), cannon));
+  EXPECT_FALSE(backend->MultiplyReadsOnDevice(DeviceView(f), DeviceView(a), cannon));
   // One device: the wrapped backend's answer (the CPU backend reads host bytes).
   EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(a), {}));
   EXPECT_FALSE(backend->MultiplyReadsOnDevice(DeviceView(a), DeviceView(a), {}));
@@ -149,36 +168,46 @@ TEST(MultiGpuBackend, AOneGpuJobReadsOperandsHeldByOtherGpus) {
   }
 }
 
-TEST(MultiGpuBackend, ProductOverEveryDeviceCountEqualsTheCpuProduct) {
+TEST(MultiGpuBackend, ProductOfEveryDtypeOverEveryDeviceCountEqualsTheCpuProduct) {
   const int devices = DeviceCount();
   if (devices == 0) GTEST_SKIP() << "no CUDA device";
   absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
   ASSERT_TRUE(cuda.ok()) << cuda.status();
   auto cpu = MakeCpuBackend({.threads = 0});
-  const Matrix a = testing::RandomMatrix<double>(700, 300, 3);
-  const Matrix b = testing::RandomMatrix<double>(300, 500, 4);
-  JobControl control;
-  auto reference = cpu->Multiply(a.view(), b.view(), {}, &control);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  for (int gpus = 1; gpus <= devices; ++gpus) {
-    const MultiplyOptions options{.devices = gpus, .method = MultiplyMethod::kCannon};
-    const absl::Status supported = (*cuda)->Supports(MultiplyQuery(a.view(), b.view(), options));
-    ASSERT_TRUE(supported.ok()) << gpus << " GPUs: " << supported;
-    auto c = (*cuda)->Multiply(a.view(), b.view(), options, &control);
-    ASSERT_TRUE(c.ok()) << c.status();
-    ASSERT_EQ(c->c.rows(), 700);
-    ASSERT_EQ(c->c.cols(), 500);
-    double worst = 0.0;
-    for (size_t i = 0; i < c->c.As<double>().size(); ++i) {
-      worst = std::max(worst, std::abs(c->c.As<double>()[i] - reference->c.As<double>()[i]));
+  testing::ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const Matrix a = testing::RandomMatrix<T>(700, 300, 3);
+    const Matrix b = testing::RandomMatrix<T>(300, 500, 4);
+    JobControl control;
+    auto reference = cpu->Multiply(a.view(), b.view(), {}, &control);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    // 1e-12 x k for float64 and complex128, 1e-5 x k for float32 and complex64 (entries in [-1,
+    // 1]).
+    const double bound = (std::is_same_v<testing::Real<T>, float> ? 1e-5 : 1e-12) * 300;
+    for (int gpus = 1; gpus <= devices; ++gpus) {
+      const MultiplyOptions options{.devices = gpus, .method = MultiplyMethod::kCannon};
+      const absl::Status supported = (*cuda)->Supports(MultiplyQuery(a.view(), b.view(), options));
+      ASSERT_TRUE(supported.ok()) << gpus << " GPUs: " << supported;
+      auto c = (*cuda)->Multiply(a.view(), b.view(), options, &control);
+      ASSERT_TRUE(c.ok()) << c.status();
+      ASSERT_EQ(c->c.rows(), 700);
+      ASSERT_EQ(c->c.cols(), 500);
+      ASSERT_EQ(c->c.dtype(), a.dtype());
+      double worst = 0.0;
+      for (size_t i = 0; i < c->c.As<T>().size(); ++i) {
+        worst = std::max(worst,
+                         static_cast<double>(std::abs(c->c.As<T>()[i] - reference->c.As<T>()[i])));
+      }
+      EXPECT_LE(worst, bound) << gpus << " GPUs";
+      EXPECT_EQ(c->stats.kernels.size(), 3u);
+      // A complex multiply-add is 8 real flops.
+      EXPECT_EQ(c->stats.flops, (testing::kComplex<T> ? 8.0 : 2.0) * 700 * 300 * 500);
+      // The stats name the backend and the GPUs, and time the job (the response's stats).
+      EXPECT_EQ(c->stats.backend, "cuda");
+      EXPECT_THAT(c->stats.device, HasSubstr(absl::StrCat("the first ", gpus, " of: ")));
+      EXPECT_GT(c->stats.seconds, 0.0);
     }
-    EXPECT_LE(worst, 1e-12 * 300) << gpus << " GPUs";
-    EXPECT_EQ(c->stats.kernels.size(), 3u);
-    // The stats name the backend and the GPUs, and time the job (the response's stats).
-    EXPECT_EQ(c->stats.backend, "cuda");
-    EXPECT_THAT(c->stats.device, HasSubstr(absl::StrCat("the first ", gpus, " of: ")));
-    EXPECT_GT(c->stats.seconds, 0.0);
-  }
+  });
 }
 
 TEST(MultiGpuBackend, RefusesWhatCannonDoesNotTakeNamingTheField) {
@@ -188,6 +217,7 @@ TEST(MultiGpuBackend, RefusesWhatCannonDoesNotTakeNamingTheField) {
   ASSERT_TRUE(cuda.ok()) << cuda.status();
   const Matrix a = testing::RandomMatrix<double>(8, 8, 1);
   const Matrix f = testing::RandomMatrix<float>(8, 8, 1);
+  const Matrix u(8, 8, DType::kUInt32);
   auto supports = [&](const Matrix& m, const MultiplyOptions& options) {
     return (*cuda)->Supports(MultiplyQuery(m.view(), m.view(), options));
   };
@@ -196,9 +226,17 @@ TEST(MultiGpuBackend, RefusesWhatCannonDoesNotTakeNamingTheField) {
   EXPECT_THAT(std::string(too_many.message()),
               HasSubstr("devices is " + std::to_string(devices + 1) + "; this server has " +
                         std::to_string(devices) + " GPU"));
-  absl::Status float32 = supports(f, {.devices = 1, .method = MultiplyMethod::kCannon});
-  EXPECT_EQ(float32.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(float32.message()), HasSubstr("a.dtype is float32"));
+  // Every floating dtype goes; uint32 (which one GPU multiplies exactly) does not.
+  EXPECT_TRUE(supports(f, {.devices = 1, .method = MultiplyMethod::kCannon}).ok());
+  absl::Status uint32 = supports(u, {.devices = 1, .method = MultiplyMethod::kCannon});
+  EXPECT_EQ(uint32.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(uint32.message()), HasSubstr("a.dtype is uint32"));
+  // Cannon does not run on TF32 tensor cores: float32 with allow_tf32 is refused, not degraded.
+  absl::Status tf32 =
+      supports(f, {.allow_tf32 = true, .devices = 1, .method = MultiplyMethod::kCannon});
+  EXPECT_EQ(tf32.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(tf32.message()), HasSubstr("allow_tf32"));
+  EXPECT_TRUE(supports(f, {.allow_tf32 = true}).ok());
   absl::Status transposed =
       supports(a, {.transpose_a = true, .devices = 1, .method = MultiplyMethod::kCannon});
   EXPECT_EQ(transposed.code(), absl::StatusCode::kUnimplemented);
