@@ -58,7 +58,7 @@ absl::Status CusolverMgLu::Generate(cuda::GeneratedMatrix matrix, uint64_t seed)
   return grid_->Synchronize();
 }
 
-absl::Status CusolverMgLu::RequireFloat64(std::string_view what) const {
+absl::Status CusolverMgLu::RequireFloat64(const char* what) const {
   if (a_->dtype() == DType::kFloat64) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat("CusolverMgLu::", what, " takes float64, not ",
                                                     DTypeName(a_->dtype())));

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -69,7 +68,7 @@ class CusolverMgLu {
 
  private:
   CusolverMgLu() = default;
-  absl::Status RequireFloat64(std::string_view what) const;
+  absl::Status RequireFloat64(const char* what) const;
   // Each GPU's pivot entries, as int64.
   absl::StatusOr<std::vector<std::vector<int64_t>>> PivotParts() const;
 
