@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/matrix.h"
 #include "core/operations.h"
+#include "core/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/backend_fixture.h"
