@@ -39,9 +39,9 @@ absl::StatusOr<int> CusolverMgCholesky::Factor() {
   MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements, size));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
   int info = 0;
-  const cusolverStatus_t status =
-      grid.library().potrf(grid.handle(), CUBLAS_FILL_MODE_LOWER, n, a_->pointers(), 1, 1,
-                           a_->desc(), a_->data_type(), work, grid_->workspace_elements(size), &info);
+  const cusolverStatus_t status = grid.library().potrf(
+      grid.handle(), CUBLAS_FILL_MODE_LOWER, n, a_->pointers(), 1, 1, a_->desc(), a_->data_type(),
+      work, grid_->workspace_elements(size), &info);
   MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
   // cusolverMgPotrf fails a matrix that is not positive definite with a status, not always with
   // info > 0 (seen on 2 H100s: a negative leading minor of order 101 of n = 130): the call's

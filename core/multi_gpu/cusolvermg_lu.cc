@@ -25,8 +25,8 @@ absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<i
   MATRIXD_ASSIGN_OR_RETURN(self->grid_, CusolverMgGrid::Create(std::move(devices)));
   self->n_ = n;
   self->block_ = std::min(block, n);
-  MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix a,
-                           CusolverMgMatrix::Create(*self->grid_, n, n, dtype, self->block_, staging));
+  MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix a, CusolverMgMatrix::Create(*self->grid_, n, n, dtype,
+                                                                        self->block_, staging));
   self->a_.emplace(std::move(a));
   for (int device : self->grid_->devices()) {
     MATRIXD_ASSIGN_OR_RETURN(auto pivots,
@@ -60,8 +60,8 @@ absl::Status CusolverMgLu::Generate(cuda::GeneratedMatrix matrix, uint64_t seed)
 
 absl::Status CusolverMgLu::RequireFloat64(const char* what) const {
   if (a_->dtype() == DType::kFloat64) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat("CusolverMgLu::", what, " takes float64, not ",
-                                                    DTypeName(a_->dtype())));
+  return absl::FailedPreconditionError(
+      absl::StrCat("CusolverMgLu::", what, " takes float64, not ", DTypeName(a_->dtype())));
 }
 
 absl::Status CusolverMgLu::Load(const MatrixView& a) { return a_->Scatter(a); }
@@ -145,9 +145,8 @@ absl::Status CusolverMgLu::GatherFactors(void* out) { return a_->Gather(out, fal
 
 absl::Status CusolverMgLu::Solve(CusolverMgMatrix& b) {
   if (b.dtype() != a_->dtype()) {
-    return absl::InvalidArgumentError(absl::StrCat("CusolverMgLu::Solve: b is ",
-                                                   DTypeName(b.dtype()), ", want ",
-                                                   DTypeName(a_->dtype())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CusolverMgLu::Solve: b is ", DTypeName(b.dtype()), ", want ", DTypeName(a_->dtype())));
   }
   const CusolverMgGrid& grid = *grid_;
   const int nrhs = static_cast<int>(b.cols());

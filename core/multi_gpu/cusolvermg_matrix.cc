@@ -36,9 +36,9 @@ absl::StatusOr<CusolverMgMatrix> CusolverMgMatrix::Create(const CusolverMgGrid& 
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   if (rows < 1 || cols < 1 || rows >= kIntMax || cols >= kIntMax || block < 1 ||
       !IsFloating(dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CusolverMgMatrix: ", rows, "x", cols, " ", DTypeName(dtype), " block ", block,
-        " (want 1 <= rows, cols < 2^31 - 1, block >= 1 and a floating dtype)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("CusolverMgMatrix: ", rows, "x", cols, " ", DTypeName(dtype), " block ", block,
+                     " (want 1 <= rows, cols < 2^31 - 1, block >= 1 and a floating dtype)"));
   }
   CusolverMgMatrix self;
   self.grid_ = &grid;
@@ -106,15 +106,14 @@ int64_t CusolverMgMatrix::Width(int64_t global_block) const {
 std::byte* CusolverMgMatrix::BlockStart(int64_t b) const {
   const int gpus = grid_->gpus();
   const int g = static_cast<int>(b % gpus);
-  return data_[g].get() +
-         static_cast<size_t>((b / gpus) * block_ * parts_[g].ld) * element_size_;
+  return data_[g].get() + static_cast<size_t>((b / gpus) * block_ * parts_[g].ld) * element_size_;
 }
 
 absl::Status CusolverMgMatrix::Scatter(const MatrixView& a) {
   if (a.dtype != dtype_ || a.rows != rows_ || a.cols != cols_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CusolverMgMatrix::Scatter: want a ", rows_, "x", cols_, " ", DTypeName(dtype_),
-        " matrix, got ", a.rows, "x", a.cols, " ", DTypeName(a.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat("CusolverMgMatrix::Scatter: want a ", rows_, "x",
+                                                   cols_, " ", DTypeName(dtype_), " matrix, got ",
+                                                   a.rows, "x", a.cols, " ", DTypeName(a.dtype)));
   }
   if (staging_.empty()) return absl::FailedPreconditionError("CusolverMgMatrix: no staging");
   MATRIXD_ASSIGN_OR_RETURN(const OperandSource source, OperandSource::Of(a));
@@ -165,8 +164,8 @@ absl::Status CusolverMgMatrix::Gather(void* out, bool lower_only) {
     std::byte* staging = staging_[g].get();
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     // Column-major rows x w to column-major w x rows, which is row-major rows x w.
-    MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTranspose(BlockStart(b), rows_, w, parts_[g].ld,
-                                                       staging, w, size, own));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchTranspose(BlockStart(b), rows_, w, parts_[g].ld, staging, w, size, own));
     if (lower_only) {
       // Rows above the block's first column are all above the diagonal; the next w rows hold
       // the block's diagonal square, whose strict upper triangle goes.

@@ -2,7 +2,8 @@
 // this process, by cusolverMg (cusolvermg_lu.h, cusolvermg_cholesky.h): LU (P A = L U, with an
 // optional solve by getrs) or CHOLESKY (A = L L^H from A's lower triangle, with an optional solve
 // by potrs), the results the single-GPU Factorize gives (core/cuda/factorize.cc), gathered into
-// host memory (the caller's destinations where given). The operands may lie in host memory or on a GPU (operand_source.h).
+// host memory (the caller's destinations where given). The operands may lie in host memory or on a
+// GPU (operand_source.h).
 #ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_FACTORIZE_H_
 #define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_FACTORIZE_H_
 

@@ -200,8 +200,7 @@ TEST(MultiGpuFactorize, EveryDTypeCholeskyGivesLWithLLhEqualToAAndSolves) {
       const Matrix a = HermitianPositiveDefinite<T>(n, 23 + n);
       const Matrix b = RandomMatrix<T>(n, 2, 29 + n);
       const MatrixView rhs = b.view();
-      absl::StatusOr<FactorizeResult> f =
-          MultiGpuFactorize(kTwo, a.view(), Cholesky(), &rhs, 64);
+      absl::StatusOr<FactorizeResult> f = MultiGpuFactorize(kTwo, a.view(), Cholesky(), &rhs, 64);
       ASSERT_TRUE(f.ok()) << f.status();
       ExpectCholeskyOf<T>(a, f->l);
       ASSERT_TRUE(f->solution.has_value());
