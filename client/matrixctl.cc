@@ -153,7 +153,7 @@ constexpr absl::string_view kUsage =
     "  factorize  LU, Cholesky or QR of one matrix (--kind, --rhs or --rhs_random; --keep\n"
     "             keeps the factorization for solve, --keep_input A too;\n"
     "             --estimate_condition: rcond and the error bound; --refine with\n"
-    "             --refine_precision refines an LU solve; --devices N: float64 LU or\n"
+    "             --refine_precision refines an LU solve; --devices N: LU or\n"
     "             Cholesky over N GPUs)\n"
     "  solve @FACTORIZATION  X for a kept factorization and --rhs or --rhs_random\n"
     "             (--transpose, --residual, --keep, --output)\n"

@@ -117,8 +117,8 @@ struct FactorizeOptions {
   // Host memory for the result matrices ("lu", "l", "solution") and index results
   // ("permutation"), where the caller wants them.
   ResultDestinations destinations = {};
-  // > 1: LU or Cholesky of one float64 square matrix over this many GPUs of the backend
-  // (core/multi_gpu/multi_gpu_factorize.h); no batch, refinement or condition estimate.
+  // > 1: LU or Cholesky of one square matrix (any floating dtype) over this many GPUs of the
+  // backend (core/multi_gpu/multi_gpu_factorize.h); no batch, refinement or condition estimate.
   int devices = 1;
 };
 

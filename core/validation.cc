@@ -195,9 +195,9 @@ absl::Status CheckFactorizeDevices(const FactorizeOptions& options, DType dtype,
   if (options.kind == FactorizationKind::kQr) {
     return absl::InvalidArgumentError(absl::StrCat("kind is QR", over, "LU or CHOLESKY"));
   }
-  if (dtype != DType::kFloat64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("matrix.dtype is ", DTypeName(dtype), over, "float64"));
+  if (!IsFloating(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("matrix.dtype is ", DTypeName(dtype), over,
+                                                   "float32, float64, complex64 or complex128"));
   }
   if (rows != cols) {
     return absl::InvalidArgumentError(

@@ -43,7 +43,8 @@ absl::Status ValidateDeterminant(const MatrixView& a, const DeterminantOptions& 
 // `rows` x `cols` (each matrix of a batch). INVALID_ARGUMENT naming estimate_condition otherwise.
 absl::Status CheckEstimateCondition(const FactorizeOptions& options, int64_t rows, int64_t cols);
 // devices' rules: >= 1; > 1 (one factorization over several GPUs) only for LU or CHOLESKY of one
-// square float64 matrix, without batch_count, refine or estimate_condition. INVALID_ARGUMENT naming
+// square float32, float64, complex64 or complex128 matrix, without batch_count, refine or
+// estimate_condition. INVALID_ARGUMENT naming
 // the field that stands in the way (devices, batch_count, refine, estimate_condition, kind,
 // matrix.dtype or matrix) otherwise. Whether the backend has that many GPUs is its own check.
 absl::Status CheckFactorizeDevices(const FactorizeOptions& options, DType dtype, int64_t rows,

@@ -33,21 +33,21 @@ CusolverMgGrid::~CusolverMgGrid() {
   if (handle_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(library_->destroy(handle_));
 }
 
-absl::StatusOr<void**> CusolverMgGrid::Workspace(int64_t elements) {
-  elements = std::max<int64_t>(elements, 1);
-  if (elements > workspace_elements_) {
+absl::StatusOr<void**> CusolverMgGrid::Workspace(int64_t elements, size_t element_size) {
+  const int64_t bytes = std::max<int64_t>(elements, 1) * static_cast<int64_t>(element_size);
+  if (bytes > workspace_bytes_) {
     // The old workspace may still be read by queued work.
     MATRIXD_RETURN_IF_ERROR(Synchronize());
     work_.clear();
     work_pointers_.clear();
-    workspace_elements_ = 0;
+    workspace_bytes_ = 0;
     for (int device : devices_) {
       MATRIXD_ASSIGN_OR_RETURN(
-          auto work, DeviceAllocation<double>::Allocate(device, static_cast<size_t>(elements)));
+          auto work, DeviceAllocation<std::byte>::Allocate(device, static_cast<size_t>(bytes)));
       work_pointers_.push_back(work.get());
       work_.push_back(std::move(work));
     }
-    workspace_elements_ = elements;
+    workspace_bytes_ = bytes;
   }
   return work_pointers_.data();
 }

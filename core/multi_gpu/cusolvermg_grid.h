@@ -6,6 +6,7 @@
 #ifndef MATRIXD_CORE_MULTI_GPU_CUSOLVERMG_GRID_H_
 #define MATRIXD_CORE_MULTI_GPU_CUSOLVERMG_GRID_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -32,10 +33,14 @@ class CusolverMgGrid {
   const std::vector<int>& devices() const { return devices_; }
   int gpus() const { return static_cast<int>(devices_.size()); }
 
-  // At least `elements` float64 of workspace on every GPU (grown, never shrunk), as the pointer
+  // At least `elements` elements of `element_size` bytes (cusolverMg counts its workspace in
+  // elements of the matrix's type) of workspace on every GPU (grown, never shrunk), as the pointer
   // array cusolverMg takes. RESOURCE_EXHAUSTED when it does not fit.
-  absl::StatusOr<void**> Workspace(int64_t elements);
-  int64_t workspace_elements() const { return workspace_elements_; }
+  absl::StatusOr<void**> Workspace(int64_t elements, size_t element_size);
+  // The workspace's size in elements of `element_size` bytes, as cusolverMg's lwork.
+  int64_t workspace_elements(size_t element_size) const {
+    return workspace_bytes_ / static_cast<int64_t>(element_size);
+  }
 
   // Waits for all work queued on every GPU (cusolverMg's routines return before their kernels
   // end on some GPUs).
@@ -49,9 +54,9 @@ class CusolverMgGrid {
   std::vector<int> devices_;
   cusolverMgHandle_t handle_ = nullptr;
   cudaLibMgGrid_t grid_ = nullptr;
-  std::vector<DeviceAllocation<double>> work_;
+  std::vector<DeviceAllocation<std::byte>> work_;
   std::vector<void*> work_pointers_;
-  int64_t workspace_elements_ = 0;
+  int64_t workspace_bytes_ = 0;
 };
 
 }  // namespace matrixd::multi_gpu

@@ -15,7 +15,7 @@ namespace matrixd::multi_gpu {
 
 absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<int> devices,
                                                                    int64_t n, int64_t block,
-                                                                   bool staging) {
+                                                                   bool staging, DType dtype) {
   if (devices.empty()) return absl::InvalidArgumentError("CusolverMgLu: no devices");
   if (n < 1 || n >= std::numeric_limits<int>::max() || block < 1) {
     return absl::InvalidArgumentError(absl::StrCat("CusolverMgLu: n=", n, " block=", block,
@@ -25,8 +25,8 @@ absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<i
   MATRIXD_ASSIGN_OR_RETURN(self->grid_, CusolverMgGrid::Create(std::move(devices)));
   self->n_ = n;
   self->block_ = std::min(block, n);
-  MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix a,
-                           CusolverMgMatrix::Create(*self->grid_, n, n, self->block_, staging));
+  MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix a, CusolverMgMatrix::Create(*self->grid_, n, n, dtype,
+                                                                        self->block_, staging));
   self->a_.emplace(std::move(a));
   for (int device : self->grid_->devices()) {
     MATRIXD_ASSIGN_OR_RETURN(auto pivots,
@@ -41,18 +41,27 @@ absl::StatusOr<std::unique_ptr<CusolverMgLu>> CusolverMgLu::Create(std::vector<i
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
   MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().getrf_buffer_size(
       grid.handle(), static_cast<int>(n), static_cast<int>(n), self->a_->pointers(), 1, 1,
-      self->a_->desc(), self->pivot_pointers_.data(), CUDA_R_64F, &self->work_elements_));
-  MATRIXD_RETURN_IF_ERROR(self->grid_->Workspace(self->work_elements_).status());
+      self->a_->desc(), self->pivot_pointers_.data(), self->a_->data_type(),
+      &self->work_elements_));
+  MATRIXD_RETURN_IF_ERROR(
+      self->grid_->Workspace(self->work_elements_, self->a_->element_size()).status());
   return self;
 }
 
 absl::Status CusolverMgLu::Generate(cuda::GeneratedMatrix matrix, uint64_t seed) {
+  MATRIXD_RETURN_IF_ERROR(RequireFloat64("Generate"));
   for (int g = 0; g < gpus(); ++g) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchGenerate(a_->part(g), matrix, seed, a_->data(g), nullptr));
+        cuda::LaunchGenerate(a_->part(g), matrix, seed, this->matrix(g), nullptr));
   }
   return grid_->Synchronize();
+}
+
+absl::Status CusolverMgLu::RequireFloat64(const char* what) const {
+  if (a_->dtype() == DType::kFloat64) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("CusolverMgLu::", what, " takes float64, not ", DTypeName(a_->dtype())));
 }
 
 absl::Status CusolverMgLu::Load(const MatrixView& a) { return a_->Scatter(a); }
@@ -63,12 +72,13 @@ absl::Status CusolverMgLu::Factor() {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemset(pivots_[g].get(), 0xff, pivots_[g].bytes()));
   }
-  MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(work_elements_));
+  const size_t size = a_->element_size();
+  MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(work_elements_, size));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[0]));
   int info = 0;  // host memory, as cusolverMg wants
   MATRIXD_CUDA_RETURN_IF_ERROR(grid_->library().getrf(
       grid_->handle(), static_cast<int>(n_), static_cast<int>(n_), a_->pointers(), 1, 1, a_->desc(),
-      pivot_pointers_.data(), CUDA_R_64F, work, grid_->workspace_elements(), &info));
+      pivot_pointers_.data(), a_->data_type(), work, grid_->workspace_elements(size), &info));
   MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
   if (info < 0) {
     return absl::InternalError(absl::StrCat("cusolverMgGetrf: argument ", -info, " is wrong"));
@@ -89,12 +99,13 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CusolverMgLu::PivotParts() con
 }
 
 absl::StatusOr<DistributedDeterminant> CusolverMgLu::Determinant() {
+  MATRIXD_RETURN_IF_ERROR(RequireFloat64("Determinant"));
   std::array<double, cuda::kDiagonalSummaryFields> total{};
   for (int g = 0; g < gpus(); ++g) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemset(summary_[g].get(), 0, summary_[g].bytes()));
     MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchDiagonalSummary(a_->part(g), a_->data(g), summary_[g].get(), nullptr));
+        cuda::LaunchDiagonalSummary(a_->part(g), matrix(g), summary_[g].get(), nullptr));
     std::array<double, cuda::kDiagonalSummaryFields> local{};
     MATRIXD_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(local.data(), summary_[g].get(), sizeof(local), cudaMemcpyDeviceToHost));
@@ -130,23 +141,28 @@ absl::StatusOr<std::vector<int64_t>> CusolverMgLu::Permutation() {
   return PermutationFromPivots(readings, n_);
 }
 
-absl::Status CusolverMgLu::GatherFactors(double* out) { return a_->Gather(out, false); }
+absl::Status CusolverMgLu::GatherFactors(void* out) { return a_->Gather(out, false); }
 
 absl::Status CusolverMgLu::Solve(CusolverMgMatrix& b) {
+  if (b.dtype() != a_->dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CusolverMgLu::Solve: b is ", DTypeName(b.dtype()), ", want ", DTypeName(a_->dtype())));
+  }
   const CusolverMgGrid& grid = *grid_;
   const int nrhs = static_cast<int>(b.cols());
   int64_t elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
   MATRIXD_CUDA_RETURN_IF_ERROR(grid.library().getrs_buffer_size(
       grid.handle(), CUBLAS_OP_N, static_cast<int>(n_), nrhs, a_->pointers(), 1, 1, a_->desc(),
-      pivot_pointers_.data(), b.pointers(), 1, 1, b.desc(), CUDA_R_64F, &elements));
-  MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements));
+      pivot_pointers_.data(), b.pointers(), 1, 1, b.desc(), a_->data_type(), &elements));
+  const size_t size = a_->element_size();
+  MATRIXD_ASSIGN_OR_RETURN(void** work, grid_->Workspace(elements, size));
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid.devices()[0]));
   int info = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(
       grid.library().getrs(grid.handle(), CUBLAS_OP_N, static_cast<int>(n_), nrhs, a_->pointers(),
                            1, 1, a_->desc(), pivot_pointers_.data(), b.pointers(), 1, 1, b.desc(),
-                           CUDA_R_64F, work, grid_->workspace_elements(), &info));
+                           a_->data_type(), work, grid_->workspace_elements(size), &info));
   MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
   if (info < 0) {
     return absl::InternalError(absl::StrCat("cusolverMgGetrs: argument ", -info, " is wrong"));

@@ -171,7 +171,7 @@ class MultiGpuBackend : public BackendWrapper {
                                 const MatrixView* rhs) const override {
     if (options.devices <= 1) return target().FactorizeDeviceBytes(a, options, rhs);
     return MultiGpuFactorizeDeviceBytesPerGpu(a.rows, rhs != nullptr ? rhs->cols : 0,
-                                              options.devices, kLuBlock);
+                                              options.devices, kLuBlock, ElementSize(a.dtype));
   }
 
   // cusolverMg does not look for NaN and Inf: the caller checks a host operand itself.

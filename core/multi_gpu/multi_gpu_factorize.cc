@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cuda/factorize_common.h"
+#include "core/cuda/library_types.h"
 #include "core/multi_gpu/cusolvermg_cholesky.h"
 #include "core/multi_gpu/cusolvermg_lu.h"
 #include "core/multi_gpu/cusolvermg_matrix.h"
@@ -21,12 +22,29 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Real operations per multiply-add of the dtype: 2, or 8 for complex numbers.
+double FlopsPerUpdate(DType dtype) { return IsComplex(dtype) ? 8.0 : 2.0; }
+
+// getrf's info, read where it is defined: the first exactly zero U[j, j] of the row-major
+// packed factors.
+std::optional<int64_t> FirstZeroPivot(const Matrix& factors) {
+  return cuda::VisitFloatingType(factors.dtype(), [&](auto type) -> std::optional<int64_t> {
+    using T = typename decltype(type)::type;
+    const auto values = factors.As<T>();
+    const int64_t n = factors.rows();
+    for (int64_t j = 0; j < n; ++j) {
+      if (values[j * n + j] == T(0)) return j;
+    }
+    return std::nullopt;
+  });
+}
+
 // The right-hand side on the factorization's grid, or nothing without one.
 absl::StatusOr<std::optional<CusolverMgMatrix>> LoadRhs(CusolverMgGrid& grid, const MatrixView* rhs,
                                                         int64_t block) {
   if (rhs == nullptr) return std::nullopt;
   MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix b,
-                           CusolverMgMatrix::Create(grid, rhs->rows, rhs->cols, block));
+                           CusolverMgMatrix::Create(grid, rhs->rows, rhs->cols, rhs->dtype, block));
   MATRIXD_RETURN_IF_ERROR(b.Scatter(*rhs));
   return std::optional<CusolverMgMatrix>(std::move(b));
 }
@@ -34,8 +52,8 @@ absl::StatusOr<std::optional<CusolverMgMatrix>> LoadRhs(CusolverMgGrid& grid, co
 // X from b into the caller's "solution" destination.
 absl::Status GatherSolution(CusolverMgMatrix& b, const ResultDestinations& out,
                             FactorizeResult& result) {
-  result.solution = cuda::HostMatrix<double>(out, "solution", b.rows(), b.cols());
-  return b.Gather(reinterpret_cast<double*>(result.solution->mutable_bytes()), false);
+  result.solution = out.MakeForOverwrite("solution", b.rows(), b.cols(), b.dtype());
+  return b.Gather(result.solution->mutable_bytes(), false);
 }
 
 absl::StatusOr<FactorizeResult> Lu(const std::vector<int>& devices, const MatrixView& a,
@@ -43,7 +61,7 @@ absl::StatusOr<FactorizeResult> Lu(const std::vector<int>& devices, const Matrix
                                    int64_t block) {
   const int64_t n = a.rows;
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<CusolverMgLu> lu,
-                           CusolverMgLu::Create(devices, n, block, /*staging=*/true));
+                           CusolverMgLu::Create(devices, n, block, /*staging=*/true, a.dtype));
   MATRIXD_RETURN_IF_ERROR(lu->Load(a));
   MATRIXD_ASSIGN_OR_RETURN(std::optional<CusolverMgMatrix> b, LoadRhs(lu->grid(), rhs, block));
   const Clock::time_point start = Clock::now();
@@ -52,16 +70,9 @@ absl::StatusOr<FactorizeResult> Lu(const std::vector<int>& devices, const Matrix
 
   FactorizeResult result;
   result.kind = FactorizationKind::kLu;
-  result.lu = cuda::HostMatrix<double>(options.destinations, "lu", n, n);
-  auto* factors = reinterpret_cast<double*>(result.lu.mutable_bytes());
-  MATRIXD_RETURN_IF_ERROR(lu->GatherFactors(factors));
-  // getrf's info, read where it is defined: the first exactly zero U[j, j].
-  for (int64_t j = 0; j < n; ++j) {
-    if (factors[j * n + j] == 0.0) {
-      result.singular_column = j;
-      break;
-    }
-  }
+  result.lu = options.destinations.MakeForOverwrite("lu", n, n, a.dtype);
+  MATRIXD_RETURN_IF_ERROR(lu->GatherFactors(result.lu.mutable_bytes()));
+  result.singular_column = FirstZeroPivot(result.lu);
   if (b.has_value() && result.singular_column.has_value()) {
     return cuda::SingularSolveError(*result.singular_column);
   }
@@ -72,8 +83,11 @@ absl::StatusOr<FactorizeResult> Lu(const std::vector<int>& devices, const Matrix
     MATRIXD_RETURN_IF_ERROR(lu->Solve(*b));
     MATRIXD_RETURN_IF_ERROR(GatherSolution(*b, options.destinations, result));
   }
-  const double getrf_flops = cuda::LuFlops(nd, nd);
-  result.stats.flops = getrf_flops + 2.0 * nd * nd * nrhs;
+  // The single GPU's count: getrf's multiply-adds, the two triangular solves n^2 / 2 each per
+  // column.
+  const double per_update = FlopsPerUpdate(a.dtype);
+  const double getrf_flops = per_update / 2.0 * cuda::LuFlops(nd, nd);
+  result.stats.flops = getrf_flops + per_update * nd * nd * nrhs;
   result.stats.kernels.push_back(
       {"cusolvermg_getrf", getrf_seconds, 2 * a.byte_size(), getrf_flops});
   return result;
@@ -84,7 +98,7 @@ absl::StatusOr<FactorizeResult> Cholesky(const std::vector<int>& devices, const 
                                          int64_t block) {
   const int64_t n = a.rows;
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<CusolverMgCholesky> cholesky,
-                           CusolverMgCholesky::Create(devices, n, block));
+                           CusolverMgCholesky::Create(devices, n, block, a.dtype));
   MATRIXD_RETURN_IF_ERROR(cholesky->Load(a));
   MATRIXD_ASSIGN_OR_RETURN(std::optional<CusolverMgMatrix> b,
                            LoadRhs(cholesky->grid(), rhs, block));
@@ -95,9 +109,8 @@ absl::StatusOr<FactorizeResult> Cholesky(const std::vector<int>& devices, const 
 
   FactorizeResult result;
   result.kind = FactorizationKind::kCholesky;
-  result.l = cuda::HostMatrix<double>(options.destinations, "l", n, n);
-  MATRIXD_RETURN_IF_ERROR(
-      cholesky->GatherFactor(reinterpret_cast<double*>(result.l.mutable_bytes())));
+  result.l = options.destinations.MakeForOverwrite("l", n, n, a.dtype);
+  MATRIXD_RETURN_IF_ERROR(cholesky->GatherFactor(result.l.mutable_bytes()));
   const double nd = static_cast<double>(n);
   const double nrhs = b.has_value() ? static_cast<double>(b->cols()) : 0.0;
   if (b.has_value()) {
@@ -105,8 +118,9 @@ absl::StatusOr<FactorizeResult> Cholesky(const std::vector<int>& devices, const 
     MATRIXD_RETURN_IF_ERROR(GatherSolution(*b, options.destinations, result));
   }
   // The single GPU's count: potrf n^3 / 6 multiply-adds, the solves n^2 / 2 each per column.
-  const double potrf_flops = nd * nd * nd / 3.0;
-  result.stats.flops = potrf_flops + 2.0 * nd * nd * nrhs;
+  const double per_update = FlopsPerUpdate(a.dtype);
+  const double potrf_flops = per_update * nd * nd * nd / 6.0;
+  result.stats.flops = potrf_flops + per_update * nd * nd * nrhs;
   result.stats.kernels.push_back(
       {"cusolvermg_potrf", potrf_seconds, 2 * a.byte_size(), potrf_flops});
   return result;
@@ -118,12 +132,16 @@ absl::StatusOr<FactorizeResult> MultiGpuFactorize(const std::vector<int>& device
                                                   const MatrixView& a,
                                                   const FactorizeOptions& options,
                                                   const MatrixView* rhs, int64_t block) {
-  if (devices.empty() || a.dtype != DType::kFloat64 || a.rows != a.cols ||
-      (rhs != nullptr && (rhs->dtype != DType::kFloat64 || rhs->rows != a.rows))) {
+  if (devices.empty() || !IsFloating(a.dtype) || a.rows != a.cols ||
+      (rhs != nullptr && (rhs->dtype != a.dtype || rhs->rows != a.rows))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a factorization over several GPUs takes one square float64 matrix (and a float64 rhs "
-        "of as many rows) on at least one GPU; got ",
-        a.rows, "x", a.cols, " ", DTypeName(a.dtype), " on ", devices.size(), " GPUs"));
+        "a factorization over several GPUs takes one square float32, float64, complex64 or "
+        "complex128 matrix (and an rhs of its dtype and rows) on at least one GPU; got ",
+        a.rows, "x", a.cols, " ", DTypeName(a.dtype),
+        rhs != nullptr ? absl::StrCat(" with a ", rhs->rows, "x", rhs->cols, " ",
+                                      DTypeName(rhs->dtype), " rhs")
+                       : "",
+        " on ", devices.size(), " GPUs"));
   }
   const Clock::time_point start = Clock::now();
   absl::StatusOr<FactorizeResult> result = options.kind == FactorizationKind::kCholesky
@@ -136,9 +154,11 @@ absl::StatusOr<FactorizeResult> MultiGpuFactorize(const std::vector<int>& device
   return result;
 }
 
-uint64_t MultiGpuFactorizeDeviceBytesPerGpu(int64_t n, int64_t nrhs, int gpus, int64_t block) {
-  const uint64_t a = CusolverMgMatrix::BytesPerGpu(n, n, block, gpus);
-  const uint64_t b = nrhs > 0 ? CusolverMgMatrix::BytesPerGpu(n, nrhs, block, gpus) : 0;
+uint64_t MultiGpuFactorizeDeviceBytesPerGpu(int64_t n, int64_t nrhs, int gpus, int64_t block,
+                                            size_t element_size) {
+  const uint64_t a = CusolverMgMatrix::BytesPerGpu(n, n, block, gpus, element_size);
+  const uint64_t b =
+      nrhs > 0 ? CusolverMgMatrix::BytesPerGpu(n, nrhs, block, gpus, element_size) : 0;
   const uint64_t pivots = static_cast<uint64_t>(n) * sizeof(int);
   // cusolverMg's workspace, not known before its library is asked: a tenth of the part (it needs
   // a few blocks of columns in practice) and 64 MiB.

@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/matrix.h"
 #include "core/operations.h"
+#include "core/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/backend_fixture.h"
@@ -225,8 +226,9 @@ TEST(OperationQueries, CarryTheCallsShapesAndOptions) {
   EXPECT_EQ(per.permanent.method, PermanentMethod::kRyser);
 }
 
-// devices > 1 takes LU or Cholesky of one square float64 matrix; the rest is the contract's
-// INVALID_ARGUMENT on every backend, naming the field (core/validation.h CheckFactorizeDevices).
+// devices > 1 takes LU or Cholesky of one square float32, float64, complex64 or complex128 matrix;
+// the rest is the contract's INVALID_ARGUMENT on every backend, naming the field
+// (core/validation.h CheckFactorizeDevices).
 TEST_P(SupportsTest, FactorizeOverSeveralDevicesRefusesWhatItDoesNotTakeNamingTheField) {
   OperationQuery query = Square(Operation::kFactorize, DType::kFloat64, 8);
   query.factorize.devices = 0;
@@ -242,11 +244,35 @@ TEST_P(SupportsTest, FactorizeOverSeveralDevicesRefusesWhatItDoesNotTakeNamingTh
   query.factorize.estimate_condition = true;
   EXPECT_THAT(Ask(query).message(), HasSubstr("estimate_condition is set with devices = 2"));
   query.factorize.estimate_condition = false;
-  query.dtype = DType::kComplex128;
-  EXPECT_THAT(Ask(query).message(), HasSubstr("matrix.dtype is complex128 with devices = 2"));
+  query.dtype = DType::kInt64;
+  EXPECT_THAT(Ask(query).message(), HasSubstr("matrix.dtype is int64"));
   query.dtype = DType::kFloat64;
   query.cols = 4;
   EXPECT_THAT(Ask(query).message(), HasSubstr("matrix is 8x4 with devices = 2"));
+}
+
+// Every dtype the single-device Factorize takes passes the checks for several devices; whether
+// the backend has the GPUs is its own answer, never a refusal naming matrix.dtype.
+TEST(FactorizeDevices, EveryFloatingDTypePassesTheChecksForSeveralDevices) {
+  for (const DType dtype :
+       {DType::kFloat32, DType::kFloat64, DType::kComplex64, DType::kComplex128}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    for (const FactorizationKind kind : {FactorizationKind::kLu, FactorizationKind::kCholesky}) {
+      EXPECT_TRUE(CheckFactorizeDevices({.kind = kind, .devices = 2}, dtype, 8, 8).ok());
+    }
+    // What the path does not take is still refused, naming the field.
+    const absl::Status qr =
+        CheckFactorizeDevices({.kind = FactorizationKind::kQr, .devices = 2}, dtype, 8, 8);
+    EXPECT_EQ(qr.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(qr.message(), HasSubstr("kind is QR with devices = 2"));
+    const absl::Status batch = CheckFactorizeDevices(
+        {.kind = FactorizationKind::kLu, .batch_count = 2, .devices = 2}, dtype, 16, 8);
+    EXPECT_THAT(batch.message(), HasSubstr("batch_count is 2 with devices = 2"));
+  }
+  const absl::Status integers =
+      CheckFactorizeDevices({.kind = FactorizationKind::kLu, .devices = 2}, DType::kInt64, 8, 8);
+  EXPECT_EQ(integers.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(integers.message(), HasSubstr("matrix.dtype is int64 with devices = 2"));
 }
 
 TEST(FactorizeDevices, TheCpuBackendRefusesSeveralDevicesNamingDevices) {
@@ -261,6 +287,12 @@ TEST(FactorizeDevices, TheCpuBackendRefusesSeveralDevicesNamingDevices) {
   EXPECT_THAT(status.message(), HasSubstr("cpu backend"));
   query.factorize.devices = 1;
   EXPECT_TRUE((*backend)->Supports(query).ok());
+  // A complex64 LU over several devices passes validation too and meets the same answer.
+  query.dtype = DType::kComplex64;
+  query.factorize.kind = FactorizationKind::kLu;
+  query.factorize.devices = 2;
+  EXPECT_THAT((*backend)->Supports(query).message(),
+              HasSubstr("devices is 2: one factorization over several GPUs"));
 }
 
 MATRIXD_INSTANTIATE_BACKEND_SUITE(SupportsTest);

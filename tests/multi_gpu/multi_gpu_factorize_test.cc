@@ -1,8 +1,10 @@
 // Factorize over several GPUs by cusolverMg (core/multi_gpu/multi_gpu_factorize.h and the
-// backend's devices > 1): LU factors and permutation reproduce A and equal one GPU's, solves have
-// small residuals, Cholesky's L L^T = A; orders not a multiple of the block, smaller than the
+// backend's devices > 1), in every dtype the single-GPU Factorize takes (float32, float64,
+// complex64, complex128): LU factors and permutation reproduce A and equal one GPU's, solves have
+// small residuals, Cholesky's L L^H = A; orders not a multiple of the block, smaller than the
 // block times the GPUs, n = 1; singular and non-positive-definite inputs answer as on one GPU; a
-// resident operand is read on its GPU. Skips with fewer than 2 GPUs.
+// resident operand is read on its GPU; the admission estimate scales with the element size. The
+// GPU cases skip with fewer than 2 GPUs.
 #include "core/multi_gpu/multi_gpu_factorize.h"
 
 #include <cuda_runtime.h>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/factorization.h"
 #include "core/make_backend.h"
 #include "core/resident_matrix.h"
 #include "gmock/gmock.h"
@@ -20,12 +23,20 @@
 namespace matrixd::multi_gpu {
 namespace {
 
+using ::matrixd::testing::ConjugateTranspose;
+using ::matrixd::testing::DistanceNorm;
+using ::matrixd::testing::Eps;
 using ::matrixd::testing::ExpectSolves;
+using ::matrixd::testing::ForEachFloatingType;
 using ::matrixd::testing::HermitianPositiveDefinite;
+using ::matrixd::testing::Norm;
+using ::matrixd::testing::Product;
 using ::matrixd::testing::RandomMatrix;
+using ::matrixd::testing::Real;
+using ::matrixd::testing::Wide;
+using ::matrixd::testing::WideMatrix;
+using ::matrixd::testing::Widen;
 using ::testing::HasSubstr;
-
-constexpr long double kEps = 0x1p-52L;
 
 int DeviceCount() {
   int count = 0;
@@ -43,50 +54,63 @@ const std::vector<int> kTwo = {0, 1};
 FactorizeOptions Lu() { return {.kind = FactorizationKind::kLu, .devices = 2}; }
 FactorizeOptions Cholesky() { return {.kind = FactorizationKind::kCholesky, .devices = 2}; }
 
-// ||P A - L U||_max / (n ||A||_max) <= 8 n eps, with L unit lower and U upper from `lu`.
-void ExpectLuOf(const Matrix& a, const FactorizeResult& f) {
+// ||P A - L U||_F <= slack n eps ||L||_F ||U||_F, with L unit lower and U upper from `lu`
+// (T's eps; complex T's of its real part).
+template <typename T>
+void ExpectLuOf(const Matrix& a, const FactorizeResult& f, long double slack = 8) {
   const int64_t n = a.rows();
+  ASSERT_EQ(f.lu.dtype(), a.dtype());
   ASSERT_EQ(f.lu.rows(), n);
   ASSERT_EQ(static_cast<int64_t>(f.permutation.size()), n);
-  const auto av = a.As<double>();
-  const auto lu = f.lu.As<double>();
-  long double worst = 0;
-  long double largest = 0;
-  for (double x : av) largest = std::max<long double>(largest, std::fabs(x));
+  using W = Wide<T>;
+  const auto wa = Widen<T>(a);
+  const auto lu = Widen<T>(f.lu);
+  WideMatrix<W> l(n, n), u(n, n), pa(n, n);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      long double sum = 0;
-      for (int64_t k = 0; k <= std::min(i, j); ++k) {
-        const long double l = k == i ? 1.0L : lu[i * n + k];
-        sum += l * lu[k * n + j];
-      }
-      worst = std::max(worst, std::fabs(sum - av[f.permutation[i] * n + j]));
+      (j < i ? l : u)(i, j) = lu(i, j);
+      pa(i, j) = wa(f.permutation[i], j);
     }
+    l(i, i) = W(1);
   }
-  EXPECT_LE(worst, 8 * n * kEps * n * largest);
+  EXPECT_LE(DistanceNorm(Product(l, u), pa), slack * n * Eps<T>() * Norm(l) * Norm(u));
 }
 
-// L lower (zeros above the diagonal) with L L^T = A.
-void ExpectCholeskyOf(const Matrix& a, const Matrix& l) {
+// L lower (exact zeros above the diagonal) with ||L L^H - A||_F <= slack n eps ||L||_F^2.
+template <typename T>
+void ExpectCholeskyOf(const Matrix& a, const Matrix& l, long double slack = 8) {
   const int64_t n = a.rows();
-  const auto av = a.As<double>();
-  const auto lv = l.As<double>();
-  long double worst = 0;
-  long double largest = 0;
-  for (double x : av) largest = std::max<long double>(largest, std::fabs(x));
+  ASSERT_EQ(l.dtype(), a.dtype());
+  ASSERT_EQ(l.rows(), n);
+  const auto values = l.As<T>();
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      if (j > i) {
-        EXPECT_EQ(lv[i * n + j], 0.0) << i << "," << j;
-      }
-      long double sum = 0;
-      for (int64_t k = 0; k <= std::min(i, j); ++k) {
-        sum += static_cast<long double>(lv[i * n + k]) * lv[j * n + k];
-      }
-      worst = std::max(worst, std::fabs(sum - av[i * n + j]));
-    }
+    for (int64_t j = i + 1; j < n; ++j) EXPECT_EQ(values[i * n + j], T(0)) << i << "," << j;
   }
-  EXPECT_LE(worst, 8 * n * kEps * largest);
+  const auto wl = Widen<T>(l);
+  const long double norm = Norm(wl);
+  EXPECT_LE(DistanceNorm(Product(wl, ConjugateTranspose(wl)), Widen<T>(a)),
+            slack * n * Eps<T>() * norm * norm);
+}
+
+// ||x - y||_F <= slack n eps ||x||_F: results of two well-conditioned computations.
+template <typename T>
+void ExpectClose(const Matrix& x, const Matrix& y, long double slack) {
+  ASSERT_EQ(x.dtype(), y.dtype());
+  ASSERT_EQ(x.rows(), y.rows());
+  ASSERT_EQ(x.cols(), y.cols());
+  const auto wx = Widen<T>(x);
+  EXPECT_LE(DistanceNorm(wx, Widen<T>(y)), slack * x.rows() * Eps<T>() * Norm(wx));
+}
+
+// A random n x n matrix plus 2n on the diagonal: every column diagonally dominant, so partial
+// pivoting swaps no rows on any device (no near ties to break differently) and A is well
+// conditioned.
+template <typename T>
+Matrix DiagonallyDominant(int64_t n, uint64_t seed) {
+  Matrix a = RandomMatrix<T>(n, n, seed);
+  auto values = a.As<T>();
+  for (int64_t i = 0; i < n; ++i) values[i * n + i] += static_cast<Real<T>>(2 * n);
+  return a;
 }
 
 TEST(MultiGpuFactorize, LuReproducesAAndSolvesForOrdersAroundTheBlock) {
@@ -101,7 +125,7 @@ TEST(MultiGpuFactorize, LuReproducesAAndSolvesForOrdersAroundTheBlock) {
     absl::StatusOr<FactorizeResult> f = MultiGpuFactorize(kTwo, a.view(), Lu(), &rhs, 64);
     ASSERT_TRUE(f.ok()) << f.status();
     EXPECT_FALSE(f->singular_column.has_value());
-    ExpectLuOf(a, *f);
+    ExpectLuOf<double>(a, *f);
     ASSERT_TRUE(f->solution.has_value());
     ExpectSolves<double>(a, b, *f->solution, 16);
   }
@@ -138,27 +162,114 @@ TEST(MultiGpuFactorize, CholeskyGivesLowerLWithLLtEqualToAAndSolves) {
     absl::StatusOr<FactorizeResult> f = MultiGpuFactorize(kTwo, a.view(), Cholesky(), &rhs, 64);
     ASSERT_TRUE(f.ok()) << f.status();
     EXPECT_EQ(f->kind, FactorizationKind::kCholesky);
-    ExpectCholeskyOf(a, f->l);
+    ExpectCholeskyOf<double>(a, f->l);
     ASSERT_TRUE(f->solution.has_value());
     ExpectSolves<double>(a, b, *f->solution, 16);
   }
 }
 
-TEST(MultiGpuFactorize, SingularLuNamesTheColumnAndRefusesASolve) {
+// Every dtype the single-GPU Factorize takes: P A = L U and A X = B within the dtype's bounds, for
+// an order of several blocks with a short last one and for one block (the second GPU idle).
+TEST(MultiGpuFactorize, EveryDTypeLuReproducesAAndSolves) {
   MATRIXD_REQUIRE_TWO_GPUS();
-  const int64_t n = 150;
-  Matrix a = RandomMatrix<double>(n, n, 9);
-  auto values = a.As<double>();
-  for (int64_t i = 0; i < n; ++i) values[i * n + 70] = 0.0;  // column 70 is zero
-  absl::StatusOr<FactorizeResult> f = MultiGpuFactorize(kTwo, a.view(), Lu(), nullptr, 64);
-  ASSERT_TRUE(f.ok()) << f.status();
-  ASSERT_TRUE(f->singular_column.has_value());
-  EXPECT_EQ(*f->singular_column, 70);
-  const Matrix b = RandomMatrix<double>(n, 1, 2);
-  const MatrixView rhs = b.view();
-  absl::StatusOr<FactorizeResult> solved = MultiGpuFactorize(kTwo, a.view(), Lu(), &rhs, 64);
-  EXPECT_EQ(solved.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(solved.status().message(), HasSubstr("matrix is singular: U[70,70] = 0"));
+  ForEachFloatingType([](auto type) {
+    using T = typename decltype(type)::type;
+    for (int64_t n : {333, 37}) {
+      SCOPED_TRACE(n);
+      const Matrix a = RandomMatrix<T>(n, n, 17 + n);
+      const Matrix b = RandomMatrix<T>(n, 3, 19 + n);
+      const MatrixView rhs = b.view();
+      absl::StatusOr<FactorizeResult> f = MultiGpuFactorize(kTwo, a.view(), Lu(), &rhs, 64);
+      ASSERT_TRUE(f.ok()) << f.status();
+      EXPECT_FALSE(f->singular_column.has_value());
+      ExpectLuOf<T>(a, *f);
+      ASSERT_TRUE(f->solution.has_value());
+      ExpectSolves<T>(a, b, *f->solution, 16);
+    }
+  });
+}
+
+// Every dtype: L lower with L L^H = A (A Hermitian: complex Cholesky reads A's lower triangle)
+// and A X = B.
+TEST(MultiGpuFactorize, EveryDTypeCholeskyGivesLWithLLhEqualToAAndSolves) {
+  MATRIXD_REQUIRE_TWO_GPUS();
+  ForEachFloatingType([](auto type) {
+    using T = typename decltype(type)::type;
+    for (int64_t n : {333, 37}) {
+      SCOPED_TRACE(n);
+      const Matrix a = HermitianPositiveDefinite<T>(n, 23 + n);
+      const Matrix b = RandomMatrix<T>(n, 2, 29 + n);
+      const MatrixView rhs = b.view();
+      absl::StatusOr<FactorizeResult> f = MultiGpuFactorize(kTwo, a.view(), Cholesky(), &rhs, 64);
+      ASSERT_TRUE(f.ok()) << f.status();
+      ExpectCholeskyOf<T>(a, f->l);
+      ASSERT_TRUE(f->solution.has_value());
+      ExpectSolves<T>(a, b, *f->solution, 16);
+    }
+  });
+}
+
+// Every dtype through the backend (Supports, the admission estimate, Factorize with devices = 2)
+// against the same backend on one GPU: the same permutation, factors and solutions within the
+// dtype's bounds. Well-conditioned inputs, so the factors themselves are close, not only their
+// products.
+TEST(MultiGpuFactorize, EveryDTypeEqualsOneGpusResults) {
+  MATRIXD_REQUIRE_TWO_GPUS();
+  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  Backend& backend = **cuda;
+  ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const int64_t n = 300;
+    const Matrix b = RandomMatrix<T>(n, 3, 31);
+    const MatrixView rhs = b.view();
+    for (FactorizeOptions two : {Lu(), Cholesky()}) {
+      SCOPED_TRACE(FactorizationName(two.kind));
+      const bool lu = two.kind == FactorizationKind::kLu;
+      const Matrix a = lu ? DiagonallyDominant<T>(n, 37) : HermitianPositiveDefinite<T>(n, 41);
+      ASSERT_TRUE(backend.Supports(FactorizeQuery(a.view(), two, &rhs)).ok());
+      // The parts and their staging alone: at least A's bytes over the two GPUs.
+      EXPECT_GT(backend.FactorizeDeviceBytes(a.view(), two, &rhs), a.byte_size() / 2);
+      absl::StatusOr<FactorizeResult> many = backend.Factorize(a.view(), two, &rhs, nullptr);
+      ASSERT_TRUE(many.ok()) << many.status();
+      FactorizeOptions one_gpu = two;
+      one_gpu.devices = 1;
+      absl::StatusOr<FactorizeResult> one = backend.Factorize(a.view(), one_gpu, &rhs, nullptr);
+      ASSERT_TRUE(one.ok()) << one.status();
+      if (lu) {
+        EXPECT_EQ(many->permutation, one->permutation);
+        ExpectLuOf<T>(a, *many);
+        ExpectClose<T>(one->lu, many->lu, 64);
+      } else {
+        ExpectCholeskyOf<T>(a, many->l);
+        ExpectClose<T>(one->l, many->l, 64);
+      }
+      ASSERT_TRUE(many->solution.has_value());
+      ASSERT_TRUE(one->solution.has_value());
+      ExpectSolves<T>(a, b, *many->solution, 16);
+      ExpectClose<T>(*one->solution, *many->solution, 64);
+    }
+  });
+}
+
+TEST(MultiGpuFactorize, SingularLuNamesTheColumnAndRefusesASolveInEveryDType) {
+  MATRIXD_REQUIRE_TWO_GPUS();
+  ForEachFloatingType([](auto type) {
+    using T = typename decltype(type)::type;
+    const int64_t n = 150;
+    Matrix a = RandomMatrix<T>(n, n, 9);
+    auto values = a.As<T>();
+    for (int64_t i = 0; i < n; ++i) values[i * n + 70] = T(0);  // column 70 is zero
+    absl::StatusOr<FactorizeResult> f = MultiGpuFactorize(kTwo, a.view(), Lu(), nullptr, 64);
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_TRUE(f->singular_column.has_value());
+    EXPECT_EQ(*f->singular_column, 70);
+    const Matrix b = RandomMatrix<T>(n, 1, 2);
+    const MatrixView rhs = b.view();
+    absl::StatusOr<FactorizeResult> solved = MultiGpuFactorize(kTwo, a.view(), Lu(), &rhs, 64);
+    EXPECT_EQ(solved.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(solved.status().message(), HasSubstr("matrix is singular: U[70,70] = 0"));
+  });
 }
 
 TEST(MultiGpuFactorize, NotPositiveDefiniteIsFailedPreconditionAsOnOneGpu) {
@@ -199,11 +310,27 @@ TEST(MultiGpuFactorize, TheBackendReadsAResidentOperandOnItsGpu) {
     absl::StatusOr<FactorizeResult> f = (*cuda)->Factorize(on_device, options, &rhs, nullptr);
     ASSERT_TRUE(f.ok()) << f.status();
     if (options.kind == FactorizationKind::kLu) {
-      ExpectLuOf(a, *f);
+      ExpectLuOf<double>(a, *f);
     } else {
-      ExpectCholeskyOf(a, f->l);
+      ExpectCholeskyOf<double>(a, f->l);
     }
     ExpectSolves<double>(a, b, *f->solution, 16);
+  }
+}
+
+// The admission estimate counts each GPU's part and staging in elements of the dtype: blocks of
+// 100 of n = 1000 over 2 GPUs are 5 a GPU, plus one of staging.
+TEST(MultiGpuFactorizeDeviceBytesPerGpu, PartsScaleWithTheElementSize) {
+  for (const size_t size : {size_t{4}, size_t{8}, size_t{16}}) {
+    SCOPED_TRACE(size);
+    const uint64_t part = uint64_t{6} * 100 * 1000 * size;
+    // 2 right-hand sides: one block of 2 columns and as much staging.
+    const uint64_t rhs = uint64_t{2} * 2 * 1000 * size;
+    EXPECT_EQ(MultiGpuFactorizeDeviceBytesPerGpu(1000, 0, 2, 100, size),
+              part + 1000 * sizeof(int) + part / 10 + (uint64_t{64} << 20));
+    EXPECT_EQ(MultiGpuFactorizeDeviceBytesPerGpu(1000, 2, 2, 100, size) -
+                  MultiGpuFactorizeDeviceBytesPerGpu(1000, 0, 2, 100, size),
+              rhs);
   }
 }
 

@@ -75,7 +75,7 @@ class Client(_base.ClientBase):
         (docs/accuracy.md). refine=True (LU with rhs) refines x to working precision;
         refine_precision "input", "float32", "tf32" or "float16" is the factorization's
         precision (result.refinement says what ran). devices=N > 1: LU or Cholesky of one
-        float64 matrix over N GPUs of the server (docs/distributed.md)."""
+        square matrix (any floating dtype) over N GPUs of the server (docs/distributed.md)."""
         return self._send(_ops.factorize(a, kind, rhs, keep, keep_input, self.check, outputs,
                                          estimate_condition=estimate_condition, refine=refine,
                                          refine_precision=refine_precision,
