@@ -191,7 +191,8 @@ struct MultiplyOptions {
   // Also run Freivalds' check of C (core/freivalds.h) where C was computed, before it is returned.
   // REQUIRES: a floating dtype.
   bool verify = false;
-  // > 1: one product over this many GPUs of the backend (float64, dense, no transposes).
+  // > 1: one product over this many GPUs of the backend (float32, float64, complex64 or
+  // complex128; dense, no transposes, no allow_tf32, no verify).
   int devices = 1;
   MultiplyMethod method = MultiplyMethod::kAuto;
   // An operand that is a distributed resident matrix read in place (its view then has null data):
