@@ -72,8 +72,8 @@ std::string FormatLoadReport(const LoadReport& report) {
                            DTypeFlagName(options.dtype), ", batch ", options.batch,
                            ", concurrency ", options.concurrency, " over ", options.connections,
                            options.connections == 1 ? " connection" : " connections", " (",
-                           LoadApiName(options.api), " calls), method ",
-                           options.method, ", ", report.distinct_requests, " distinct requests"));
+                           LoadApiName(options.api), " calls), method ", options.method, ", ",
+                           report.distinct_requests, " distinct requests"));
   absl::StrAppend(&out, Line("requests", absl::StrCat(tally.requests)),
                   Line("ok", absl::StrCat(tally.ok_requests)),
                   Line("failed", absl::StrCat(tally.requests - tally.ok_requests)),

@@ -87,7 +87,8 @@ class CallbackSender {
  private:
   int TakeSlot() {
     absl::MutexLock lock(&mutex_);
-    mutex_.Await(absl::Condition(+[](std::vector<int>* free) { return !free->empty(); }, &free_));
+    mutex_.Await(absl::Condition(
+        +[](std::vector<int>* free) { return !free->empty(); }, &free_));
     const int slot = free_.back();
     free_.pop_back();
     return slot;

@@ -491,8 +491,7 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
       cpu::ChooseRealWalkArithmetic(rows.entries, n, options.precision, method).arithmetic();
   result->walk_used =
       cpu::PrepareRealPermanentWalk(rows.entries, n, method, arithmetic, options.walk,
-                                    cpu::kSparsePermanentCostRatio,
-                                    cpu::SparseWalkCostModel::kGpu);
+                                    cpu::kSparsePermanentCostRatio, cpu::SparseWalkCostModel::kGpu);
   const RealWalkKind kind = result->walk_used == PermanentWalk::kSparse
                                 ? SparseWalkKind(rows.entries, n, method, arithmetic)
                                 : RealWalkKind{};

@@ -203,13 +203,13 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                         cudaSuccess);
               // cuBLAS trsm in place on `columns` right-hand sides at `rhs`: the reference.
               const auto reference_trsm = [&](DeviceBuffer& rhs, int columns) {
-                return Traits::trsm(
-                    context.cublas(), CUBLAS_SIDE_LEFT,
-                    lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
-                    adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
-                    unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, static_cast<int>(n), columns,
-                    &one, LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
-                    LibraryPointer<T>(rhs.data()), static_cast<int>(n));
+                return Traits::trsm(context.cublas(), CUBLAS_SIDE_LEFT,
+                                    lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
+                                    adjoint ? Traits::kAdjoint : CUBLAS_OP_N,
+                                    unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT,
+                                    static_cast<int>(n), columns, &one,
+                                    LibraryPointer<T>(clean_a->data()), static_cast<int>(lda),
+                                    LibraryPointer<T>(rhs.data()), static_cast<int>(n));
               };
               ASSERT_EQ(reference_trsm(*reference, 1), CUBLAS_STATUS_SUCCESS);
               const std::vector<T> got = DownloadVector<T>(context, *x, b.size());
