@@ -48,61 +48,50 @@ void Work(Client& client, const std::vector<v1::JobRequest>& requests, int64_t m
   }
 }
 
-// Callback calls: one sender thread keeps `clients.size() * per_client` requests in flight (a
-// slot each; slot k on clients[k mod clients.size()]), taking a free slot, starting the call and
-// going on; each completion records into the tally and frees its slot. Returns when every slot is
-// free again after the budget ran out.
-class CallbackSender {
- public:
-  CallbackSender(std::vector<std::unique_ptr<Client>>& clients, int concurrency,
-                 const std::vector<v1::JobRequest>& requests, int64_t matrices,
-                 RequestBudget& budget)
-      : clients_(clients),
-        requests_(requests),
-        matrices_(matrices),
-        budget_(budget),
-        free_slots_(concurrency) {
-    for (int k = concurrency - 1; k >= 0; --k) free_.push_back(k);
+// The request slots of callback calls and their tally, shared by the sender and the completions:
+// each completion holds it until it has unlocked the mutex, so it outlives the last of them.
+struct CallbackSlots {
+  explicit CallbackSlots(int concurrency) : all(static_cast<size_t>(concurrency)) {
+    for (int k = concurrency - 1; k >= 0; --k) free.push_back(k);
   }
-
-  LoadTally Run() {
-    for (int64_t index = budget_.Take(); index >= 0; index = budget_.Take()) {
-      const int slot = TakeSlot();
-      const v1::JobRequest& request = requests_[static_cast<size_t>(index) % requests_.size()];
-      const auto start = std::chrono::steady_clock::now();
-      clients_[static_cast<size_t>(slot) % clients_.size()]->StartJobRequest(
-          request, [this, slot, start](absl::Status status) {
-            const auto end = std::chrono::steady_clock::now();
-            absl::MutexLock lock(&mutex_);
-            tally_.Record(status, matrices_, absl::FromChrono(end - start), absl::Now());
-            free_.push_back(slot);
-          });
-    }
-    absl::MutexLock lock(&mutex_);
-    mutex_.Await(absl::Condition(
-        +[](CallbackSender* self) { return self->free_.size() == self->free_slots_; }, this));
-    return std::move(tally_);
-  }
-
- private:
-  int TakeSlot() {
-    absl::MutexLock lock(&mutex_);
-    mutex_.Await(absl::Condition(
-        +[](std::vector<int>* free) { return !free->empty(); }, &free_));
-    const int slot = free_.back();
-    free_.pop_back();
-    return slot;
-  }
-
-  std::vector<std::unique_ptr<Client>>& clients_;
-  const std::vector<v1::JobRequest>& requests_;
-  const int64_t matrices_;
-  RequestBudget& budget_;
-  const size_t free_slots_;  // all of them
-  absl::Mutex mutex_;
-  std::vector<int> free_ ABSL_GUARDED_BY(mutex_);
-  LoadTally tally_ ABSL_GUARDED_BY(mutex_);
+  const size_t all;
+  absl::Mutex mutex;
+  std::vector<int> free ABSL_GUARDED_BY(mutex);
+  LoadTally tally ABSL_GUARDED_BY(mutex);
 };
+
+// Callback calls: this thread keeps `concurrency` requests in flight (a slot each; slot k on
+// clients[k mod clients.size()]), taking a free slot, starting the call and going on; each
+// completion records into the tally and frees its slot. Returns the tally once every slot is
+// free again after the budget ran out.
+LoadTally SendWithCallbacks(std::vector<std::unique_ptr<Client>>& clients, int concurrency,
+                            const std::vector<v1::JobRequest>& requests, int64_t matrices,
+                            RequestBudget& budget) {
+  auto slots = std::make_shared<CallbackSlots>(concurrency);
+  for (int64_t index = budget.Take(); index >= 0; index = budget.Take()) {
+    int slot = 0;
+    {
+      absl::MutexLock lock(&slots->mutex);
+      slots->mutex.Await(absl::Condition(
+          +[](std::vector<int>* free) { return !free->empty(); }, &slots->free));
+      slot = slots->free.back();
+      slots->free.pop_back();
+    }
+    const v1::JobRequest& request = requests[static_cast<size_t>(index) % requests.size()];
+    const auto start = std::chrono::steady_clock::now();
+    clients[static_cast<size_t>(slot) % clients.size()]->StartJobRequest(
+        request, [slots, slot, start, matrices](absl::Status status) {
+          const auto end = std::chrono::steady_clock::now();
+          absl::MutexLock lock(&slots->mutex);
+          slots->tally.Record(status, matrices, absl::FromChrono(end - start), absl::Now());
+          slots->free.push_back(slot);
+        });
+  }
+  absl::MutexLock lock(&slots->mutex);
+  slots->mutex.Await(absl::Condition(
+      +[](CallbackSlots* s) { return s->free.size() == s->all; }, slots.get()));
+  return std::move(slots->tally);
+}
 
 }  // namespace
 
@@ -136,8 +125,7 @@ absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOption
   const int64_t matrices = MatricesPerRequest(options);
   std::vector<LoadTally> tallies(clients.size());
   if (options.api == LoadApi::kCallback) {
-    CallbackSender sender(clients, options.concurrency, *requests, matrices, budget);
-    tallies.front() = sender.Run();
+    tallies.front() = SendWithCallbacks(clients, options.concurrency, *requests, matrices, budget);
   } else {
     std::vector<std::jthread> workers;
     for (size_t k = 0; k < clients.size(); ++k) {
