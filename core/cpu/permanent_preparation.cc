@@ -378,12 +378,23 @@ HeadWalkPlan ChooseHeadWalk(std::span<const double> a, int n, PermanentMethod me
   return best;
 }
 
-double SparseWalkCost(std::span<const double> ordered, int n, PermanentMethod method,
-                      walk::RealArithmetic arithmetic, SparseWalkCostModel model) {
-  const double block_walk = EstimatePermanentWalkCost(ordered, n, method, arithmetic).sparse;
+namespace {
+
+// SparseWalkCost with the block walk's count already estimated.
+double SparseWalkCostOf(std::span<const double> ordered, int n, PermanentMethod method,
+                        walk::RealArithmetic arithmetic, double block_walk,
+                        SparseWalkCostModel model) {
   if (model == SparseWalkCostModel::kCpu) return block_walk;
   const HeadWalkPlan head = ChooseHeadWalk(ordered, n, method, arithmetic);
   return head.head_rows > 0 ? head.cost : kGpuBlockWalkCountFactor * block_walk;
+}
+
+}  // namespace
+
+double SparseWalkCost(std::span<const double> ordered, int n, PermanentMethod method,
+                      walk::RealArithmetic arithmetic, SparseWalkCostModel model) {
+  return SparseWalkCostOf(ordered, n, method, arithmetic,
+                          EstimatePermanentWalkCost(ordered, n, method, arithmetic).sparse, model);
 }
 
 PermanentWalk PrepareRealPermanentWalk(std::vector<double>& a, int n, PermanentMethod method,
@@ -393,8 +404,9 @@ PermanentWalk PrepareRealPermanentWalk(std::vector<double>& a, int n, PermanentM
   std::vector<double> ordered = a;
   OrderForSparseWalk(ordered, n, method);
   if (asked == PermanentWalk::kAuto) {
-    const double dense = EstimatePermanentWalkCost(ordered, n, method, arithmetic).dense;
-    if (SparseWalkCost(ordered, n, method, arithmetic, model) > max_sparse_cost_ratio * dense) {
+    const PermanentWalkCost cost = EstimatePermanentWalkCost(ordered, n, method, arithmetic);
+    if (SparseWalkCostOf(ordered, n, method, arithmetic, cost.sparse, model) >
+        max_sparse_cost_ratio * cost.dense) {
       return PermanentWalk::kDense;
     }
   }
