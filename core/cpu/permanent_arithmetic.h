@@ -204,7 +204,8 @@ MATRIXD_WALK_INLINE DoubleDouble MultiplyProducts(DoubleDouble a, DoubleDouble b
   }
 }
 
-#if defined(__CUDACC__)
+// Only in nvcc's device pass: its host pass hands the code to the host compiler, which warns.
+#if defined(__CUDA_ARCH__)
 #define MATRIXD_WALK_UNROLL _Pragma("unroll")
 #else
 #define MATRIXD_WALK_UNROLL
