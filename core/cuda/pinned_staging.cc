@@ -1,6 +1,7 @@
 #include "core/cuda/pinned_staging.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -12,15 +13,17 @@ namespace matrixd::cuda {
 
 namespace {
 
-// Runs copy(begin, end) over [0, bytes) split among up to PinnedStaging::kHostThreads threads
+std::atomic<int> host_threads{PinnedStaging::kDefaultHostThreads};
+
+// Runs copy(begin, end) over [0, bytes) split among up to PinnedStaging::HostThreads() threads
 // (this one included), in shares that are multiples of `granule` bytes; returns whether every
 // share's copy returned true.
 template <typename Copy>
 bool SplitOverHostThreads(size_t bytes, size_t granule, const Copy& copy) {
-  // Below a few MiB a second thread costs more than it saves.
-  constexpr size_t kBytesPerThread = size_t{4} << 20;
-  const int threads = static_cast<int>(std::clamp<size_t>(
-      bytes / kBytesPerThread, 1, static_cast<size_t>(PinnedStaging::kHostThreads)));
+  // Below a MiB or so a second thread costs more than it saves.
+  const int threads =
+      static_cast<int>(std::clamp<size_t>(bytes / PinnedStaging::kMinBytesPerThread, 1,
+                                          static_cast<size_t>(PinnedStaging::HostThreads())));
   if (threads == 1) return copy(size_t{0}, bytes);
   const size_t share = (bytes / granule + threads - 1) / threads * granule;
   std::vector<std::thread> helpers;
@@ -36,6 +39,12 @@ bool SplitOverHostThreads(size_t bytes, size_t granule, const Copy& copy) {
 }
 
 }  // namespace
+
+int PinnedStaging::HostThreads() { return host_threads.load(std::memory_order_relaxed); }
+
+void PinnedStaging::SetHostThreads(int threads) {
+  host_threads.store(std::clamp(threads, 1, kMaxHostThreads), std::memory_order_relaxed);
+}
 
 void ParallelMemcpy(void* to, const void* from, size_t bytes) {
   SplitOverHostThreads(bytes, 1, [&](size_t begin, size_t end) {

@@ -23,9 +23,18 @@ namespace matrixd::cuda {
 
 class PinnedStaging {
  public:
-  // Each pinned chunk, and the bytes each host thread copies at most per chunk.
+  // Each pinned chunk.
   static constexpr size_t kChunkBytes = size_t{32} << 20;
-  static constexpr int kHostThreads = 4;
+  // The most host threads a copy into or out of a chunk is split over: kDefaultHostThreads unless
+  // SetHostThreads chose otherwise (process-wide; a copy splits only when each thread gets at
+  // least kMinBytesPerThread).
+  static constexpr int kDefaultHostThreads = 4;
+  static constexpr int kMaxHostThreads = 32;
+  static constexpr size_t kMinBytesPerThread = size_t{1} << 20;
+  static int HostThreads();
+  // Sets HostThreads to `threads` clamped to [1, kMaxHostThreads] for the copies that start after
+  // it (for the benchmarks and the server's --staging_threads).
+  static void SetHostThreads(int threads);
   // Values per piece of UploadInPieces: a chunk holds one at full width (int64).
   static constexpr size_t kPieceValues = kChunkBytes / sizeof(int64_t);
 
@@ -71,14 +80,14 @@ class PinnedStaging {
   std::array<cudaEvent_t, 2> drained_{};  // recorded after each transfer from or to a chunk
 };
 
-// memcpy split over up to PinnedStaging::kHostThreads threads for large sizes.
+// memcpy split over up to PinnedStaging::HostThreads() threads for large sizes.
 void ParallelMemcpy(void* to, const void* from, size_t bytes);
 
 // to[i] := from[i] narrowed to int32 (its low 32 bits) for i < count. Returns whether every value
 // lay in [INT32_MIN, INT32_MAX]; `to` is written either way. One pass, no branch per value, so
 // that it vectorizes and runs at about memcpy's speed (it reads as much and writes half).
 bool NarrowToInt32(const int64_t* from, size_t count, int32_t* to);
-// NarrowToInt32 split over up to PinnedStaging::kHostThreads threads as ParallelMemcpy is.
+// NarrowToInt32 split over up to PinnedStaging::HostThreads() threads as ParallelMemcpy is.
 bool ParallelNarrowToInt32(const int64_t* from, size_t count, int32_t* to);
 
 }  // namespace matrixd::cuda

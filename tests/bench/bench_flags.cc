@@ -165,6 +165,9 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (name == "--modp_look_ahead") {
       ok = ParseList(value, flags.modp_look_ahead) && !flags.modp_look_ahead.empty();
       for (const int v : flags.modp_look_ahead) ok = ok && (v == 0 || v == 1);
+    } else if (name == "--staging_threads") {
+      ok = ParseList(value, flags.staging_threads) && !flags.staging_threads.empty();
+      for (const int v : flags.staging_threads) ok = ok && v >= 1 && v <= 32;
     } else if (name == "--primes") {
       ok = ParseList(value, flags.primes) && CheckPrimes(flags.primes);
     } else if (name == "--exact_sizes") {

@@ -34,6 +34,9 @@ struct Flags {
   bool ntl = true;
   // The GPU rows once per value: 1 with look-ahead, 0 on one stream (cuda::ModularLuTuning).
   std::vector<int> modp_look_ahead = {1};
+  // And once per value of the host threads that narrow the int64 matrix on its way into the
+  // pinned staging (cuda::PinnedStaging::SetHostThreads; empty: the default).
+  std::vector<int> staging_threads;
   // exact: the exact determinant at each order of exact_sizes with entries below 2^exact_bits,
   // ours on the GPU next to FLINT's fmpz_mat_det on one core (when flint).
   std::vector<int> exact_sizes = {500, 1000};

@@ -22,6 +22,7 @@
 
 #ifdef MATRIXD_HAVE_CUDA
 #include "core/cuda/modular_lu.h"
+#include "core/cuda/pinned_staging.h"
 #endif
 
 namespace matrixd::bench {
@@ -56,6 +57,15 @@ OurResidue OursModP(Backend& backend, const Matrix& a, uint64_t p, int warm_up, 
 void SetLookAhead([[maybe_unused]] bool on) {
 #ifdef MATRIXD_HAVE_CUDA
   cuda::SetModularLuTuning({.look_ahead = on});
+#endif
+}
+
+// The host threads of the pinned staging from here on (--staging_threads; 0: the default);
+// nothing in a build without CUDA.
+void SetStagingThreads([[maybe_unused]] int threads) {
+#ifdef MATRIXD_HAVE_CUDA
+  cuda::PinnedStaging::SetHostThreads(threads > 0 ? threads
+                                                  : cuda::PinnedStaging::kDefaultHostThreads);
 #endif
 }
 
@@ -128,35 +138,46 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
           ntl_error = std::string(reference.status().ToString());
         }
       }
-      // One row per look-ahead setting (the first one's is the table's usual row).
-      for (const int look_ahead : gpu != nullptr ? flags.modp_look_ahead : std::vector<int>{1}) {
-        OurResidue on_gpu;
-        if (gpu != nullptr) {
-          SetLookAhead(look_ahead != 0);
-          on_gpu = OursModP(*gpu, a, p, 1, flags.repeats);
-        }
-        std::printf(
-            "%-6d %-12llu %-12s %-10s %-9s %-12s %-9s %s\n", n, static_cast<unsigned long long>(p),
-            Seconds(on_gpu.timing.seconds).c_str(), Seconds(ntl_seconds).c_str(),
-            Ratio(ntl_seconds, on_gpu.timing.seconds).c_str(),
-            Seconds(on_cpu.timing.seconds).c_str(),
-            Ratio(ntl_seconds, on_cpu.timing.seconds).c_str(),
-            Agreement({{"gpu", on_gpu.residue}, {"ntl", ntl_residue}, {"cpu", on_cpu.residue}})
-                .c_str());
-        if (!on_gpu.phases.empty()) {
-          std::string phases;
-          for (const KernelRecord& phase : on_gpu.phases) {
-            absl::StrAppend(&phases, phases.empty() ? "" : ", ", phase.kernel, " ",
-                            Seconds(phase.seconds));
+      // One row per look-ahead setting and staging thread count (the first pair's is the
+      // table's usual row).
+      const std::vector<int> look_aheads =
+          gpu != nullptr ? flags.modp_look_ahead : std::vector<int>{1};
+      const std::vector<int> thread_counts = gpu == nullptr || flags.staging_threads.empty()
+                                                 ? std::vector<int>{0}
+                                                 : flags.staging_threads;
+      for (const int look_ahead : look_aheads) {
+        for (const int threads : thread_counts) {
+          OurResidue on_gpu;
+          if (gpu != nullptr) {
+            SetLookAhead(look_ahead != 0);
+            SetStagingThreads(threads);
+            on_gpu = OursModP(*gpu, a, p, 1, flags.repeats);
           }
-          std::printf("  GPU phases (look-ahead %s): %s\n", look_ahead != 0 ? "on" : "off",
-                      phases.c_str());
-        }
-        if (!on_gpu.timing.error.empty()) {
-          std::printf("  GPU failed: %s\n", on_gpu.timing.error.c_str());
+          std::printf(
+              "%-6d %-12llu %-12s %-10s %-9s %-12s %-9s %s\n", n,
+              static_cast<unsigned long long>(p), Seconds(on_gpu.timing.seconds).c_str(),
+              Seconds(ntl_seconds).c_str(), Ratio(ntl_seconds, on_gpu.timing.seconds).c_str(),
+              Seconds(on_cpu.timing.seconds).c_str(),
+              Ratio(ntl_seconds, on_cpu.timing.seconds).c_str(),
+              Agreement({{"gpu", on_gpu.residue}, {"ntl", ntl_residue}, {"cpu", on_cpu.residue}})
+                  .c_str());
+          if (!on_gpu.phases.empty()) {
+            std::string phases;
+            for (const KernelRecord& phase : on_gpu.phases) {
+              absl::StrAppend(&phases, phases.empty() ? "" : ", ", phase.kernel, " ",
+                              Seconds(phase.seconds));
+            }
+            std::printf("  GPU phases (look-ahead %s, staging threads %s): %s\n",
+                        look_ahead != 0 ? "on" : "off",
+                        threads > 0 ? std::to_string(threads).c_str() : "default", phases.c_str());
+          }
+          if (!on_gpu.timing.error.empty()) {
+            std::printf("  GPU failed: %s\n", on_gpu.timing.error.c_str());
+          }
         }
       }
       SetLookAhead(true);
+      SetStagingThreads(0);
       if (!on_cpu.timing.error.empty()) {
         std::printf("  CPU failed: %s\n", on_cpu.timing.error.c_str());
       }

@@ -85,25 +85,31 @@ TEST(PinnedStagingNarrowing, OneValueOutsideAnywhereIsSeen) {
 }
 
 // Large enough to be split over every host thread, in shares of unequal length: a value outside
-// at either side of each share's boundary is seen, and a fitting array is copied whole.
+// at either side of each share's boundary is seen, and a fitting array is copied whole; with the
+// default thread count and with more threads set.
 TEST(PinnedStagingNarrowing, ParallelSplitSeesEveryShare) {
-  const size_t count = 3 * (size_t{1} << 20) + 7;  // 24 MiB read: four threads
-  const size_t threads = PinnedStaging::kHostThreads;
-  const size_t share = (count + threads - 1) / threads;
-  std::vector<int64_t> values = FittingValues(count);
-  std::vector<int32_t> to(count, 0);
-  ASSERT_TRUE(ParallelNarrowToInt32(values.data(), count, to.data()));
-  EXPECT_TRUE(to == Narrowed(values));
-  for (size_t t = 1; t < threads; ++t) {
-    for (const size_t at : {t * share - 1, t * share}) {
-      const int64_t kept = values[at];
-      values[at] = kInt32Max + 1;
-      EXPECT_FALSE(ParallelNarrowToInt32(values.data(), count, to.data())) << "at " << at;
-      values[at] = kept;
+  const size_t count = 3 * (size_t{1} << 20) + 7;  // 24 MiB read: up to 24 threads
+  for (const int threads : {PinnedStaging::kDefaultHostThreads, 16}) {
+    PinnedStaging::SetHostThreads(threads);
+    const size_t share = (count + threads - 1) / threads;
+    std::vector<int64_t> values = FittingValues(count);
+    std::vector<int32_t> to(count, 0);
+    ASSERT_TRUE(ParallelNarrowToInt32(values.data(), count, to.data())) << threads << " threads";
+    EXPECT_TRUE(to == Narrowed(values)) << threads << " threads";
+    for (size_t t = 1; t < static_cast<size_t>(threads); ++t) {
+      for (const size_t at : {t * share - 1, t * share}) {
+        const int64_t kept = values[at];
+        values[at] = kInt32Max + 1;
+        EXPECT_FALSE(ParallelNarrowToInt32(values.data(), count, to.data()))
+            << "at " << at << ", " << threads << " threads";
+        values[at] = kept;
+      }
     }
+    values[count - 1] = kInt32Min - 1;
+    EXPECT_FALSE(ParallelNarrowToInt32(values.data(), count, to.data())) << threads << " threads";
   }
-  values[count - 1] = kInt32Min - 1;
-  EXPECT_FALSE(ParallelNarrowToInt32(values.data(), count, to.data()));
+  PinnedStaging::SetHostThreads(PinnedStaging::kDefaultHostThreads);
+  EXPECT_EQ(PinnedStaging::HostThreads(), PinnedStaging::kDefaultHostThreads);
 }
 
 // ParallelMemcpy shares the split: every byte of an odd size copied, across the shares' edges.

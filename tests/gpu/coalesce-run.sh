@@ -41,13 +41,47 @@ start_server() {  # $1: window (us) or "off"
   start_matrixd "${port}" "${out}/matrixd-${tag}$1.log" --backend="${backend}" \
     --metrics=127.0.0.1:9469 "${flags[@]}" "${server_flags[@]}"
 }
+# Where the CPU went during one load: the server's threads (utime + stime from
+# /proc/PID/task/*/stat, as cores busy over the run, by thread name, and the busiest threads
+# alone) and the whole host's busy cores (/proc/stat), so that a serial bottleneck (one thread
+# near 1.00) or a saturated host shows.
+thread_ticks() {  # $1 pid: "tid name ticks" per thread
+  local t
+  for t in /proc/"$1"/task/*; do
+    printf '%s %s %s\n' "${t##*/}" "$(tr ' ' _ <"$t/comm" 2>/dev/null)" \
+      "$(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}')"
+  done
+}
+host_ticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
+cpu_report() {  # $1 before (thread_ticks), $2 after, $3 host before, $4 host after, $5 seconds
+  local hz
+  hz=$(getconf CLK_TCK)
+  {
+    echo "server threads over ${5} s (cores busy; CLK_TCK ${hz}):"
+    awk -v hz="${hz}" -v s="$5" 'NR == FNR {before[$1] = $3; next}
+      {d = ($3 - before[$1]) / hz / s; by_name[$2] += d; count[$2]++; total += d
+       if (d > 0.05) printf "  thread %s %s %.2f\n", $1, $2, d}
+      END {for (n in by_name) printf "  name %s x%d %.2f\n", n, count[n], by_name[n]
+           printf "  server total %.2f cores\n", total}' "$1" "$2" | sort -k4 -g -r | head -40
+    read -r busy0 idle0 <<<"$3"
+    read -r busy1 idle1 <<<"$4"
+    awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) -v n="$(nproc)" \
+      'BEGIN {printf "  host busy %.1f of %d cores\n", n * b / (b + i), n}'
+  } >>"${report}"
+}
+
 # `matrixctl load` prints a table; keep it, and pull req/s and the percentiles for the summary.
 run_load() {  # $1 label, $2 op, $3 n, $4 concurrency, $5 connections, $6 api
-  local text
+  local text before after host_before host_after
+  before=$(thread_ticks "${pid}")
+  host_before=$(host_ticks)
   text=$(timeout $((duration + 60)) "${bin}/matrixctl" --server=127.0.0.1:${port} load --op="$2" \
     --n="$3" --concurrency="$4" --connections="$5" --load_api="$6" --duration="${duration}" \
     --requests=0 2>&1)
+  after=$(thread_ticks "${pid}")
+  host_after=$(host_ticks)
   echo "${text}" >>"${report}"
+  cpu_report <(echo "${before}") <(echo "${after}") "${host_before}" "${host_after}" "${duration}"
   local rate p50 p99
   rate=$(awk '$1 == "requests/s" {print $2}' <<<"${text}")
   p50=$(awk '$1 == "p50_ms" {print $2}' <<<"${text}")

@@ -41,7 +41,8 @@
 # `cat /tmp/ncl/p0 /tmp/ncl/p1 /tmp/ncl/p2 /tmp/ncl/p3 > /tmp/nccl229/libnccl.so.2` (mkdir -p
 # /tmp/nccl229 first) and, carry [".gpu"]:
 #   tests/gpu/mpigpu-run.sh
-# Knobs: SIZES="16384 32768" (GEMM), DET_SIZES="32768", REPEATS=2, GRID_OPTS (extra flags for the
+# Knobs: GPUS=2 (the ranks of G and the GPUs of S: 4 on an nvidia-h100-x4, issue 12's MPI row),
+# SIZES="16384 32768" (GEMM), DET_SIZES="32768", REPEATS=2, GRID_OPTS (extra flags for the
 # grid server, e.g. "--distributed_gpu_block=512"), BUDGET_S=540, NCCL_DIR, BUNDLE_DIR=.gpu; for
 # a dry run of the plumbing without a GPU: BACKEND=cpu ENGINE=scalapack SIZES=600 DET_SIZES=600.
 set -uo pipefail
@@ -50,6 +51,7 @@ source "$(dirname "$0")/run_lib.sh" mpigpu  # its bin is replaced below
 mkdir -p "${out}/jobs"
 # Mandatory on the lent machines: NVLink multicast (NVLS) can take the host's GPUs out of service.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+gpus=${GPUS:-2}
 sizes=${SIZES:-16384 32768}
 det_sizes=${DET_SIZES:-32768}
 repeats=${REPEATS:-2}
@@ -208,8 +210,9 @@ run_jobs() {
       else
         job "${s}" "gemm${n}.1gpu.r${r}" multiply "@${a}" "@${b}" --keep &&
           ctl rm "$(kept "${out}/jobs/gemm${n}.1gpu.r${r}.${s}.txt")" >/dev/null 2>&1
-        job "${s}" "gemm${n}.cannon2.r${r}" multiply "@${a}" "@${b}" --devices 2 --keep &&
-          ctl rm "$(kept "${out}/jobs/gemm${n}.cannon2.r${r}.${s}.txt")" >/dev/null 2>&1
+        job "${s}" "gemm${n}.cannon${gpus}.r${r}" multiply "@${a}" "@${b}" --devices "${gpus}" \
+          --keep && ctl rm "$(kept "${out}/jobs/gemm${n}.cannon${gpus}.r${r}.${s}.txt")" \
+          >/dev/null 2>&1
       fi
     done
     ctl rm "${a}" "${b}" >/dev/null 2>&1
@@ -221,19 +224,19 @@ run_jobs() {
         job "${s}" "det${n}.r${r}" det "@${d}"
       else
         job "${s}" "det${n}.1gpu.r${r}" det "@${d}"
-        job "${s}" "det${n}.mgpulu2.r${r}" det "@${d}" --devices 2
+        job "${s}" "det${n}.mgpulu${gpus}.r${r}" det "@${d}" --devices "${gpus}"
       fi
     done
     ctl rm "${d}" >/dev/null 2>&1
   done
 }
 
-# G: 2 MPI ranks x 1 GPU. --bind-to none: OpenMPI binds each of 2 ranks to one core by default,
+# G: GPUS MPI ranks x 1 GPU. --bind-to none: OpenMPI binds each rank to one core by default,
 # which would leave rank 0's gRPC threads and host packing one core. The local backend's pool on
 # rank 0's GPU is capped so that the GPU engine's own allocations (outside that pool) fit beside
 # the resident operands.
 read -r -a grid_opts <<<"${GRID_OPTS:-}"
-grid_cmd=(mpirun -n 2 --bind-to none -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS
+grid_cmd=(mpirun -n "${gpus}" --bind-to none -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS
   "${bin}/matrixd" --distributed --backend="${BACKEND:-cuda}"
   --distributed_engine="${ENGINE:-nvidia_mp}" --distributed_min_dimension=1000
   --distributed_timeout=10m --device_memory_limit=45% --listen=127.0.0.1:0 --metrics=
@@ -249,7 +252,7 @@ if start grid "${grid_cmd[@]}"; then
   stop
 fi
 
-# S: one process, both GPUs.
+# S: one process, GPUS GPUs.
 if start single "${bin}/matrixd" --backend="${BACKEND:-cuda}" --listen=127.0.0.1:0 --metrics=; then
   run_jobs single
   stop
