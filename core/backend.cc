@@ -232,11 +232,6 @@ absl::Status CheckBackendLimits(const OperationQuery& query, const BackendLimits
           "devices is ", query.permanent.devices, "; the ", limits.backend, " backend splits a ",
           "permanent over up to ", limits.max_permanent_devices, " device(s)"));
     }
-    if (query.permanent.devices > 1 && query.dtype != DType::kFloat64) {
-      return absl::UnimplementedError(
-          absl::StrCat("matrix.dtype is ", std::string(DTypeName(query.dtype)),
-                       "; a permanent over several GPUs takes float64"));
-    }
     if (query.rows <= limits.max_permanent_order) return absl::OkStatus();
     return absl::UnimplementedError(
         absl::StrCat("matrix is ", query.rows, "x", query.cols, "; the ", limits.backend,

@@ -62,12 +62,24 @@ __device__ unsigned long long WarpMax(unsigned long long v) {
   return v;
 }
 
+// A diagonal entry's share of the summary fields, for real (double) and complex (double2) LU
+// factors: whether it is zero or finite, log|d|, and field [1]'s term (negative: 1; complex: arg).
+__device__ bool IsZero(double d) { return d == 0.0; }
+__device__ bool IsZero(double2 d) { return d.x == 0.0 && d.y == 0.0; }
+__device__ bool IsFinite(double d) { return isfinite(d); }
+__device__ bool IsFinite(double2 d) { return isfinite(d.x) && isfinite(d.y); }
+__device__ double LogAbs(double d) { return log(fabs(d)); }
+__device__ double LogAbs(double2 d) { return log(hypot(d.x, d.y)); }
+__device__ double SignTerm(double d) { return d < 0.0 ? 1.0 : 0.0; }
+__device__ double SignTerm(double2 d) { return atan2(d.y, d.x); }
+
 // One thread per global diagonal index; the owner of A(k, k) is process (kb mod P, kb mod Q) for
 // the block kb = k / block. One atomic per warp and quantity.
-__global__ void DiagonalSummaryKernel(BlockCyclicPart part, const double* data, double* summary) {
+template <typename T>
+__global__ void DiagonalSummaryKernel(BlockCyclicPart part, const T* data, double* summary) {
   const int64_t n = part.rows < part.cols ? part.rows : part.cols;
   double log_sum = 0.0;
-  double negatives = 0.0;
+  double signs = 0.0;
   double zeros = 0.0;
   double nonfinite = 0.0;
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < n;
@@ -77,23 +89,23 @@ __global__ void DiagonalSummaryKernel(BlockCyclicPart part, const double* data, 
     const int64_t offset = k % part.block;
     const int64_t li = (kb / part.grid_rows) * part.block + offset;
     const int64_t lj = (kb / part.grid_cols) * part.block + offset;
-    const double d = data[li + lj * part.ld];
-    if (d == 0.0) {
+    const T d = data[li + lj * part.ld];
+    if (IsZero(d)) {
       zeros += 1.0;
-    } else if (!isfinite(d)) {
+    } else if (!IsFinite(d)) {
       nonfinite += 1.0;
     } else {
-      log_sum += log(fabs(d));
-      if (d < 0.0) negatives += 1.0;
+      log_sum += LogAbs(d);
+      signs += SignTerm(d);
     }
   }
   log_sum = WarpSum(log_sum);
-  negatives = WarpSum(negatives);
+  signs = WarpSum(signs);
   zeros = WarpSum(zeros);
   nonfinite = WarpSum(nonfinite);
   if (threadIdx.x % 32 == 0) {
     atomicAdd(&summary[0], log_sum);
-    atomicAdd(&summary[1], negatives);
+    atomicAdd(&summary[1], signs);
     atomicAdd(&summary[2], zeros);
     atomicAdd(&summary[3], nonfinite);
   }
@@ -133,6 +145,15 @@ int BlocksFor(int64_t count) {
   return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
 }
 
+template <typename T>
+cudaError_t LaunchDiagonalSummaryOf(const BlockCyclicPart& part, const T* data, double* summary,
+                                    cudaStream_t stream) {
+  const int64_t n = part.rows < part.cols ? part.rows : part.cols;
+  if (n == 0) return cudaSuccess;
+  DiagonalSummaryKernel<<<BlocksFor(n), kThreads, 0, stream>>>(part, data, summary);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t LaunchGenerate(const BlockCyclicPart& part, GeneratedMatrix matrix, uint64_t seed,
@@ -145,10 +166,12 @@ cudaError_t LaunchGenerate(const BlockCyclicPart& part, GeneratedMatrix matrix, 
 
 cudaError_t LaunchDiagonalSummary(const BlockCyclicPart& part, const double* data, double* summary,
                                   cudaStream_t stream) {
-  const int64_t n = part.rows < part.cols ? part.rows : part.cols;
-  if (n == 0) return cudaSuccess;
-  DiagonalSummaryKernel<<<BlocksFor(n), kThreads, 0, stream>>>(part, data, summary);
-  return cudaGetLastError();
+  return LaunchDiagonalSummaryOf(part, data, summary, stream);
+}
+
+cudaError_t LaunchDiagonalSummary(const BlockCyclicPart& part, const std::complex<double>* data,
+                                  double* summary, cudaStream_t stream) {
+  return LaunchDiagonalSummaryOf(part, reinterpret_cast<const double2*>(data), summary, stream);
 }
 
 cudaError_t LaunchCompareWithWhole(const BlockCyclicPart& part, const double* data,

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include <complex>
 #include <cstdint>
 
 namespace matrixd::cuda {
@@ -43,13 +44,16 @@ cudaError_t LaunchGenerate(const BlockCyclicPart& part, GeneratedMatrix matrix, 
 
 // What LaunchDiagonalSummary adds up, as kDiagonalSummaryFields doubles (so that the ranks' sums
 // travel in one all-reduce): [0] sum log|d| over the finite non-zero d, [1] the count of negative
-// finite d, [2] of zero d, [3] of Inf or NaN d.
+// finite d (a complex matrix: the sum of arg(d) in radians, each in (-pi, pi], over the finite
+// non-zero d), [2] the count of zero d, [3] of Inf or NaN d (a complex d: either part).
 inline constexpr int kDiagonalSummaryFields = 4;
 
 // Adds, over the global diagonal entries d = A(k, k) this part holds, the fields above to
 // `summary`. The caller zeroes `summary` (kDiagonalSummaryFields doubles on the device) first.
 cudaError_t LaunchDiagonalSummary(const BlockCyclicPart& part, const double* data, double* summary,
                                   cudaStream_t stream);
+cudaError_t LaunchDiagonalSummary(const BlockCyclicPart& part, const std::complex<double>* data,
+                                  double* summary, cudaStream_t stream);
 
 // Sets result[0] = max |part(i, j) - whole(i, j)| over the part's elements and result[1] =
 // max |whole(i, j)| over the same elements; NaN anywhere shows as a NaN. `whole` is the full

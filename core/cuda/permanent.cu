@@ -30,6 +30,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -265,10 +266,67 @@ std::vector<double2> ToDouble2(const std::vector<std::complex<double>>& values) 
 }
 
 struct WalkOutcome {
-  std::complex<double> sum;         // the sum of the terms, before sign and scale
-  double walk_seconds = 0.0;        // device time between events around the walk's kernels
-  DoubleDouble real_sum{0.0, 0.0};  // real walks: `sum` before rounding to a double
+  std::complex<double> sum;      // the sum of the terms, before sign and scale
+  double walk_seconds = 0.0;     // device time between events around the walk's kernels
+  ComplexDoubleDouble dd_sum{};  // `sum` before rounding to doubles (real walks: im 0)
 };
+
+// Runs `walk` on each of `contexts` at once, share i of contexts.size() on context i from a thread
+// of its own (one context: the whole walk, on this thread), and returns the outcomes in share
+// order, or the failure of the first share that failed, naming the share and its device.
+template <typename Outcome>
+absl::StatusOr<std::vector<Outcome>> WalkShares(
+    std::span<DeviceContext* const> contexts,
+    const std::function<absl::StatusOr<Outcome>(DeviceContext&, WalkShare)>& walk) {
+  const int count = static_cast<int>(contexts.size());
+  if (count == 1) {
+    MATRIXD_ASSIGN_OR_RETURN(Outcome whole, walk(*contexts[0], WalkShare{}));
+    std::vector<Outcome> outcomes;
+    outcomes.push_back(std::move(whole));
+    return outcomes;
+  }
+  std::vector<absl::StatusOr<Outcome>> shares(count, absl::UnknownError("not run"));
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < count; ++i) {
+      threads.emplace_back([&, i] {
+        // A new thread starts on device 0: the context's stream and memory are on its own.
+        // (void): nvcc warns that StatusOr's assignment result, a nodiscard type, is unused.
+        if (absl::Status active = contexts[i]->Activate(); !active.ok()) {
+          static_cast<void>(shares[i] = active);
+          return;
+        }
+        static_cast<void>(shares[i] = walk(*contexts[i], WalkShare{i, count}));
+      });
+    }
+  }
+  std::vector<Outcome> outcomes;
+  for (int i = 0; i < count; ++i) {
+    if (!shares[i].ok()) {
+      return absl::Status(shares[i].status().code(),
+                          absl::StrCat("share ", i, " of ", count, " (device ",
+                                       contexts[i]->device(), "): ", shares[i].status().message()));
+    }
+    outcomes.push_back(*std::move(shares[i]));
+  }
+  return outcomes;
+}
+
+// The floating-point walk's shares combined: their double-double sums added in share order (real
+// and imaginary parts apart), so that the value does not depend on the timing; walk_seconds is the
+// slowest share's. One share: its own outcome.
+WalkOutcome CombineShares(const std::vector<WalkOutcome>& shares) {
+  if (shares.size() == 1) return shares[0];
+  WalkOutcome outcome;
+  for (const WalkOutcome& share : shares) {
+    outcome.dd_sum.re = walk::AddDd(outcome.dd_sum.re, share.dd_sum.re.hi, share.dd_sum.re.lo);
+    outcome.dd_sum.im = walk::AddDd(outcome.dd_sum.im, share.dd_sum.im.hi, share.dd_sum.im.lo);
+    outcome.walk_seconds = std::max(outcome.walk_seconds, share.walk_seconds);
+  }
+  outcome.sum = {outcome.dd_sum.re.hi + outcome.dd_sum.re.lo,
+                 outcome.dd_sum.im.hi + outcome.dd_sum.im.lo};
+  return outcome;
+}
 
 // The real walk's steps with its base and the sparse walk's block masks after them
 // (core/cuda/permanent_walks.cuh's RealWalkData layout): bits x padded_order, base hi, base lo,
@@ -393,55 +451,27 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<double>& a, int n, PermanentM
   DoubleDouble sum{0.0, 0.0};
   MATRIXD_RETURN_IF_ERROR(context.Download(total, &sum, sizeof(sum)));
   MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
-  return WalkOutcome{sum.hi + sum.lo, seconds, sum};
+  return WalkOutcome{sum.hi + sum.lo, seconds, {sum, {0.0, 0.0}}};
 }
 
-// The real walk split into equal shares over `contexts` (one thread each, at once), the shares'
-// double-double sums added in share order; walk_seconds is the slowest share's. One context: the
-// plain walk.
+// The real walk split into equal shares over `contexts` (WalkShares, CombineShares).
 absl::StatusOr<WalkOutcome> SplitWalk(const std::vector<double>& a, int n, PermanentMethod method,
                                       walk::RealArithmetic arithmetic, const RealWalkKind& kind,
                                       std::span<DeviceContext* const> contexts, JobControl* control,
                                       WalkCheckpointing checkpoint) {
-  const int count = static_cast<int>(contexts.size());
-  if (count == 1)
-    return Walk(a, n, method, arithmetic, kind, *contexts[0], control, {}, checkpoint);
-  std::vector<absl::StatusOr<WalkOutcome>> shares(count, absl::UnknownError("not run"));
-  {
-    std::vector<std::jthread> threads;
-    for (int i = 0; i < count; ++i) {
-      threads.emplace_back([&, i] {
-        // A new thread starts on device 0: the context's stream and memory are on its own.
-        // (void): nvcc warns that StatusOr's assignment result, a nodiscard type, is unused.
-        if (absl::Status active = contexts[i]->Activate(); !active.ok()) {
-          static_cast<void>(shares[i] = active);
-          return;
-        }
-        static_cast<void>(shares[i] = Walk(a, n, method, arithmetic, kind, *contexts[i], control,
-                                           {i, count}, checkpoint));
-      });
-    }
-  }
-  WalkOutcome outcome;
-  for (int i = 0; i < count; ++i) {
-    if (!shares[i].ok()) {
-      return absl::Status(shares[i].status().code(),
-                          absl::StrCat("share ", i, " of ", count, " (device ",
-                                       contexts[i]->device(), "): ", shares[i].status().message()));
-    }
-    outcome.real_sum =
-        walk::AddDd(outcome.real_sum, shares[i]->real_sum.hi, shares[i]->real_sum.lo);
-    outcome.walk_seconds = std::max(outcome.walk_seconds, shares[i]->walk_seconds);
-  }
-  outcome.sum = outcome.real_sum.hi + outcome.real_sum.lo;
-  return outcome;
+  MATRIXD_ASSIGN_OR_RETURN(
+      const std::vector<WalkOutcome> shares,
+      WalkShares<WalkOutcome>(contexts, [&](DeviceContext& context, WalkShare share) {
+        return Walk(a, n, method, arithmetic, kind, context, control, share, checkpoint);
+      }));
+  return CombineShares(shares);
 }
 
-// The sum of the terms of the walk of a (row-normalised) complex matrix.
+// The sum of the terms of share `share` of the walk of a (row-normalised) complex matrix.
 absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int n,
                                  PermanentMethod method, DeviceContext& context,
-                                 JobControl* control, const MatrixView& input,
-                                 const std::string& state_dir) {
+                                 JobControl* control, WalkShare share,
+                                 const WalkCheckpointing& checkpoint) {
   const int padded_order = PaddedOrder(n);
   FloatPlan<std::complex<double>> plan =
       NewFloatPlan<std::complex<double>>(n, padded_order, method);
@@ -455,20 +485,16 @@ absl::StatusOr<WalkOutcome> Walk(const std::vector<std::complex<double>>& a, int
       context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(ComplexDoubleDouble)));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer total, context.Allocate(sizeof(ComplexDoubleDouble)));
   const ComplexWalkData data{steps.as<double2>(), partials.as<ComplexDoubleDouble>()};
-  MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<WalkCheckpoint> checkpoint,
-                           OpenCheckpoint(state_dir, input, {1, static_cast<int64_t>(method)},
-                                          layout, 1, sizeof(ComplexDoubleDouble)));
   MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
   MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
   MATRIXD_RETURN_IF_ERROR(RunWalk(context, layout, padded_order, data,
-                                  total.as<ComplexDoubleDouble>(), 0.0, 1.0, control, {},
-                                  {checkpoint.get(), 0}));
+                                  total.as<ComplexDoubleDouble>(), 0.0, 1.0, control, share,
+                                  checkpoint));
   MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
   ComplexDoubleDouble sum{};
   MATRIXD_RETURN_IF_ERROR(context.Download(total, &sum, sizeof(sum)));
-  if (checkpoint != nullptr) checkpoint->Remove();
   MATRIXD_ASSIGN_OR_RETURN(double seconds, timer.Seconds());
-  return WalkOutcome{{sum.re.hi + sum.re.lo, sum.im.hi + sum.im.lo}, seconds};
+  return WalkOutcome{{sum.re.hi + sum.re.lo, sum.im.hi + sum.im.lo}, seconds, sum};
 }
 
 // The real permanent: sign * 2^exponent * (sum of the walk's terms). Sets result->walk_used.
@@ -515,17 +541,27 @@ absl::StatusOr<std::complex<double>> RealPermanent(const MatrixView& a, int n,
   return cpu::FloatPermanentValue(outcome.sum, n, method, rows.exponent);
 }
 
-// The complex permanent (one precision, the dense walk).
-absl::StatusOr<std::complex<double>> ComplexPermanent(const MatrixView& a, int n,
-                                                      PermanentMethod method,
-                                                      DeviceContext& context, JobControl* control,
-                                                      const std::string& state_dir,
-                                                      double* walk_seconds) {
+// The complex permanent (one precision, the dense walk), its walk split over `contexts`
+// (WalkShares, CombineShares).
+absl::StatusOr<std::complex<double>> ComplexPermanent(
+    const MatrixView& a, int n, PermanentMethod method, std::span<DeviceContext* const> contexts,
+    JobControl* control, const std::string& state_dir, double* walk_seconds) {
   MATRIXD_ASSIGN_OR_RETURN(const cpu::ScaledRows<std::complex<double>> rows,
                            cpu::ScalePermanentRows<std::complex<double>>(a));
   if (rows.zero_row) return std::complex<double>(0.0);
-  MATRIXD_ASSIGN_OR_RETURN(WalkOutcome outcome,
-                           Walk(rows.entries, n, method, context, control, a, state_dir));
+  MATRIXD_ASSIGN_OR_RETURN(
+      std::unique_ptr<WalkCheckpoint> checkpoint,
+      OpenCheckpoint(state_dir, a, {1, static_cast<int64_t>(method)},
+                     PlanWalk(cpu::PermanentWalkBits(n, method), PaddedOrder(n), 1.0), 1,
+                     sizeof(ComplexDoubleDouble)));
+  const WalkCheckpointing checkpointing{checkpoint.get(), 0};
+  MATRIXD_ASSIGN_OR_RETURN(
+      const std::vector<WalkOutcome> shares,
+      WalkShares<WalkOutcome>(contexts, [&](DeviceContext& context, WalkShare share) {
+        return Walk(rows.entries, n, method, context, control, share, checkpointing);
+      }));
+  if (checkpoint != nullptr) checkpoint->Remove();
+  const WalkOutcome outcome = CombineShares(shares);
   *walk_seconds = outcome.walk_seconds;
   return cpu::FloatPermanentValue(outcome.sum, n, method, rows.exponent);
 }
@@ -548,9 +584,17 @@ struct ExactPermanent {
   double walk_seconds = 0.0;
 };
 
+// One share's sum of each prime's walk (Montgomery form, mod that prime).
+struct ModularOutcome {
+  std::vector<uint64_t> sums;
+  double walk_seconds = 0.0;
+};
+
+// The exact permanent, each prime's walk split over `contexts` (WalkShares); the shares' sums are
+// added mod the prime, so the value is the one GPU's exactly.
 absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, PermanentMethod method,
-                                                DeviceContext& context, JobControl* control,
-                                                const std::string& state_dir) {
+                                                std::span<DeviceContext* const> contexts,
+                                                JobControl* control, const std::string& state_dir) {
   const std::span<const int64_t> m = a.As<int64_t>();
   const std::vector<uint64_t> primes = cpu::PermanentPrimes(m, n);
   if (primes.empty()) return ExactPermanent{"0", ZeroRowCertificate(), 0.0};
@@ -572,35 +616,48 @@ absl::StatusOr<ExactPermanent> IntegerPermanent(const MatrixView& a, int n, Perm
     // Padding multiplies by R mod p, the Montgomery 1, so the product keeps R^-(n-1).
     for (int i = n; i < padded_order; ++i) prime_base[i] = MontgomeryOne(p);
   }
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_steps, UploadVector(context, steps));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_base, UploadVector(context, base));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer partials,
-                           context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(uint64_t)));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer sums, context.Allocate(primes.size() * sizeof(uint64_t)));
   // One file for every prime's walk, prime q's items after those of the primes before it.
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<WalkCheckpoint> checkpoint,
                            OpenCheckpoint(state_dir, a, {2, static_cast<int64_t>(method)}, layout,
                                           prime_count, sizeof(uint64_t)));
-
-  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
-  MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
-  for (int q = 0; q < prime_count; ++q) {
-    const ModularWalkData data{device_steps.as<uint64_t>() + q * step_count,
-                               device_base.as<uint64_t>() + static_cast<size_t>(q) * padded_order,
-                               primes[q], NegativeInverse(primes[q]), partials.as<uint64_t>()};
-    // Each prime's walk reuses the partials buffer: stream order keeps the reduction of one
-    // before the walk of the next.
-    MATRIXD_RETURN_IF_ERROR(RunWalk(context, layout, padded_order, data, sums.as<uint64_t>() + q,
-                                    static_cast<double>(q) / prime_count,
-                                    static_cast<double>(q + 1) / prime_count, control, {},
-                                    {checkpoint.get(), q * ItemCount(layout)}));
-  }
-  MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
-  std::vector<uint64_t> residues(primes.size());
-  MATRIXD_RETURN_IF_ERROR(
-      context.Download(sums, residues.data(), residues.size() * sizeof(uint64_t)));
+  const auto walk_share = [&](DeviceContext& context,
+                              WalkShare share) -> absl::StatusOr<ModularOutcome> {
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_steps, UploadVector(context, steps));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_base, UploadVector(context, base));
+    MATRIXD_ASSIGN_OR_RETURN(
+        DeviceBuffer partials,
+        context.Allocate(static_cast<size_t>(layout.blocks) * sizeof(uint64_t)));
+    MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer sums, context.Allocate(primes.size() * sizeof(uint64_t)));
+    MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+    MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
+    for (int q = 0; q < prime_count; ++q) {
+      const ModularWalkData data{device_steps.as<uint64_t>() + q * step_count,
+                                 device_base.as<uint64_t>() + static_cast<size_t>(q) * padded_order,
+                                 primes[q], NegativeInverse(primes[q]), partials.as<uint64_t>()};
+      // Each prime's walk reuses the partials buffer: stream order keeps the reduction of one
+      // before the walk of the next.
+      MATRIXD_RETURN_IF_ERROR(RunWalk(context, layout, padded_order, data, sums.as<uint64_t>() + q,
+                                      static_cast<double>(q) / prime_count,
+                                      static_cast<double>(q + 1) / prime_count, control, share,
+                                      {checkpoint.get(), q * ItemCount(layout)}));
+    }
+    MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
+    ModularOutcome outcome{std::vector<uint64_t>(primes.size()), 0.0};
+    MATRIXD_RETURN_IF_ERROR(
+        context.Download(sums, outcome.sums.data(), outcome.sums.size() * sizeof(uint64_t)));
+    MATRIXD_ASSIGN_OR_RETURN(outcome.walk_seconds, timer.Seconds());
+    return outcome;
+  };
+  MATRIXD_ASSIGN_OR_RETURN(const std::vector<ModularOutcome> shares,
+                           WalkShares<ModularOutcome>(contexts, walk_share));
   if (checkpoint != nullptr) checkpoint->Remove();
-  MATRIXD_ASSIGN_OR_RETURN(double walk_seconds, timer.Seconds());
+  // Residues below p < 2^62: a sum of two fits 64 bits.
+  std::vector<uint64_t> residues(primes.size(), 0);
+  double walk_seconds = 0.0;
+  for (const ModularOutcome& share : shares) {
+    for (int q = 0; q < prime_count; ++q) residues[q] = (residues[q] + share.sums[q]) % primes[q];
+    walk_seconds = std::max(walk_seconds, share.walk_seconds);
+  }
   for (int q = 0; q < prime_count; ++q) {
     residues[q] = cpu::ModularPermanentValue(residues[q], n, method, primes[q]);
   }
@@ -640,12 +697,6 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
                                           JobControl* control, const std::string& state_dir) {
   static_assert(kMaxPermanentOrder == kMaxWalkOrder);
   if (contexts.empty()) return absl::InvalidArgumentError("the CUDA permanent: no device");
-  if (contexts.size() > 1 && a.dtype != DType::kFloat64) {
-    return absl::UnimplementedError(absl::StrCat("matrix.dtype is ",
-                                                 std::string(DTypeName(a.dtype)),
-                                                 "; a permanent over several GPUs takes float64"));
-  }
-  DeviceContext& context = *contexts[0];
   MATRIXD_RETURN_IF_ERROR(cpu::CheckPermanentInput(a, kMaxWalkOrder, "the CUDA permanent"));
   if (IsCancelled(control)) return Cancelled();
   const int n = static_cast<int>(a.rows);
@@ -655,7 +706,7 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
   double walk_seconds = 0.0;
   if (a.dtype == DType::kInt64) {
     MATRIXD_ASSIGN_OR_RETURN(ExactPermanent exact, IntegerPermanent(a, n, result.method_used,
-                                                                    context, control, state_dir));
+                                                                    contexts, control, state_dir));
     // The exact value is the truth; `value` is its nearest double.
     cpu::SetExactPermanent(std::move(exact.decimal), std::move(exact.certificate), &result);
     walk_seconds = exact.walk_seconds;
@@ -663,7 +714,8 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
     MATRIXD_ASSIGN_OR_RETURN(
         std::complex<double> value,
         IsComplex(a.dtype)
-            ? ComplexPermanent(a, n, result.method_used, context, control, state_dir, &walk_seconds)
+            ? ComplexPermanent(a, n, result.method_used, contexts, control, state_dir,
+                               &walk_seconds)
             : RealPermanent(a, n, options, contexts, control, &result, state_dir, &walk_seconds));
     result.value = value;
   }

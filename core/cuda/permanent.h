@@ -34,9 +34,14 @@ absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOp
                                           const std::string& state_dir = {});
 
 // The same with the walk split into equal shares over `contexts` (one GPU each, REQUIRES: not
-// empty), run at once from one thread each and their double-double sums added in share order, so
-// the value does not depend on the timing. More than one context takes float64 only
-// (UNIMPLEMENTED otherwise); the kernel record's seconds are the slowest share's.
+// empty), run at once from one thread each, for every dtype one context takes (float32, float64,
+// complex64, complex128, int64). The shares' double-double sums (real and imaginary parts apart)
+// are added in share order, so the value does not depend on the timing: it equals one GPU's to
+// within the double-double rounding of that addition (~2^-104 relative to the sum's magnitude, so
+// almost always bit for bit after the rounding to double). INT64's walks modulo primes add the
+// shares' sums mod each prime: exactly one GPU's value. A checkpoint under state_dir holds the
+// walk's items, whichever share walked them: a split walk resumes from it on any number of GPUs.
+// The kernel record's seconds are the slowest share's.
 absl::StatusOr<PermanentResult> Permanent(const MatrixView& a, const PermanentOptions& options,
                                           std::span<DeviceContext* const> contexts,
                                           JobControl* control, const std::string& state_dir = {});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <string>
 #include <utility>
 
@@ -24,12 +25,16 @@ namespace {
 // resident matrix's row blocks, so that the LU reads its parts in place.
 constexpr int64_t kLuBlock = kDistributedRowBlock;
 
-// sign * exp(log_abs) without overflow: the mantissa carries exp of the fraction of log_abs that
-// is not a whole number of binary exponents.
-ScaledNumber FromSignAndLog(int sign, double log_abs) {
-  if (sign == 0 || !std::isfinite(log_abs)) return ScaledNumber::Zero();
-  const double exponent = std::floor(log_abs / std::log(2.0));
-  return ScaledNumber::FromParts(sign * std::exp(log_abs - exponent * std::log(2.0)),
+// sign * exp(i angle) * exp(log_abs) without overflow: the mantissa carries exp of the fraction of
+// log_abs that is not a whole number of binary exponents (a real determinant's angle is 0, and
+// its mantissa real).
+ScaledNumber FromDistributed(const DistributedDeterminant& det) {
+  if (det.sign == 0 || !std::isfinite(det.log_abs)) return ScaledNumber::Zero();
+  const double exponent = std::floor(det.log_abs / std::log(2.0));
+  const double magnitude = std::exp(det.log_abs - exponent * std::log(2.0));
+  const std::complex<double> mantissa =
+      det.angle == 0.0 ? std::complex<double>(magnitude) : std::polar(magnitude, det.angle);
+  return ScaledNumber::FromParts(static_cast<double>(det.sign) * mantissa,
                                  static_cast<int64_t>(exponent));
 }
 
@@ -119,10 +124,10 @@ class MultiGpuBackend : public BackendWrapper {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     DeterminantResult result;
-    result.value = FromSignAndLog(det->sign, det->log_abs);
+    result.value = FromDistributed(*det);
     result.method_used = DeterminantMethod::kLu;
     const double n = static_cast<double>(a.rows);
-    result.stats.flops = 2.0 / 3.0 * n * n * n;
+    result.stats.flops = (IsComplex(a.dtype) ? 8.0 : 2.0) / 3.0 * n * n * n;
     result.stats.bytes_moved = a.byte_size();
     result.stats.kernels.push_back({"multi_gpu_lu", seconds, a.byte_size(), result.stats.flops});
     result.stats.seconds = seconds;
@@ -134,7 +139,7 @@ class MultiGpuBackend : public BackendWrapper {
   uint64_t DeterminantDeviceBytes(const MatrixView& a,
                                   const DeterminantOptions& options) const override {
     if (options.devices <= 1) return target().DeterminantDeviceBytes(a, options);
-    return MultiGpuLuDeviceBytesPerGpu(a.rows, options.devices, kLuBlock);
+    return MultiGpuLuDeviceBytesPerGpu(a.rows, options.devices, kLuBlock, a.dtype);
   }
 
   // The LU over several GPUs copies its parts from wherever the operand lies (a device operand
@@ -255,10 +260,11 @@ class MultiGpuBackend : public BackendWrapper {
                                                      "; this server has ", available, " GPU",
                                                      available == 1 ? "" : "s"));
     }
-    if (dtype != DType::kFloat64) {
+    if (!IsFloating(dtype)) {
       return absl::UnimplementedError(
           absl::StrCat("matrix.dtype is ", std::string(DTypeName(dtype)),
-                       "; a determinant over several GPUs takes float64"));
+                       "; a determinant over several GPUs takes float32, float64, complex64 or "
+                       "complex128"));
     }
     if (options.modulus > 0) {
       return absl::UnimplementedError(
@@ -297,13 +303,15 @@ uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus, size
   return positions_per_gpu * 5 * nb * nb * element_size;
 }
 
-uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block) {
+uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block, DType dtype) {
   const auto un = static_cast<uint64_t>(n);
   const auto ublock = static_cast<uint64_t>(std::min(block, n));
   const uint64_t panels = (un + ublock - 1) / ublock;
   const uint64_t panels_per_gpu = (panels + static_cast<uint64_t>(gpus) - 1) / gpus;
   const uint64_t copies = gpus > 1 ? 2 : 0;
-  return (panels_per_gpu + copies) * ublock * un * sizeof(double);
+  const uint64_t element = IsComplex(dtype) ? 2 * sizeof(double) : sizeof(double);
+  const uint64_t staging = ElementSize(dtype) < element ? ElementSize(dtype) : 0;
+  return ((panels_per_gpu + copies) * element + staging) * ublock * un;
 }
 
 std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,

@@ -36,9 +36,12 @@ std::unique_ptr<Backend> WithMultiGpuProducts(std::unique_ptr<Backend> cuda,
 uint64_t CannonDeviceBytesPerGpu(int64_t m, int64_t k, int64_t n, int gpus,
                                  size_t element_size = sizeof(double));
 
-// The device memory MultiGpuLu of an n x n float64 matrix with panels of `block` columns needs on
-// each of `gpus` GPUs (the largest part, and two panel buffers when gpus > 1; workspaces apart).
-uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block);
+// The device memory MultiGpuLu of an n x n matrix of `dtype` (float64 by default) with panels of
+// `block` columns needs on each of `gpus` GPUs: the largest part and two panel buffers when
+// gpus > 1, in the LU's element type (complex128 for the complex dtypes, else float64), and for
+// float32 and complex64 the panel of the operand that is widened from (workspaces apart).
+uint64_t MultiGpuLuDeviceBytesPerGpu(int64_t n, int gpus, int64_t block,
+                                     DType dtype = DType::kFloat64);
 
 }  // namespace matrixd::multi_gpu
 

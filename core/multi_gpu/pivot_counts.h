@@ -22,10 +22,12 @@
 
 namespace matrixd::multi_gpu {
 
-// det(A) = sign * exp(log_abs); sign 0 (and log_abs -inf) for a singular matrix.
+// det(A) = sign * exp(i angle) * exp(log_abs); sign 0 (and log_abs -inf) for a singular matrix.
+// angle (radians, any multiple of 2 pi may be added) is 0 but for a complex matrix.
 struct DistributedDeterminant {
   int sign = 0;
   double log_abs = 0.0;
+  double angle = 0.0;
 };
 
 // One reading of the pivot entries some ranks hold, in both index bases. Doubles, so that they

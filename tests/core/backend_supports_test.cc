@@ -295,6 +295,23 @@ TEST(FactorizeDevices, TheCpuBackendRefusesSeveralDevicesNamingDevices) {
               HasSubstr("devices is 2: one factorization over several GPUs"));
 }
 
+// A permanent split over several devices takes every dtype one device takes (float32, float64,
+// complex64, complex128, int64): only the device count is a backend limit.
+TEST(PermanentDevices, EveryDtypeOfOneDeviceSplitsOverSeveral) {
+  const BackendLimits limits{
+      .backend = "cuda", .max_permanent_order = 48, .max_permanent_devices = 2};
+  for (const DType dtype :
+       {DType::kFloat32, DType::kFloat64, DType::kComplex64, DType::kComplex128, DType::kInt64}) {
+    OperationQuery query = Square(Operation::kPermanent, dtype, 20);
+    query.permanent.devices = 2;
+    EXPECT_TRUE(CheckBackendLimits(query, limits).ok()) << DTypeName(dtype);
+    query.permanent.devices = 3;
+    const absl::Status too_many = CheckBackendLimits(query, limits);
+    EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument) << DTypeName(dtype);
+    EXPECT_THAT(std::string(too_many.message()), HasSubstr("devices is 3"));
+  }
+}
+
 MATRIXD_INSTANTIATE_BACKEND_SUITE(SupportsTest);
 
 }  // namespace

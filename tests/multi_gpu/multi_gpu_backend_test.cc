@@ -1,21 +1,24 @@
 // The CUDA backend with products and determinants over several GPUs
 // (core/multi_gpu/multi_gpu_backend.h): the product by Cannon over 1..all GPUs (each floating
-// dtype) and the determinant by MultiGpuLu over 2..all GPUs equal the CPU backend's, from host
-// operands and from resident matrices, and what they cannot take is refused with a status naming
-// the field. Which jobs read device operands in place is checked on a wrapped CPU backend,
-// anywhere; the rest skips without a CUDA device.
+// dtype) and the determinant by MultiGpuLu over 2..all GPUs (each floating dtype, equal to one
+// GPU's too) equal the CPU backend's, from host operands and from resident matrices, and what they
+// cannot take is refused with a status naming the field. Which jobs read device operands in place
+// is checked on a wrapped CPU backend, anywhere; the rest skips without a CUDA device.
 #include "core/multi_gpu/multi_gpu_backend.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
+#include <cstddef>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/distributed_resident_matrix.h"
 #include "core/make_backend.h"
 #include "core/resident_matrix.h"
 #include "gmock/gmock.h"
@@ -71,7 +74,8 @@ TEST(MultiGpuBackend, JobsOverSeveralGpusReadDeviceOperandsInPlace) {
   const Matrix f(8, 8, DType::kFloat32);
   const Matrix u(8, 8, DType::kUInt32);
   EXPECT_TRUE(backend->DeterminantReadsOnDevice(DeviceView(a), {.devices = 2}));
-  EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(f), {.devices = 2}));
+  EXPECT_TRUE(backend->DeterminantReadsOnDevice(DeviceView(f), {.devices = 2}));
+  EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(u), {.devices = 2}));
   EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(a), {.modulus = 7, .devices = 2}));
   EXPECT_FALSE(backend->DeterminantReadsOnDevice(DeviceView(a), {.devices = 3}));
   const MultiplyOptions cannon{.devices = 2, .method = MultiplyMethod::kCannon};
@@ -258,6 +262,19 @@ TEST(MultiGpuLuDeviceBytesPerGpu, LargestPartAndTwoPanelBuffers) {
   EXPECT_EQ(MultiGpuLuDeviceBytesPerGpu(1000, 1, 100), 10u * 100 * 1000 * 8);
   EXPECT_EQ(MultiGpuLuDeviceBytesPerGpu(1000, 3, 100), (4u + 2) * 100 * 1000 * 8);
   EXPECT_EQ(MultiGpuLuDeviceBytesPerGpu(50, 2, 512), (1u + 2) * 50 * 50 * 8);
+  // complex128 elements are 16 bytes; float32 and complex64 are widened (to 8 and 16 bytes) from a
+  // panel of their own elements.
+  EXPECT_EQ(MultiGpuLuDeviceBytesPerGpu(1000, 3, 100, DType::kComplex128),
+            (4u + 2) * 100 * 1000 * 16);
+  EXPECT_EQ(MultiGpuLuDeviceBytesPerGpu(1000, 3, 100, DType::kFloat32),
+            ((4u + 2) * 8 + 4) * 100 * 1000);
+  EXPECT_EQ(MultiGpuLuDeviceBytesPerGpu(1000, 3, 100, DType::kComplex64),
+            ((4u + 2) * 16 + 8) * 100 * 1000);
+  const std::unique_ptr<Backend> backend =
+      WithMultiGpuProducts(MakeCpuBackend({.threads = 1}), {0, 1});
+  const Matrix z(1000, 1000, DType::kComplex64);
+  EXPECT_EQ(backend->DeterminantDeviceBytes(z.view(), {.devices = 2}),
+            MultiGpuLuDeviceBytesPerGpu(1000, 2, kDistributedRowBlock, DType::kComplex64));
 }
 
 TEST(MultiGpuBackend, DeterminantOverEveryDeviceCountEqualsTheCpuDeterminant) {
@@ -292,6 +309,8 @@ TEST(MultiGpuBackend, RefusesWhatTheMultiGpuDeterminantDoesNotTakeNamingTheField
   ASSERT_TRUE(cuda.ok()) << cuda.status();
   const Matrix a = testing::RandomMatrix<double>(8, 8, 1);
   const Matrix f = testing::RandomMatrix<float>(8, 8, 1);
+  Matrix integers(8, 8, DType::kInt64);
+  for (int64_t i = 0; i < 8; ++i) integers.As<int64_t>()[i * 9] = 1;
   const int many = std::max(devices, 2);
   auto supports = [&](const Matrix& m, const DeterminantOptions& options) {
     return (*cuda)->Supports(DeterminantQuery(m.view(), options));
@@ -301,9 +320,10 @@ TEST(MultiGpuBackend, RefusesWhatTheMultiGpuDeterminantDoesNotTakeNamingTheField
   EXPECT_THAT(std::string(too_many.message()),
               HasSubstr("devices is " + std::to_string(devices + 1) + "; this server has"));
   if (devices >= 2) {
-    absl::Status float32 = supports(f, {.devices = many});
-    EXPECT_EQ(float32.code(), absl::StatusCode::kUnimplemented);
-    EXPECT_THAT(std::string(float32.message()), HasSubstr("matrix.dtype is float32"));
+    EXPECT_TRUE(supports(f, {.devices = many}).ok());
+    absl::Status int64 = supports(integers, {.devices = many});
+    EXPECT_EQ(int64.code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(int64.message()), HasSubstr("matrix.dtype is int64"));
     absl::Status condensation =
         supports(a, {.method = DeterminantMethod::kCondensation, .devices = many});
     EXPECT_EQ(condensation.code(), absl::StatusCode::kUnimplemented);
@@ -311,6 +331,57 @@ TEST(MultiGpuBackend, RefusesWhatTheMultiGpuDeterminantDoesNotTakeNamingTheField
   }
   // The ordinary single-device determinant still goes through.
   EXPECT_TRUE(supports(f, {}).ok());
+}
+
+// Every floating dtype over 2..all GPUs equals one GPU's determinant and the CPU backend's, as a
+// ScaledNumber (a complex one with its phase): n = 1, n below one block of the LU (the other GPUs
+// hold nothing), n not a multiple of the block, and a matrix with a zero row (exactly 0).
+template <typename T>
+class MultiGpuDeterminantDtype : public ::testing::Test {};
+using FloatingTypes = ::testing::Types<float, double, std::complex<float>, std::complex<double>>;
+TYPED_TEST_SUITE(MultiGpuDeterminantDtype, FloatingTypes);
+
+TYPED_TEST(MultiGpuDeterminantDtype, OverSeveralGpusEqualsOneGpuAndTheCpu) {
+  const int devices = DeviceCount();
+  if (devices < 2) GTEST_SKIP() << "needs 2 CUDA devices";
+  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  auto cpu = MakeCpuBackend({.threads = 0});
+  JobControl control;
+  for (const int64_t n : {int64_t{1}, int64_t{7}, kDistributedRowBlock + 37}) {
+    Matrix a = testing::RandomMatrix<TypeParam>(n, n, 21 + n);
+    for (const bool singular : {false, true}) {
+      if (singular) {
+        if (n < 2) continue;
+        const size_t width = ElementSize(a.dtype()) * static_cast<size_t>(n);
+        std::fill_n(a.mutable_bytes() + (static_cast<size_t>(n) / 2) * width, width, std::byte{0});
+      }
+      const std::string where =
+          absl::StrCat(DTypeName(a.dtype()), " n=", n, singular ? " singular" : "");
+      auto reference = cpu->Determinant(a.view(), {}, &control);
+      auto one = (*cuda)->Determinant(a.view(), {}, &control);
+      ASSERT_TRUE(reference.ok()) << reference.status();
+      ASSERT_TRUE(one.ok()) << one.status();
+      for (int gpus = 2; gpus <= devices; ++gpus) {
+        const DeterminantOptions options{.devices = gpus};
+        ASSERT_TRUE((*cuda)->Supports(DeterminantQuery(a.view(), options)).ok()) << where;
+        auto det = (*cuda)->Determinant(a.view(), options, &control);
+        ASSERT_TRUE(det.ok()) << where << ": " << det.status();
+        if (singular) {
+          EXPECT_TRUE(det->value.is_zero()) << where << " gpus=" << gpus;
+          EXPECT_TRUE(one->value.is_zero()) << where;
+          continue;
+        }
+        for (const DeterminantResult* other : {&*reference, &*one}) {
+          EXPECT_NEAR(std::abs(det->value.phase() - other->value.phase()), 0.0, 1e-9)
+              << where << " gpus=" << gpus;
+          EXPECT_NEAR(det->value.log_abs(), other->value.log_abs(),
+                      1e-9 * std::max(1.0, std::abs(other->value.log_abs())))
+              << where << " gpus=" << gpus;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,18 +1,23 @@
 // MultiGpuLu (our LU with look-ahead over the GPUs of one process) against the CPU backend's
 // LAPACK determinant and against exact values, from host operands and from resident matrices on
-// each GPU; NaN and Inf are refused naming the entry, an overflowing pivot is OUT_OF_RANGE. The
-// argument checks run anywhere; the rest skips without a CUDA device and runs on every GPU count
-// from 1 to min(devices, 3).
+// each GPU, in float64 and (MultiGpuLuDtype) in float32, complex64 and complex128 too; NaN and Inf
+// are refused naming the entry, an overflowing pivot is OUT_OF_RANGE. The argument checks run
+// anywhere; the rest skips without a CUDA device and runs on every GPU count from 1 to min(devices,
+// 3).
 #include "core/multi_gpu/multi_gpu_lu.h"
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/make_backend.h"
 #include "core/resident_matrix.h"
@@ -77,11 +82,103 @@ Matrix WilkinsonTransposed(int64_t n, double scale) {
   return a;
 }
 
+// A determinant's phase: sign * exp(i angle) (1 for a real positive one).
+std::complex<double> PhaseOf(const DistributedDeterminant& det) {
+  return static_cast<double>(det.sign) * std::polar(1.0, det.angle);
+}
+
+// `m` with row `row` zeroed: exactly singular.
+Matrix WithZeroRow(Matrix m, int64_t row) {
+  const size_t width = ElementSize(m.dtype()) * static_cast<size_t>(m.cols());
+  std::fill_n(m.mutable_bytes() + static_cast<size_t>(row) * width, width, std::byte{0});
+  return m;
+}
+
+template <typename T>
+class MultiGpuLuDtype : public ::testing::Test {};
+using FloatingTypes = ::testing::Types<float, double, std::complex<float>, std::complex<double>>;
+TYPED_TEST_SUITE(MultiGpuLuDtype, FloatingTypes);
+
+// Every floating dtype over 1..3 GPUs equals the CPU backend's determinant (which widens float32
+// and complex64 as this LU does): n = 1, n below the block (the other GPUs hold nothing), n below
+// two blocks (one GPU of three holds nothing), n not a multiple of the block, several blocks per
+// GPU; and an exactly singular matrix is 0.
+TYPED_TEST(MultiGpuLuDtype, EveryShapeMatchesTheCpuDeterminant) {
+  const int max_gpus = MaxGpus();
+  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
+  auto cpu = MakeCpuBackend({.threads = 0});
+  for (const auto& [n, block] : std::vector<std::array<int64_t, 2>>{
+           {1, 4}, {5, 8}, {20, 16}, {100, 32}, {257, 64}, {600, 48}}) {
+    const Matrix a = testing::RandomMatrix<TypeParam>(n, n, 7 + n);
+    JobControl control;
+    auto reference = cpu->Determinant(a.view(), {}, &control);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+      auto det = MultiGpuDeterminant(FirstDevices(gpus), a.view(), block);
+      ASSERT_TRUE(det.ok()) << det.status();
+      const std::string where =
+          absl::StrCat(DTypeName(a.dtype()), " n=", n, " block=", block, " gpus=", gpus);
+      EXPECT_NEAR(std::abs(PhaseOf(*det) - reference->value.phase()), 0.0, 1e-9) << where;
+      EXPECT_NEAR(det->log_abs, reference->value.log_abs(),
+                  1e-9 * std::max(1.0, std::abs(reference->value.log_abs())))
+          << where;
+    }
+    if (n < 2) continue;
+    const Matrix singular = WithZeroRow(a, n / 2);
+    for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+      auto det = MultiGpuDeterminant(FirstDevices(gpus), singular.view(), block);
+      ASSERT_TRUE(det.ok()) << det.status();
+      EXPECT_EQ(det->sign, 0) << DTypeName(a.dtype()) << " n=" << n << " gpus=" << gpus;
+      EXPECT_EQ(det->log_abs, -std::numeric_limits<double>::infinity());
+    }
+  }
+}
+
+// A resident operand on each GPU gives the host operand's determinant (float32 and complex64 are
+// widened on the receiving GPUs after a push from the holder). Where the matrix lies changes no
+// arithmetic: the same factors, whichever GPU pushes them (the diagonal's logarithms are summed
+// with atomics, in no fixed order: equal to rounding).
+TYPED_TEST(MultiGpuLuDtype, ADeviceOperandGivesTheHostOperandsDeterminant) {
+  const int max_gpus = MaxGpus();
+  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
+  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  const Matrix a = testing::RandomMatrix<TypeParam>(300, 300, 11);
+  for (int gpus = 1; gpus <= max_gpus; ++gpus) {
+    auto from_host = MultiGpuDeterminant(FirstDevices(gpus), a.view(), 32);
+    ASSERT_TRUE(from_host.ok()) << from_host.status();
+    for (int holder = 0; holder < DeviceCount(); ++holder) {
+      const std::unique_ptr<ResidentMatrix> resident = OnDevice(**cuda, a, holder);
+      ASSERT_NE(resident, nullptr);
+      auto from_device = MultiGpuDeterminant(FirstDevices(gpus), resident->view(), 32);
+      ASSERT_TRUE(from_device.ok()) << from_device.status();
+      EXPECT_NEAR(std::abs(PhaseOf(*from_device) - PhaseOf(*from_host)), 0.0, 1e-12)
+          << "gpus=" << gpus << " holder=" << holder;
+      EXPECT_NEAR(from_device->log_abs, from_host->log_abs,
+                  1e-13 * std::max(1.0, std::abs(from_host->log_abs)))
+          << "gpus=" << gpus << " holder=" << holder;
+    }
+  }
+}
+
+TEST(MultiGpuLu, RefusesAnOperandOfAnotherElementType) {
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  auto lu = MultiGpuLu::Create({0}, 4, 4, DType::kFloat64);
+  ASSERT_TRUE(lu.ok()) << lu.status();
+  const absl::Status complex =
+      (*lu)->Upload(testing::RandomMatrix<std::complex<double>>(4, 4, 1).view());
+  EXPECT_TRUE(absl::IsInvalidArgument(complex)) << complex;
+  const absl::Status integer = (*lu)->Upload(Matrix(4, 4, DType::kInt64).view());
+  EXPECT_TRUE(absl::IsInvalidArgument(integer)) << integer;
+}
+
 TEST(MultiGpuLu, RefusesBadArgumentsBeforeTouchingAGpu) {
   EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({}, 10, 4).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({0, 0}, 10, 4).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({0}, 0, 4).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({0}, 10, 0).status()));
+  // The LU runs in float64 or complex128 (float32 and complex64 are widened into them).
+  EXPECT_TRUE(absl::IsInvalidArgument(MultiGpuLu::Create({0}, 10, 4, DType::kFloat32).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(
       MultiGpuDeterminant({0}, Matrix(2, 3, DType::kFloat64).view(), 4).status()));
 }
@@ -172,31 +269,6 @@ TEST(MultiGpuLu, FactorsAgainAfterANewUpload) {
     ASSERT_TRUE(det.ok()) << det.status();
     EXPECT_EQ(det->sign, 1);
     EXPECT_NEAR(det->log_abs, std::log(97.0), 1e-10);
-  }
-}
-
-TEST(MultiGpuLu, ADeviceOperandOnAnyGpuGivesTheHostOperandsDeterminant) {
-  const int max_gpus = MaxGpus();
-  if (max_gpus == 0) GTEST_SKIP() << "no CUDA device";
-  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
-  ASSERT_TRUE(cuda.ok()) << cuda.status();
-  const int64_t n = 300;
-  const Matrix a = testing::RandomMatrix<double>(n, n, 11);
-  // Where the matrix lies changes no arithmetic: the same factors, whichever GPU pushes them (the
-  // diagonal's logarithms are summed with atomics, in no fixed order: equal to rounding).
-  for (int gpus = 1; gpus <= max_gpus; ++gpus) {
-    auto from_host = MultiGpuDeterminant(FirstDevices(gpus), a.view(), 32);
-    ASSERT_TRUE(from_host.ok()) << from_host.status();
-    for (int holder = 0; holder < DeviceCount(); ++holder) {
-      const std::unique_ptr<ResidentMatrix> resident = OnDevice(**cuda, a, holder);
-      ASSERT_NE(resident, nullptr);
-      auto from_device = MultiGpuDeterminant(FirstDevices(gpus), resident->view(), 32);
-      ASSERT_TRUE(from_device.ok())
-          << "gpus=" << gpus << " holder=" << holder << ": " << from_device.status();
-      EXPECT_EQ(from_device->sign, from_host->sign) << "gpus=" << gpus << " holder=" << holder;
-      EXPECT_NEAR(from_device->log_abs, from_host->log_abs, 1e-13 * std::abs(from_host->log_abs))
-          << "gpus=" << gpus << " holder=" << holder;
-    }
   }
 }
 
