@@ -13,7 +13,10 @@ namespace matrixd::cuda {
 
 namespace {
 
-std::atomic<int> host_threads{PinnedStaging::kDefaultHostThreads};
+// Half the host's hardware threads, 1 to 8: on a 16-core H100 host (2026-11-27) the narrowing of
+// a 134 MB int64 matrix took 12.5 / 8.4 / 7.4 / 9.2 / 11.6 ms with 2 / 4 / 8 / 12 / 16 threads
+// (docs/benchmarks.md), the memory bus, not the threads, setting the pace from 8.
+std::atomic<int> host_threads{PinnedStaging::DefaultHostThreads()};
 
 // Runs copy(begin, end) over [0, bytes) split among up to PinnedStaging::HostThreads() threads
 // (this one included), in shares that are multiples of `granule` bytes; returns whether every
@@ -39,6 +42,10 @@ bool SplitOverHostThreads(size_t bytes, size_t granule, const Copy& copy) {
 }
 
 }  // namespace
+
+int PinnedStaging::DefaultHostThreads() {
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency() / 2), 1, 8);
+}
 
 int PinnedStaging::HostThreads() { return host_threads.load(std::memory_order_relaxed); }
 

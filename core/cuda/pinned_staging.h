@@ -25,10 +25,10 @@ class PinnedStaging {
  public:
   // Each pinned chunk.
   static constexpr size_t kChunkBytes = size_t{32} << 20;
-  // The most host threads a copy into or out of a chunk is split over: kDefaultHostThreads unless
-  // SetHostThreads chose otherwise (process-wide; a copy splits only when each thread gets at
-  // least kMinBytesPerThread).
-  static constexpr int kDefaultHostThreads = 4;
+  // The most host threads a copy into or out of a chunk is split over: DefaultHostThreads()
+  // unless SetHostThreads chose otherwise (process-wide; a copy splits only when each thread gets
+  // at least kMinBytesPerThread).
+  static int DefaultHostThreads();
   static constexpr int kMaxHostThreads = 32;
   static constexpr size_t kMinBytesPerThread = size_t{1} << 20;
   static int HostThreads();

@@ -65,7 +65,7 @@ void SetLookAhead([[maybe_unused]] bool on) {
 void SetStagingThreads([[maybe_unused]] int threads) {
 #ifdef MATRIXD_HAVE_CUDA
   cuda::PinnedStaging::SetHostThreads(threads > 0 ? threads
-                                                  : cuda::PinnedStaging::kDefaultHostThreads);
+                                                  : cuda::PinnedStaging::DefaultHostThreads());
 #endif
 }
 

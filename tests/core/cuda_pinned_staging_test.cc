@@ -89,7 +89,7 @@ TEST(PinnedStagingNarrowing, OneValueOutsideAnywhereIsSeen) {
 // default thread count and with more threads set.
 TEST(PinnedStagingNarrowing, ParallelSplitSeesEveryShare) {
   const size_t count = 3 * (size_t{1} << 20) + 7;  // 24 MiB read: up to 24 threads
-  for (const int threads : {PinnedStaging::kDefaultHostThreads, 16}) {
+  for (const int threads : {PinnedStaging::DefaultHostThreads(), 16}) {
     PinnedStaging::SetHostThreads(threads);
     const size_t share = (count + threads - 1) / threads;
     std::vector<int64_t> values = FittingValues(count);
@@ -108,8 +108,8 @@ TEST(PinnedStagingNarrowing, ParallelSplitSeesEveryShare) {
     values[count - 1] = kInt32Min - 1;
     EXPECT_FALSE(ParallelNarrowToInt32(values.data(), count, to.data())) << threads << " threads";
   }
-  PinnedStaging::SetHostThreads(PinnedStaging::kDefaultHostThreads);
-  EXPECT_EQ(PinnedStaging::HostThreads(), PinnedStaging::kDefaultHostThreads);
+  PinnedStaging::SetHostThreads(PinnedStaging::DefaultHostThreads());
+  EXPECT_EQ(PinnedStaging::HostThreads(), PinnedStaging::DefaultHostThreads());
 }
 
 // ParallelMemcpy shares the split: every byte of an odd size copied, across the shares' edges.
