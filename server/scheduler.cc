@@ -193,7 +193,7 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
   work = nullptr;  // free the request before anyone sees the job finished
   NotifyingLock lock(this);
   EndRunningLocked(job, std::move(status));
-  work_changed_.SignalAll();
+  WakeWorkersLocked();
   return job;
 }
 
@@ -303,7 +303,7 @@ void Scheduler::WorkerLoop() {
     group.clear();
     statuses.clear();
     // A worker slot for a large job, or admitted resources, came free.
-    work_changed_.SignalAll();
+    WakeWorkersLocked();
   }
 }
 
@@ -320,12 +320,14 @@ void Scheduler::GatherGroupLocked(std::vector<std::shared_ptr<Job>>& group) {
   const auto full = [&] { return static_cast<int>(group.size()) >= options_.coalesce.max_group; };
   TakePartnersLocked(group);
   // Waiting pays only on a busy server: on an idle one a lone job starts at once.
+  ++gathering_;
   while (!full() && !stopping_ && options_.coalesce.window > absl::ZeroDuration() &&
          (QueuedLocked() > 0 || running_.size() > group.size())) {
     const bool timed_out = work_changed_.WaitWithDeadline(&mutex_, until);
     TakePartnersLocked(group);
     if (timed_out) break;
   }
+  --gathering_;
   if (group.size() > 1 && options_.observer != nullptr) {
     options_.observer->GroupStarted(group.front()->op(), static_cast<int>(group.size()));
   }
@@ -437,7 +439,7 @@ void Scheduler::DropQueuedLocked(Job& job, absl::Status status) {
   if (options_.observer != nullptr) options_.observer->QueueDepthChanged(QueuedLocked());
   FinishLocked(job, std::move(status));
   // A lane head changed: a job behind it may be startable now.
-  work_changed_.SignalAll();
+  WakeWorkersLocked();
 }
 
 void Scheduler::FinishLocked(Job& job, absl::Status status) {

@@ -212,6 +212,11 @@ class Scheduler {
   int QueuedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     return static_cast<int>(small_.size() + large_.size());
   }
+  // After a job ended or left a lane: wakes the workers only when one may act on it (jobs are
+  // queued, or a worker is gathering a group), not on every small request of an idle queue.
+  void WakeWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (QueuedLocked() > 0 || gathering_ > 0) work_changed_.SignalAll();
+  }
 
   const SchedulerOptions options_;
   const int large_limit_;  // large jobs running at once
@@ -223,6 +228,7 @@ class Scheduler {
   std::deque<Queued> large_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<Job>> running_ ABSL_GUARDED_BY(mutex_);
   int running_large_ ABSL_GUARDED_BY(mutex_) = 0;
+  int gathering_ ABSL_GUARDED_BY(mutex_) = 0;  // workers waiting for a group's partners
   // By owner: jobs queued or running (for max_jobs), and running (for fair share).
   absl::flat_hash_map<std::string, int> active_by_owner_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<std::string, int> running_by_owner_ ABSL_GUARDED_BY(mutex_);
