@@ -10,7 +10,7 @@ namespace matrixd::multi_gpu {
 namespace {
 
 // The parts only give addresses to copy from: an operand's bytes are never written.
-std::byte* Readable(const void* data) { return static_cast<std::byte*>(const_cast<void*>(data)); }
+std::byte* Readable(const std::byte* data) { return const_cast<std::byte*>(data); }
 
 }  // namespace
 

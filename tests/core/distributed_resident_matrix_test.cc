@@ -59,12 +59,12 @@ TEST(RowCyclicLayout, RunsCutARangeWhereBlocksEndAndNameEachRowsPart) {
   for (const int64_t block : {1, 3, 512}) {
     for (const int parts : {1, 2, 3}) {
       const RowCyclicLayout layout{.rows = 1100, .cols = 1, .block = block, .parts = parts};
-      for (const auto [row0, count] : {std::pair<int64_t, int64_t>{0, 1100},
-                                       {0, 0},
-                                       {511, 2},
-                                       {7, 600},
-                                       {1024, 76},
-                                       {1099, 1}}) {
+      for (const auto& [row0, count] : {std::pair<int64_t, int64_t>{0, 1100},
+                                        {0, 0},
+                                        {511, 2},
+                                        {7, 600},
+                                        {1024, 76},
+                                        {1099, 1}}) {
         SCOPED_TRACE(testing::Message() << "rows [" << row0 << ", " << row0 + count
                                         << "), blocks of " << block << ", " << parts << " parts");
         int64_t next = 0;  // the runs follow on, in order, and cover the range
@@ -147,7 +147,7 @@ TEST_F(DistributedOnHostTest, RectangleRowsAreFoundInThePartsThatHoldThem) {
   std::vector<std::byte*> bases;
   for (int g = 0; g < layout.parts; ++g) {
     // Read only: the parts give addresses.
-    bases.push_back(static_cast<std::byte*>(const_cast<void*>((*matrix)->part(g)->view().data)));
+    bases.push_back(const_cast<std::byte*>((*matrix)->part(g)->view().data));
   }
   const multi_gpu::RowMajorParts dealt(layout, sizeof(double), bases);
   const multi_gpu::RowMajorParts whole(23, 7, sizeof(double),

@@ -239,10 +239,10 @@ TEST(DistributedProductRpc, AKeptProductOverSeveralDevicesIsKeptDistributed) {
   Client client(server->address(), {.deadline = absl::Seconds(20)});
   v1::MultiplyRequest request;
   // 3 x 4 times 4 x 5: small enough for the fake devices' 1000 bytes.
-  *request.mutable_a() = testing::MakeMatrix<double>(3, 4, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  *request.mutable_a() = MakeMatrix<double>(3, 4, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
   std::vector<double> b(20);
   std::iota(b.begin(), b.end(), -3.5);
-  *request.mutable_b() = testing::MakeMatrix<double>(4, 5, b);
+  *request.mutable_b() = MakeMatrix<double>(4, 5, b);
   request.set_devices(2);
   absl::StatusOr<v1::MultiplyResponse> inline_product = client.Multiply(request);
   ASSERT_TRUE(inline_product.ok()) << inline_product.status();
