@@ -18,6 +18,17 @@ int64_t RowCyclicLayout::LocalRows(int part) const {
   return local;
 }
 
+std::vector<RowRun> RowCyclicLayout::Runs(int64_t row0, int64_t count) const {
+  std::vector<RowRun> runs;
+  for (int64_t done = 0; done < count;) {
+    const int64_t row = row0 + done;
+    const int64_t run = std::min(count - done, block - row % block);
+    runs.push_back({.part = Owner(row), .local_row = LocalRow(row), .first = done, .rows = run});
+    done += run;
+  }
+  return runs;
+}
+
 absl::StatusOr<std::unique_ptr<DistributedResidentMatrix>> DistributedResidentMatrix::Make(
     const RowCyclicLayout& layout, DType dtype,
     std::vector<std::unique_ptr<ResidentMatrix>> parts) {

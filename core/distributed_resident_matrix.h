@@ -26,8 +26,18 @@ namespace matrixd {
 // (core/multi_gpu/multi_gpu_backend.cc takes it from here), so that its LU needs no reshuffle.
 inline constexpr int64_t kDistributedRowBlock = 512;
 
+// A run of consecutive rows of a range that one part holds consecutively (RowCyclicLayout::Runs):
+// the range's rows [first, first + rows), which are part `part`'s rows from `local_row` on.
+struct RowRun {
+  int part = 0;
+  int64_t local_row = 0;
+  int64_t first = 0;
+  int64_t rows = 0;
+};
+
 // Where the rows of a rows x cols matrix go when dealt in blocks of `block` rows over `parts`
-// parts. REQUIRES (of every member function): rows, cols, block, parts >= 1.
+// parts. REQUIRES (of every member function): rows, cols, block, parts >= 1. With parts = 1 and
+// block = rows it describes a matrix that lies whole in one place.
 struct RowCyclicLayout {
   int64_t rows = 0;
   int64_t cols = 0;
@@ -41,6 +51,9 @@ struct RowCyclicLayout {
   int64_t LocalRows(int part) const;
   // Part `part`'s local rows as global rows (GeneratedRows::Global).
   GeneratedRows RowsOf(int part) const { return {.block = block, .stride = parts, .offset = part}; }
+  // Rows [row0, row0 + count) cut where a block ends, in order (none when count is 0).
+  // REQUIRES: 0 <= row0, count >= 0, row0 + count <= rows.
+  std::vector<RowRun> Runs(int64_t row0, int64_t count) const;
 };
 
 class DistributedResidentMatrix final : public ResidentMatrix {

@@ -184,9 +184,10 @@ struct MultiplyOptions {
   int64_t block_size = 0;
   bool allow_tf32 = false;
   // Where the caller keeps C (a resident matrix of C's shape and dtype), or null. A backend may
-  // write C straight into it (a device backend, when it lives on the device the product runs on)
-  // and then leaves MultiplyResult::c empty; otherwise it returns C as usual and the caller
-  // stores it.
+  // write C straight into it (a device backend, when it lives on the device the product runs on;
+  // a product over several GPUs, when it lies on any of them or is a distributed matrix whose
+  // parts do) and then leaves MultiplyResult::c empty; otherwise it returns C as usual and the
+  // caller stores it.
   ResidentMatrix* output = nullptr;
   // Also run Freivalds' check of C (core/freivalds.h) where C was computed, before it is returned.
   // REQUIRES: a floating dtype.

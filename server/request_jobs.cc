@@ -112,12 +112,22 @@ absl::Status KeepPending(std::unique_ptr<PendingResident> pending, const Matrix&
 }
 
 // Room for a kept result of rows x cols before the operation runs, so that a device backend writes
-// it in place: when keep_result is set without also_inline. Null otherwise.
+// it in place: when keep_result is set without also_inline. Null otherwise. `spread` (a job over
+// several GPUs) asks for a distributed matrix over the server's GPUs, each part reserved on its
+// own (ResidentRegistry::Create), so that the result stays on the GPUs that computed it; where
+// that cannot be (fewer than 2 GPUs, a part that does not fit) it is kept on the job's device, as
+// any result.
 absl::StatusOr<std::unique_ptr<PendingResident>> PendingResult(const KeepRequest& keep,
                                                                int64_t rows, int64_t cols,
                                                                DType dtype, const char* name,
-                                                               const JobControl& control) {
+                                                               const JobControl& control,
+                                                               bool spread = false) {
   if (keep.registry == nullptr || keep.also_inline) return nullptr;
+  if (spread) {
+    absl::StatusOr<std::unique_ptr<PendingResident>> distributed = keep.registry->Create(
+        rows, cols, dtype, name, -1, keep.owner, ResidentLayout::kDistributed);
+    if (distributed.ok()) return distributed;
+  }
   return keep.registry->Create(rows, cols, dtype, name, control.device_index(), keep.owner);
 }
 
@@ -397,12 +407,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::MultiplyRequest& request, v1::Multiply
        keep = KeepOf(request.result_options(), registry, client)](JobControl& control) {
         MultiplyOptions options = inputs.options;
         // Kept and not wanted inline: room for C first, so that a device backend writes it in
-        // place.
+        // place (a product over several GPUs, into a distributed matrix on them).
         const MatrixView a = inputs.a.view();
         const MatrixView b = inputs.b.view();
-        absl::StatusOr<std::unique_ptr<PendingResident>> pending =
-            PendingResult(keep, options.transpose_a ? a.cols : a.rows,
-                          options.transpose_b ? b.rows : b.cols, a.dtype, "c", control);
+        absl::StatusOr<std::unique_ptr<PendingResident>> pending = PendingResult(
+            keep, options.transpose_a ? a.cols : a.rows, options.transpose_b ? b.rows : b.cols,
+            a.dtype, "c", control, options.devices > 1);
         if (!pending.ok()) return pending.status();
         options.output =
             *pending != nullptr ? &(*pending)->matrix() : outputs.LendDeviceTarget("c");

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -24,6 +25,7 @@
 #include "core/memory_resource.h"
 #include "core/multi_gpu/nccl_status.h"
 #include "core/multi_gpu/operand_rectangles.h"
+#include "core/multi_gpu/result_rectangles.h"
 #include "core/status_macros.h"
 
 namespace matrixd::multi_gpu {
@@ -184,6 +186,21 @@ absl::StatusOr<OperandRectangles> RectanglesOf(const CannonOperand& operand,
   return OperandRectangles::Of(m);
 }
 
+// The rectangles of `output` for an m x n product of `dtype` on `devices` (see CannonWritesInto).
+absl::StatusOr<ResultRectangles> OutputRectangles(ResidentMatrix& output, int64_t m, int64_t n,
+                                                  DType dtype, const std::vector<int>& devices) {
+  if (output.rows() != m || output.cols() != n || output.dtype() != dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("output is ", output.rows(), "x", output.cols(),
+                                                   " ", DTypeName(output.dtype()), "; C is ", m,
+                                                   "x", n, " ", DTypeName(dtype)));
+  }
+  MATRIXD_ASSIGN_OR_RETURN(ResultRectangles rectangles, ResultRectangles::Of(output));
+  if (absl::Status writable = rectangles.CheckWritableFrom(devices); !writable.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("output: ", writable.message()));
+  }
+  return rectangles;
+}
+
 absl::Status SynchronizeComputeStreams(const std::vector<std::unique_ptr<GpuRank>>& ranks) {
   for (const auto& rank : ranks) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank->device));
@@ -193,6 +210,11 @@ absl::Status SynchronizeComputeStreams(const std::vector<std::unique_ptr<GpuRank
 }
 
 }  // namespace
+
+bool CannonWritesInto(ResidentMatrix& output, int64_t m, int64_t n, DType dtype,
+                      const std::vector<int>& devices) {
+  return OutputRectangles(output, m, n, dtype, devices).ok();
+}
 
 int CannonGridSide(int gpus) {
   for (int q = 1;; ++q) {
@@ -209,7 +231,7 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixV
 
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonOperand& a_operand,
                                   const CannonOperand& b_operand, CannonTimes* times,
-                                  const DeviceMemoryLimit& memory_limit) {
+                                  const DeviceMemoryLimit& memory_limit, ResidentMatrix* output) {
   const MatrixView& a = a_operand.view;
   const MatrixView& b = b_operand.view;
   if (devices.empty()) return absl::InvalidArgumentError("CannonGemm: no devices");
@@ -221,6 +243,13 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
   if (a.cols != b.rows) {
     return absl::InvalidArgumentError(
         absl::StrCat("CannonGemm: A is ", a.rows, "x", a.cols, ", B is ", b.rows, "x", b.cols));
+  }
+  // Where C goes: checked before any GPU is touched, and the output's own writes (and its
+  // allocation, in its stream's order) landed before the gather writes it from other streams.
+  std::optional<ResultRectangles> into;
+  if (output != nullptr) {
+    MATRIXD_ASSIGN_OR_RETURN(into, OutputRectangles(*output, a.rows, b.cols, a.dtype, devices));
+    MATRIXD_RETURN_IF_ERROR(output->Flush());
   }
   const int gpus = static_cast<int>(devices.size());
   const int q = CannonGridSide(gpus);
@@ -347,23 +376,25 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
   if (times != nullptr) times->rounds_seconds = SecondsSince(rounds_start);
 
   const auto gather_start = std::chrono::steady_clock::now();
-  Matrix c(a.rows, b.cols, a.dtype);
-  const size_t c_pitch = static_cast<size_t>(b.cols) * element.bytes;
-  const size_t block_pitch = static_cast<size_t>(nb) * element.bytes;
+  Matrix c;
+  if (!into.has_value()) {
+    c = Matrix(a.rows, b.cols, a.dtype);
+    into = ResultRectangles::Of(c);
+  }
+  // Each GPU pushes its blocks' rows to where they belong, all GPUs at once.
   for (int i = 0; i < q; ++i) {
     for (int j = 0; j < q; ++j) {
       const int64_t rows = std::clamp<int64_t>(a.rows - i * nb, 0, nb);
       const int64_t cols = std::clamp<int64_t>(b.cols - j * nb, 0, nb);
       if (rows == 0 || cols == 0) continue;
       const BlockSlot& slot = slots[i * q + j];
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks[slot.rank]->device));
-      std::byte* target = c.mutable_bytes() + static_cast<size_t>(i * nb) * c_pitch +
-                          static_cast<size_t>(j) * block_pitch;
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2D(target, c_pitch, slot.c.data(), block_pitch,
-                                                static_cast<size_t>(cols) * element.bytes,
-                                                static_cast<size_t>(rows), cudaMemcpyDeviceToHost));
+      const GpuRank& rank = *ranks[slot.rank];
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(rank.device));
+      MATRIXD_RETURN_IF_ERROR(
+          into->Copy(slot.c.data(), nb, i * nb, rows, j * nb, cols, rank.compute.get()));
     }
   }
+  MATRIXD_RETURN_IF_ERROR(SynchronizeComputeStreams(ranks));
   if (times != nullptr) times->gather_seconds = SecondsSince(gather_start);
   return c;
 }

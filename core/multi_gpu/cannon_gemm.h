@@ -7,7 +7,9 @@
 // lives on GPU (i q + j) mod R, and a shift between blocks of one GPU is a device copy. The blocks
 // come from each device's memory resource (the stream-ordered pool and cap the CUDA backend's
 // contexts allocate through). The block products are cuBLAS's gemm of the dtype in its default math
-// mode: float32 never runs on TF32 tensor cores here.
+// mode: float32 never runs on TF32 tensor cores here. C's blocks are gathered into host memory, or
+// into a resident matrix in device memory (one GPU's, or a distributed one's parts) straight from
+// the GPUs holding them (result_rectangles.h), so that a kept product stays on the GPUs.
 #ifndef MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
 #define MATRIXD_CORE_MULTI_GPU_CANNON_GEMM_H_
 
@@ -17,6 +19,7 @@
 #include "core/backend.h"
 #include "core/distributed_resident_matrix.h"
 #include "core/matrix.h"
+#include "core/resident_matrix.h"
 
 namespace matrixd::multi_gpu {
 
@@ -26,7 +29,7 @@ int CannonGridSide(int gpus);
 struct CannonTimes {
   double scatter_seconds = 0.0;  // the operands to the GPUs, with the initial skew
   double rounds_seconds = 0.0;   // the q rounds of GEMM + shifts (the figure to compare)
-  double gather_seconds = 0.0;   // back to the host
+  double gather_seconds = 0.0;   // C's blocks into host memory or the output matrix
 };
 
 // An operand of CannonGemm: `view` (host memory or any one GPU, see operand_source.h) or, when
@@ -38,15 +41,26 @@ struct CannonOperand {
   const DistributedResidentMatrix* distributed = nullptr;
 };
 
+// Whether CannonGemm on `devices` can write an m x n product of `dtype` into `output`: a resident
+// matrix of that shape and dtype whose bytes are in device memory (not spilled), on one GPU or,
+// for a DistributedResidentMatrix, in parts each on a GPU, where every GPU of `devices` may write
+// (its own memory, or with peer access; result_rectangles.h).
+bool CannonWritesInto(ResidentMatrix& output, int64_t m, int64_t n, DType dtype,
+                      const std::vector<int>& devices);
+
 // C = A B, A m x k and B k x n matrices of one floating dtype (row-major; see CannonOperand), C of
-// that dtype, on `devices` (CUDA ordinals, one NCCL rank each); C in host memory. `times`, when
-// not null, gets the phases' wall times; the blocks count against `memory_limit` of each device,
-// as the CUDA backend's do (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS and NCCL as
-// UNAVAILABLE/INTERNAL naming the call; INVALID_ARGUMENT for other or mixed dtypes, shapes that do
-// not agree (also a distributed matrix that is not its view's shape), or no device.
+// that dtype, on `devices` (CUDA ordinals, one NCCL rank each); C in host memory, or, when
+// `output` is not null, written into `output` (REQUIRES: it outlives the call and nothing else
+// uses it meanwhile) and the returned matrix empty. `times`, when not null, gets the phases' wall
+// times; the blocks count against `memory_limit` of each device, as the CUDA backend's do
+// (RESOURCE_EXHAUSTED beyond it). Errors of CUDA, cuBLAS and NCCL as UNAVAILABLE/INTERNAL naming
+// the call; INVALID_ARGUMENT for other or mixed dtypes, shapes that do not agree (also a
+// distributed matrix that is not its view's shape), no device, or an output that
+// CannonWritesInto refuses.
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonOperand& a,
                                   const CannonOperand& b, CannonTimes* times = nullptr,
-                                  const DeviceMemoryLimit& memory_limit = {});
+                                  const DeviceMemoryLimit& memory_limit = {},
+                                  ResidentMatrix* output = nullptr);
 // The same of two views.
 absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const MatrixView& a,
                                   const MatrixView& b, CannonTimes* times = nullptr,

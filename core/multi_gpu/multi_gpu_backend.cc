@@ -77,11 +77,17 @@ class MultiGpuBackend : public BackendWrapper {
     if (absl::Status s = CheckMultiDevice(a.dtype, options); !s.ok()) return s;
     if (IsCancelled(control)) return absl::CancelledError("multiply cancelled");
     const std::vector<int> used(devices_.begin(), devices_.begin() + options.devices);
+    // C straight into the caller's resident matrix when it lies on the GPUs (a kept product);
+    // otherwise to the host, and the caller stores it.
+    ResidentMatrix* output = options.output != nullptr && CannonWritesInto(*options.output, a.rows,
+                                                                           b.cols, a.dtype, used)
+                                 ? options.output
+                                 : nullptr;
     CannonTimes times;
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<Matrix> c =
-        CannonGemm(used, {.view = a, .distributed = options.distributed_a},
-                   {.view = b, .distributed = options.distributed_b}, &times, memory_limit_);
+    absl::StatusOr<Matrix> c = CannonGemm(used, {.view = a, .distributed = options.distributed_a},
+                                          {.view = b, .distributed = options.distributed_b}, &times,
+                                          memory_limit_, output);
     if (!c.ok()) {
       return absl::Status(c.status().code(), absl::StrCat("Cannon's product on ", options.devices,
                                                           " GPUs: ", c.status().message()));
@@ -90,14 +96,14 @@ class MultiGpuBackend : public BackendWrapper {
     result.c = *std::move(c);
     const double flops = (IsComplex(a.dtype) ? 8.0 : 2.0) * static_cast<double>(a.rows) *
                          static_cast<double>(a.cols) * static_cast<double>(b.cols);
-    const uint64_t bytes = a.byte_size() + b.byte_size() + result.c.byte_size();
+    const uint64_t c_bytes =
+        static_cast<uint64_t>(a.rows) * static_cast<uint64_t>(b.cols) * ElementSize(a.dtype);
     result.stats.flops = flops;
-    result.stats.bytes_moved = bytes;
+    result.stats.bytes_moved = a.byte_size() + b.byte_size() + c_bytes;
     result.stats.kernels.push_back(
         {"cannon_scatter", times.scatter_seconds, a.byte_size() + b.byte_size(), 0.0});
     result.stats.kernels.push_back({"cannon_rounds", times.rounds_seconds, 0, flops});
-    result.stats.kernels.push_back(
-        {"cannon_gather", times.gather_seconds, result.c.byte_size(), 0.0});
+    result.stats.kernels.push_back({"cannon_gather", times.gather_seconds, c_bytes, 0.0});
     result.stats.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     NameDevices(options.devices, result.stats);
@@ -201,7 +207,8 @@ class MultiGpuBackend : public BackendWrapper {
   }
 
   // Cannon scatters its operands from wherever they lie (operand_source.h), a distributed
-  // resident matrix from its parts (operand_rectangles.h); C comes back to host memory.
+  // resident matrix from its parts (operand_rectangles.h); C comes back to host memory, or goes
+  // into MultiplyOptions::output when that lies on the GPUs (result_rectangles.h).
   bool MultiplyReadsOnDevice(const MatrixView& a, const MatrixView& b,
                              const MultiplyOptions& options) const override {
     if (!IsMultiDeviceProduct(options)) return target().MultiplyReadsOnDevice(a, b, options);

@@ -9,9 +9,11 @@
 //
 // All three read their operands where they lie, host memory or a GPU (operand_source.h), so a
 // resident operand needs no copy to the host; a distributed resident matrix
-// (MultiplyOptions::distributed_a/_b, DeterminantOptions::distributed) is read from its parts. The
-// per-GPU bytes below are what each of the `devices` GPUs needs: the server reserves them on every
-// one (JobSpec::device_span).
+// (MultiplyOptions::distributed_a/_b, DeterminantOptions::distributed) is read from its parts.
+// Cannon writes C into MultiplyOptions::output when that is a resident matrix in device memory of
+// any of the GPUs, or a distributed one (its blocks' rows go straight to the parts owning them),
+// and then returns no C; otherwise C comes back to host memory. The per-GPU bytes below are what
+// each of the `devices` GPUs needs: the server reserves them on every one (JobSpec::device_span).
 #ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 #define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 

@@ -10,13 +10,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/distributed_resident_matrix.h"
 #include "core/matrix.h"
 #include "core/multi_gpu/operand_source.h"
+#include "core/multi_gpu/row_major_parts.h"
 
 namespace matrixd::multi_gpu {
 
@@ -28,8 +28,8 @@ class OperandRectangles {
   // is not in device memory; INTERNAL for CUDA errors.
   static absl::StatusOr<OperandRectangles> Of(const DistributedResidentMatrix& matrix);
 
-  int64_t rows() const { return rows_; }
-  int64_t cols() const { return cols_; }
+  int64_t rows() const { return parts_.rows(); }
+  int64_t cols() const { return parts_.cols(); }
 
   // Queues the copy of rows [row0, row0 + rows) x columns [col0, col0 + cols) into `to` (row-major,
   // leading dimension `ld` elements) on GPU `device`, whose stream `pulling` copies from host
@@ -42,18 +42,10 @@ class OperandRectangles {
   absl::Status Synchronize() const;
 
  private:
-  // One source of rows: the whole operand, or one part of a distributed one (empty when it holds
-  // no rows).
-  struct Piece {
-    MatrixView view;
-    OperandSource source;
-  };
-
-  int64_t rows_ = 0;
-  int64_t cols_ = 0;
-  size_t element_size_ = 0;
-  std::vector<Piece> pieces_;              // one, or one per part
-  std::optional<RowCyclicLayout> layout_;  // set for a distributed operand
+  RowMajorParts parts_;  // the whole operand, or a distributed one's parts (read only)
+  // Where each part's rows are copied from (one for a whole operand; a part of no rows has a
+  // source that is never used).
+  std::vector<OperandSource> sources_;
 };
 
 }  // namespace matrixd::multi_gpu

@@ -1,16 +1,20 @@
 // A distributed resident matrix on the host (the CPU backend's resident matrices stand in for the
 // GPUs' parts): the block-cyclic row mapping, bytes written in odd pieces read back bit for bit,
-// and a generated distributed matrix equal to the whole one. The GPU version of these checks is
+// a generated distributed matrix equal to the whole one, and the runs of rows (and their
+// addresses) that a job over several GPUs copies rectangles by. The GPU version of these checks is
 // tests/multi_gpu/distributed_resident_test.cc.
 #include "core/distributed_resident_matrix.h"
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/matrix_generator.h"
+#include "core/multi_gpu/row_major_parts.h"
 #include "gtest/gtest.h"
 
 namespace matrixd {
@@ -49,6 +53,39 @@ TEST(RowCyclicLayout, BlocksGoRoundRobinAndTheLastOneMayBeShort) {
   const RowCyclicLayout small{.rows = 1, .cols = 1, .block = 512, .parts = 2};
   EXPECT_EQ(small.LocalRows(0), 1);
   EXPECT_EQ(small.LocalRows(1), 0);
+}
+
+TEST(RowCyclicLayout, RunsCutARangeWhereBlocksEndAndNameEachRowsPart) {
+  for (const int64_t block : {1, 3, 512}) {
+    for (const int parts : {1, 2, 3}) {
+      const RowCyclicLayout layout{.rows = 1100, .cols = 1, .block = block, .parts = parts};
+      for (const auto& [row0, count] : {std::pair<int64_t, int64_t>{0, 1100},
+                                        {0, 0},
+                                        {511, 2},
+                                        {7, 600},
+                                        {1024, 76},
+                                        {1099, 1}}) {
+        SCOPED_TRACE(testing::Message() << "rows [" << row0 << ", " << row0 + count
+                                        << "), blocks of " << block << ", " << parts << " parts");
+        int64_t next = 0;  // the runs follow on, in order, and cover the range
+        for (const RowRun& run : layout.Runs(row0, count)) {
+          ASSERT_EQ(run.first, next);
+          ASSERT_GE(run.rows, 1);
+          const int64_t first_row = row0 + run.first;
+          const int64_t last_row = first_row + run.rows - 1;
+          EXPECT_EQ(first_row / block, last_row / block) << "a run lies in one block";
+          EXPECT_TRUE(last_row + 1 == row0 + count || (last_row + 1) % block == 0)
+              << "a run ends where its block or the range does";
+          for (int64_t row = first_row; row <= last_row; ++row) {
+            EXPECT_EQ(layout.Owner(row), run.part);
+            EXPECT_EQ(layout.LocalRow(row), run.local_row + (row - first_row));
+          }
+          next += run.rows;
+        }
+        EXPECT_EQ(next, count);
+      }
+    }
+  }
 }
 
 class DistributedOnHostTest : public ::testing::Test {
@@ -95,6 +132,44 @@ TEST_F(DistributedOnHostTest, WrittenInOddPiecesReadsBackBitForBit) {
     ASSERT_TRUE((*matrix)->Read(8 * 17, std::as_writable_bytes(std::span<double>(middle))).ok());
     EXPECT_TRUE(std::equal(middle.begin(), middle.end(), values.begin() + 17));
   }
+}
+
+// The addresses a job over several GPUs copies a rectangle's rows to or from
+// (core/multi_gpu/row_major_parts.h; host parts stand in for the GPUs'): each run's rows are
+// those of the whole matrix, for rectangles across blocks and parts, and for a matrix in one piece.
+TEST_F(DistributedOnHostTest, RectangleRowsAreFoundInThePartsThatHoldThem) {
+  const RowCyclicLayout layout{.rows = 23, .cols = 7, .block = 3, .parts = 3};
+  auto matrix = Make(layout, DType::kFloat64);
+  ASSERT_TRUE(matrix.ok()) << matrix.status();
+  std::vector<double> values(23 * 7);
+  std::iota(values.begin(), values.end(), 0.5);
+  ASSERT_TRUE((*matrix)->Write(0, std::as_bytes(std::span<const double>(values))).ok());
+  std::vector<std::byte*> bases;
+  for (int g = 0; g < layout.parts; ++g) {
+    // Read only: the parts give addresses.
+    bases.push_back(const_cast<std::byte*>((*matrix)->part(g)->view().data));
+  }
+  const multi_gpu::RowMajorParts dealt(layout, sizeof(double), bases);
+  const multi_gpu::RowMajorParts whole(23, 7, sizeof(double),
+                                       reinterpret_cast<std::byte*>(values.data()));
+  for (const multi_gpu::RowMajorParts* parts : {&dealt, &whole}) {
+    EXPECT_EQ(parts->pitch(), 7 * sizeof(double));
+    for (const auto [row0, rows, col0, cols] :
+         {std::array<int64_t, 4>{0, 23, 0, 7}, {2, 5, 3, 2}, {8, 1, 6, 1}, {13, 10, 1, 5}}) {
+      int64_t covered = 0;
+      for (const RowRun& run : parts->Runs(row0, rows)) {
+        for (int64_t r = 0; r < run.rows; ++r) {
+          const std::byte* got = parts->Address(run, col0) + r * parts->pitch();
+          const double* want = &values[static_cast<size_t>((row0 + run.first + r) * 7 + col0)];
+          EXPECT_EQ(std::memcmp(got, want, static_cast<size_t>(cols) * sizeof(double)), 0)
+              << "row " << row0 + run.first + r << ", columns from " << col0;
+        }
+        covered += run.rows;
+      }
+      EXPECT_EQ(covered, rows);
+    }
+  }
+  EXPECT_EQ(whole.Runs(0, 23).size(), 1u);  // one piece: one run
 }
 
 TEST_F(DistributedOnHostTest, OutOfRangeWritesAndReadsAreInvalidArgument) {

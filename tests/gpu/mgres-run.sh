@@ -2,11 +2,16 @@
 # Jobs over 2 GPUs through the server reading a resident operand where it lies (issue 10: no copy
 # to the host and back), in one device call on nvidia-h100-x2 (or nvidia-h200-x2):
 #   1. gate: matrixd_multi_gpu_test (MultiGpuLu.*, MultiGpuBackend.*, CannonGemm.*: resident
-#      operands on each GPU, NaN/Inf, overflow) and matrixd_server_test MultiDeviceAdmission.*;
+#      operands on each GPU, NaN/Inf, overflow; DistributedResidentTest.*: C written into
+#      distributed and one-GPU resident matrices bit for bit the host C, every dtype) and
+#      matrixd_server_test MultiDeviceAdmission.* and Distributed* (a kept product over the GPUs is
+#      distributed; its Download is the inline product bit for bit);
 #   2. matrixd --backend=cuda on both GPUs; `generate random N --seed=7` (resident, float64), then
 #      `det @HANDLE --devices=1` and `--devices=2`, twice each (the first call of each warms up);
 #   3. two resident M x M matrices, `multiply @A @B --keep` on one GPU and with
-#      `--devices=2 --multiply_method=cannon`, twice each (C kept on the server, then removed);
+#      `--devices=2 --multiply_method=cannon`, twice each (C kept on the server: on 2 GPUs a
+#      distributed matrix written from the GPUs, then removed); then two resident I x I matrices,
+#      `--devices=2 --multiply_method=cannon` with C inline against kept, twice each;
 #   4. the server's stats of each call (compute seconds, kernels: cannon_scatter/rounds/gather,
 #      multi_gpu_lu) are in cli.txt; summary.txt has round trips and exits, metrics.txt the
 #      device-memory metrics sampled while a 2-GPU job runs (both GPUs' `admitted`).
@@ -18,13 +23,15 @@
 #       build/tests/matrixd_multi_gpu_test build/tests/matrixd_server_test
 # then through the device tool, carry [".gpu"], kind nvidia-h100-x2:
 #   tests/gpu/mgres-run.sh
-# Knobs: N=32768 (determinant), M=16384 (product), REPEATS=2, GATE=1 (0 skips step 1); BIN and
+# Knobs: N=32768 (determinant), M=16384 (product), I=8192 (inline against kept: C must fit
+# --max_message_bytes, 1 GiB), REPEATS=2, GATE=1 (0 skips step 1); BIN and
 # BACKEND let it be tried without a GPU (BIN=build/... BACKEND=cpu GATE=0 N=64 M=64 OUT=/tmp/x).
 set -uo pipefail
 # shellcheck source=tests/gpu/run_lib.sh
 source "$(dirname "$0")/run_lib.sh" mgres
 n=${N:-32768}
 m=${M:-16384}
+inline_m=${I:-8192}
 repeats=${REPEATS:-2}
 backend=${BACKEND:-cuda}
 
@@ -34,10 +41,10 @@ gpu_topology
 if [ "${GATE:-1}" = 1 ]; then
   log "matrixd_multi_gpu_test"
   run_gtest 300 "${out}/multi_gpu_test.txt" "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
-    --gtest_filter='MultiGpuLu.*:MultiGpuBackend.*:CannonGemm.*'
-  log "matrixd_server_test MultiDeviceAdmission.*"
-  run_gtest 120 "${out}/server_test.txt" "${bin}/matrixd_server_test" --gtest_brief=1 \
-    --gtest_filter='MultiDeviceAdmission.*'
+    --gtest_filter='MultiGpuLu.*:MultiGpuBackend.*:CannonGemm.*:DistributedResidentTest.*'
+  log "matrixd_server_test MultiDeviceAdmission.*:Distributed*"
+  run_gtest 200 "${out}/server_test.txt" "${bin}/matrixd_server_test" --gtest_brief=1 \
+    --gtest_filter='MultiDeviceAdmission.*:Distributed*'
 fi
 
 port=50063
@@ -87,16 +94,27 @@ if [ -n "${handle}" ]; then
   ctl rm "${handle}" >/dev/null 2>&1
 fi
 
-a=$(ctl generate random "${m}" --seed=3 2>>"${out}/cli.txt")
-b=$(ctl generate random "${m}" --seed=4 2>>"${out}/cli.txt")
-log "generate 2 x random ${m}: handles ${a:0:8} ${b:0:8}"
-if [ -n "${a}" ] && [ -n "${b}" ]; then
+# products SIZE SEED CALL...: two resident SIZE x SIZE matrices (seeds SEED and SEED + 1), then
+# each CALL ("LABEL|FLAGS": matrixctl multiply @A @B FLAGS) REPEATS times, in turn.
+products() {
+  local size=$1 seed=$2
+  shift 2
+  local a b
+  a=$(ctl generate random "${size}" --seed="${seed}" 2>>"${out}/cli.txt")
+  b=$(ctl generate random "${size}" --seed="$((seed + 1))" 2>>"${out}/cli.txt")
+  log "generate 2 x random ${size}: handles ${a:0:8} ${b:0:8}"
+  if [ -z "${a}" ] || [ -z "${b}" ]; then return; fi
+  local r call flags
   for r in $(seq "${repeats}"); do
-    timed "multiply m=${m} devices=1 run ${r}" multiply "@${a:0:8}" "@${b:0:8}" --keep
-    timed "multiply m=${m} cannon devices=2 run ${r}" multiply "@${a:0:8}" "@${b:0:8}" --keep \
-      --devices=2 --multiply_method=cannon
+    for call in "$@"; do
+      read -ra flags <<<"${call#*|}"
+      timed "multiply m=${size} ${call%%|*} run ${r}" multiply "@${a:0:8}" "@${b:0:8}" "${flags[@]}"
+    done
   done
-fi
+}
+cannon="--devices=2 --multiply_method=cannon"
+products "${m}" 3 "devices=1|--keep" "cannon devices=2|--keep ${cannon}"
+products "${inline_m}" 5 "cannon devices=2 inline|${cannon}" "cannon devices=2 kept|--keep ${cannon}"
 ctl ls >>"${out}/cli.txt" 2>&1
 ctl ls 2>/dev/null | awk '$1 ~ /^[0-9a-f]+$/ && length($1) == 32 {print $1}' |
   while read -r h; do ctl rm "$h" >/dev/null 2>&1; done

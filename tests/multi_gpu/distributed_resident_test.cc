@@ -4,7 +4,9 @@
 // back, the determinant over every GPU read from the parts in place equal to the one-GPU
 // determinant of the same matrix, and Cannon's product of distributed operands read from the parts
 // in place (float64, and complex64 for the dtypes beyond it) equal to the product of their host
-// copies. Skips with fewer than 2 CUDA devices.
+// copies, and Cannon's product written into a distributed (or one GPU's) resident matrix, as a
+// kept product is, equal bit for bit to the product returned to the host, for every dtype it
+// takes. Skips with fewer than 2 CUDA devices.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -58,6 +60,15 @@ class DistributedResidentTest : public ::testing::Test {
     auto matrix = DistributedResidentMatrix::Make(layout, dtype, std::move(parts));
     EXPECT_TRUE(matrix.ok()) << matrix.status();
     return matrix.ok() ? *std::move(matrix) : nullptr;
+  }
+
+  // A random host matrix.
+  static Matrix RandomHost(int64_t rows, int64_t cols, DType dtype, uint64_t seed) {
+    Matrix m(rows, cols, dtype);
+    EXPECT_TRUE(GenerateOnHost({.kind = GeneratorKind::kRandom, .seed = seed}, GeneratedRows{},
+                               rows, cols, dtype, {m.mutable_bytes(), m.byte_size()})
+                    .ok());
+    return m;
   }
 
   // A random distributed matrix (float64 unless said) and its host copy.
@@ -218,6 +229,91 @@ TEST_F(DistributedResidentTest, ProductOnFewerGpusThanPartsReadsEveryPart) {
   const Generated a = MakeRandom(1100, 1100, 25);
   ASSERT_NE(a.parts, nullptr);
   for (int devices = 1; devices <= gpus_; ++devices) ExpectProduct(a, a, true, true, devices);
+}
+
+// Cannon's product written into a resident matrix (MultiplyOptions::output: a kept product)
+// equals, bit for bit, the same product returned to the host, for every dtype Cannon takes, on
+// every GPU count: into a matrix distributed over every GPU, and into one on the last GPU.
+// Shapes: C smaller than the grid, rectangular products whose rows cross the 512-row blocks, and
+// a square one the grid does not divide.
+TEST_F(DistributedResidentTest, AProductWrittenIntoResidentMatricesEqualsTheHostProductBitForBit) {
+  for (const DType dtype :
+       {DType::kFloat32, DType::kFloat64, DType::kComplex64, DType::kComplex128}) {
+    for (const auto [m, k, n] :
+         {std::array<int64_t, 3>{1, 1, 1}, std::array<int64_t, 3>{3, 5, 2},
+          std::array<int64_t, 3>{1537, 300, 700}, std::array<int64_t, 3>{700, 1100, 1537},
+          std::array<int64_t, 3>{1025, 1025, 1025}}) {
+      const Matrix a = RandomHost(m, k, dtype, 41);
+      const Matrix b = RandomHost(k, n, dtype, 42);
+      for (int devices = 1; devices <= gpus_; ++devices) {
+        SCOPED_TRACE(testing::Message() << DTypeName(dtype) << " " << m << "x" << k << " times "
+                                        << k << "x" << n << " on " << devices << " GPUs");
+        MultiplyOptions options{.devices = devices, .method = MultiplyMethod::kCannon};
+        JobControl control;
+        auto host = backend_->Multiply(a.view(), b.view(), options, &control);
+        ASSERT_TRUE(host.ok()) << host.status();
+        std::vector<std::unique_ptr<ResidentMatrix>> outputs;
+        outputs.push_back(Make(m, n, dtype));
+        // On the last GPU: one that holds only some of C's blocks.
+        auto single = backend_->AllocateResident(m, n, dtype, gpus_ - 1);
+        ASSERT_TRUE(single.ok()) << single.status();
+        outputs.push_back(*std::move(single));
+        for (const auto& output : outputs) {
+          ASSERT_NE(output, nullptr);
+          SCOPED_TRACE(output->device());
+          options.output = output.get();
+          auto kept = backend_->Multiply(a.view(), b.view(), options, &control);
+          ASSERT_TRUE(kept.ok()) << kept.status();
+          EXPECT_TRUE(kept->c.empty()) << "C written into the output, not returned";
+          std::vector<std::byte> back(output->byte_size());
+          ASSERT_TRUE(output->Read(0, back).ok());
+          ASSERT_EQ(back.size(), host->c.byte_size());
+          EXPECT_EQ(std::memcmp(back.data(), host->c.bytes(), back.size()), 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(DistributedResidentTest, AProductOfDistributedOperandsKeptDistributedStaysBitForBit) {
+  const Generated a = MakeRandom(1100, 777, 43);
+  const Generated b = MakeRandom(777, 1029, 44);
+  ASSERT_NE(a.parts, nullptr);
+  ASSERT_NE(b.parts, nullptr);
+  const auto output = Make(1100, 1029, DType::kFloat64);
+  ASSERT_NE(output, nullptr);
+  MultiplyOptions options{.devices = gpus_,
+                          .method = MultiplyMethod::kCannon,
+                          .distributed_a = a.parts.get(),
+                          .distributed_b = b.parts.get()};
+  options.output = output.get();
+  JobControl control;
+  auto kept = backend_->Multiply(a.parts->view(), b.parts->view(), options, &control);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->c.empty());
+  const MultiplyOptions from_host{.devices = gpus_, .method = MultiplyMethod::kCannon};
+  auto host = backend_->Multiply(a.host.view(), b.host.view(), from_host, &control);
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::vector<std::byte> back(output->byte_size());
+  ASSERT_TRUE(output->Read(0, back).ok());
+  ASSERT_EQ(back.size(), host->c.byte_size());
+  EXPECT_EQ(std::memcmp(back.data(), host->c.bytes(), back.size()), 0);
+}
+
+TEST_F(DistributedResidentTest, AnOutputCannonCannotWriteGetsCOnTheHost) {
+  const Matrix a = RandomHost(600, 600, DType::kFloat64, 45);
+  JobControl control;
+  auto on_host = cpu_->AllocateResident(600, 600, DType::kFloat64, -1);
+  ASSERT_TRUE(on_host.ok()) << on_host.status();
+  auto other_shape = Make(600, 599, DType::kFloat64);
+  ASSERT_NE(other_shape, nullptr);
+  for (ResidentMatrix* output : {on_host->get(), static_cast<ResidentMatrix*>(other_shape.get())}) {
+    const MultiplyOptions options{
+        .output = output, .devices = gpus_, .method = MultiplyMethod::kCannon};
+    auto c = backend_->Multiply(a.view(), a.view(), options, &control);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->c.rows(), 600) << output->device();
+  }
 }
 
 TEST_F(DistributedResidentTest, ADistributedOperandOfAnotherShapeThanItsViewIsRefused) {

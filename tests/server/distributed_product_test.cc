@@ -1,7 +1,8 @@
 // Multiply of distributed resident operands (layout DISTRIBUTED) through gRPC on a CUDA server:
 // with devices = the GPU count, Cannon reads each operand from its parts in place, and C equals
 // the CPU product of the downloaded operands, and the product of the same matrices kept on one
-// GPU; a host operand beside a distributed one too. Skips without a CUDA server of 2 GPUs or more
+// GPU; a host operand beside a distributed one too; a kept product is kept distributed over the
+// GPUs and downloads as the inline one. Skips without a CUDA server of 2 GPUs or more
 // (the plumbing without a GPU: DistributedRegistryTest, tests/server/distributed_resident_test.cc).
 #include <algorithm>
 #include <cmath>
@@ -133,6 +134,35 @@ TEST_F(DistributedProductRpcTest, ADistributedAndAnInlineOperandGiveTheCpuProduc
   request.mutable_a_ref()->set_handle(a);
   *request.mutable_b() = MakeMatrix<double>(513, 401, b_values);
   ExpectProduct(request, a_host, b_host);
+}
+
+// A kept product over every GPU stays on them: kept as a distributed matrix (C's blocks written
+// into its parts, not through the host) whose Download equals the inline product bit for bit.
+// Rectangular, with rows over several 512-row blocks and a grid that does not divide them.
+TEST_F(DistributedProductRpcTest, AKeptProductIsDistributedAndDownloadsAsTheInlineProduct) {
+  const std::string a = Generate(1100, 700, 34, v1::RESIDENT_LAYOUT_SINGLE_DEVICE);
+  const std::string b = Generate(700, 1029, 35, v1::RESIDENT_LAYOUT_DISTRIBUTED);
+  ASSERT_FALSE(a.empty() || b.empty());
+  v1::MultiplyRequest request;
+  request.mutable_a_ref()->set_handle(a);
+  request.mutable_b_ref()->set_handle(b);
+  const std::vector<double> inline_c = ExpectProduct(request, Download(a), Download(b));
+  ASSERT_FALSE(inline_c.empty());
+
+  request.set_devices(gpus_);
+  request.mutable_result_options()->set_keep_result(true);
+  absl::StatusOr<v1::MultiplyResponse> kept = client_->Multiply(request);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(kept->has_c());
+  ASSERT_TRUE(kept->kept().contains("c"));
+  const v1::ResidentMatrix& c = kept->kept().at("c");
+  EXPECT_EQ(c.layout(), v1::RESIDENT_LAYOUT_DISTRIBUTED);
+  EXPECT_EQ(c.rows(), 1100);
+  EXPECT_EQ(c.cols(), 1029);
+  const Matrix downloaded = Download(c.handle());
+  ASSERT_EQ(downloaded.byte_size(), inline_c.size() * sizeof(double));
+  EXPECT_EQ(std::memcmp(downloaded.bytes(), inline_c.data(), downloaded.byte_size()), 0);
+  EXPECT_TRUE(client_->Release(c.handle()).ok());
 }
 
 }  // namespace

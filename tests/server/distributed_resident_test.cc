@@ -2,8 +2,8 @@
 // device's admission its part and gives it back, refuses the layout with fewer than 2 devices
 // naming `layout`, and an operand taken from one is gathered to the host or left in place; the
 // RPCs of a CPU server refuse the layout; a product over several (fake) devices through gRPC reads
-// the parts in place. (The CPU backend's host matrices stand in for the
-// parts; the GPU run is tests/multi_gpu/distributed_resident_test.cc.)
+// the parts in place, and one kept is kept distributed. (The CPU backend's host matrices stand in
+// for the parts; the GPU run is tests/multi_gpu/distributed_resident_test.cc.)
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -227,6 +227,46 @@ TEST(DistributedProductRpc, AProductOverSeveralDevicesReadsThePartsInPlace) {
     EXPECT_EQ(backend.distributed_operands(), 2) << devices << " devices";
   }
   EXPECT_EQ(products[0], products[1]);
+}
+
+// A kept product over several (fake) devices is kept as a distributed matrix over them (the
+// backend returns C on the host here, so the server writes it into the parts), and downloads as
+// the inline product; with also_inline it is kept on one device, as any result.
+TEST(DistributedProductRpc, AKeptProductOverSeveralDevicesIsKeptDistributed) {
+  std::unique_ptr<MatrixServer> server =
+      testing::StartTestServer(std::make_unique<testing::FakeDeviceBackend>(2));
+  ASSERT_NE(server, nullptr);
+  Client client(server->address(), {.deadline = absl::Seconds(20)});
+  v1::MultiplyRequest request;
+  // 3 x 4 times 4 x 5: small enough for the fake devices' 1000 bytes.
+  *request.mutable_a() = MakeMatrix<double>(3, 4, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  std::vector<double> b(20);
+  std::iota(b.begin(), b.end(), -3.5);
+  *request.mutable_b() = MakeMatrix<double>(4, 5, b);
+  request.set_devices(2);
+  absl::StatusOr<v1::MultiplyResponse> inline_product = client.Multiply(request);
+  ASSERT_TRUE(inline_product.ok()) << inline_product.status();
+
+  request.mutable_result_options()->set_keep_result(true);
+  absl::StatusOr<v1::MultiplyResponse> kept = client.Multiply(request);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(kept->has_c());
+  ASSERT_TRUE(kept->kept().contains("c"));
+  const v1::ResidentMatrix& c = kept->kept().at("c");
+  EXPECT_EQ(c.layout(), v1::RESIDENT_LAYOUT_DISTRIBUTED);
+  EXPECT_THAT(c.device(), HasSubstr("distributed over 2 devices"));
+  absl::StatusOr<v1::Matrix> downloaded = client.Download(c.handle());
+  ASSERT_TRUE(downloaded.ok()) << downloaded.status();
+  EXPECT_EQ(downloaded->rows(), 3);
+  EXPECT_EQ(downloaded->cols(), 5);
+  EXPECT_EQ(downloaded->data(), inline_product->c().data());
+
+  request.mutable_result_options()->set_also_inline(true);
+  absl::StatusOr<v1::MultiplyResponse> both = client.Multiply(request);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->c().data(), inline_product->c().data());
+  ASSERT_TRUE(both->kept().contains("c"));
+  EXPECT_EQ(both->kept().at("c").layout(), v1::RESIDENT_LAYOUT_SINGLE_DEVICE);
 }
 
 }  // namespace
