@@ -515,8 +515,9 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 // the landed rows), the tile's odd stride keeping shared memory free of bank conflicts.
 constexpr int kTransposeTile = 32;
 constexpr int kTransposeTileRows = 8;
+constexpr int kTransposeThreads = kTransposeTile * kTransposeTileRows;
 template <typename Value>
-__global__ void __launch_bounds__(kTransposeTile* kTransposeTileRows)
+__global__ void __launch_bounds__(kTransposeThreads)
     TransposedResiduesKernel(BalancedModulus f, const Value* __restrict__ values, int64_t rows,
                              int64_t n, int64_t first_row, double* __restrict__ residues) {
   __shared__ double tile[kTransposeTile][kTransposeTile + 1];

@@ -52,13 +52,22 @@ OurResidue OursModP(Backend& backend, const Matrix& a, uint64_t p, int warm_up, 
   return ours;
 }
 
+// The host threads of the pinned staging from here on (--staging_threads; 0: the default);
+// nothing in a build without CUDA.
+void SetStagingThreads([[maybe_unused]] int threads) {
+#ifdef MATRIXD_HAVE_CUDA
+  cuda::PinnedStaging::SetHostThreads(threads > 0 ? threads
+                                                  : cuda::PinnedStaging::DefaultHostThreads());
+#endif
+}
+
 // One GPU row's settings: look-ahead (--modp_look_ahead), the host threads of the pinned staging
 // (--staging_threads; 0: the default), the overlap of the upload with the factorization and its
 // rows per piece (--modp_overlap, --modp_piece_rows; 0: the default).
 struct GpuSetting {
-  int look_ahead = 1;
+  bool look_ahead = true;
   int threads = 0;
-  int overlap = 1;
+  bool overlap = true;
   int piece_rows = 0;
 };
 
@@ -72,7 +81,7 @@ std::vector<GpuSetting> GpuSettings(const Flags& flags, bool gpu) {
     for (const int threads : thread_counts) {
       for (const int overlap : flags.modp_overlap) {
         for (const int piece_rows : flags.modp_piece_rows) {
-          settings.push_back({look_ahead, threads, overlap, piece_rows});
+          settings.push_back({look_ahead != 0, threads, overlap != 0, piece_rows});
         }
       }
     }
@@ -84,18 +93,9 @@ std::vector<GpuSetting> GpuSettings(const Flags& flags, bool gpu) {
 // build without CUDA.
 void SetModularTuning([[maybe_unused]] const GpuSetting& setting) {
 #ifdef MATRIXD_HAVE_CUDA
-  cuda::SetModularLuTuning({.look_ahead = setting.look_ahead != 0,
-                            .overlap = setting.overlap != 0,
+  cuda::SetModularLuTuning({.look_ahead = setting.look_ahead,
+                            .overlap = setting.overlap,
                             .piece_rows = setting.piece_rows});
-#endif
-}
-
-// The host threads of the pinned staging from here on (--staging_threads; 0: the default);
-// nothing in a build without CUDA.
-void SetStagingThreads([[maybe_unused]] int threads) {
-#ifdef MATRIXD_HAVE_CUDA
-  cuda::PinnedStaging::SetHostThreads(threads > 0 ? threads
-                                                  : cuda::PinnedStaging::DefaultHostThreads());
 #endif
 }
 
@@ -194,9 +194,9 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
           }
           std::printf(
               "  GPU phases (look-ahead %s, staging threads %s, overlap %s, piece rows %s): %s\n",
-              setting.look_ahead != 0 ? "on" : "off",
+              setting.look_ahead ? "on" : "off",
               setting.threads > 0 ? std::to_string(setting.threads).c_str() : "default",
-              setting.overlap != 0 ? "on" : "off",
+              setting.overlap ? "on" : "off",
               setting.piece_rows > 0 ? std::to_string(setting.piece_rows).c_str() : "default",
               phases.c_str());
         }
