@@ -116,7 +116,9 @@ class CudaModularLuTest : public ::testing::Test {
     absl::StatusOr<DeterminantResult> direct =
         ModularLuDeterminant(a.view(), p, *context_, nullptr);
     EXPECT_TRUE(direct.ok()) << direct.status();
-    if (direct.ok()) EXPECT_EQ(direct->residue, serial) << "the context's own path";
+    if (direct.ok()) {
+      EXPECT_EQ(direct->residue, serial) << "the context's own path";
+    }
     for (const bool look_ahead : {true, false}) {
       for (const int64_t rows : piece_rows) {
         SCOPED_TRACE(::testing::Message()
@@ -380,7 +382,9 @@ TEST_F(CudaModularLuTest, PivotsFromLaterPiecesMoveRowsInEveryPiece) {
   const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
   for (const uint64_t p : {uint64_t{3}, kPrime31}) {
     const uint64_t expected = Cpu(a, p);
-    if (p > 3) EXPECT_NE(expected, 0u);
+    if (p > 3) {
+      EXPECT_NE(expected, 0u);
+    }
     EXPECT_EQ(ExpectOverlapSame(a, p, {0, 100, 128, 300}), expected) << "p=" << p;
   }
 }
