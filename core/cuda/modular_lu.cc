@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/cuda/balanced_residue.h"
@@ -21,6 +22,7 @@
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/elimination.h"
 #include "core/cuda/modular_lu_kernels.h"
+#include "core/cuda/modular_lu_stages.h"
 #include "core/cuda/pinned_staging.h"
 #include "core/cuda/scoped_math_mode.h"
 #include "core/cuda/side_lane.h"
@@ -41,13 +43,27 @@ static_assert(kPanelWidth == 2 * kLeafWidth && kLeafInverseSlots == 4,
 // Panels between host check-ins (cancellation, progress).
 constexpr int64_t kPanelsPerCheckIn = 2;
 
-// kFactor: the device time from the factorization's start to its end on the context's stream, both
-// lanes together (the other phases overlap under look-ahead). kWait: a lane waiting for the other.
-enum Phase { kResidues, kPanel, kGemm, kReduce, kFactor, kPhaseCount, kWait = kPhaseCount, kEnd };
+// kFactor: the device time from the factorization's start (its first columns in place) to its end
+// on the context's stream, both lanes together (the other phases overlap under look-ahead).
+// kTotal: the whole operation's device time, from before the upload to the end. kWait: a lane
+// waiting for the other.
+enum Phase {
+  kResidues,
+  kPanel,
+  kGemm,
+  kReduce,
+  kFactor,
+  kTotal,
+  kPhaseCount,
+  kWait = kPhaseCount,
+  kEnd
+};
 constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
-    "modp_residues", "modp_panel", "modp_gemm", "modp_reduce", "modp_factor"};
+    "modp_residues", "modp_panel", "modp_gemm", "modp_reduce", "modp_factor", "modp_total"};
 
 std::atomic<bool> look_ahead_setting{true};
+std::atomic<bool> overlap_setting{true};
+std::atomic<int64_t> piece_rows_setting{0};
 
 // Device time per phase on each stream, from timing events recorded at each change of phase (a
 // phase's time on one lane includes its kernels' slowdown by what runs on the other). Owns its
@@ -60,6 +76,11 @@ class PhaseClock {
   ~PhaseClock() {
     for (const Track& track : tracks_) {
       for (cudaEvent_t event : track.events) MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(event));
+    }
+    for (const Span& span : spans_) {
+      for (cudaEvent_t event : {span.start, span.end}) {
+        if (event != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(event));
+      }
     }
   }
 
@@ -78,13 +99,20 @@ class PhaseClock {
     return absl::OkStatus();
   }
 
-  // Marks the start and the end of kFactor on the context's stream.
-  absl::Status MarkFactor(cudaStream_t stream) {
-    cudaEvent_t event = nullptr;
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event));
-    factor_.push_back(event);
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
-    return absl::OkStatus();
+  // A span of `phase` (kFactor, kTotal, or kResidues overlapping the factorization) from here on
+  // `stream` (Open) to there on the same or another stream (Close, of the last span opened):
+  // device time from one point to the other, whatever ran between.
+  absl::Status Open(Phase phase, cudaStream_t stream) {
+    spans_.push_back(Span{.phase = phase, .start = nullptr, .end = nullptr});
+    return Mark(spans_.back().start, stream);
+  }
+  absl::Status Close(Phase phase, cudaStream_t stream) {
+    auto span = std::find_if(spans_.rbegin(), spans_.rend(),
+                             [&](const Span& s) { return s.phase == phase && s.end == nullptr; });
+    if (span == spans_.rend()) {
+      return absl::InternalError(absl::StrCat("no open span of ", kPhaseNames[phase]));
+    }
+    return Mark(span->end, stream);
   }
 
   // Waits for every stream's last event; seconds per phase.
@@ -98,10 +126,11 @@ class PhaseClock {
         seconds[track.phases[i]] += s;
       }
     }
-    for (size_t i = 0; i + 1 < factor_.size(); i += 2) {
-      MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(factor_[i + 1]));
-      MATRIXD_ASSIGN_OR_RETURN(const double s, Between(factor_[i], factor_[i + 1]));
-      seconds[kFactor] += s;
+    for (const Span& span : spans_) {
+      if (span.end == nullptr) continue;
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(span.end));
+      MATRIXD_ASSIGN_OR_RETURN(const double s, Between(span.start, span.end));
+      seconds[span.phase] += s;
     }
     return seconds;
   }
@@ -112,13 +141,23 @@ class PhaseClock {
     std::vector<cudaEvent_t> events;
     std::vector<Phase> phases;
   };
+  struct Span {
+    Phase phase = kFactor;
+    cudaEvent_t start = nullptr;
+    cudaEvent_t end = nullptr;
+  };
+  static absl::Status Mark(cudaEvent_t& event, cudaStream_t stream) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
+    return absl::OkStatus();
+  }
   static absl::StatusOr<double> Between(cudaEvent_t from, cudaEvent_t to) {
     float ms = 0.0f;
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, from, to));
     return 1e-3 * ms;
   }
   std::vector<Track> tracks_;
-  std::vector<cudaEvent_t> factor_;  // start, end
+  std::vector<Span> spans_;
 };
 
 // Work per phase, for stats.kernels.
@@ -146,11 +185,20 @@ struct Lane {
 // moves inside its own columns) is factored on the context's side lane while the context's stream
 // applies the previous panel to the columns right of it, the next panel's columns first; the
 // lanes meet at two events a panel. Every column sees the same operations in the same order as
-// without look-ahead (one lane), so the residues are the same.
+// without look-ahead (one lane), so the residues are the same. Staged
+// (core/cuda/modular_lu_stages.h): the columns arrive in groups, the panels go as far as the
+// landed columns allow, and each new group first takes every earlier panel's update (so every
+// panel's leaves are kept); again the same operations on every column in the same order.
 class BalancedLu {
  public:
+  // Called with the end of the columns in place so far (in the order of the context's stream).
+  using ColumnAdvance = absl::FunctionRef<absl::Status(int64_t)>;
+  // Brings the columns, calling advance(end) as each group lands, ends increasing to n.
+  using ColumnFeed = absl::FunctionRef<absl::Status(ColumnAdvance)>;
+
+  // `staged`: the columns may arrive in several groups (Run's feed).
   BalancedLu(DeviceContext& context, std::span<const uint64_t> primes, int64_t n, double* a,
-             PhaseClock& clock, PhaseWork& work)
+             PhaseClock& clock, PhaseWork& work, bool staged)
       : context_(context),
         primes_(primes.begin(), primes.end()),
         largest_(*std::max_element(primes.begin(), primes.end())),
@@ -158,7 +206,10 @@ class BalancedLu {
         a_(a),
         clock_(clock),
         work_(work),
-        look_ahead_(look_ahead_setting.load(std::memory_order_relaxed)) {}
+        look_ahead_(look_ahead_setting.load(std::memory_order_relaxed)),
+        staged_(staged),
+        slot_pairs_(staged ? (n + kPanelWidth - 1) / kPanelWidth : kLeafInverseSlots / 2),
+        leaves_(static_cast<size_t>((n + kPanelWidth - 1) / kPanelWidth)) {}
 
   // Allocates the scratch buffers, uploads the moduli and resets the device states.
   absl::Status Prepare() {
@@ -169,12 +220,11 @@ class BalancedLu {
     MATRIXD_ASSIGN_OR_RETURN(moduli_, context_.Allocate(count * sizeof(BalancedModulus)));
     MATRIXD_RETURN_IF_ERROR(
         context_.Upload(moduli.data(), moduli_, count * sizeof(BalancedModulus)));
-    MATRIXD_ASSIGN_OR_RETURN(
-        rows_, context_.Allocate(count * kLeafInverseSlots * kLeafRowWords * sizeof(int)));
+    const size_t slots = 2 * static_cast<size_t>(slot_pairs_);
+    MATRIXD_ASSIGN_OR_RETURN(rows_, context_.Allocate(count * slots * kLeafRowWords * sizeof(int)));
     MATRIXD_ASSIGN_OR_RETURN(states_, context_.Allocate(count * sizeof(ModularLuState)));
-    MATRIXD_ASSIGN_OR_RETURN(
-        inverse_pieces_,
-        context_.Allocate(count * kLeafInverseSlots * kLeafInverseWords * sizeof(double)));
+    MATRIXD_ASSIGN_OR_RETURN(inverse_pieces_,
+                             context_.Allocate(count * slots * kLeafInverseWords * sizeof(double)));
     trailing_.stream = context_.stream();
     trailing_.cublas = context_.cublas();
     if (ProductPieces(largest_, kPanelWidth) > 1 && n_ > 1) {
@@ -205,16 +255,19 @@ class BalancedLu {
                           .count = static_cast<int>(count),
                           .moduli = moduli_.as<BalancedModulus>(),
                           .states = states_.as<ModularLuState>()};
-    scratch_ = LeafScratch{.rows = rows_.as<int>(), .inverse_pieces = inverse_pieces_.as<double>()};
+    scratch_ = LeafScratch{.rows = rows_.as<int>(),
+                           .inverse_pieces = inverse_pieces_.as<double>(),
+                           .slots = static_cast<int>(slots)};
     return LaunchResetStates(context_.stream(), batch_);
   }
 
   const ResidueBatch& batch() const { return batch_; }
 
-  // Queues the whole factorization, checking in with `control` every few panels. Whatever it
-  // returns, the context's stream (which frees the buffers) waits for the panel lane's last work.
-  absl::Status Run(JobControl* control) {
-    MATRIXD_RETURN_IF_ERROR(clock_.MarkFactor(trailing_.stream));
+  // Queues the factorization as `feed` brings the columns, checking in with `control` every few
+  // panels (only once all columns are in: before, the host must stay free to bring the next ones,
+  // so it only looks for cancellation). Whatever it returns, the context's stream (which frees the
+  // buffers) waits for the panel lane's last work.
+  absl::Status Run(JobControl* control, ColumnFeed feed) {
     // Native FP64: the products must be exact integer sums, whatever mode a handle was left in.
     MATRIXD_ASSIGN_OR_RETURN(ScopedMathMode math,
                              ScopedMathMode::Set(trailing_.cublas, CUBLAS_DEFAULT_MATH));
@@ -224,13 +277,16 @@ class BalancedLu {
                                ScopedMathMode::Set(panel_.cublas, CUBLAS_DEFAULT_MATH));
       panel_math.emplace(std::move(mode));
     }
-    // The first panel waits for the residues and the states.
-    MATRIXD_RETURN_IF_ERROR(Signal(ready_, trailing_));
-    const absl::Status status = RunPanels(control);
+    MATRIXD_ASSIGN_OR_RETURN(CheckInPacer pacer, CheckInPacer::Create());
+    absl::Status status = feed([&](int64_t end) { return Advance(end, control, pacer); });
+    if (status.ok() && done_ < n_) {
+      status = absl::InternalError(absl::StrCat("the modular LU got columns up to ", landed_,
+                                                " of ", n_, " and factored ", done_));
+    }
     absl::Status joined = clock_.Enter(kEnd, panel_.stream);
     if (joined.ok()) joined = Signal(factored_, panel_);
     if (joined.ok()) joined = Await(factored_, trailing_);
-    if (joined.ok()) joined = clock_.MarkFactor(trailing_.stream);
+    if (joined.ok() && factor_open_) joined = clock_.Close(kFactor, trailing_.stream);
     return status.ok() ? joined : status;
   }
 
@@ -294,22 +350,44 @@ class BalancedLu {
     return event->MakeWait(lane.stream);
   }
 
-  absl::Status RunPanels(JobControl* control) {
-    MATRIXD_ASSIGN_OR_RETURN(CheckInPacer pacer, CheckInPacer::Create());
-    int64_t panels = 0;
-    for (int64_t k = 0; k < n_; k += kPanelWidth) {
+  // Columns [landed_, end) are in place: every panel factored so far applies its work to them, in
+  // order; then the panels wholly inside the landed columns are factored, their updates cut at
+  // `end`.
+  absl::Status Advance(int64_t end, JobControl* control, CheckInPacer& pacer) {
+    if (end <= landed_ || end > n_ || (end < n_ && !staged_)) {
+      return absl::InternalError(
+          absl::StrCat("the modular LU got columns up to ", end, " after ", landed_, " of ", n_));
+    }
+    if (!factor_open_) {
+      MATRIXD_RETURN_IF_ERROR(clock_.Open(kFactor, trailing_.stream));
+      factor_open_ = true;
+    }
+    for (int64_t k = 0; k < done_; k += kPanelWidth) {
+      MATRIXD_RETURN_IF_ERROR(
+          ApplyPanel(k, std::min(kPanelWidth, n_ - k), landed_, end, /*moves=*/true, /*split=*/0));
+    }
+    landed_ = end;
+    // The next panel waits for its columns (their residues, and the updates just queued).
+    MATRIXD_RETURN_IF_ERROR(Signal(ready_, trailing_));
+    const int64_t stop = FactorableEnd(done_, landed_, n_, kPanelWidth);
+    while (done_ < stop) {
+      const int64_t k = done_;
       const int64_t width = std::min(kPanelWidth, n_ - k);
       MATRIXD_RETURN_IF_ERROR(Await(ready_, panel_));
-      leaves_.clear();
       MATRIXD_RETURN_IF_ERROR(FactorColumns(k, k + width, k, width));
       MATRIXD_RETURN_IF_ERROR(Signal(factored_, panel_));
       MATRIXD_RETURN_IF_ERROR(Await(factored_, trailing_));
-      const int64_t rest = n_ - k - width;
-      if (rest <= 0) continue;
-      MATRIXD_RETURN_IF_ERROR(UpdateTrailing(k, width));
-      if (++panels % kPanelsPerCheckIn == 0) {
+      done_ = k + width;
+      if (done_ >= landed_) continue;
+      // Look-ahead: the next panel's columns first, then the panel lane may go on.
+      MATRIXD_RETURN_IF_ERROR(ApplyPanel(k, width, done_, landed_, /*moves=*/look_ahead_,
+                                         /*split=*/look_ahead_ ? kPanelWidth : 0));
+      if (++panels_ % kPanelsPerCheckIn != 0) continue;
+      if (landed_ == n_) {
         MATRIXD_RETURN_IF_ERROR(
-            pacer.CheckIn(trailing_.stream, control, EliminationProgress(rest, n_)));
+            pacer.CheckIn(trailing_.stream, control, EliminationProgress(n_ - done_, n_)));
+      } else if (IsCancelled(control)) {
+        return absl::CancelledError("determinant cancelled");
       }
     }
     return absl::OkStatus();
@@ -332,20 +410,21 @@ class BalancedLu {
   }
 
   // The leaf slot of the leaf at column c of the panel at column `panel`: the first or the second
-  // of the panel, in the pair of the panel's parity (the previous panel's may still be in use).
-  static int Slot(int64_t panel, int64_t c) {
-    return static_cast<int>(2 * (panel / kPanelWidth % 2) + (c == panel ? 0 : 1));
+  // of the panel, in the panel's pair (two pairs taken in turn, the previous panel's may still be
+  // in use; staged, a pair per panel, each kept for the columns still to come).
+  int Slot(int64_t panel, int64_t c) const {
+    return static_cast<int>(2 * (panel / kPanelWidth % slot_pairs_) + (c == panel ? 0 : 1));
   }
 
   absl::Status FactorLeaf(int64_t panel, int64_t end, int64_t c, int w) {
     const cudaStream_t stream = panel_.stream;
     MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, stream));
-    leaves_.push_back({c, w});
+    leaves_[static_cast<size_t>(panel / kPanelWidth)].push_back({c, w});
     // One launch factors and inverts the leaf; one more moves its pivot rows in the panel's
-    // columns (and, without look-ahead, in those to its right).
+    // columns (and, without look-ahead, in the landed ones to its right).
     MATRIXD_RETURN_IF_ERROR(LaunchFactorLeaf(stream, batch_, c, w, scratch_, Slot(panel, c)));
-    MATRIXD_RETURN_IF_ERROR(LaunchApplyLeafRows(stream, batch_, panel, look_ahead_ ? end : n_, c, w,
-                                                scratch_, Slot(panel, c)));
+    MATRIXD_RETURN_IF_ERROR(LaunchApplyLeafRows(stream, batch_, panel, look_ahead_ ? end : landed_,
+                                                c, w, scratch_, Slot(panel, c)));
     const double leaf = static_cast<double>(w);
     // Two products per entry and step in the leaf; w^3 / 6 products for each triangular inverse
     // and w^3 / 3 for their product.
@@ -358,29 +437,32 @@ class BalancedLu {
     return absl::OkStatus();
   }
 
-  // The panel [k, k + width) factored: on the context's stream, its leaves' row moves in the
-  // columns right of it (look-ahead), rows [k, k + width) of those columns become Y (ApplyInverse)
-  // and the rows below take A22 -= A21 Y, the Schur complement's update A21 D^-1 A12
-  // (tests/core/block_inverse_test.cc): the next panel's columns first, then `ready_` lets the
-  // panel lane go on while the rest are updated.
-  absl::Status UpdateTrailing(int64_t k, int64_t width) {
+  // The panel [k, k + width) factored, its work on columns [lo, hi) right of it, on the context's
+  // stream: its leaves' row moves there when `moves` (those FactorLeaf left: look-ahead, or
+  // columns that landed after the panel), rows [k, k + width) of those columns become Y
+  // (ApplyInverse) and the rows below take A22 -= A21 Y, the Schur complement's update A21 D^-1 A12
+  // (tests/core/block_inverse_test.cc). With `split`, the first `split` columns (the next panel's)
+  // first, then `ready_` lets the panel lane go on while the rest are updated.
+  absl::Status ApplyPanel(int64_t k, int64_t width, int64_t lo, int64_t hi, bool moves,
+                          int64_t split) {
     const int64_t j = k + width;
-    const int64_t cols = n_ - j;
-    if (look_ahead_) {
+    const int64_t rows = n_ - j;
+    const int64_t cols = hi - lo;
+    if (moves) {
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, trailing_.stream));
-      for (const auto& [c, w] : leaves_) {
+      for (const auto& [c, w] : leaves_[static_cast<size_t>(k / kPanelWidth)]) {
         MATRIXD_RETURN_IF_ERROR(
-            LaunchApplyLeafRows(trailing_.stream, batch_, j, n_, c, w, scratch_, Slot(k, c)));
+            LaunchApplyLeafRows(trailing_.stream, batch_, lo, hi, c, w, scratch_, Slot(k, c)));
       }
     }
-    MATRIXD_RETURN_IF_ERROR(ApplyInverse(trailing_, k, k, width, j, cols));
-    const int64_t first = look_ahead_ ? std::min(kPanelWidth, cols) : cols;
-    MATRIXD_RETURN_IF_ERROR(SubtractProduct(trailing_, offset(j, k), offset(k, j), offset(j, j),
-                                            cols, first, width, kGemm, kReduce));
-    MATRIXD_RETURN_IF_ERROR(Signal(ready_, trailing_));
+    MATRIXD_RETURN_IF_ERROR(ApplyInverse(trailing_, k, k, width, lo, cols));
+    const int64_t first = split > 0 ? std::min(split, cols) : cols;
+    MATRIXD_RETURN_IF_ERROR(SubtractProduct(trailing_, offset(j, k), offset(k, lo), offset(j, lo),
+                                            rows, first, width, kGemm, kReduce));
+    if (split > 0) MATRIXD_RETURN_IF_ERROR(Signal(ready_, trailing_));
     if (first == cols) return absl::OkStatus();
-    return SubtractProduct(trailing_, offset(j, k), offset(k, j + first), offset(j, j + first),
-                           cols, cols - first, width, kGemm, kReduce);
+    return SubtractProduct(trailing_, offset(j, k), offset(k, lo + first), offset(j, lo + first),
+                           rows, cols - first, width, kGemm, kReduce);
   }
 
   // Rows [c, c + h) of columns [j, j + cols) := Y, by block forward substitution over the leaves
@@ -413,7 +495,7 @@ class BalancedLu {
     MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
         lane.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), 2 * w, w, &one,
         a_ + offset(c, j), static_cast<int>(n_), static_cast<long long>(n_ * n_), pieces, w,
-        static_cast<long long>(kLeafInverseSlots * kLeafInverseWords), &zero, lane.apply_product,
+        static_cast<long long>(scratch_.slots * kLeafInverseWords), &zero, lane.apply_product,
         static_cast<int>(cols), static_cast<long long>(lane.apply_stride), batch_.count));
     MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(lane.stream, batch_, offset(c, j), w, cols,
                                                 PieceProduct{.data = lane.apply_product,
@@ -498,6 +580,8 @@ class BalancedLu {
   PhaseClock& clock_;
   PhaseWork& work_;
   const bool look_ahead_;
+  const bool staged_;
+  const int64_t slot_pairs_;  // leaf slots / 2: one pair per panel kept (Slot)
   DeviceBuffer moduli_;
   DeviceBuffer rows_;
   DeviceBuffer states_;
@@ -513,7 +597,12 @@ class BalancedLu {
   Lane panel_;                         // the side lane under look-ahead, else the same as trailing_
   std::optional<CudaEvent> ready_;     // the next panel's columns are up to date (look-ahead)
   std::optional<CudaEvent> factored_;  // the panel is factored (look-ahead)
-  std::vector<std::pair<int64_t, int>> leaves_;  // (column, width) of the panel's leaves
+  // (column, width) of each panel's leaves, by panel.
+  std::vector<std::vector<std::pair<int64_t, int>>> leaves_;
+  int64_t landed_ = 0;  // columns [0, landed_) in place
+  int64_t done_ = 0;    // panels [0, done_) factored
+  int64_t panels_ = 0;  // panels whose update was queued, for the check-ins
+  bool factor_open_ = false;
 };
 
 // Adds the work and device time of each phase to `stats`, one record per phase (summed into a
@@ -537,93 +626,160 @@ void AddPhases(const PhaseWork& work, const std::array<double, kPhaseCount>& sec
   }
 }
 
-// The residue matrices of `primes` at `residues` from the int64 entries on the device (which may
-// be `residues` itself for one prime; null when the one prime's residues are there already),
-// factored together: det mod each prime.
-absl::StatusOr<std::vector<uint64_t>> FactorBatch(const int64_t* entries, double* residues,
-                                                  int64_t n, std::span<const uint64_t> primes,
+// The LU of the residue matrices of `primes` at `residues`, their columns brought by `feed`
+// (which may queue their conversion on the context's stream, given the batch's layout, before
+// calling advance): det mod each prime. Closes the kTotal span. `staged`: BalancedLu's.
+using ResidueFeed =
+    absl::FunctionRef<absl::Status(const ResidueBatch& batch, BalancedLu::ColumnAdvance advance)>;
+absl::StatusOr<std::vector<uint64_t>> FactorBatch(double* residues, int64_t n,
+                                                  std::span<const uint64_t> primes,
                                                   DeviceContext& context, JobControl* control,
-                                                  PhaseClock& clock, PhaseWork& work) {
-  BalancedLu lu(context, primes, n, residues, clock, work);
+                                                  PhaseClock& clock, PhaseWork& work, bool staged,
+                                                  ResidueFeed feed) {
+  BalancedLu lu(context, primes, n, residues, clock, work, staged);
   MATRIXD_RETURN_IF_ERROR(lu.Prepare());
-  if (entries != nullptr) {
-    MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
-    MATRIXD_RETURN_IF_ERROR(LaunchBalancedResidues(context.stream(), lu.batch(), entries));
-    work.bytes[kResidues] += 2 * primes.size() * static_cast<uint64_t>(n * n) * sizeof(double);
-  }
-  MATRIXD_RETURN_IF_ERROR(lu.Run(control));
+  MATRIXD_RETURN_IF_ERROR(lu.Run(
+      control, [&](BalancedLu::ColumnAdvance advance) { return feed(lu.batch(), advance); }));
   MATRIXD_RETURN_IF_ERROR(clock.Enter(kEnd, context.stream()));
+  MATRIXD_RETURN_IF_ERROR(clock.Close(kTotal, context.stream()));
   return lu.Determinants();
+}
+
+// Every matrix of `batch` := the residues of the int64 `entries` on the device (in place for a
+// batch of one), then all columns at once.
+absl::Status ConvertEntries(const int64_t* entries, const ResidueBatch& batch,
+                            DeviceContext& context, PhaseClock& clock, PhaseWork& work,
+                            BalancedLu::ColumnAdvance advance) {
+  MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
+  MATRIXD_RETURN_IF_ERROR(LaunchBalancedResidues(context.stream(), batch, entries));
+  work.bytes[kResidues] +=
+      2 * static_cast<uint64_t>(batch.count) * static_cast<uint64_t>(batch.n * batch.n) * 8;
+  return advance(batch.n);
 }
 
 // Uploads the `count` int64 values at pageable `host` through `staging` and converts them to
 // balanced residues mod p at `residues` piece by piece, each conversion queued as its piece lands
-// (the host narrows or copies the next piece meanwhile). The pieces travel as int32 while the
-// values fit: the host copy into pinned memory is the cost here, and narrowing writes half of it.
+// (the host narrows or copies the next piece meanwhile); the factorization starts after the last
+// (ModularLuTuning::overlap off). The pieces travel as int32 while the values fit: the host copy
+// into pinned memory is the cost here, and narrowing writes half of it.
 absl::Status StageResidues(PinnedStaging& staging, const int64_t* host, size_t count, uint64_t p,
                            double* residues, DeviceContext& context, PhaseWork& work) {
   const size_t slot_bytes = std::min(count, PinnedStaging::kPieceValues) * sizeof(int64_t);
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer slots, context.Allocate(2 * slot_bytes));
   const BalancedModulus modulus = BalancedModulus::Of(p);
   return staging.UploadInPieces(
-      host, count, {slots.data(), slots.as<char>() + slot_bytes},
+      host, count, PinnedStaging::kPieceValues, {slots.data(), slots.as<char>() + slot_bytes},
       [&](const PinnedStaging::LandedPiece& piece) -> absl::Status {
         const size_t width = piece.narrow ? sizeof(int32_t) : sizeof(int64_t);
         work.bytes[kResidues] += piece.count * (2 * width + sizeof(double));  // sent, read, written
         double* to = residues + piece.first;
         const auto length = static_cast<int64_t>(piece.count);
         return piece.narrow
-                   ? LaunchBalancedResiduesOfValues(context.stream(), modulus,
-                                                    static_cast<const int32_t*>(piece.data), length,
-                                                    to)
-                   : LaunchBalancedResiduesOfValues(context.stream(), modulus,
+                   ? LaunchBalancedResiduesOfValues(
+                         piece.stream, modulus, static_cast<const int32_t*>(piece.data), length, to)
+                   : LaunchBalancedResiduesOfValues(piece.stream, modulus,
                                                     static_cast<const int64_t*>(piece.data), length,
                                                     to);
       });
 }
 
-// det mod p for p < 2^32 (the header's first path): a batch of one, its residues converted piece
-// by piece as they arrive from pageable memory, or in place after a direct upload.
+// The overlapped upload (ModularLuTuning::overlap): A (n x n at pageable `host`) through
+// `staging` in pieces of `piece_rows` rows, each piece's residues mod p written transposed at
+// `residues` on the staging's copy stream, so that rows [r0, r1) of A become columns [r0, r1) of
+// the matrix factored (det A^T = det A); the context's stream waits for each piece and
+// advance(r1) queues the factorization of what the landed columns allow, while the host copies the
+// next piece and the copy stream moves it. The kResidues span runs from the first transfer to the
+// last piece's conversion.
+absl::Status StageTransposed(PinnedStaging& staging, const int64_t* host, int64_t n,
+                             int64_t piece_rows, uint64_t p, double* residues,
+                             DeviceContext& context, PhaseClock& clock, PhaseWork& work,
+                             BalancedLu::ColumnAdvance advance) {
+  const size_t count = static_cast<size_t>(n) * static_cast<size_t>(n);
+  const size_t piece_values = static_cast<size_t>(piece_rows) * static_cast<size_t>(n);
+  const size_t slot_bytes = std::min(count, piece_values) * sizeof(int64_t);
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer slots, context.Allocate(2 * slot_bytes));
+  MATRIXD_ASSIGN_OR_RETURN(CudaEvent landed, CudaEvent::Create());
+  const BalancedModulus modulus = BalancedModulus::Of(p);
+  MATRIXD_RETURN_IF_ERROR(clock.Open(kResidues, context.stream()));
+  return staging.UploadInPieces(
+      host, count, piece_values, {slots.data(), slots.as<char>() + slot_bytes},
+      [&](const PinnedStaging::LandedPiece& piece) -> absl::Status {
+        const size_t width = piece.narrow ? sizeof(int32_t) : sizeof(int64_t);
+        work.bytes[kResidues] += piece.count * (2 * width + sizeof(double));  // sent, read, written
+        const auto first_row = static_cast<int64_t>(piece.first) / n;
+        const auto rows = static_cast<int64_t>(piece.count) / n;
+        MATRIXD_RETURN_IF_ERROR(
+            piece.narrow ? LaunchTransposedResiduesOfRows(piece.stream, modulus,
+                                                          static_cast<const int32_t*>(piece.data),
+                                                          rows, n, first_row, residues)
+                         : LaunchTransposedResiduesOfRows(piece.stream, modulus,
+                                                          static_cast<const int64_t*>(piece.data),
+                                                          rows, n, first_row, residues));
+        if (first_row + rows == n) MATRIXD_RETURN_IF_ERROR(clock.Close(kResidues, piece.stream));
+        MATRIXD_RETURN_IF_ERROR(landed.Record(piece.stream));
+        MATRIXD_RETURN_IF_ERROR(landed.MakeWait(context.stream()));
+        return advance(first_row + rows);
+      });
+}
+
+// det mod p for p < 2^32 (the header's first path): a batch of one. From pageable memory through
+// `staging` (non-null): overlapped with the factorization (StageTransposed) or converted piece by
+// piece before it (StageResidues); otherwise converted in place after a direct upload.
 absl::StatusOr<uint64_t> BalancedLuDeterminant(const MatrixView& a, uint64_t p,
-                                               DeviceContext& context, JobControl* control,
-                                               ComputeStats* stats) {
+                                               PinnedStaging* staging, DeviceContext& context,
+                                               JobControl* control, ComputeStats* stats) {
   const int64_t n = a.rows;
-  const size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(n) * sizeof(int64_t);
+  const size_t count = static_cast<size_t>(n) * static_cast<size_t>(n);
+  const size_t bytes = count * sizeof(int64_t);
+  const ModularLuTuning tuning = GetModularLuTuning();
+  const bool overlap = staging != nullptr && tuning.overlap;
   PhaseClock clock;
   PhaseWork work;
+  MATRIXD_RETURN_IF_ERROR(clock.Open(kTotal, context.stream()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer matrix, context.Allocate(bytes));
-  MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
   const int64_t* host = a.As<int64_t>().data();
-  const int64_t* entries = nullptr;  // null: the residues are in `matrix` already
-  if (PinnedStaging* staging = context.StagingFor(host, bytes)) {
-    MATRIXD_RETURN_IF_ERROR(StageResidues(*staging, host, static_cast<size_t>(n * n), p,
-                                          matrix.as<double>(), context, work));
-  } else {
+  auto overlapped = [&](const ResidueBatch&, BalancedLu::ColumnAdvance advance) {
+    const int64_t piece_rows =
+        StagedPieceRows(n, tuning.piece_rows, static_cast<int64_t>(PinnedStaging::kPieceValues));
+    return StageTransposed(*staging, host, n, piece_rows, p, matrix.as<double>(), context, clock,
+                           work, advance);
+  };
+  auto staged = [&](const ResidueBatch&, BalancedLu::ColumnAdvance advance) -> absl::Status {
+    MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
+    MATRIXD_RETURN_IF_ERROR(
+        StageResidues(*staging, host, count, p, matrix.as<double>(), context, work));
+    return advance(n);
+  };
+  auto direct = [&](const ResidueBatch& batch, BalancedLu::ColumnAdvance advance) -> absl::Status {
+    MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
     MATRIXD_RETURN_IF_ERROR(context.Upload(host, matrix, bytes));
     work.bytes[kResidues] += bytes;  // uploaded
-    entries = matrix.as<int64_t>();
-  }
+    return ConvertEntries(matrix.as<int64_t>(), batch, context, clock, work, advance);
+  };
   const uint64_t primes[] = {p};
   MATRIXD_ASSIGN_OR_RETURN(
       std::vector<uint64_t> det,
-      FactorBatch(entries, matrix.as<double>(), n, primes, context, control, clock, work));
+      FactorBatch(matrix.as<double>(), n, primes, context, control, clock, work, overlap,
+                  overlap              ? ResidueFeed(overlapped)
+                  : staging != nullptr ? ResidueFeed(staged)
+                                       : ResidueFeed(direct)));
   MATRIXD_ASSIGN_OR_RETURN(auto seconds, clock.Seconds());
   AddPhases(work, seconds, stats);
   return det[0];
 }
 
-}  // namespace
-
-absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint64_t p,
-                                                       DeviceContext& context,
-                                                       JobControl* control) {
+// ModularLuDeterminant with the staging to take pageable entries through (null: a direct upload).
+absl::StatusOr<DeterminantResult> ModularLuDeterminantThrough(const MatrixView& a, uint64_t p,
+                                                              PinnedStaging* staging,
+                                                              DeviceContext& context,
+                                                              JobControl* control) {
   MATRIXD_RETURN_IF_ERROR(ValidateModularDeterminantInput(a, p));
   if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
   DeterminantResult result;
   result.method_used = DeterminantMethod::kLu;
   if (p < kBalancedResidueLimit) {
     MATRIXD_ASSIGN_OR_RETURN(result.residue,
-                             BalancedLuDeterminant(a, p, context, control, &result.stats));
+                             BalancedLuDeterminant(a, p, staging, context, control, &result.stats));
   } else {
     EliminationWork work;
     MATRIXD_ASSIGN_OR_RETURN(
@@ -635,6 +791,23 @@ absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint
   }
   ReportProgress(control, 1.0);
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint64_t p,
+                                                       DeviceContext& context,
+                                                       JobControl* control) {
+  MATRIXD_RETURN_IF_ERROR(ValidateModularDeterminantInput(a, p));
+  const size_t bytes = static_cast<size_t>(a.rows) * static_cast<size_t>(a.rows) * sizeof(int64_t);
+  return ModularLuDeterminantThrough(a, p, context.StagingFor(a.data, bytes), context, control);
+}
+
+absl::StatusOr<DeterminantResult> StagedModularLuDeterminant(const MatrixView& a, uint64_t p,
+                                                             PinnedStaging& staging,
+                                                             DeviceContext& context,
+                                                             JobControl* control) {
+  return ModularLuDeterminantThrough(a, p, &staging, context, control);
 }
 
 absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
@@ -653,13 +826,17 @@ absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
   if (IsCancelled(control)) return absl::CancelledError("determinant cancelled");
   PhaseClock clock;
   PhaseWork work;
+  MATRIXD_RETURN_IF_ERROR(clock.Open(kTotal, context.stream()));
   const size_t bytes =
       primes.size() * static_cast<size_t>(n) * static_cast<size_t>(n) * sizeof(double);
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer matrices, context.Allocate(bytes));
-  MATRIXD_RETURN_IF_ERROR(clock.Enter(kResidues, context.stream()));
   MATRIXD_ASSIGN_OR_RETURN(
       std::vector<uint64_t> residues,
-      FactorBatch(entries, matrices.as<double>(), n, primes, context, control, clock, work));
+      FactorBatch(matrices.as<double>(), n, primes, context, control, clock, work,
+                  /*staged=*/false,
+                  [&](const ResidueBatch& batch, BalancedLu::ColumnAdvance advance) {
+                    return ConvertEntries(entries, batch, context, clock, work, advance);
+                  }));
   MATRIXD_ASSIGN_OR_RETURN(auto seconds, clock.Seconds());
   AddPhases(work, seconds, stats);
   return residues;
@@ -667,10 +844,14 @@ absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
 
 void SetModularLuTuning(const ModularLuTuning& tuning) {
   look_ahead_setting.store(tuning.look_ahead, std::memory_order_relaxed);
+  overlap_setting.store(tuning.overlap, std::memory_order_relaxed);
+  piece_rows_setting.store(std::max<int64_t>(0, tuning.piece_rows), std::memory_order_relaxed);
 }
 
 ModularLuTuning GetModularLuTuning() {
-  return ModularLuTuning{.look_ahead = look_ahead_setting.load(std::memory_order_relaxed)};
+  return ModularLuTuning{.look_ahead = look_ahead_setting.load(std::memory_order_relaxed),
+                         .overlap = overlap_setting.load(std::memory_order_relaxed),
+                         .piece_rows = piece_rows_setting.load(std::memory_order_relaxed)};
 }
 
 uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {

@@ -7,6 +7,14 @@
 //              cuBLAS DGEMM with delayed reduction: one product when every sum stays below 2^53
 //              (p < ~2^24), otherwise two on the 16-bit pieces of Y, then one reduction pass.
 //              No host round trip inside the factorization (core/cuda/modular_lu_kernels.h).
+//              A large matrix in pageable memory comes through the context's pinned staging in
+//              pieces of whole rows (ModularLuTuning::piece_rows), each piece's residues written
+//              transposed (rows [r0, r1) of A become columns [r0, r1) of the matrix factored,
+//              det A^T = det A) on the staging's copy stream, and the LU overlaps the upload: the
+//              panels inside the landed columns are factored with their updates cut at the last
+//              landed column, and each new piece's columns first take every earlier panel's
+//              update in panel order (core/cuda/modular_lu_stages.h). Same operations on every
+//              column in the same order as the LU after the whole upload, so the same residue.
 //   2^32 <= p < 2^62: uint64 residues and the blocked elimination of core/cuda/elimination.h
 //              (128-bit products): the float64 pieces would need four or more products there.
 #ifndef MATRIXD_CORE_CUDA_MODULAR_LU_H_
@@ -18,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/cuda/device_context.h"
+#include "core/cuda/pinned_staging.h"
 #include "core/job_control.h"
 #include "core/matrix.h"
 #include "core/operations.h"
@@ -26,13 +35,24 @@ namespace matrixd::cuda {
 
 // REQUIRES: a square INT64; p prime < 2^62. Sets residue and method_used = kLu, stats.flops and
 // bytes_moved, and (p < 2^32) stats.kernels with the device time of each phase: "modp_residues"
-// (upload and reduction of the entries), "modp_panel" (leaves, row swaps, leaf inverses, the
-// products that apply them and the updates inside a panel), "modp_gemm" (pieces and DGEMMs of the
-// trailing updates), "modp_reduce" (their reduction passes) and "modp_factor" (the whole
-// factorization; under look-ahead, ModularLuTuning, the panel and trailing phases overlap and sum
-// to more). CANCELLED when `control` is cancelled between panels.
+// (upload and reduction of the entries; overlapped: from the first piece's transfer to the last
+// one's conversion, the host's copies included), "modp_panel" (leaves, row swaps, leaf inverses,
+// the products that apply them and the updates inside a panel), "modp_gemm" (pieces and DGEMMs of
+// the trailing updates), "modp_reduce" (their reduction passes), "modp_factor" (the whole
+// factorization, from its first columns in place to its end) and "modp_total" (the operation's
+// device time end to end). Under look-ahead the panel and trailing phases overlap and sum to
+// more; overlapped, residues and factor overlap (their sum less total is the overlap).
+// CANCELLED when `control` is cancelled between panels.
 absl::StatusOr<DeterminantResult> ModularLuDeterminant(const MatrixView& a, uint64_t p,
                                                        DeviceContext& context, JobControl* control);
+
+// ModularLuDeterminant with the entries of `a` (in pageable host memory) taken through `staging`
+// whatever their size, as the context's staging takes large ones: for tests of the staged and
+// overlapped paths at small orders. REQUIRES: as above; `staging` on context.stream().
+absl::StatusOr<DeterminantResult> StagedModularLuDeterminant(const MatrixView& a, uint64_t p,
+                                                             PinnedStaging& staging,
+                                                             DeviceContext& context,
+                                                             JobControl* control);
 
 // det A mod each of `primes` at once, for A n x n INT64 already on the device at `entries` (left
 // unchanged): the factorizations of the first path above run side by side as one batch (one
@@ -62,6 +82,13 @@ struct ModularLuTuning {
   // (side_lane.h) while the previous panel's trailing update runs on the context's stream;
   // false: one stream, one after the other. The residues are the same either way.
   bool look_ahead = true;
+  // Pageable entries through the pinned staging: the factorization overlaps the upload, as the
+  // first path above says; false: it starts after the last piece (entries in A's own layout).
+  bool overlap = true;
+  // Rows of A per piece of the overlapped upload; 0 (or more than fit): as many as a pinned chunk
+  // holds at full width (PinnedStaging::kPieceValues / n, 1024 at n = 4096). Smaller pieces
+  // expose less of the host's copy of the first piece, at more and narrower updates.
+  int64_t piece_rows = 0;
 };
 void SetModularLuTuning(const ModularLuTuning& tuning);
 ModularLuTuning GetModularLuTuning();

@@ -408,7 +408,7 @@ __global__ void __launch_bounds__(kLeafThreads)
   // The row moves for ApplyLeafRowsKernel: row c + t takes the data of the pivot row of step t,
   // each row below that gave its data to a slot takes the slot's.
   int* __restrict__ rows =
-      scratch.rows + (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafRowWords;
+      scratch.rows + (static_cast<int64_t>(b) * scratch.slots + slot) * kLeafRowWords;
   for (int t = tid; t < w; t += kLeafThreads) {
     rows[1 + 2 * t] = static_cast<int>(c + t);
     rows[2 + 2 * t] = static_cast<int>(s.origin[s.pivot_slot[t]]);
@@ -422,7 +422,7 @@ __global__ void __launch_bounds__(kLeafThreads)
   FinishFactors(f, w, s, state);
   InvertLeaf(f, w, s,
              scratch.inverse_pieces +
-                 (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafInverseWords);
+                 (static_cast<int64_t>(b) * scratch.slots + slot) * kLeafInverseWords);
 }
 
 // ---- Row moves ----
@@ -443,7 +443,7 @@ __global__ void __launch_bounds__(kRowsThreads)
   double* __restrict__ a = MatrixOf(batch, b);
   const int64_t n = batch.n;
   const int* __restrict__ rows =
-      scratch.rows + (static_cast<int64_t>(b) * kLeafInverseSlots + slot) * kLeafRowWords;
+      scratch.rows + (static_cast<int64_t>(b) * scratch.slots + slot) * kLeafRowWords;
   __shared__ int destination[kMaxRowMoves];
   __shared__ int source[kMaxRowMoves];
   __shared__ double values[kMaxRowMoves][kRowsColumns];
@@ -488,20 +488,66 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   }
 }
 
-// One matrix's values as they land from the host, int32 or int64 (PinnedStaging::UploadInPieces).
-// An int32 value v takes Reduce(v): |v| < 2^31 <= 2^50 p, and no 64-bit integer division.
+// The balanced residue of a value landed from the host (PinnedStaging::UploadInPieces), int32 or
+// int64. An int32 value v takes Reduce(v): |v| < 2^31 <= 2^50 p, and no 64-bit integer division.
+template <typename Value>
+__device__ double ValueResidue(const BalancedModulus& f, Value v) {
+  if constexpr (sizeof(Value) == sizeof(int32_t)) {
+    return f.Reduce(static_cast<double>(v));
+  } else {
+    return f.FromSigned(v);
+  }
+}
+
+// One matrix's values as they land from the host.
 template <typename Value>
 __global__ void __launch_bounds__(kElementwiseThreads)
     ValueResiduesKernel(BalancedModulus f, const Value* __restrict__ values, int64_t count,
                         double* __restrict__ residues) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
-    if constexpr (sizeof(Value) == sizeof(int32_t)) {
-      residues[i] = f.Reduce(static_cast<double>(values[i]));
-    } else {
-      residues[i] = f.FromSigned(values[i]);
-    }
+    residues[i] = ValueResidue(f, values[i]);
   }
+}
+
+// Landed rows written transposed: a tile of kTransposeTile x kTransposeTile per thread block,
+// read along the rows of A (blockIdx.x: A's columns), written along the rows of A^T (blockIdx.y:
+// the landed rows), the tile's odd stride keeping shared memory free of bank conflicts.
+constexpr int kTransposeTile = 32;
+constexpr int kTransposeTileRows = 8;
+constexpr int kTransposeThreads = kTransposeTile * kTransposeTileRows;
+template <typename Value>
+__global__ void __launch_bounds__(kTransposeThreads)
+    TransposedResiduesKernel(BalancedModulus f, const Value* __restrict__ values, int64_t rows,
+                             int64_t n, int64_t first_row, double* __restrict__ residues) {
+  __shared__ double tile[kTransposeTile][kTransposeTile + 1];
+  const int64_t column0 = static_cast<int64_t>(blockIdx.x) * kTransposeTile;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTransposeTile;
+  const int x = static_cast<int>(threadIdx.x);
+  for (int y = static_cast<int>(threadIdx.y); y < kTransposeTile; y += kTransposeTileRows) {
+    const int64_t row = row0 + y;
+    const int64_t column = column0 + x;
+    if (row < rows && column < n) tile[y][x] = ValueResidue(f, values[row * n + column]);
+  }
+  __syncthreads();
+  for (int y = static_cast<int>(threadIdx.y); y < kTransposeTile; y += kTransposeTileRows) {
+    const int64_t column = column0 + y;
+    const int64_t row = row0 + x;
+    if (row < rows && column < n) residues[column * n + first_row + row] = tile[x][y];
+  }
+}
+
+template <typename Value>
+absl::Status LaunchTransposedResidues(cudaStream_t stream, const BalancedModulus& modulus,
+                                      const Value* values, int64_t rows, int64_t n,
+                                      int64_t first_row, double* residues) {
+  if (rows == 0 || n == 0) return absl::OkStatus();
+  const dim3 grid(static_cast<unsigned>((n + kTransposeTile - 1) / kTransposeTile),
+                  static_cast<unsigned>((rows + kTransposeTile - 1) / kTransposeTile));
+  TransposedResiduesKernel<Value><<<grid, dim3(kTransposeTile, kTransposeTileRows), 0, stream>>>(
+      modulus, values, rows, n, first_row, residues);
+  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(TransposedResiduesKernel<Value>);
+  return absl::OkStatus();
 }
 
 template <typename Value>
@@ -597,6 +643,18 @@ absl::Status LaunchBalancedResiduesOfValues(cudaStream_t stream, const BalancedM
                                             const int64_t* values, int64_t count,
                                             double* residues) {
   return LaunchValueResidues(stream, modulus, values, count, residues);
+}
+
+absl::Status LaunchTransposedResiduesOfRows(cudaStream_t stream, const BalancedModulus& modulus,
+                                            const int32_t* values, int64_t rows, int64_t n,
+                                            int64_t first_row, double* residues) {
+  return LaunchTransposedResidues(stream, modulus, values, rows, n, first_row, residues);
+}
+
+absl::Status LaunchTransposedResiduesOfRows(cudaStream_t stream, const BalancedModulus& modulus,
+                                            const int64_t* values, int64_t rows, int64_t n,
+                                            int64_t first_row, double* residues) {
+  return LaunchTransposedResidues(stream, modulus, values, rows, n, first_row, residues);
 }
 
 absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch) {

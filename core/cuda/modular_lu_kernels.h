@@ -24,8 +24,9 @@ inline constexpr int kMaxLeafWidth = 64;
 // Widest panel: the deepest diagonal block whose inverse is applied, as the inverses of its
 // leaves (core/cuda/modular_lu.cc).
 inline constexpr int kMaxSolveDepth = 128;
-// Leaf slots per matrix (a leaf's row moves and its inverse): one per leaf of a panel, for two
-// panels, the one being factored and the one whose trailing update may still be queued.
+// Leaf slots per matrix (a leaf's row moves and its inverse) of the batched factorization: one per
+// leaf of a panel, for two panels, the one being factored and the one whose trailing update may
+// still be queued. (The staged factorization keeps every panel's: LeafScratch::slots.)
 inline constexpr int kLeafInverseSlots = 2 * (kMaxSolveDepth / kMaxLeafWidth);
 // Words of one leaf inverse D^-1 (w x w): its low pieces (stride w), then its high pieces.
 inline constexpr int64_t kLeafInverseWords = int64_t{2} * kMaxLeafWidth * kMaxLeafWidth;
@@ -53,13 +54,14 @@ struct ResidueBatch {
 // Ints per matrix of a leaf's row moves: their count, then (destination, source) pairs.
 inline constexpr int64_t kLeafRowWords = 1 + 4 * int64_t{kMaxLeafWidth};
 
-// Per-matrix scratch of the leaf kernels, kLeafInverseSlots slots each: matrix b's row moves in
-// slot s at rows + (b kLeafInverseSlots + s) kLeafRowWords (written by LaunchFactorLeaf, applied
-// by LaunchApplyLeafRows), the pieces of its leaf inverse at inverse_pieces + (b kLeafInverseSlots
-// + s) kLeafInverseWords.
+// Per-matrix scratch of the leaf kernels, `slots` slots each: matrix b's row moves in slot s at
+// rows + (b slots + s) kLeafRowWords (written by LaunchFactorLeaf, applied by
+// LaunchApplyLeafRows), the pieces of its leaf inverse at inverse_pieces + (b slots + s)
+// kLeafInverseWords.
 struct LeafScratch {
   int* rows = nullptr;
   double* inverse_pieces = nullptr;
+  int slots = kLeafInverseSlots;
 };
 
 // Matrix b := the balanced residues mod moduli[b] of the n x n int64 `entries`, for every b.
@@ -74,6 +76,18 @@ absl::Status LaunchBalancedResiduesOfValues(cudaStream_t stream, const BalancedM
 absl::Status LaunchBalancedResiduesOfValues(cudaStream_t stream, const BalancedModulus& modulus,
                                             const int64_t* values, int64_t count, double* residues);
 
+// Rows [first_row, first_row + rows) of a row-major n x n matrix, landed at `values` (rows x n,
+// int32 or int64), written as the balanced residues mod `modulus` of columns [first_row,
+// first_row + rows) of its transpose at `residues` (n x n, row stride n): residues[i n + first_row
+// + r] := values[r n + i]. One tiled pass through shared memory, both sides coalesced.
+// REQUIRES: first_row + rows <= n.
+absl::Status LaunchTransposedResiduesOfRows(cudaStream_t stream, const BalancedModulus& modulus,
+                                            const int32_t* values, int64_t rows, int64_t n,
+                                            int64_t first_row, double* residues);
+absl::Status LaunchTransposedResiduesOfRows(cudaStream_t stream, const BalancedModulus& modulus,
+                                            const int64_t* values, int64_t rows, int64_t n,
+                                            int64_t first_row, double* residues);
+
 // Every state := {1, 0}.
 absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch);
 
@@ -85,7 +99,7 @@ absl::Status LaunchResetStates(cudaStream_t stream, const ResidueBatch& batch);
 // slot `slot` (the left operand of the products that stand for the triangular solves), the rows
 // the pivoting moves into its rows slot `slot`, and multiplies its state's determinant by the
 // block's pivots and the moves' sign. Leaves the matrices unchanged. REQUIRES: 1 <= w <=
-// kMaxLeafWidth, c + w <= n < 2^31, 0 <= slot < kLeafInverseSlots.
+// kMaxLeafWidth, c + w <= n < 2^31, 0 <= slot < scratch.slots.
 absl::Status LaunchFactorLeaf(cudaStream_t stream, const ResidueBatch& batch, int64_t c, int w,
                               const LeafScratch& scratch, int slot);
 

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
 
 namespace matrixd::cuda {
@@ -83,7 +84,10 @@ bool ParallelNarrowToInt32(const int64_t* from, size_t count, int32_t* to) {
 }
 
 absl::StatusOr<std::unique_ptr<PinnedStaging>> PinnedStaging::Create(cudaStream_t stream) {
-  std::unique_ptr<PinnedStaging> staging(new PinnedStaging(stream));
+  MATRIXD_ASSIGN_OR_RETURN(CudaStream copy_stream, CudaStream::Create());
+  MATRIXD_ASSIGN_OR_RETURN(CudaEvent joined, CudaEvent::Create());
+  std::unique_ptr<PinnedStaging> staging(
+      new PinnedStaging(stream, std::move(copy_stream), std::move(joined)));
   for (int i = 0; i < 2; ++i) {
     if (absl::Status s = ToStatus(cudaMallocHost(&staging->chunks_[i], kChunkBytes),
                                   "cudaMallocHost(staging chunk)", MATRIXD_CUDA_CALL_SITE);
@@ -120,26 +124,60 @@ absl::Status PinnedStaging::Upload(const void* host, void* device, size_t bytes)
   return absl::OkStatus();
 }
 
-absl::Status PinnedStaging::UploadInPieces(const int64_t* host, size_t count,
+absl::Status PinnedStaging::UploadInPieces(const int64_t* host, size_t count, size_t piece_values,
                                            std::array<void*, 2> device_slots,
                                            PieceConsumer consume) {
+  if (piece_values < 1 || piece_values > kPieceValues) {
+    return absl::InvalidArgumentError(absl::StrCat("UploadInPieces: ", piece_values,
+                                                   " values a piece; want 1 to ", kPieceValues));
+  }
+  const cudaStream_t lane = copy_stream_.get();
+  // The slots and their readers' outputs may have been allocated on the staging's stream.
+  MATRIXD_RETURN_IF_ERROR(joined_.Record(stream_));
+  MATRIXD_RETURN_IF_ERROR(joined_.MakeWait(lane));
   bool narrow = true;
-  for (size_t first = 0, chunk = 0; first < count; first += kPieceValues, chunk ^= 1) {
-    const size_t length = std::min(kPieceValues, count - first);
-    // The transfer queued from this chunk two pieces ago must have read it.
+  // Copies piece `first` into its chunk once the transfer two pieces back has read it; sets
+  // `narrow` for it.
+  auto prepare = [&](size_t first, size_t chunk) -> absl::Status {
+    const size_t length = std::min(piece_values, count - first);
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(drained_[chunk]));
     if (narrow) {
       narrow = ParallelNarrowToInt32(host + first, length, static_cast<int32_t*>(chunks_[chunk]));
     }
     if (!narrow) ParallelMemcpy(chunks_[chunk], host + first, length * sizeof(int64_t));
-    const size_t bytes = length * (narrow ? sizeof(int32_t) : sizeof(int64_t));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_slots[chunk], chunks_[chunk], bytes,
-                                                 cudaMemcpyHostToDevice, stream_));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(drained_[chunk], stream_));
-    MATRIXD_RETURN_IF_ERROR(consume(LandedPiece{
-        .first = first, .count = length, .data = device_slots[chunk], .narrow = narrow}));
+    return absl::OkStatus();
+  };
+  absl::Status status = count > 0 ? prepare(0, 0) : absl::OkStatus();
+  for (size_t first = 0, chunk = 0; status.ok() && first < count;
+       first += piece_values, chunk ^= 1) {
+    const size_t length = std::min(piece_values, count - first);
+    const bool piece_narrow = narrow;
+    const size_t bytes = length * (piece_narrow ? sizeof(int32_t) : sizeof(int64_t));
+    status = ToStatus(
+        cudaMemcpyAsync(device_slots[chunk], chunks_[chunk], bytes, cudaMemcpyHostToDevice, lane),
+        "cudaMemcpyAsync(piece)", MATRIXD_CUDA_CALL_SITE);
+    if (status.ok()) {
+      status = ToStatus(cudaEventRecord(drained_[chunk], lane), "cudaEventRecord(piece)",
+                        MATRIXD_CUDA_CALL_SITE);
+    }
+    if (!status.ok()) break;
+    // The next piece is copied into the other chunk while this thread queues the consumer's work.
+    const size_t next = first + piece_values;
+    absl::Status prepared = absl::OkStatus();
+    std::thread preparing;
+    if (next < count) preparing = std::thread([&] { prepared = prepare(next, chunk ^ 1); });
+    status = consume(LandedPiece{.first = first,
+                                 .count = length,
+                                 .data = device_slots[chunk],
+                                 .narrow = piece_narrow,
+                                 .stream = lane});
+    if (preparing.joinable()) preparing.join();
+    if (status.ok()) status = prepared;
   }
-  return absl::OkStatus();
+  // Whatever happened, the staging's stream goes on after the copy stream's work.
+  absl::Status joined = joined_.Record(lane);
+  if (joined.ok()) joined = joined_.MakeWait(stream_);
+  return status.ok() ? joined : status;
 }
 
 absl::Status PinnedStaging::Download(const void* device, void* host, size_t bytes) {

@@ -4,7 +4,9 @@
 // of the pinned bandwidth (7-9 GB/s against 55 GB/s host to device on the H100). Not
 // thread-safe: one per stream, used by whoever holds the stream. UploadInPieces sends int64 values
 // narrowed to int32 where they fit (half the host writes and half the transfer), piece by piece,
-// handing each landed piece to the caller's conversion while the next one is copied.
+// on a copy stream of its own, handing each landed piece to the caller's conversion while the
+// next one is copied: a caller that queues other work on its own stream meanwhile (a factorization
+// of the landed part) does not hold up the transfers behind it.
 #ifndef MATRIXD_CORE_CUDA_PINNED_STAGING_H_
 #define MATRIXD_CORE_CUDA_PINNED_STAGING_H_
 
@@ -14,10 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/cuda/cuda_stream.h"
 
 namespace matrixd::cuda {
 
@@ -35,7 +39,7 @@ class PinnedStaging {
   // Sets HostThreads to `threads` clamped to [1, kMaxHostThreads] for the copies that start after
   // it (for the benchmarks and the server's --staging_threads).
   static void SetHostThreads(int threads);
-  // Values per piece of UploadInPieces: a chunk holds one at full width (int64).
+  // The most values per piece of UploadInPieces: a chunk holds one at full width (int64).
   static constexpr size_t kPieceValues = kChunkBytes / sizeof(int64_t);
 
   // Allocates the two chunks (cudaMallocHost) for copies on `stream`. UNAVAILABLE when the
@@ -54,28 +58,37 @@ class PinnedStaging {
   absl::Status Download(const void* device, void* host, size_t bytes);
 
   // Values [first, first + count) of an UploadInPieces, landed on the device at `data`: int32
-  // when `narrow`, else int64.
+  // when `narrow`, else int64, in the order of `stream` (the staging's copy stream).
   struct LandedPiece {
     size_t first = 0;
     size_t count = 0;
     const void* data = nullptr;
     bool narrow = true;
+    cudaStream_t stream = nullptr;
   };
-  // Queues on the staging's stream the work that reads a landed piece (a conversion kernel).
+  // Queues on piece.stream the work that reads a landed piece (a conversion kernel); other streams
+  // that need the piece wait for an event recorded there after it.
   using PieceConsumer = absl::FunctionRef<absl::Status(const LandedPiece&)>;
-  // Queues host -> device of `count` int64 values in pieces of kPieceValues, piece k into
-  // device_slots[k % 2] (each min(count, kPieceValues) int64 wide), then consume(piece k), which
-  // the transfer of piece k + 2 into the same slot follows in stream order. A piece goes as int32
-  // when all its values fit, else as int64, and so do all the pieces after it (one narrowing
-  // tried in vain, not one per piece). Returns once `host` has been read; the transfers and the
-  // consumers' work may still be in flight. Returns the first error of a copy or of `consume`.
-  absl::Status UploadInPieces(const int64_t* host, size_t count, std::array<void*, 2> device_slots,
-                              PieceConsumer consume);
+  // Queues host -> device of `count` int64 values in pieces of `piece_values`, piece k into
+  // device_slots[k % 2] (each min(count, piece_values) int64 wide), then consume(piece k), which
+  // the transfer of piece k + 2 into the same slot follows in stream order. The transfers and the
+  // consumers' work go on the staging's copy stream, after the work queued on the staging's
+  // stream before the call; consume(piece k) runs on the calling thread while other threads copy
+  // piece k + 1 into pinned memory. A piece goes as int32 when all its values fit, else as int64,
+  // and so do all the pieces after it (one narrowing tried in vain, not one per piece). Returns
+  // once `host` has been read, with the staging's stream ordered after everything queued on the
+  // copy stream (the transfers and the consumers' work may still be in flight). Returns the
+  // first error of a copy or of `consume`. REQUIRES: 1 <= piece_values <= kPieceValues.
+  absl::Status UploadInPieces(const int64_t* host, size_t count, size_t piece_values,
+                              std::array<void*, 2> device_slots, PieceConsumer consume);
 
  private:
-  PinnedStaging(cudaStream_t stream) : stream_(stream) {}
+  PinnedStaging(cudaStream_t stream, CudaStream copy_stream, CudaEvent joined)
+      : stream_(stream), copy_stream_(std::move(copy_stream)), joined_(std::move(joined)) {}
 
   cudaStream_t stream_;
+  CudaStream copy_stream_;  // UploadInPieces' transfers and consumers
+  CudaEvent joined_;        // orders the two streams at the start and the end of UploadInPieces
   std::array<void*, 2> chunks_{};
   std::array<cudaEvent_t, 2> drained_{};  // recorded after each transfer from or to a chunk
 };

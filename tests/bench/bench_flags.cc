@@ -168,6 +168,12 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (name == "--staging_threads") {
       ok = ParseList(value, flags.staging_threads) && !flags.staging_threads.empty();
       for (const int v : flags.staging_threads) ok = ok && v >= 1 && v <= 32;
+    } else if (name == "--modp_piece_rows") {
+      ok = ParseList(value, flags.modp_piece_rows) && !flags.modp_piece_rows.empty();
+      for (const int v : flags.modp_piece_rows) ok = ok && v >= 0;
+    } else if (name == "--modp_overlap") {
+      ok = ParseList(value, flags.modp_overlap) && !flags.modp_overlap.empty();
+      for (const int v : flags.modp_overlap) ok = ok && (v == 0 || v == 1);
     } else if (name == "--primes") {
       ok = ParseList(value, flags.primes) && CheckPrimes(flags.primes);
     } else if (name == "--exact_sizes") {

@@ -37,6 +37,11 @@ struct Flags {
   // And once per value of the host threads that narrow the int64 matrix on its way into the
   // pinned staging (cuda::PinnedStaging::SetHostThreads; empty: the default).
   std::vector<int> staging_threads;
+  // And once per value of the rows of A per piece of the overlapped upload (0: the default) and
+  // of the overlap itself (1: the factorization overlaps the upload, 0: after it)
+  // (cuda::ModularLuTuning::piece_rows, overlap).
+  std::vector<int> modp_piece_rows = {0};
+  std::vector<int> modp_overlap = {1};
   // exact: the exact determinant at each order of exact_sizes with entries below 2^exact_bits,
   // ours on the GPU next to FLINT's fmpz_mat_det on one core (when flint).
   std::vector<int> exact_sizes = {500, 1000};

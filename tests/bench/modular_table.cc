@@ -52,20 +52,50 @@ OurResidue OursModP(Backend& backend, const Matrix& a, uint64_t p, int warm_up, 
   return ours;
 }
 
-// Look-ahead on or off for the GPU's factorizations from here on (--modp_look_ahead); nothing in
-// a build without CUDA.
-void SetLookAhead([[maybe_unused]] bool on) {
-#ifdef MATRIXD_HAVE_CUDA
-  cuda::SetModularLuTuning({.look_ahead = on});
-#endif
-}
-
 // The host threads of the pinned staging from here on (--staging_threads; 0: the default);
 // nothing in a build without CUDA.
 void SetStagingThreads([[maybe_unused]] int threads) {
 #ifdef MATRIXD_HAVE_CUDA
   cuda::PinnedStaging::SetHostThreads(threads > 0 ? threads
                                                   : cuda::PinnedStaging::DefaultHostThreads());
+#endif
+}
+
+// One GPU row's settings: look-ahead (--modp_look_ahead), the host threads of the pinned staging
+// (--staging_threads; 0: the default), the overlap of the upload with the factorization and its
+// rows per piece (--modp_overlap, --modp_piece_rows; 0: the default).
+struct GpuSetting {
+  bool look_ahead = true;
+  int threads = 0;
+  bool overlap = true;
+  int piece_rows = 0;
+};
+
+// Every combination of the flags' GPU settings (one default row without a GPU).
+std::vector<GpuSetting> GpuSettings(const Flags& flags, bool gpu) {
+  if (!gpu) return {GpuSetting{}};
+  const std::vector<int> thread_counts =
+      flags.staging_threads.empty() ? std::vector<int>{0} : flags.staging_threads;
+  std::vector<GpuSetting> settings;
+  for (const int look_ahead : flags.modp_look_ahead) {
+    for (const int threads : thread_counts) {
+      for (const int overlap : flags.modp_overlap) {
+        for (const int piece_rows : flags.modp_piece_rows) {
+          settings.push_back({look_ahead != 0, threads, overlap != 0, piece_rows});
+        }
+      }
+    }
+  }
+  return settings;
+}
+
+// The GPU's factorizations from here on take `setting`'s look-ahead and overlap; nothing in a
+// build without CUDA.
+void SetModularTuning([[maybe_unused]] const GpuSetting& setting) {
+#ifdef MATRIXD_HAVE_CUDA
+  cuda::SetModularLuTuning({.look_ahead = setting.look_ahead,
+                            .overlap = setting.overlap,
+                            .piece_rows = setting.piece_rows});
 #endif
 }
 
@@ -105,7 +135,9 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
        "row moves, products with the leaf inverses), trailing DGEMMs (with the split into pieces), "
        "reductions, and the whole factorization (factor); with look-ahead the panels run beside "
        "the trailing updates on a second stream, so those phases overlap (--modp_look_ahead=1,0 "
-       "gives a row each)",
+       "gives a row each); total: the whole call's device time (upload included); with the "
+       "overlap (--modp_overlap=1,0) the factorization runs while the matrix arrives in pieces of "
+       "--modp_piece_rows rows (0: a pinned chunk's worth), so residues and factor overlap",
        cpu == nullptr ? std::string("ours CPU: not run (--no_cpu)")
                       : absl::StrCat("ours CPU: the CPU backend (blocked LU, panels of 128: "
                                      "float64 residues and OpenBLAS dgemm for p < 2^32, two "
@@ -138,45 +170,41 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
           ntl_error = std::string(reference.status().ToString());
         }
       }
-      // One row per look-ahead setting and staging thread count (the first pair's is the
-      // table's usual row).
-      const std::vector<int> look_aheads =
-          gpu != nullptr ? flags.modp_look_ahead : std::vector<int>{1};
-      const std::vector<int> thread_counts = gpu == nullptr || flags.staging_threads.empty()
-                                                 ? std::vector<int>{0}
-                                                 : flags.staging_threads;
-      for (const int look_ahead : look_aheads) {
-        for (const int threads : thread_counts) {
-          OurResidue on_gpu;
-          if (gpu != nullptr) {
-            SetLookAhead(look_ahead != 0);
-            SetStagingThreads(threads);
-            on_gpu = OursModP(*gpu, a, p, 1, flags.repeats);
+      // One row per combination of the GPU settings (the first one's is the table's usual row).
+      for (const GpuSetting& setting : GpuSettings(flags, gpu != nullptr)) {
+        OurResidue on_gpu;
+        if (gpu != nullptr) {
+          SetModularTuning(setting);
+          SetStagingThreads(setting.threads);
+          on_gpu = OursModP(*gpu, a, p, 1, flags.repeats);
+        }
+        std::printf(
+            "%-6d %-12llu %-12s %-10s %-9s %-12s %-9s %s\n", n, static_cast<unsigned long long>(p),
+            Seconds(on_gpu.timing.seconds).c_str(), Seconds(ntl_seconds).c_str(),
+            Ratio(ntl_seconds, on_gpu.timing.seconds).c_str(),
+            Seconds(on_cpu.timing.seconds).c_str(),
+            Ratio(ntl_seconds, on_cpu.timing.seconds).c_str(),
+            Agreement({{"gpu", on_gpu.residue}, {"ntl", ntl_residue}, {"cpu", on_cpu.residue}})
+                .c_str());
+        if (!on_gpu.phases.empty()) {
+          std::string phases;
+          for (const KernelRecord& phase : on_gpu.phases) {
+            absl::StrAppend(&phases, phases.empty() ? "" : ", ", phase.kernel, " ",
+                            Seconds(phase.seconds));
           }
           std::printf(
-              "%-6d %-12llu %-12s %-10s %-9s %-12s %-9s %s\n", n,
-              static_cast<unsigned long long>(p), Seconds(on_gpu.timing.seconds).c_str(),
-              Seconds(ntl_seconds).c_str(), Ratio(ntl_seconds, on_gpu.timing.seconds).c_str(),
-              Seconds(on_cpu.timing.seconds).c_str(),
-              Ratio(ntl_seconds, on_cpu.timing.seconds).c_str(),
-              Agreement({{"gpu", on_gpu.residue}, {"ntl", ntl_residue}, {"cpu", on_cpu.residue}})
-                  .c_str());
-          if (!on_gpu.phases.empty()) {
-            std::string phases;
-            for (const KernelRecord& phase : on_gpu.phases) {
-              absl::StrAppend(&phases, phases.empty() ? "" : ", ", phase.kernel, " ",
-                              Seconds(phase.seconds));
-            }
-            std::printf("  GPU phases (look-ahead %s, staging threads %s): %s\n",
-                        look_ahead != 0 ? "on" : "off",
-                        threads > 0 ? std::to_string(threads).c_str() : "default", phases.c_str());
-          }
-          if (!on_gpu.timing.error.empty()) {
-            std::printf("  GPU failed: %s\n", on_gpu.timing.error.c_str());
-          }
+              "  GPU phases (look-ahead %s, staging threads %s, overlap %s, piece rows %s): %s\n",
+              setting.look_ahead ? "on" : "off",
+              setting.threads > 0 ? std::to_string(setting.threads).c_str() : "default",
+              setting.overlap ? "on" : "off",
+              setting.piece_rows > 0 ? std::to_string(setting.piece_rows).c_str() : "default",
+              phases.c_str());
+        }
+        if (!on_gpu.timing.error.empty()) {
+          std::printf("  GPU failed: %s\n", on_gpu.timing.error.c_str());
         }
       }
-      SetLookAhead(true);
+      SetModularTuning(GpuSetting{});
       SetStagingThreads(0);
       if (!on_cpu.timing.error.empty()) {
         std::printf("  CPU failed: %s\n", on_cpu.timing.error.c_str());

@@ -3,7 +3,9 @@
 // (one-piece and two-piece products, the uint64 path), and the matrices that exercise the pivot
 // search: vanishing leading minors, diagonal blocks singular mod p, singular and zero matrices.
 // Every GPU residue is taken with look-ahead and on one stream (ModularLuTuning), both checked.
-// Skips without a CUDA device.
+// Then the upload overlapped with the factorization, against the serial path and the CPU. Skips
+// without a CUDA device.
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -15,6 +17,7 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/device_context.h"
 #include "core/cuda/modular_lu.h"
+#include "core/cuda/pinned_staging.h"
 #include "core/job_control.h"
 #include "core/make_backend.h"
 #include "core/matrix.h"
@@ -53,7 +56,12 @@ class CudaModularLuTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Backend>> cpu = MakeBackend("cpu", {});
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = *std::move(cpu);
+    absl::StatusOr<std::unique_ptr<PinnedStaging>> staging =
+        PinnedStaging::Create(context_->stream());
+    ASSERT_TRUE(staging.ok()) << staging.status();
+    staging_ = *std::move(staging);
   }
+  void TearDown() override { SetModularLuTuning({}); }
 
   uint64_t Cpu(const Matrix& a, uint64_t p) {
     absl::StatusOr<DeterminantResult> r = cpu_->Determinant(a.view(), {.modulus = p}, nullptr);
@@ -91,8 +99,40 @@ class CudaModularLuTest : public ::testing::Test {
     return non_zero;
   }
 
+  // Through the test's staging with `tuning`.
+  uint64_t Staged(const Matrix& a, uint64_t p, const ModularLuTuning& tuning) {
+    SetModularLuTuning(tuning);
+    absl::StatusOr<DeterminantResult> r =
+        StagedModularLuDeterminant(a.view(), p, *staging_, *context_, nullptr);
+    SetModularLuTuning({});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->residue : p;
+  }
+  // The overlapped residue for every piece size of `piece_rows` and look-ahead on and off, each
+  // against the residue after the whole upload (and, for small orders, the direct upload's);
+  // returns that residue.
+  uint64_t ExpectOverlapSame(const Matrix& a, uint64_t p, const std::vector<int64_t>& piece_rows) {
+    const uint64_t serial = Staged(a, p, {.look_ahead = true, .overlap = false});
+    absl::StatusOr<DeterminantResult> direct =
+        ModularLuDeterminant(a.view(), p, *context_, nullptr);
+    EXPECT_TRUE(direct.ok()) << direct.status();
+    if (direct.ok()) {
+      EXPECT_EQ(direct->residue, serial) << "the context's own path";
+    }
+    for (const bool look_ahead : {true, false}) {
+      for (const int64_t rows : piece_rows) {
+        SCOPED_TRACE(::testing::Message()
+                     << "p=" << p << " look-ahead " << look_ahead << " piece rows " << rows);
+        EXPECT_EQ(Staged(a, p, {.look_ahead = look_ahead, .overlap = true, .piece_rows = rows}),
+                  serial);
+      }
+    }
+    return serial;
+  }
+
   std::unique_ptr<DeviceContext> context_;
   std::unique_ptr<Backend> cpu_;
+  std::unique_ptr<PinnedStaging> staging_;
 };
 
 TEST_F(CudaModularLuTest, RandomMatricesMatchCpuResidues) {
@@ -263,7 +303,7 @@ TEST_F(CudaModularLuTest, ReportsPhaseTimesAndWork) {
     EXPECT_GT(k.seconds, 0.0) << k.kernel;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"modp_residues", "modp_panel", "modp_gemm",
-                                             "modp_reduce", "modp_factor"}));
+                                             "modp_reduce", "modp_factor", "modp_total"}));
   // At least the 2/3 n^3 of the LU's multiply-adds (the DGEMMs do two pieces' worth).
   EXPECT_GT(r->stats.flops, 2.0 / 3.0 * 500.0 * 500.0 * 500.0);
 }
@@ -284,6 +324,134 @@ TEST_F(CudaModularLuTest, CancellationStopsBetweenPanels) {
   }
   // The context stays usable.
   EXPECT_EQ(Gpu(Matrix::FromValues<int64_t>(2, 2, {1, 2, 3, 4}), kPrime16), kPrime16 - 2);
+}
+
+// ---- The upload overlapped with the factorization (ModularLuTuning::overlap): pieces of rows
+// written transposed, the LU advancing as they land. Each residue against the same matrix's on the
+// path that factors after the whole upload and against the CPU backend's: orders around the panel
+// width and the piece sizes, several piece sizes, look-ahead on and off, pivots that move rows
+// across pieces, a dependence between pieces (singular), and int64 entries beyond int32 in the
+// first and in a later piece. ----
+
+std::vector<int64_t> Entries(int64_t n, int64_t bound, std::mt19937_64& rng) {
+  std::vector<int64_t> values(static_cast<size_t>(n * n));
+  for (int64_t& x : values) {
+    x = static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * bound + 1)) - bound;
+  }
+  return values;
+}
+
+// Piece sizes: a chunk's worth (0), one row at small orders, and sizes below, at and across the
+// panel width.
+std::vector<int64_t> PieceRows(int64_t n) {
+  if (n <= 128) return {0, 1, 7, 64, 128};
+  return {0, 100, 128, 300, 512};
+}
+
+TEST_F(CudaModularLuTest, RandomMatricesMatchTheSerialPathAndCpu) {
+  std::mt19937_64 rng(11);
+  for (const int64_t n : {1, 2, 127, 128, 1000, 1023, 1024, 1025, 2100}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n);
+    const Matrix a = Matrix::FromValues<int64_t>(n, n, Entries(n, int64_t{1} << 30, rng));
+    for (const uint64_t p : {uint64_t{3}, kPrime16, kPrime31}) {
+      EXPECT_EQ(ExpectOverlapSame(a, p, PieceRows(n)), Cpu(a, p));
+    }
+  }
+}
+
+TEST_F(CudaModularLuTest, OrderFourThousandMatchesTheSerialPathAndCpu) {
+  std::mt19937_64 rng(12);
+  const int64_t n = 4096;
+  const Matrix a = Matrix::FromValues<int64_t>(n, n, Entries(n, 1000, rng));
+  EXPECT_EQ(ExpectOverlapSame(a, kPrime16, {0, 256, 384}), Cpu(a, kPrime16));
+  ExpectOverlapSame(a, kPrime31, {0, 128, 256, 512});
+}
+
+TEST_F(CudaModularLuTest, PivotsFromLaterPiecesMoveRowsInEveryPiece) {
+  // In the matrix factored (A^T) the first column is row 0 of A: zero but for its last entry, and
+  // the top-left 140 x 140 block is zero: the pivots come from rows far below, and their moves
+  // reach the columns of every later piece as deferred work.
+  std::mt19937_64 rng(13);
+  const int64_t n = 1100;
+  std::vector<int64_t> values = Entries(n, 1000, rng);
+  for (int64_t i = 0; i < 140; ++i) {
+    for (int64_t j = 0; j < 140; ++j) values[i * n + j] = 0;
+  }
+  for (int64_t j = 0; j < n - 1; ++j) values[j] = 0;
+  values[n - 1] = 5;
+  const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
+  for (const uint64_t p : {uint64_t{3}, kPrime31}) {
+    const uint64_t expected = Cpu(a, p);
+    if (p > 3) {
+      EXPECT_NE(expected, 0u);
+    }
+    EXPECT_EQ(ExpectOverlapSame(a, p, {0, 100, 128, 300}), expected) << "p=" << p;
+  }
+}
+
+TEST_F(CudaModularLuTest, DependenceAcrossPiecesGivesZero) {
+  // Row 2000 = row 3 + row 1500 + p (small integers): singular mod p; in A^T a column of the last
+  // piece depends on columns of the first two.
+  std::mt19937_64 rng(14);
+  const int64_t n = 2100;
+  for (const uint64_t p : {kPrime16, kPrime31}) {
+    std::vector<int64_t> values = Entries(n, 1000, rng);
+    for (int64_t j = 0; j < n; ++j) {
+      values[2000 * n + j] = values[3 * n + j] + values[1500 * n + j] +
+                             static_cast<int64_t>(p) * (static_cast<int64_t>(rng() % 7) - 3);
+    }
+    const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
+    EXPECT_EQ(Cpu(a, p), 0u);
+    EXPECT_EQ(ExpectOverlapSame(a, p, {0, 256, 300}), 0u) << "p=" << p;
+  }
+}
+
+TEST_F(CudaModularLuTest, WideEntriesInTheFirstOrALaterPiece) {
+  // Entries beyond int32 go full width from the piece that holds the first of them on.
+  std::mt19937_64 rng(15);
+  const int64_t n = 1030;
+  const std::vector<int64_t> narrow = Entries(n, INT32_MAX, rng);
+  std::vector<int64_t> first = narrow;
+  first[5] = -(int64_t{1} << 40) + 3;
+  std::vector<int64_t> later = narrow;
+  later[static_cast<size_t>(n * n - 2)] = int64_t{INT32_MAX} + 1;
+  for (const auto& values : {first, later}) {
+    const Matrix a = Matrix::FromValues<int64_t>(n, n, values);
+    for (const uint64_t p : {kPrime16, kPrime31}) {
+      EXPECT_EQ(ExpectOverlapSame(a, p, {0, 128, 300}), Cpu(a, p)) << "p=" << p;
+    }
+  }
+}
+
+TEST_F(CudaModularLuTest, PrimesAboveTwoToTheThirtyTwoIgnoreTheStaging) {
+  // The uint64 path takes no pieces; the staging changes nothing there.
+  std::mt19937_64 rng(16);
+  const int64_t n = 300;
+  const Matrix a = Matrix::FromValues<int64_t>(n, n, Entries(n, 1000, rng));
+  const uint64_t p = kPrime62;
+  EXPECT_EQ(Staged(a, p, {.overlap = true, .piece_rows = 64}), Cpu(a, p));
+}
+
+TEST_F(CudaModularLuTest, ReportsTheWholeSpanBesideTheOverlappingPhases) {
+  std::mt19937_64 rng(17);
+  const int64_t n = 1100;
+  const Matrix a = Matrix::FromValues<int64_t>(n, n, Entries(n, 1000, rng));
+  SetModularLuTuning({.overlap = true, .piece_rows = 256});
+  absl::StatusOr<DeterminantResult> r =
+      StagedModularLuDeterminant(a.view(), kPrime31, *staging_, *context_, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  double residues = 0;
+  double factor = 0;
+  double total = 0;
+  for (const KernelRecord& k : r->stats.kernels) {
+    EXPECT_GT(k.seconds, 0.0) << k.kernel;
+    if (k.kernel == "modp_residues") residues = k.seconds;
+    if (k.kernel == "modp_factor") factor = k.seconds;
+    if (k.kernel == "modp_total") total = k.seconds;
+  }
+  EXPECT_GT(total, 0.0);
+  EXPECT_LE(residues, total * 1.001);
+  EXPECT_LE(factor, total * 1.001);
 }
 
 }  // namespace

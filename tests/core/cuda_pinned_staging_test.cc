@@ -144,7 +144,7 @@ class CudaPinnedStagingTest : public ::testing::Test {
     std::vector<int64_t> values;  // as the device received them, widened back on the host
   };
 
-  // UploadInPieces of `values`; each landed piece's bytes are copied (on the stream, as a
+  // UploadInPieces of `values`; each landed piece's bytes are copied (on the piece's stream, as a
   // consumer must) into a device buffer at the piece's offset, then read back.
   Delivered Upload(const std::vector<int64_t>& values) {
     Delivered delivered;
@@ -155,12 +155,13 @@ class CudaPinnedStagingTest : public ::testing::Test {
     EXPECT_TRUE(slots.ok() && landed.ok());
     if (!slots.ok() || !landed.ok()) return delivered;
     const absl::Status status = staging_->UploadInPieces(
-        values.data(), count, {slots->data(), slots->as<char>() + slot_bytes},
+        values.data(), count, PinnedStaging::kPieceValues,
+        {slots->data(), slots->as<char>() + slot_bytes},
         [&](const PinnedStaging::LandedPiece& piece) -> absl::Status {
           delivered.pieces.push_back(piece);
           const size_t width = piece.narrow ? sizeof(int32_t) : sizeof(int64_t);
           if (cudaMemcpyAsync(landed->as<int64_t>() + piece.first, piece.data, piece.count * width,
-                              cudaMemcpyDeviceToDevice, context_->stream()) != cudaSuccess) {
+                              cudaMemcpyDeviceToDevice, piece.stream) != cudaSuccess) {
             return absl::InternalError("cudaMemcpyAsync");
           }
           return absl::OkStatus();

@@ -36,6 +36,12 @@ timeout 200 "${bin}/matrixd_bench" --tables=modular --no_cpu --ntl_n=4096 --repe
   --primes=2147483629,65521,67108859 --modp_look_ahead=1,0 >"${out}/bench_modular.txt" 2>&1
 log "  exit $?"
 tee -a "${out}/summary.txt" <"${out}/bench_modular.txt"
+log "matrixd_bench --tables=modular (the upload overlapped with the LU: piece rows, overlap off)"
+timeout 120 "${bin}/matrixd_bench" --tables=modular --no_cpu --ntl_n=4096 --repeats=5 \
+  --primes=2147483629 --modp_piece_rows=0,512,256,128 --modp_overlap=1,0 \
+  >"${out}/bench_modular_overlap.txt" 2>&1
+log "  exit $?"
+tee -a "${out}/summary.txt" <"${out}/bench_modular_overlap.txt"
 log "matrixd_bench --tables=modular (GPU alone, n = 8192)"
 timeout 90 "${bin}/matrixd_bench" --tables=modular --no_cpu --no_ntl --ntl_n=8192 --repeats=3 \
   --primes=2147483629,65521,4611686018427387847 --modp_look_ahead=1,0 \
