@@ -732,15 +732,17 @@ absl::StatusOr<uint64_t> BalancedLuDeterminant(const MatrixView& a, uint64_t p,
   const size_t count = static_cast<size_t>(n) * static_cast<size_t>(n);
   const size_t bytes = count * sizeof(int64_t);
   const ModularLuTuning tuning = GetModularLuTuning();
-  const bool overlap = staging != nullptr && tuning.overlap;
+  const int64_t piece_rows =
+      StagedPieceRows(n, tuning.piece_rows, static_cast<int64_t>(PinnedStaging::kPieceValues));
+  // Pieces sized automatically overlap only where that pays; a size asked for always does.
+  const bool overlap =
+      staging != nullptr && tuning.overlap && (tuning.piece_rows > 0 || OverlapPays(n, piece_rows));
   PhaseClock clock;
   PhaseWork work;
   MATRIXD_RETURN_IF_ERROR(clock.Open(kTotal, context.stream()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer matrix, context.Allocate(bytes));
   const int64_t* host = a.As<int64_t>().data();
   auto overlapped = [&](const ResidueBatch&, BalancedLu::ColumnAdvance advance) {
-    const int64_t piece_rows =
-        StagedPieceRows(n, tuning.piece_rows, static_cast<int64_t>(PinnedStaging::kPieceValues));
     return StageTransposed(*staging, host, n, piece_rows, p, matrix.as<double>(), context, clock,
                            work, advance);
   };

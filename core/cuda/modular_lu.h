@@ -83,7 +83,9 @@ struct ModularLuTuning {
   // false: one stream, one after the other. The residues are the same either way.
   bool look_ahead = true;
   // Pageable entries through the pinned staging: the factorization overlaps the upload, as the
-  // first path above says; false: it starts after the last piece (entries in A's own layout).
+  // first path above says, where that pays (pieces sized automatically: at most
+  // kMaxOverlappedPieces of them, modular_lu_stages.h; an explicit piece_rows always overlaps);
+  // false: it starts after the last piece (entries in A's own layout).
   bool overlap = true;
   // Rows of A per piece of the overlapped upload; 0 (or more than fit): as many as a pinned chunk
   // holds at full width (PinnedStaging::kPieceValues / n, 1024 at n = 4096). Smaller pieces

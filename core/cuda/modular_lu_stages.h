@@ -22,6 +22,18 @@ inline int64_t StagedPieceRows(int64_t n, int64_t requested, int64_t piece_value
   return requested <= 0 ? most : std::min(requested, most);
 }
 
+// The most pieces an automatically sized overlapped upload may take (ModularLuTuning::piece_rows
+// = 0): beyond it the deferred updates, a few small launches per earlier panel and piece, cost
+// more than the overlap saves. Measured on an H100 (docs/benchmarks.md, 2026-11-27): n = 4096 in
+// 4 pieces 17.4 ms overlapped against 18.4 ms after the upload; n = 8192 in 16 pieces 78.6 ms
+// against 71.2 ms.
+inline constexpr int64_t kMaxOverlappedPieces = 4;
+
+// Whether the overlapped upload pays for order n in pieces of `piece_rows` rows (>= 1).
+inline bool OverlapPays(int64_t n, int64_t piece_rows) {
+  return (n + piece_rows - 1) / piece_rows <= kMaxOverlappedPieces;
+}
+
 // Where the panels of width `panel_width` (the last one narrower) stop when panels [0, factored)
 // are done and columns [0, landed) are in place: the end of the last panel wholly inside them.
 // REQUIRES: factored is 0 or a panel's end, factored <= landed <= n.

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <type_traits>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -19,10 +18,10 @@
 #include "absl/strings/string_view.h"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/cuda_stream.h"
-#include "core/cuda/device_memory_resource.h"
 #include "core/cuda/device_vector.h"
 #include "core/cuda/library_types.h"
 #include "core/memory_resource.h"
+#include "core/multi_gpu/cannon_ranks.h"
 #include "core/multi_gpu/nccl_status.h"
 #include "core/multi_gpu/operand_rectangles.h"
 #include "core/multi_gpu/result_rectangles.h"
@@ -34,11 +33,6 @@ namespace {
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-struct NcclCommDestroyer {
-  void operator()(ncclComm_t comm) const { ncclCommDestroy(comm); }
-};
-using OwnedComm = std::unique_ptr<std::remove_pointer_t<ncclComm_t>, NcclCommDestroyer>;
 
 // What the rounds need to know of the element type, chosen once per product so that the rest of
 // the algorithm is written once over bytes: its size, how NCCL moves it (a complex element as two
@@ -76,64 +70,6 @@ ElementType ElementTypeOf(DType dtype) {
                        .accumulate = &AccumulateBlockProduct<T>};
   });
 }
-
-// One GPU's share: its NCCL rank, streams, cuBLAS handle, round events and the memory resource
-// its blocks come from (the device's, as the CUDA backend's contexts allocate through). Owns all
-// but the resource.
-struct GpuRank {
-  // Takes `comm` and makes the rest on `device` (which it leaves current).
-  static absl::StatusOr<std::unique_ptr<GpuRank>> Create(int device, OwnedComm comm,
-                                                         const DeviceMemoryLimit& memory_limit) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-    MATRIXD_ASSIGN_OR_RETURN(MemoryResource * memory,
-                             cuda::DeviceMemoryResource(device, memory_limit));
-    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaStream compute, cuda::CudaStream::Create());
-    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaStream transfer, cuda::CudaStream::Create());
-    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaEvent products_done, cuda::CudaEvent::Create());
-    MATRIXD_ASSIGN_OR_RETURN(cuda::CudaEvent shifts_done, cuda::CudaEvent::Create());
-    std::unique_ptr<GpuRank> rank(new GpuRank(device, std::move(comm), memory, std::move(compute),
-                                              std::move(transfer), std::move(products_done),
-                                              std::move(shifts_done)));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasCreate(&rank->cublas));
-    MATRIXD_CUDA_RETURN_IF_ERROR(cublasSetStream(rank->cublas, rank->compute.get()));
-    return rank;
-  }
-  GpuRank(const GpuRank&) = delete;
-  GpuRank& operator=(const GpuRank&) = delete;
-  // The device stays current while the members (events, streams, then the communicator) go.
-  ~GpuRank() {
-    cudaSetDevice(device);
-    if (cublas != nullptr) cublasDestroy(cublas);
-  }
-
-  // Waits for both streams, ignoring errors: the blocks' memory goes back to the pool in the
-  // compute stream's order, and after a failure the transfer stream may still be using it.
-  void Drain() const {
-    cudaSetDevice(device);
-    cudaStreamSynchronize(compute.get());
-    cudaStreamSynchronize(transfer.get());
-  }
-
-  const int device;
-  const OwnedComm comm;
-  MemoryResource* const memory;
-  const cuda::CudaStream compute;
-  const cuda::CudaStream transfer;
-  cuda::CudaEvent products_done;  // the last round's GEMMs have read their buffers
-  cuda::CudaEvent shifts_done;    // the last round's shifts have landed
-  cublasHandle_t cublas = nullptr;
-
- private:
-  GpuRank(int device, OwnedComm comm, MemoryResource* memory, cuda::CudaStream compute,
-          cuda::CudaStream transfer, cuda::CudaEvent products_done, cuda::CudaEvent shifts_done)
-      : device(device),
-        comm(std::move(comm)),
-        memory(memory),
-        compute(std::move(compute)),
-        transfer(std::move(transfer)),
-        products_done(std::move(products_done)),
-        shifts_done(std::move(shifts_done)) {}
-};
 
 // The blocks one grid position holds: two buffers each of A and B (the current one is read by
 // this round's GEMM while the next one receives the shifted block) and C, from the rank's memory
@@ -259,16 +195,9 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
   const size_t block_elements = static_cast<size_t>(nb * nb);
   const size_t block_bytes = block_elements * element.bytes;
 
-  std::vector<ncclComm_t> comms(static_cast<size_t>(gpus));
-  MATRIXD_NCCL_RETURN_IF_ERROR(ncclCommInitAll(comms.data(), gpus, devices.data()));
-  std::vector<OwnedComm> owned_comms;
-  for (ncclComm_t comm : comms) owned_comms.emplace_back(comm);
-  std::vector<std::unique_ptr<GpuRank>> ranks;
-  for (int r = 0; r < gpus; ++r) {
-    MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<GpuRank> rank,
-                             GpuRank::Create(devices[r], std::move(owned_comms[r]), memory_limit));
-    ranks.push_back(std::move(rank));
-  }
+  // The ranks of an earlier product on these GPUs, or new ones; given back only on success.
+  MATRIXD_ASSIGN_OR_RETURN(RankSetLease lease, RankSetLease::Acquire(devices, memory_limit));
+  std::vector<std::unique_ptr<GpuRank>>& ranks = lease.ranks();
 
   // Grid position p = i q + j lives on rank p mod R. Initial skew: (i, j) holds A(i, j + i) and
   // B(i + j, j), indices mod q.
@@ -396,6 +325,7 @@ absl::StatusOr<Matrix> CannonGemm(const std::vector<int>& devices, const CannonO
   }
   MATRIXD_RETURN_IF_ERROR(SynchronizeComputeStreams(ranks));
   if (times != nullptr) times->gather_seconds = SecondsSince(gather_start);
+  lease.Keep();
   return c;
 }
 

@@ -27,6 +27,18 @@ TEST(StagedPieceRows, DefaultFillsAChunkAndRequestsAreClamped) {
   EXPECT_EQ(StagedPieceRows(100, 0, 50), 1);
 }
 
+// Automatic pieces overlap up to n = 4096 (4 pieces of a 4 Mi-value chunk), not beyond.
+TEST(OverlapPays, AtMostFourAutomaticPieces) {
+  constexpr int64_t kChunk = int64_t{4} << 20;
+  EXPECT_TRUE(OverlapPays(4096, StagedPieceRows(4096, 0, kChunk)));
+  EXPECT_TRUE(OverlapPays(1000, StagedPieceRows(1000, 0, kChunk)));
+  EXPECT_TRUE(OverlapPays(1, StagedPieceRows(1, 0, kChunk)));
+  EXPECT_FALSE(OverlapPays(4097, StagedPieceRows(4097, 0, kChunk)));
+  EXPECT_FALSE(OverlapPays(8192, StagedPieceRows(8192, 0, kChunk)));
+  EXPECT_TRUE(OverlapPays(400, 100));
+  EXPECT_FALSE(OverlapPays(401, 100));
+}
+
 TEST(FactorableEnd, StopsAtTheLastPanelInsideTheLandedColumns) {
   EXPECT_EQ(FactorableEnd(0, 1024, 4096, kPanel), 1024);
   EXPECT_EQ(FactorableEnd(0, 1000, 4096, kPanel), 896);

@@ -50,7 +50,7 @@ fi
 port=50063
 log "matrixd --backend=${backend}"
 start_matrixd "${port}" "${out}/matrixd.log" --backend="${backend}" --metrics=127.0.0.1:9473 \
-  --resident_memory_limit=60% || log "matrixd did not start"
+  --resident_memory_limit=60% --max_matrix_elements=20000000000 || log "matrixd did not start"
 ctl_timeout=300  # ctl (run_lib.sh)
 ctl health >>"${out}/cli.txt" 2>&1
 
