@@ -74,8 +74,7 @@ absl::Status CheckParts(const FactorizationView& f) {
       MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "LU factors", b * n, n, factor.dtype));
       // A factorization kept on the GPUs keeps its pivots there, beside the factors.
       if (f.kept == nullptr) {
-        MATRIXD_RETURN_IF_ERROR(
-            CheckPart(f.permutation, "permutation", 1, b * n, DType::kInt64));
+        MATRIXD_RETURN_IF_ERROR(CheckPart(f.permutation, "permutation", 1, b * n, DType::kInt64));
       }
       break;
     case FactorizationKind::kCholesky:

@@ -291,10 +291,9 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   // Kept, not wanted inline, over several GPUs: the factorization stays on them, so that none
   // crosses to the host (core/device_factorization.h). keep_input keeps a host copy of A beside
   // a factorization on one device instead.
-  options.keep_on_devices = registry != nullptr && options.devices > 1 &&
-                            request.result_options().keep_result() &&
-                            !request.result_options().also_inline() && !request.keep_input() &&
-                            outputs->empty();
+  options.keep_on_devices =
+      registry != nullptr && options.devices > 1 && request.result_options().keep_result() &&
+      !request.result_options().also_inline() && !request.keep_input() && outputs->empty();
   if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(

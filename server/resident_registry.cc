@@ -324,7 +324,8 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
   }
   uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
   for (const ResidentPart& part : parts) bytes += part.matrix.byte_size();
-  MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, ChargedEntry(rows, cols, dtype, bytes, owner));
+  MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           ChargedEntry(rows, cols, dtype, bytes, owner));
   if (layout == ResidentLayout::kDistributed) {
     MATRIXD_ASSIGN_OR_RETURN(entry->matrix, AllocateDistributed(rows, cols, dtype, *entry));
   } else if (!admissions_.empty()) {

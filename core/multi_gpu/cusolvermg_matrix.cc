@@ -153,8 +153,7 @@ absl::Status CusolverMgMatrix::Gather(void* out, bool lower_only) {
   return GatherRows(0, rows_, out, lower_only);
 }
 
-absl::Status CusolverMgMatrix::GatherRows(int64_t row0, int64_t count, void* out,
-                                          bool lower_only) {
+absl::Status CusolverMgMatrix::GatherRows(int64_t row0, int64_t count, void* out, bool lower_only) {
   if (staging_.empty()) return absl::FailedPreconditionError("CusolverMgMatrix: no staging");
   if (row0 < 0 || count < 0 || row0 + count > rows_) {
     return absl::InvalidArgumentError(absl::StrCat("CusolverMgMatrix::GatherRows: rows [", row0,
@@ -208,10 +207,9 @@ absl::Status CusolverMgMatrix::Diagonal(void* out) {
     const int64_t w = std::min(Width(b), rows_ - first);
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     // A[first + j, first + j] is entry first + j of the block's column j: ld + 1 elements apart.
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy2DAsync(destination + first * size, size, BlockStart(b) + first * size,
-                          (parts_[g].ld + 1) * size, size, w, cudaMemcpyDeviceToHost,
-                          streams_[g].get()));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
+        destination + first * size, size, BlockStart(b) + first * size, (parts_[g].ld + 1) * size,
+        size, w, cudaMemcpyDeviceToHost, streams_[g].get()));
   }
   for (int g = 0; g < gpus; ++g) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));

@@ -27,8 +27,8 @@ class KeptFactorization final : public DeviceFactorization {
       : DeviceFactorization(solver->factors().rows(), solver->factors().dtype(), kind),
         solver_(std::move(solver)) {
     for (size_t g = 0; g < device_indices.size(); ++g) {
-      parts_.push_back({.device_index = device_indices[g],
-                        .bytes = solver_->device_bytes(static_cast<int>(g))});
+      parts_.push_back(
+          {.device_index = device_indices[g], .bytes = solver_->device_bytes(static_cast<int>(g))});
     }
   }
 
@@ -54,9 +54,9 @@ class KeptFactorization final : public DeviceFactorization {
     for (uint64_t row = offset / row_bytes; row * row_bytes < end; row += chunk_rows) {
       const uint64_t count = std::min(chunk_rows, static_cast<uint64_t>(this->rows()) - row);
       rows.resize(count * row_bytes);
-      MATRIXD_RETURN_IF_ERROR(solver_->factors().GatherRows(
-          static_cast<int64_t>(row), static_cast<int64_t>(count), rows.data(),
-          kind() == FactorizationKind::kCholesky));
+      MATRIXD_RETURN_IF_ERROR(
+          solver_->factors().GatherRows(static_cast<int64_t>(row), static_cast<int64_t>(count),
+                                        rows.data(), kind() == FactorizationKind::kCholesky));
       const uint64_t begin = std::max(offset, row * row_bytes);
       const uint64_t stop = std::min(end, (row + count) * row_bytes);
       std::memcpy(out.data() + (begin - offset), rows.data() + (begin - row * row_bytes),
@@ -86,9 +86,9 @@ class KeptFactorization final : public DeviceFactorization {
  private:
   absl::StatusOr<Matrix> SolveLocked(const MatrixView& rhs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     CusolverMgMatrix& factors = solver_->factors();
-    MATRIXD_ASSIGN_OR_RETURN(CusolverMgMatrix b,
-                             CusolverMgMatrix::Create(solver_->grid(), rhs.rows, rhs.cols,
-                                                      rhs.dtype, factors.block()));
+    MATRIXD_ASSIGN_OR_RETURN(
+        CusolverMgMatrix b,
+        CusolverMgMatrix::Create(solver_->grid(), rhs.rows, rhs.cols, rhs.dtype, factors.block()));
     MATRIXD_RETURN_IF_ERROR(b.Scatter(rhs));
     MATRIXD_RETURN_IF_ERROR(solver_->Solve(b));
     Matrix x(rhs.rows, rhs.cols, rhs.dtype);

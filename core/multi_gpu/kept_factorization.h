@@ -1,9 +1,10 @@
-// A factorization over several GPUs left where cusolverMg computed it (core/device_factorization.h):
-// LU's packed factors with its pivots, or Cholesky's L, in cusolverMg's 1-D column block-cyclic
-// parts (cusolvermg_matrix.h), with the cusolverMg session (grid) that made them. Solve scatters B
-// over the same GPUs, runs getrs (potrs) on the kept parts and gathers X into host memory; Read
-// gathers the rows of the factor asked for. The grid's workspace is freed once the factorization
-// is kept and after each solve, so that between solves it holds only what Parts() counts.
+// A factorization over several GPUs left where cusolverMg computed it
+// (core/device_factorization.h): LU's packed factors with its pivots, or Cholesky's L, in
+// cusolverMg's 1-D column block-cyclic parts (cusolvermg_matrix.h), with the cusolverMg session
+// (grid) that made them. Solve scatters B over the same GPUs, runs getrs (potrs) on the kept parts
+// and gathers X into host memory; Read gathers the rows of the factor asked for. The grid's
+// workspace is freed once the factorization is kept and after each solve, so that between solves it
+// holds only what Parts() counts.
 #ifndef MATRIXD_CORE_MULTI_GPU_KEPT_FACTORIZATION_H_
 #define MATRIXD_CORE_MULTI_GPU_KEPT_FACTORIZATION_H_
 

@@ -115,6 +115,7 @@ absl::StatusOr<FactorizeResult> Lu(const std::vector<int>& devices, const Matrix
   result.stats.kernels.push_back(
       {"cusolvermg_getrf", getrf_seconds, 2 * a.byte_size(), getrf_flops});
   if (options.keep_on_devices) {
+    b.reset();  // on the grid the kept factorization takes
     MATRIXD_ASSIGN_OR_RETURN(result.kept, KeepLu(std::move(lu), FirstIndices(devices.size())));
   }
   return result;
@@ -153,6 +154,7 @@ absl::StatusOr<FactorizeResult> Cholesky(const std::vector<int>& devices, const 
   result.stats.kernels.push_back(
       {"cusolvermg_potrf", potrf_seconds, 2 * a.byte_size(), potrf_flops});
   if (options.keep_on_devices) {
+    b.reset();  // on the grid the kept factorization takes
     MATRIXD_ASSIGN_OR_RETURN(result.kept,
                              KeepCholesky(std::move(cholesky), FirstIndices(devices.size())));
   }

@@ -489,13 +489,12 @@ TEST(KeptMultiGpuFactorization, TheBackendSolvesAsOneGpusKeptFactorization) {
       SCOPED_TRACE(FactorizationName(options.kind));
       const bool lu = options.kind == FactorizationKind::kLu;
       const Matrix a = lu ? DiagonallyDominant<T>(n, 71) : HermitianPositiveDefinite<T>(n, 73);
-      absl::StatusOr<FactorizeResult> many = backend.Factorize(a.view(), Kept(options), nullptr,
-                                                               nullptr);
+      absl::StatusOr<FactorizeResult> many =
+          backend.Factorize(a.view(), Kept(options), nullptr, nullptr);
       ASSERT_TRUE(many.ok()) << many.status();
       ASSERT_NE(many->kept, nullptr);
-      const FactorizationView kept{.kind = options.kind,
-                                   .factor = many->kept->view(),
-                                   .kept = many->kept.get()};
+      const FactorizationView kept{
+          .kind = options.kind, .factor = many->kept->view(), .kept = many->kept.get()};
       EXPECT_GT(backend.SolveDeviceBytes(kept, b.view(), {}), b.byte_size() / 2);
       absl::StatusOr<SolveResult> x = backend.Solve(kept, b.view(), {}, nullptr);
       ASSERT_TRUE(x.ok()) << x.status();

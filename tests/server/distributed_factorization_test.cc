@@ -193,8 +193,8 @@ v1::Matrix RandomRhs(int64_t n, int64_t cols, v1::DType dtype) {
 // equals the one by a single-GPU kept factorization of the same matrix; releasing it gives its
 // bytes back.
 TEST_F(DistributedFactorizationRpcTest, EveryDTypeSolvesAsTheSingleGpuKeptFactorization) {
-  for (const v1::DType dtype : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_COMPLEX64,
-                                v1::DTYPE_COMPLEX128}) {
+  for (const v1::DType dtype :
+       {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_COMPLEX64, v1::DTYPE_COMPLEX128}) {
     for (const v1::FactorizationKind kind :
          {v1::FACTORIZATION_KIND_LU, v1::FACTORIZATION_KIND_CHOLESKY}) {
       for (const int64_t n : {1100, 300}) {
@@ -203,8 +203,7 @@ TEST_F(DistributedFactorizationRpcTest, EveryDTypeSolvesAsTheSingleGpuKeptFactor
         const std::string a = UploadHermitian(n, dtype);
         ASSERT_FALSE(a.empty());
         const uint64_t before = ResidentBytes();
-        const std::string many =
-            KeepFactorization(a, kind, gpus_, v1::RESIDENT_LAYOUT_DISTRIBUTED);
+        const std::string many = KeepFactorization(a, kind, gpus_, v1::RESIDENT_LAYOUT_DISTRIBUTED);
         const std::string one = KeepFactorization(a, kind, 1, v1::RESIDENT_LAYOUT_SINGLE_DEVICE);
         ASSERT_FALSE(many.empty() || one.empty());
         const v1::Matrix b = RandomRhs(n, 3, dtype);
@@ -236,8 +235,8 @@ TEST_F(DistributedFactorizationRpcTest, ADistributedOperandIsKeptAndDownloadsAsT
   *request.mutable_rhs() = b;
   absl::StatusOr<v1::FactorizeResponse> inline_factors = client_->Factorize(request);
   ASSERT_TRUE(inline_factors.ok()) << inline_factors.status();
-  const std::string kept = KeepFactorization(a, v1::FACTORIZATION_KIND_LU, gpus_,
-                                             v1::RESIDENT_LAYOUT_DISTRIBUTED);
+  const std::string kept =
+      KeepFactorization(a, v1::FACTORIZATION_KIND_LU, gpus_, v1::RESIDENT_LAYOUT_DISTRIBUTED);
   ASSERT_FALSE(kept.empty());
   absl::StatusOr<v1::Matrix> factor = client_->Download(kept);
   ASSERT_TRUE(factor.ok()) << factor.status();

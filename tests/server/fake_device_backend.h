@@ -68,17 +68,18 @@ class FakeDeviceResident final : public ResidentMatrix {
 class FakeKeptFactorization final : public DeviceFactorization {
  public:
   FakeKeptFactorization(FactorizeResult result, Backend& cpu, int parts)
-      : DeviceFactorization(result.kind == FactorizationKind::kLu ? result.lu.rows()
-                                                                  : result.l.rows(),
-                            result.kind == FactorizationKind::kLu ? result.lu.dtype()
-                                                                  : result.l.dtype(),
-                            result.kind),
+      : DeviceFactorization(
+            result.kind == FactorizationKind::kLu ? result.lu.rows() : result.l.rows(),
+            result.kind == FactorizationKind::kLu ? result.lu.dtype() : result.l.dtype(),
+            result.kind),
         result_(std::move(result)),
         cpu_(cpu),
         parts_(parts) {}
 
   int device_index() const override { return 0; }
-  std::string device() const override { return absl::StrCat("kept over ", parts_, " fake devices"); }
+  std::string device() const override {
+    return absl::StrCat("kept over ", parts_, " fake devices");
+  }
   absl::Status Read(uint64_t offset, std::span<std::byte> out) const override {
     if (absl::Status s = CheckRange(offset, out.size()); !s.ok()) return s;
     const Matrix& factor = kind() == FactorizationKind::kLu ? result_.lu : result_.l;

@@ -3,8 +3,8 @@
 // FakeKeptFactorization (tests/server/fake_device_backend.h). The registry charges each device its
 // part at once, even past the limit (the job's memory it was made in), gives it back on Release,
 // and frees it when the limit or quota refuses it; through gRPC it is kept distributed under one
-// handle, solves as the inline factorization does, downloads and multiplies as its factor,
-// refuses a wrong right-hand side or a transpose naming the field, and after Release is
+// handle, solves as the factorization kept on one device does, downloads and multiplies as its
+// factor, refuses a wrong right-hand side or a transpose naming the field, and after Release is
 // NOT_FOUND. The GPU run: tests/server/distributed_factorization_test.cc.
 #include <cstring>
 #include <memory>
@@ -23,9 +23,9 @@
 namespace matrixd::server {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeDeviceBackend;
 using testing::FakeKeptFactorization;
+using ::testing::HasSubstr;
 
 // A 4 x 4 LU made by the CPU backend, kept "over" 2 fake devices: 64 bytes on each.
 std::unique_ptr<FakeKeptFactorization> KeptLu(Backend& cpu) {
@@ -89,15 +89,15 @@ class KeptFactorizationRpcTest : public ::testing::Test {
     backend_ = owned.get();
     server_ = testing::StartTestServer(std::move(owned));
     ASSERT_NE(server_, nullptr);
-    client_ = std::make_unique<Client>(server_->address(),
-                                       ClientOptions{.deadline = absl::Seconds(20)});
+    client_ =
+        std::make_unique<Client>(server_->address(), ClientOptions{.deadline = absl::Seconds(20)});
   }
 
   // A 4 x 4 symmetric positive definite matrix and two right-hand sides.
   v1::FactorizeRequest Request(v1::FactorizationKind kind) const {
     v1::FactorizeRequest request;
-    *request.mutable_matrix() =
-        MakeMatrix<double>(4, 4, std::vector<double>{4, 1, 0, 0, 1, 5, 1, 0, 0, 1, 6, 1, 0, 0, 1, 7});
+    *request.mutable_matrix() = MakeMatrix<double>(
+        4, 4, std::vector<double>{4, 1, 0, 0, 1, 5, 1, 0, 0, 1, 6, 1, 0, 0, 1, 7});
     request.set_kind(kind);
     request.set_devices(2);
     return request;
@@ -119,13 +119,20 @@ TEST_F(KeptFactorizationRpcTest, KeptOverTheDevicesSolvesAndDownloadsAsTheInline
        {v1::FACTORIZATION_KIND_LU, v1::FACTORIZATION_KIND_CHOLESKY}) {
     SCOPED_TRACE(v1::FactorizationKind_Name(kind));
     const bool lu = kind == v1::FACTORIZATION_KIND_LU;
+    // The reference: the factors inline and kept on one device (also_inline), and its solve.
     v1::FactorizeRequest request = Request(kind);
-    *request.mutable_rhs() = Rhs();
+    request.mutable_result_options()->set_keep_result(true);
+    request.mutable_result_options()->set_also_inline(true);
     absl::StatusOr<v1::FactorizeResponse> inline_factors = client_->Factorize(request);
     ASSERT_TRUE(inline_factors.ok()) << inline_factors.status();
+    const std::string on_one = inline_factors->kept().at("factorization").handle();
+    v1::SolveRequest reference;
+    reference.mutable_factorization()->set_handle(on_one);
+    *reference.mutable_rhs() = Rhs();
+    absl::StatusOr<v1::SolveResponse> expected = client_->Solve(reference);
+    ASSERT_TRUE(expected.ok()) << expected.status();
 
-    request.clear_rhs();
-    request.mutable_result_options()->set_keep_result(true);
+    request.mutable_result_options()->set_also_inline(false);
     const size_t kept_before = backend_->kept().size();
     absl::StatusOr<v1::FactorizeResponse> kept = client_->Factorize(request);
     ASSERT_TRUE(kept.ok()) << kept.status();
@@ -150,12 +157,13 @@ TEST_F(KeptFactorizationRpcTest, KeptOverTheDevicesSolvesAndDownloadsAsTheInline
     absl::StatusOr<v1::SolveResponse> solved = client_->Solve(solve);
     ASSERT_TRUE(solved.ok()) << solved.status();
     EXPECT_EQ(backend_->kept().back()->solves.load(), 1);
-    EXPECT_EQ(solved->solution().data(), inline_factors->solution().data());
+    EXPECT_EQ(solved->solution().data(), expected->solution().data());
 
     absl::StatusOr<v1::Matrix> factor = client_->Download(handle.handle());
     ASSERT_TRUE(factor.ok()) << factor.status();
     EXPECT_EQ(factor->data(), (lu ? inline_factors->lu() : inline_factors->l()).data());
     ASSERT_TRUE(client_->Release(handle.handle()).ok());
+    ASSERT_TRUE(client_->Release(on_one).ok());
   }
 }
 
