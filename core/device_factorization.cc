@@ -1,6 +1,7 @@
 #include "core/device_factorization.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/distributed_resident_matrix.h"
 
 namespace matrixd {
 
@@ -10,13 +11,6 @@ absl::Status DeviceFactorization::Write(uint64_t /*offset*/, std::span<const std
                    " factorization kept over several GPUs is made by Factorize and not written"));
 }
 
-MatrixView DeviceFactorization::view() const {
-  return {.rows = rows(),
-          .cols = cols(),
-          .dtype = dtype(),
-          .data = nullptr,
-          .space = MemorySpace::kDevice,
-          .device = device_index()};
-}
+MatrixView DeviceFactorization::view() const { return PartsView(*this); }
 
 }  // namespace matrixd

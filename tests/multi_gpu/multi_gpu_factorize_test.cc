@@ -473,49 +473,54 @@ TEST(KeptMultiGpuFactorization, PartsCountEachGpusColumnsAndAreFreedWithIt) {
   EXPECT_GE(free_after + (uint64_t{4} << 20), free_before);
 }
 
-// Through the backend: Factorize with keep_on_devices, then Solve with the kept view
-// (FactorizationView::kept), equals the single-GPU kept factorization's solve in every dtype;
-// a transposed solve is refused naming transpose; a wrong right-hand side naming rhs.
+// Factorize with keep_on_devices through `backend`, then Solve with the kept view
+// (FactorizationView::kept), against one GPU's kept factorization of a well-conditioned T
+// matrix; a transposed solve is refused naming transpose, a wrong right-hand side naming rhs.
+template <typename T>
+void ExpectKeptSolvesAsOneGpus(Backend& backend, const FactorizeOptions& options) {
+  const int64_t n = 700;
+  const Matrix b = RandomMatrix<T>(n, 5, 67);
+  const bool lu = options.kind == FactorizationKind::kLu;
+  const Matrix a = lu ? DiagonallyDominant<T>(n, 71) : HermitianPositiveDefinite<T>(n, 73);
+  absl::StatusOr<FactorizeResult> many =
+      backend.Factorize(a.view(), Kept(options), nullptr, nullptr);
+  ASSERT_TRUE(many.ok()) << many.status();
+  ASSERT_NE(many->kept, nullptr);
+  const FactorizationView kept{
+      .kind = options.kind, .factor = many->kept->view(), .kept = many->kept.get()};
+  EXPECT_GT(backend.SolveDeviceBytes(kept, b.view(), {}), b.byte_size() / 2);
+  absl::StatusOr<SolveResult> x = backend.Solve(kept, b.view(), {}, nullptr);
+  ASSERT_TRUE(x.ok()) << x.status();
+  FactorizeOptions one_gpu = options;
+  one_gpu.devices = 1;
+  absl::StatusOr<FactorizeResult> one = backend.Factorize(a.view(), one_gpu, nullptr, nullptr);
+  ASSERT_TRUE(one.ok()) << one.status();
+  absl::StatusOr<SolveResult> y = backend.Solve(FactorizationOf(*one), b.view(), {}, nullptr);
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectClose<T>(y->x, x->x, 64);
+  ExpectSolves<T>(a, b, x->x, 16);
+  absl::StatusOr<SolveResult> transposed =
+      backend.Solve(kept, b.view(), {.transpose = SolveTranspose::kTranspose}, nullptr);
+  EXPECT_EQ(transposed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(transposed.status().message(), HasSubstr("transpose"));
+  const Matrix short_b = RandomMatrix<T>(n - 1, 1, 79);
+  absl::StatusOr<SolveResult> wrong = backend.Solve(kept, short_b.view(), {}, nullptr);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong.status().message(), HasSubstr("rhs"));
+}
+
+// Through the backend, every dtype, LU and Cholesky: ExpectKeptSolvesAsOneGpus.
 TEST(KeptMultiGpuFactorization, TheBackendSolvesAsOneGpusKeptFactorization) {
   MATRIXD_REQUIRE_TWO_GPUS();
-  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
-  ASSERT_TRUE(cuda.ok()) << cuda.status();
-  Backend& backend = **cuda;
-  ForEachFloatingType([&](auto type) {
-    using T = typename decltype(type)::type;
-    const int64_t n = 700;
-    const Matrix b = RandomMatrix<T>(n, 5, 67);
-    for (FactorizeOptions options : {Lu(), Cholesky()}) {
-      SCOPED_TRACE(FactorizationName(options.kind));
-      const bool lu = options.kind == FactorizationKind::kLu;
-      const Matrix a = lu ? DiagonallyDominant<T>(n, 71) : HermitianPositiveDefinite<T>(n, 73);
-      absl::StatusOr<FactorizeResult> many =
-          backend.Factorize(a.view(), Kept(options), nullptr, nullptr);
-      ASSERT_TRUE(many.ok()) << many.status();
-      ASSERT_NE(many->kept, nullptr);
-      const FactorizationView kept{
-          .kind = options.kind, .factor = many->kept->view(), .kept = many->kept.get()};
-      EXPECT_GT(backend.SolveDeviceBytes(kept, b.view(), {}), b.byte_size() / 2);
-      absl::StatusOr<SolveResult> x = backend.Solve(kept, b.view(), {}, nullptr);
-      ASSERT_TRUE(x.ok()) << x.status();
-      FactorizeOptions one_gpu = options;
-      one_gpu.devices = 1;
-      absl::StatusOr<FactorizeResult> one = backend.Factorize(a.view(), one_gpu, nullptr, nullptr);
-      ASSERT_TRUE(one.ok()) << one.status();
-      absl::StatusOr<SolveResult> y = backend.Solve(FactorizationOf(*one), b.view(), {}, nullptr);
-      ASSERT_TRUE(y.ok()) << y.status();
-      ExpectClose<T>(y->x, x->x, 64);
-      ExpectSolves<T>(a, b, x->x, 16);
-      absl::StatusOr<SolveResult> transposed =
-          backend.Solve(kept, b.view(), {.transpose = SolveTranspose::kTranspose}, nullptr);
-      EXPECT_EQ(transposed.status().code(), absl::StatusCode::kInvalidArgument);
-      EXPECT_THAT(transposed.status().message(), HasSubstr("transpose"));
-      const Matrix short_b = RandomMatrix<T>(n - 1, 1, 79);
-      absl::StatusOr<SolveResult> wrong = backend.Solve(kept, short_b.view(), {}, nullptr);
-      EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
-      EXPECT_THAT(wrong.status().message(), HasSubstr("rhs"));
-    }
-  });
+  absl::StatusOr<std::unique_ptr<Backend>> made = MakeBackend("cuda", {});
+  ASSERT_TRUE(made.ok()) << made.status();
+  const std::unique_ptr<Backend> backend = *std::move(made);
+  for (const FactorizeOptions& options : {Lu(), Cholesky()}) {
+    SCOPED_TRACE(FactorizationName(options.kind));
+    ForEachFloatingType([&](auto type) {
+      ExpectKeptSolvesAsOneGpus<typename decltype(type)::type>(*backend, options);
+    });
+  }
 }
 
 // A solve's admission estimate over the kept factorization's GPUs: B's part with its staging

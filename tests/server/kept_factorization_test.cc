@@ -103,6 +103,15 @@ class KeptFactorizationRpcTest : public ::testing::Test {
     return request;
   }
 
+  // The handle of the LU of Request's matrix kept over the 2 fake devices.
+  std::string KeepLu() {
+    v1::FactorizeRequest request = Request(v1::FACTORIZATION_KIND_LU);
+    request.mutable_result_options()->set_keep_result(true);
+    absl::StatusOr<v1::FactorizeResponse> kept = client_->Factorize(request);
+    EXPECT_TRUE(kept.ok()) << kept.status();
+    return kept.ok() ? kept->kept().at("factorization").handle() : "";
+  }
+
   FakeDeviceBackend* backend_ = nullptr;
   std::unique_ptr<MatrixServer> server_;
   std::unique_ptr<Client> client_;
@@ -169,11 +178,8 @@ TEST_F(KeptFactorizationRpcTest, KeptOverTheDevicesSolvesAndDownloadsAsTheInline
 
 // Used as a plain operand, the kept factor is gathered to the host: its product with I is itself.
 TEST_F(KeptFactorizationRpcTest, AsAnOperandItIsTheFactor) {
-  v1::FactorizeRequest request = Request(v1::FACTORIZATION_KIND_LU);
-  request.mutable_result_options()->set_keep_result(true);
-  absl::StatusOr<v1::FactorizeResponse> kept = client_->Factorize(request);
-  ASSERT_TRUE(kept.ok()) << kept.status();
-  const std::string handle = kept->kept().at("factorization").handle();
+  const std::string handle = KeepLu();
+  ASSERT_FALSE(handle.empty());
   v1::MultiplyRequest multiply;
   multiply.mutable_a_ref()->set_handle(handle);
   std::vector<double> identity(16, 0.0);
@@ -187,11 +193,8 @@ TEST_F(KeptFactorizationRpcTest, AsAnOperandItIsTheFactor) {
 }
 
 TEST_F(KeptFactorizationRpcTest, AWrongRightHandSideOrATransposeIsRefusedNamingTheField) {
-  v1::FactorizeRequest request = Request(v1::FACTORIZATION_KIND_LU);
-  request.mutable_result_options()->set_keep_result(true);
-  absl::StatusOr<v1::FactorizeResponse> kept = client_->Factorize(request);
-  ASSERT_TRUE(kept.ok()) << kept.status();
-  const std::string handle = kept->kept().at("factorization").handle();
+  const std::string handle = KeepLu();
+  ASSERT_FALSE(handle.empty());
   v1::SolveRequest solve;
   solve.mutable_factorization()->set_handle(handle);
   *solve.mutable_rhs() = MakeMatrix<float>(4, 1, std::vector<float>{1, 2, 3, 4});
