@@ -425,7 +425,9 @@ TEST(KeptMultiGpuFactorization, ReadOfARangeInsideRowsGivesThoseBytes) {
     std::vector<std::byte> range(8 * (3 * n + 11));
     ASSERT_TRUE(kept->kept->Read(offset, range).ok());
     EXPECT_EQ(std::memcmp(range.data(), whole.bytes() + offset, range.size()), 0);
-    if (options.kind == FactorizationKind::kCholesky) EXPECT_EQ(whole.As<double>()[1], 0.0);
+    if (options.kind == FactorizationKind::kCholesky) {
+      EXPECT_EQ(whole.As<double>()[1], 0.0);
+    }
   }
 }
 
@@ -486,8 +488,10 @@ void ExpectKeptSolvesAsOneGpus(Backend& backend, const FactorizeOptions& options
       backend.Factorize(a.view(), Kept(options), nullptr, nullptr);
   ASSERT_TRUE(many.ok()) << many.status();
   ASSERT_NE(many->kept, nullptr);
-  const FactorizationView kept{
-      .kind = options.kind, .factor = many->kept->view(), .kept = many->kept.get()};
+  FactorizationView kept;
+  kept.kind = options.kind;
+  kept.factor = many->kept->view();
+  kept.kept = many->kept.get();
   EXPECT_GT(backend.SolveDeviceBytes(kept, b.view(), {}), b.byte_size() / 2);
   absl::StatusOr<SolveResult> x = backend.Solve(kept, b.view(), {}, nullptr);
   ASSERT_TRUE(x.ok()) << x.status();

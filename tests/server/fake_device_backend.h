@@ -176,11 +176,22 @@ class FakeDeviceBackend final : public Backend {
   }
   absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
                                     const SolveOptions& options, JobControl* control) override {
-    if (factorization.kept == nullptr) return cpu_->Solve(factorization, rhs, options, control);
+    if (factorization.kept == nullptr) {
+      // A factorization kept on a fake device is host memory.
+      FactorizationView host = factorization;
+      for (MatrixView* part : {&host.factor, &host.r, &host.permutation, &host.input}) {
+        part->space = MemorySpace::kHost;
+      }
+      MatrixView host_rhs = rhs;
+      host_rhs.space = MemorySpace::kHost;
+      return cpu_->Solve(host, host_rhs, options, control);
+    }
     if (absl::Status s = CheckSolve(factorization, rhs, options); !s.ok()) return s;
     absl::StatusOr<Matrix> x = factorization.kept->Solve(rhs);
     if (!x.ok()) return x.status();
-    return SolveResult{.x = *std::move(x)};
+    SolveResult result;
+    result.x = *std::move(x);
+    return result;
   }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
