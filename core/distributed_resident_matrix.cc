@@ -122,13 +122,15 @@ uint64_t DistributedResidentMatrix::device_bytes() const {
   return bytes;
 }
 
-MatrixView DistributedResidentMatrix::view() const {
-  return {.rows = rows(),
-          .cols = cols(),
-          .dtype = dtype(),
+MatrixView PartsView(const ResidentMatrix& matrix) {
+  return {.rows = matrix.rows(),
+          .cols = matrix.cols(),
+          .dtype = matrix.dtype(),
           .data = nullptr,
           .space = MemorySpace::kDevice,
-          .device = device_index()};
+          .device = matrix.device_index()};
 }
+
+MatrixView DistributedResidentMatrix::view() const { return PartsView(*this); }
 
 }  // namespace matrixd

@@ -56,6 +56,10 @@ struct RowCyclicLayout {
   std::vector<RowRun> Runs(int64_t row0, int64_t count) const;
 };
 
+// A device view of `matrix`'s shape with null data on its device_index(): the view() of a resident
+// matrix that has no one address (its parts are read in place by the operations that take it).
+MatrixView PartsView(const ResidentMatrix& matrix);
+
 class DistributedResidentMatrix final : public ResidentMatrix {
  public:
   // Takes `parts` (layout.parts of them; part g a layout.LocalRows(g) x layout.cols matrix of

@@ -72,7 +72,10 @@ absl::Status CheckParts(const FactorizationView& f) {
   switch (f.kind) {
     case FactorizationKind::kLu:
       MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "LU factors", b * n, n, factor.dtype));
-      MATRIXD_RETURN_IF_ERROR(CheckPart(f.permutation, "permutation", 1, b * n, DType::kInt64));
+      // A factorization kept on the GPUs keeps its pivots there, beside the factors.
+      if (f.kept == nullptr) {
+        MATRIXD_RETURN_IF_ERROR(CheckPart(f.permutation, "permutation", 1, b * n, DType::kInt64));
+      }
       break;
     case FactorizationKind::kCholesky:
       MATRIXD_RETURN_IF_ERROR(CheckPart(factor, "L", b * n, n, factor.dtype));
@@ -232,6 +235,11 @@ absl::Status CheckSolve(const FactorizationView& f, const MatrixView& rhs,
     return absl::InvalidArgumentError(absl::StrCat(
         "transpose applies to LU factorizations only; this one is ", name,
         f.kind == FactorizationKind::kCholesky ? " (A is Hermitian: solve without it)" : ""));
+  }
+  if (options.transpose != SolveTranspose::kNone && f.kept != nullptr) {
+    return absl::InvalidArgumentError(
+        "transpose: a factorization kept over several GPUs solves A X = B only (cusolverMg's "
+        "getrs takes no transpose); factorize A^T instead");
   }
   if (options.residual && f.input.rows == 0) {
     return absl::InvalidArgumentError(

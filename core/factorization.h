@@ -38,7 +38,8 @@ absl::StatusOr<SolveResult> SolveEachMember(const FactorizationView& f, const Ma
 
 // What every backend's Solve checks first (shapes only; entries are not read), and the server
 // before it queues a solve. INVALID_ARGUMENT naming `rhs_field` when B does not fit (another dtype,
-// rows != op(A)'s rows, no columns), for a transpose of a factorization other than LU, for a
+// rows != op(A)'s rows, no columns), for a transpose of a factorization other than LU or of one
+// kept over several GPUs (FactorizationView::kept), for a
 // residual without a kept input, for a QR of a matrix with rows < cols, and for parts of the wrong
 // shape or dtype; FAILED_PRECONDITION naming the zero pivot when the factorization is singular.
 absl::Status CheckSolve(const FactorizationView& factorization, const MatrixView& rhs,

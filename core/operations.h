@@ -4,11 +4,13 @@
 
 #include <complex>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/accuracy.h"
+#include "core/device_factorization.h"
 #include "core/exact_certificate.h"
 #include "core/freivalds.h"
 #include "core/matrix.h"
@@ -120,6 +122,9 @@ struct FactorizeOptions {
   // > 1: LU or Cholesky of one square matrix (any floating dtype) over this many GPUs of the
   // backend (core/multi_gpu/multi_gpu_factorize.h); no batch, refinement or condition estimate.
   int devices = 1;
+  // With devices > 1: keep the factorization on the GPUs it ran on (FactorizeResult::kept)
+  // instead of gathering its factor into host memory. A backend that cannot ignores it.
+  bool keep_on_devices = false;
 };
 
 // What iterative refinement did (FactorizeOptions::refine).
@@ -165,6 +170,9 @@ struct FactorizeResult {
   // With options.refine. A refinement whose factorization ran in a lower precision than the
   // input's (the mixed path) returns no factors: lu and permutation are empty.
   std::optional<Refinement> refinement;
+  // With options.keep_on_devices, where honoured: the factorization left on the GPUs
+  // (core/device_factorization.h); `lu` or `l` is then empty (the permutation still comes back).
+  std::unique_ptr<DeviceFactorization> kept;
   ComputeStats stats;
 };
 
@@ -317,6 +325,10 @@ struct FactorizationView {
   int64_t batch_count = 0;
   // Of a batch: the first member with a zero pivot (at its singular_column), or -1.
   int64_t singular_member = -1;
+  // A factorization kept on the GPUs that computed it (core/device_factorization.h): `factor` is
+  // then its null-data device view, there is no permutation part, and only a backend that made
+  // one solves with it. Null otherwise.
+  DeviceFactorization* kept = nullptr;
 
   // How many matrices: batch_count, or 1.
   int64_t members() const { return batch_count > 0 ? batch_count : 1; }

@@ -179,7 +179,10 @@ absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegist
                      " has entries that are not finite (NaN or Inf)"));
   }
   input.resident_.emplace(*std::move(lease));
-  if (input.resident_->distributed() != nullptr && distributed == DistributedUse::kGather) {
+  // A factorization kept on the GPUs (its factor) is read by no operation in place: gathered.
+  const bool kept_on_gpus = input.resident_->device_factorization() != nullptr;
+  if ((input.resident_->distributed() != nullptr && distributed == DistributedUse::kGather) ||
+      kept_on_gpus) {
     if (absl::Status gathered = input.CopyToHost(); !gathered.ok()) {
       return absl::Status(gathered.code(),
                           absl::StrCat(field, ": resident matrix ", proto.handle(),

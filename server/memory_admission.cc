@@ -96,6 +96,11 @@ bool MemoryAdmission::TryReserve(uint64_t bytes) {
   return true;
 }
 
+void MemoryAdmission::ReserveHeld(uint64_t bytes) {
+  absl::MutexLock lock(&mutex_);
+  reserved_ += bytes;
+}
+
 void MemoryAdmission::Give(uint64_t bytes) {
   absl::MutexLock lock(&mutex_);
   reserved_ -= std::min(bytes, reserved_);

@@ -73,7 +73,11 @@ class MemoryAdmission {
   // `bytes` and returns true when they fit now and no waiter of Acquire has passed the
   // starvation limit; false otherwise. Give the bytes back with Unreserve.
   bool TryReserve(uint64_t bytes);
-  // Gives back bytes taken by TryReserve.
+  // Counts `bytes` already allocated under a running job's reservation, which it hands over (a
+  // result it keeps where it computed it): reserved at once, past the capacity if need be, since
+  // the job's reservation that covers them ends right after. Give them back with Unreserve.
+  void ReserveHeld(uint64_t bytes);
+  // Gives back bytes taken by TryReserve or ReserveHeld.
   void Unreserve(uint64_t bytes) { Give(bytes); }
 
   uint64_t capacity() const { return capacity_; }

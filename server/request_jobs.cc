@@ -134,7 +134,8 @@ absl::StatusOr<std::unique_ptr<PendingResident>> PendingResult(const KeepRequest
 // With keep_result, Factorize (of one matrix or of a batch) keeps its factorization under one
 // handle, named in kept as "factorization" and as its factor's field; the factor's inline field is
 // cleared unless also_inline. The other result matrices are kept as plain matrices by KeepResults.
-absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& result,
+// A factorization the backend left on the GPUs (FactorizeResult::kept) is kept there as it is.
+absl::Status KeepFactorization(const KeepRequest& keep, FactorizeResult& result,
                                const MatrixView* input, int64_t batch_count,
                                const JobControl& control, v1::FactorizeResponse* response) {
   const FactorizationView view = FactorizationOf(result, input, batch_count);
@@ -145,14 +146,16 @@ absl::Status KeepFactorization(const KeepRequest& keep, const FactorizeResult& r
   const char* field = view.kind == FactorizationKind::kLu         ? "lu"
                       : view.kind == FactorizationKind::kCholesky ? "l"
                                                                   : "q";
+  const ResidentFactorization kept{.kind = view.kind,
+                                   .singular_column = view.singular_column,
+                                   .input_kept = input != nullptr,
+                                   .batch_count = view.batch_count,
+                                   .singular_member = view.singular_member};
   absl::StatusOr<ResidentInfo> info =
-      keep.registry->KeepFactorization(view.factor, parts,
-                                       {.kind = view.kind,
-                                        .singular_column = view.singular_column,
-                                        .input_kept = input != nullptr,
-                                        .batch_count = view.batch_count,
-                                        .singular_member = view.singular_member},
-                                       field, control.device_index(), keep.owner);
+      result.kept != nullptr
+          ? keep.registry->KeepOnDevices(std::move(result.kept), kept, field, keep.owner)
+          : keep.registry->KeepFactorization(view.factor, parts, kept, field,
+                                             control.device_index(), keep.owner);
   if (!info.ok()) return info.status();
   const absl::Time now = absl::Now();
   ToProto(*info, now, &(*response->mutable_kept())["factorization"]);
@@ -285,6 +288,12 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   if (!outputs.ok()) return outputs.status();
   // The regions stay mapped while `outputs` lives, i.e. as long as the job.
   outputs->OfferTo(options.destinations);
+  // Kept, not wanted inline, over several GPUs: the factorization stays on them, so that none
+  // crosses to the host (core/device_factorization.h). keep_input keeps a host copy of A beside
+  // a factorization on one device instead.
+  options.keep_on_devices =
+      registry != nullptr && options.devices > 1 && request.result_options().keep_result() &&
+      !request.result_options().also_inline() && !request.keep_input() && outputs->empty();
   if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(
@@ -339,6 +348,10 @@ absl::StatusOr<JobSpec> MakeJob(const v1::SolveRequest& request, v1::SolveRespon
   spec.estimated_flops = EstimatedFlops(*inputs);
   spec.device_bytes =
       backend.SolveDeviceBytes(inputs->factorization, inputs->rhs.view(), inputs->options);
+  // A factorization kept over several GPUs solves on all of them (on each, spec.device_bytes).
+  if (inputs->factorization.kept != nullptr) {
+    spec.device_span = static_cast<int>(inputs->factorization.kept->Parts().size());
+  }
   if (absl::Status s = CheckResultOptions(request.result_options(), registry); !s.ok()) return s;
   absl::StatusOr<SharedMemoryOutputs> outputs = SharedMemoryOutputs::Resolve(
       request.result_options(), *response->GetDescriptor(), shared_memory, OwnerName(client));

@@ -349,7 +349,8 @@ absl::StatusOr<SolveInputs> ValidateRequest(const v1::SolveRequest& request, con
                                   .input = part("input"),
                                   .singular_column = kept->singular_column,
                                   .batch_count = kept->batch_count,
-                                  .singular_member = kept->singular_member};
+                                  .singular_member = kept->singular_member,
+                                  .kept = lease->device_factorization()};
   SolveInputs inputs{.lease = *std::move(lease),
                      .factorization = factorization,
                      .rhs = *std::move(rhs),

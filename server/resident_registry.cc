@@ -41,6 +41,8 @@ struct ResidentLease::Entry {
   std::unique_ptr<ResidentMatrix> matrix;
   // Matrices kept under the same handle (a factorization's), by name; on the matrix's device.
   std::vector<std::pair<std::string, std::unique_ptr<ResidentMatrix>>> parts;
+  // The matrix itself when it is a factorization kept on the GPUs (KeepOnDevices), else null.
+  DeviceFactorization* device_factorization = nullptr;
   ResidentInfo info;  // handle, label, created, last_used and finite are the registry's
   int pins = 0;       // live leases and unfinished FillingParts
   // A parallel upload's byte ranges taken by parts, begin -> end (registry's lock).
@@ -94,6 +96,10 @@ int ResidentLease::device_index() const { return entry_->matrix->device_index();
 
 const DistributedResidentMatrix* ResidentLease::distributed() const {
   return entry_->matrix->distributed();
+}
+
+DeviceFactorization* ResidentLease::device_factorization() const {
+  return entry_->device_factorization;
 }
 
 std::optional<MatrixView> ResidentLease::part(absl::string_view name) const {
@@ -275,21 +281,8 @@ uint64_t ResidentRegistry::owner_bytes(absl::string_view owner) const {
   return it == owner_bytes_.end() ? 0 : it->second->load();
 }
 
-absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithParts(
-    int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
-    const std::vector<ResidentPart>& parts, const ResidentOwner& owner, ResidentLayout layout) {
-  if (layout == ResidentLayout::kDistributed && admissions_.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "layout is RESIDENT_LAYOUT_DISTRIBUTED, which needs a server with at least 2 GPUs; this "
-        "one has ",
-        admissions_.size(), admissions_.empty() ? " (it computes on the host)" : "",
-        ": use RESIDENT_LAYOUT_SINGLE_DEVICE"));
-  }
-  if (layout == ResidentLayout::kDistributed && !parts.empty()) {
-    return absl::InternalError("a distributed resident matrix keeps no parts beside it");
-  }
-  uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
-  for (const ResidentPart& part : parts) bytes += part.matrix.byte_size();
+absl::StatusOr<std::shared_ptr<ResidentLease::Entry>> ResidentRegistry::ChargedEntry(
+    int64_t rows, int64_t cols, DType dtype, uint64_t bytes, const ResidentOwner& owner) {
   // Take the bytes from the limit first; ResidentAccounting gives them back on every failure.
   const uint64_t before = total_bytes_.fetch_add(bytes);
   auto entry = std::make_shared<Entry>();
@@ -313,6 +306,26 @@ absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithPar
         options_.limit_bytes - std::min(before, options_.limit_bytes), " of the ",
         options_.limit_bytes, " bytes of --resident_memory_limit are free"));
   }
+  return entry;
+}
+
+absl::StatusOr<std::unique_ptr<PendingResident>> ResidentRegistry::CreateWithParts(
+    int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
+    const std::vector<ResidentPart>& parts, const ResidentOwner& owner, ResidentLayout layout) {
+  if (layout == ResidentLayout::kDistributed && admissions_.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layout is RESIDENT_LAYOUT_DISTRIBUTED, which needs a server with at least 2 GPUs; this "
+        "one has ",
+        admissions_.size(), admissions_.empty() ? " (it computes on the host)" : "",
+        ": use RESIDENT_LAYOUT_SINGLE_DEVICE"));
+  }
+  if (layout == ResidentLayout::kDistributed && !parts.empty()) {
+    return absl::InternalError("a distributed resident matrix keeps no parts beside it");
+  }
+  uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * ElementSize(dtype);
+  for (const ResidentPart& part : parts) bytes += part.matrix.byte_size();
+  MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           ChargedEntry(rows, cols, dtype, bytes, owner));
   if (layout == ResidentLayout::kDistributed) {
     MATRIXD_ASSIGN_OR_RETURN(entry->matrix, AllocateDistributed(rows, cols, dtype, *entry));
   } else if (!admissions_.empty()) {
@@ -417,6 +430,44 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::KeepFactorization(
   MATRIXD_RETURN_IF_ERROR(entry->matrix->Flush());
   entry->info.factorization = factorization;
   return Register(std::move(entry), finite);
+}
+
+absl::StatusOr<ResidentInfo> ResidentRegistry::KeepOnDevices(
+    std::unique_ptr<DeviceFactorization> kept, const ResidentFactorization& factorization,
+    std::string label, const ResidentOwner& owner) {
+  const std::vector<DevicePart> parts = kept->Parts();
+  uint64_t bytes = 0;
+  for (const DevicePart& part : parts) {
+    if (part.device_index < 0 || part.device_index >= static_cast<int>(admissions_.size())) {
+      return absl::InternalError(absl::StrCat("a factorization kept on the GPUs names device ",
+                                              part.device_index, "; this server has ",
+                                              admissions_.size()));
+    }
+    bytes += part.bytes;
+  }
+  MATRIXD_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           ChargedEntry(kept->rows(), kept->cols(), kept->dtype(), bytes, owner));
+  {
+    absl::MutexLock lock(&mutex_);
+    for (const DevicePart& part : parts) {
+      MemoryAdmission* admission = admissions_[static_cast<size_t>(part.device_index)];
+      admission->ReserveHeld(part.bytes);
+      entry->accounting.part_reservations.emplace_back(admission, part.bytes);
+    }
+  }
+  entry->info.rows = kept->rows();
+  entry->info.cols = kept->cols();
+  entry->info.dtype = kept->dtype();
+  entry->info.bytes = bytes;
+  entry->info.device = kept->device();
+  entry->info.layout = ResidentLayout::kDistributed;
+  entry->info.label = std::move(label);
+  entry->info.owner = owner.name;
+  entry->info.factorization = factorization;
+  entry->device_factorization = kept.get();
+  entry->matrix = std::move(kept);
+  // Written in place on the GPUs: not inspected (see ResidentInfo::finite).
+  return Register(std::move(entry), /*finite=*/true);
 }
 
 absl::StatusOr<ResidentLease> ResidentRegistry::Acquire(absl::string_view handle,

@@ -39,6 +39,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/backend.h"
+#include "core/device_factorization.h"
 #include "core/resident_matrix.h"
 #include "server/memory_admission.h"
 
@@ -120,6 +121,8 @@ class ResidentLease {
   int device_index() const;
   // The parts of a distributed matrix (layout kDistributed), else null.
   const DistributedResidentMatrix* distributed() const;
+  // The factorization when the handle names one kept on the GPUs (KeepOnDevices), else null.
+  DeviceFactorization* device_factorization() const;
   // The view of the part kept with it as `name` (KeepFactorization), or nullopt.
   std::optional<MatrixView> part(absl::string_view name) const;
   // Copies bytes out (host memory).
@@ -243,6 +246,16 @@ class ResidentRegistry {
                                                  std::string label, int device_index = -1,
                                                  const ResidentOwner& owner = {});
 
+  // Keeps a factorization left on the GPUs that computed it (core/device_factorization.h) under
+  // one handle, as a distributed matrix: counted against the limit and the owner's quota (errors
+  // as for Create, which then free it), and each device's bytes (DeviceFactorization::Parts)
+  // reserved in that device's admission without waiting (MemoryAdmission::ReserveHeld: they are
+  // allocated already, under the reservation of the job that made them, which ends after it).
+  // Never spilled; Release frees it on every device.
+  absl::StatusOr<ResidentInfo> KeepOnDevices(std::unique_ptr<DeviceFactorization> kept,
+                                             const ResidentFactorization& factorization,
+                                             std::string label, const ResidentOwner& owner = {});
+
   // The matrix for an operation, restored to its device first if it was spilled. NOT_FOUND naming
   // `field` for an unknown, released or expired handle; RESOURCE_EXHAUSTED if it cannot be
   // restored.
@@ -281,6 +294,10 @@ class ResidentRegistry {
   absl::StatusOr<std::unique_ptr<PendingResident>> CreateWithParts(
       int64_t rows, int64_t cols, DType dtype, std::string label, int device_index,
       const std::vector<ResidentPart>& parts, const ResidentOwner& owner, ResidentLayout layout);
+  // A new entry charged `bytes` for a rows x cols matrix against the limit and `owner`'s quota
+  // (given back when it is destroyed). RESOURCE_EXHAUSTED as Create says.
+  absl::StatusOr<std::shared_ptr<Entry>> ChargedEntry(int64_t rows, int64_t cols, DType dtype,
+                                                      uint64_t bytes, const ResidentOwner& owner);
   // Reserves each device's part of a distributed matrix in `entry`'s accounting and allocates
   // the parts.
   absl::StatusOr<std::unique_ptr<ResidentMatrix>> AllocateDistributed(int64_t rows, int64_t cols,

@@ -41,6 +41,11 @@ class CusolverMgCholesky {
   // for another dtype; INTERNAL for a library error.
   absl::Status Solve(CusolverMgMatrix& b);
 
+  // The matrix factored in place (after Factor: L in its lower triangle, A's entries above).
+  CusolverMgMatrix& factors() { return *a_; }
+  // Device memory it holds on GPU g of its grid (the grid's workspace apart).
+  uint64_t device_bytes(int g) const { return a_->device_bytes(g); }
+
  private:
   CusolverMgCholesky() = default;
 

@@ -37,10 +37,7 @@ absl::StatusOr<void**> CusolverMgGrid::Workspace(int64_t elements, size_t elemen
   const int64_t bytes = std::max<int64_t>(elements, 1) * static_cast<int64_t>(element_size);
   if (bytes > workspace_bytes_) {
     // The old workspace may still be read by queued work.
-    MATRIXD_RETURN_IF_ERROR(Synchronize());
-    work_.clear();
-    work_pointers_.clear();
-    workspace_bytes_ = 0;
+    MATRIXD_RETURN_IF_ERROR(ReleaseWorkspace());
     for (int device : devices_) {
       MATRIXD_ASSIGN_OR_RETURN(
           auto work, DeviceAllocation<std::byte>::Allocate(device, static_cast<size_t>(bytes)));
@@ -50,6 +47,14 @@ absl::StatusOr<void**> CusolverMgGrid::Workspace(int64_t elements, size_t elemen
     workspace_bytes_ = bytes;
   }
   return work_pointers_.data();
+}
+
+absl::Status CusolverMgGrid::ReleaseWorkspace() {
+  MATRIXD_RETURN_IF_ERROR(Synchronize());
+  work_.clear();
+  work_pointers_.clear();
+  workspace_bytes_ = 0;
+  return absl::OkStatus();
 }
 
 absl::Status CusolverMgGrid::Synchronize() const {

@@ -42,6 +42,10 @@ class CusolverMgGrid {
     return workspace_bytes_ / static_cast<int64_t>(element_size);
   }
 
+  // Frees the workspace (after waiting for the work that may read it), so that a factorization
+  // kept on the grid holds only its matrices; the next Workspace call allocates it again.
+  absl::Status ReleaseWorkspace();
+
   // Waits for all work queued on every GPU (cusolverMg's routines return before their kernels
   // end on some GPUs).
   absl::Status Synchronize() const;

@@ -143,6 +143,11 @@ absl::StatusOr<std::vector<int64_t>> CusolverMgLu::Permutation() {
 
 absl::Status CusolverMgLu::GatherFactors(void* out) { return a_->Gather(out, false); }
 
+uint64_t CusolverMgLu::device_bytes(int g) const {
+  const auto index = static_cast<size_t>(g);
+  return a_->device_bytes(g) + pivots_[index].bytes() + summary_[index].bytes();
+}
+
 absl::Status CusolverMgLu::Solve(CusolverMgMatrix& b) {
   if (b.dtype() != a_->dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(

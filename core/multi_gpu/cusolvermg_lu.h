@@ -66,6 +66,12 @@ class CusolverMgLu {
   // INTERNAL for a library error.
   absl::Status Solve(CusolverMgMatrix& b);
 
+  // The matrix factored in place (after Factor: the packed factors).
+  CusolverMgMatrix& factors() { return *a_; }
+  // Device memory it holds on GPU g of its grid (its matrix, the pivots; the grid's workspace
+  // apart).
+  uint64_t device_bytes(int g) const;
+
  private:
   CusolverMgLu() = default;
   absl::Status RequireFloat64(const char* what) const;

@@ -1,6 +1,7 @@
 #include "core/multi_gpu/cusolvermg_matrix.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -149,7 +150,16 @@ absl::Status CusolverMgMatrix::Scatter(const MatrixView& a) {
 }
 
 absl::Status CusolverMgMatrix::Gather(void* out, bool lower_only) {
+  return GatherRows(0, rows_, out, lower_only);
+}
+
+absl::Status CusolverMgMatrix::GatherRows(int64_t row0, int64_t count, void* out, bool lower_only) {
   if (staging_.empty()) return absl::FailedPreconditionError("CusolverMgMatrix: no staging");
+  if (row0 < 0 || count < 0 || row0 + count > rows_) {
+    return absl::InvalidArgumentError(absl::StrCat("CusolverMgMatrix::GatherRows: rows [", row0,
+                                                   ", ", row0 + count, ") of ", rows_));
+  }
+  if (count == 0) return absl::OkStatus();
   // The parts were last written by cusolverMg's own streams.
   MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
   const int gpus = grid_->gpus();
@@ -159,34 +169,58 @@ absl::Status CusolverMgMatrix::Gather(void* out, bool lower_only) {
   for (int64_t b = 0; b < blocks; ++b) {
     const int g = static_cast<int>(b % gpus);
     const int64_t w = Width(b);
-    const int64_t first = b * block_;  // the block's first column
     const cudaStream_t own = streams_[g].get();
     std::byte* staging = staging_[g].get();
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
-    // Column-major rows x w to column-major w x rows, which is row-major rows x w.
-    MATRIXD_CUDA_RETURN_IF_ERROR(
-        cuda::LaunchTranspose(BlockStart(b), rows_, w, parts_[g].ld, staging, w, size, own));
-    if (lower_only) {
-      // Rows above the block's first column are all above the diagonal; the next w rows hold
-      // the block's diagonal square, whose strict upper triangle goes.
-      const int64_t above = std::min(first, rows_);
-      MATRIXD_CUDA_RETURN_IF_ERROR(
-          cudaMemsetAsync(staging, 0, static_cast<size_t>(above * w) * size, own));
-      if (first < rows_) {
-        MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchZeroStrictTriangle(
-            staging + static_cast<size_t>(first * w) * size, std::min(w, rows_ - first), w, size,
-            cuda::Triangle::kUpper, own));
-      }
-    }
-    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(destination + first * size, cols_ * size,
-                                                   staging, w * size, w * size, rows_,
+    // Column-major count x w (leading dimension ld) to column-major w x count, which is row-major
+    // count x w.
+    MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTranspose(BlockStart(b) + row0 * size, count, w,
+                                                       parts_[g].ld, staging, w, size, own));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(destination + b * block_ * size, cols_ * size,
+                                                   staging, w * size, w * size, count,
                                                    cudaMemcpyDeviceToHost, own));
   }
   for (int g = 0; g < gpus; ++g) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(streams_[g].get()));
   }
+  if (lower_only) {
+    // Row r keeps columns [0, r]: what cusolverMg left above the diagonal is A's, not L's.
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t first_zero = std::min(row0 + i + 1, cols_);
+      std::memset(destination + static_cast<size_t>(i * cols_ + first_zero) * size, 0,
+                  static_cast<size_t>(cols_ - first_zero) * size);
+    }
+  }
   return absl::OkStatus();
+}
+
+absl::Status CusolverMgMatrix::Diagonal(void* out) {
+  MATRIXD_RETURN_IF_ERROR(grid_->Synchronize());
+  const int gpus = grid_->gpus();
+  const int64_t blocks = (std::min(rows_, cols_) + block_ - 1) / block_;
+  const size_t size = element_size_;
+  auto* destination = static_cast<std::byte*>(out);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int g = static_cast<int>(b % gpus);
+    const int64_t first = b * block_;
+    const int64_t w = std::min(Width(b), rows_ - first);
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
+    // A[first + j, first + j] is entry first + j of the block's column j: ld + 1 elements apart.
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
+        destination + first * size, size, BlockStart(b) + first * size, (parts_[g].ld + 1) * size,
+        size, w, cudaMemcpyDeviceToHost, streams_[g].get()));
+  }
+  for (int g = 0; g < gpus; ++g) {
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaSetDevice(grid_->devices()[g]));
+    MATRIXD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(streams_[g].get()));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t CusolverMgMatrix::device_bytes(int g) const {
+  const auto index = static_cast<size_t>(g);
+  return data_[index].bytes() + (index < staging_.size() ? staging_[index].bytes() : 0);
 }
 
 }  // namespace matrixd::multi_gpu

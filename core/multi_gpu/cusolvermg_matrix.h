@@ -58,6 +58,14 @@ class CusolverMgMatrix {
   // Writes the matrix row-major into `out` (rows * cols elements of host memory) and waits; with
   // `lower_only`, the entries above the diagonal are written as zeros. INTERNAL for CUDA errors.
   absl::Status Gather(void* out, bool lower_only);
+  // Gather of rows [row0, row0 + count) only, into `out` (count * cols elements of host memory).
+  // INVALID_ARGUMENT for rows outside the matrix.
+  absl::Status GatherRows(int64_t row0, int64_t count, void* out, bool lower_only);
+  // Writes A[j, j] for j < min(rows, cols) into `out` (host memory) and waits. INTERNAL for CUDA
+  // errors.
+  absl::Status Diagonal(void* out);
+  // Device memory it holds on GPU g of its grid: its part and its staging.
+  uint64_t device_bytes(int g) const;
 
   // Bytes each GPU holds at most for a rows x cols matrix of `element_size`-byte elements over
   // `gpus` GPUs, staging included.

@@ -16,6 +16,7 @@
 #include "core/multi_gpu/cannon_gemm.h"
 #include "core/multi_gpu/multi_gpu_factorize.h"
 #include "core/multi_gpu/multi_gpu_lu.h"
+#include "core/status_macros.h"
 #include "core/validation.h"
 
 namespace matrixd::multi_gpu {
@@ -197,6 +198,45 @@ class MultiGpuBackend : public BackendWrapper {
                               const MatrixView* rhs) const override {
     if (options.devices <= 1) return target().FactorizeReadsOnDevice(a, options, rhs);
     return CheckMultiDeviceFactorize(a.dtype, a.rows, a.cols, options).ok();
+  }
+
+  // A factorization kept on the GPUs (FactorizationView::kept) solves with its own parts there;
+  // every other goes to the wrapped backend.
+  absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
+                                    const SolveOptions& options, JobControl* control) override {
+    if (factorization.kept == nullptr) return target().Solve(factorization, rhs, options, control);
+    MATRIXD_RETURN_IF_ERROR(CheckSolve(factorization, rhs, options));
+    if (IsCancelled(control)) return absl::CancelledError("solve cancelled");
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<Matrix> x = factorization.kept->Solve(rhs);
+    if (!x.ok()) {
+      return absl::Status(
+          x.status().code(),
+          absl::StrCat("cusolverMg ", FactorizationName(factorization.kind), " solve over ",
+                       factorization.kept->Parts().size(), " GPUs: ", x.status().message()));
+    }
+    SolveResult result;
+    result.x = *std::move(x);
+    result.stats.flops = SolveFlops(factorization, rhs.cols, false);
+    result.stats.bytes_moved = 2 * rhs.byte_size();
+    result.stats.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.stats.kernels.push_back(
+        {factorization.kind == FactorizationKind::kLu ? "cusolvermg_getrs" : "cusolvermg_potrs",
+         result.stats.seconds, result.stats.bytes_moved, result.stats.flops});
+    NameDevices(static_cast<int>(factorization.kept->Parts().size()), result.stats);
+    ReportProgress(control, 1.0);
+    return result;
+  }
+
+  uint64_t SolveDeviceBytes(const FactorizationView& factorization, const MatrixView& rhs,
+                            const SolveOptions& options) const override {
+    if (factorization.kept == nullptr) {
+      return target().SolveDeviceBytes(factorization, rhs, options);
+    }
+    return MultiGpuSolveDeviceBytesPerGpu(factorization.cols(), rhs.cols,
+                                          static_cast<int>(factorization.kept->Parts().size()),
+                                          kLuBlock, ElementSize(rhs.dtype));
   }
 
   uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,

@@ -12,8 +12,12 @@
 // (MultiplyOptions::distributed_a/_b, DeterminantOptions::distributed) is read from its parts.
 // Cannon writes C into MultiplyOptions::output when that is a resident matrix in device memory of
 // any of the GPUs, or a distributed one (its blocks' rows go straight to the parts owning them),
-// and then returns no C; otherwise C comes back to host memory. The per-GPU bytes below are what
-// each of the `devices` GPUs needs: the server reserves them on every one (JobSpec::device_span).
+// and then returns no C; otherwise C comes back to host memory. Factorize with devices > 1 runs
+// cusolverMg (multi_gpu_factorize.h) and, with FactorizeOptions::keep_on_devices, leaves the
+// factorization on the GPUs (FactorizeResult::kept); Solve of such a kept factorization
+// (FactorizationView::kept) runs on its GPUs, every other Solve on the wrapped backend. The per-GPU
+// bytes below are what each of the `devices` GPUs needs: the server reserves them on every one
+// (JobSpec::device_span).
 #ifndef MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 #define MATRIXD_CORE_MULTI_GPU_MULTI_GPU_BACKEND_H_
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "core/multi_gpu/cusolvermg_cholesky.h"
 #include "core/multi_gpu/cusolvermg_lu.h"
 #include "core/multi_gpu/cusolvermg_matrix.h"
+#include "core/multi_gpu/kept_factorization.h"
 #include "core/status_macros.h"
 
 namespace matrixd::multi_gpu {
@@ -25,18 +27,36 @@ double SecondsSince(Clock::time_point start) {
 // Real operations per multiply-add of the dtype: 2, or 8 for complex numbers.
 double FlopsPerUpdate(DType dtype) { return IsComplex(dtype) ? 8.0 : 2.0; }
 
-// getrf's info, read where it is defined: the first exactly zero U[j, j] of the row-major
-// packed factors.
-std::optional<int64_t> FirstZeroPivot(const Matrix& factors) {
-  return cuda::VisitFloatingType(factors.dtype(), [&](auto type) -> std::optional<int64_t> {
+// getrf's info, read where it is defined: the first exactly zero U[j, j] among `count` entries
+// `stride` elements apart (the diagonal of row-major packed factors, or the diagonal itself).
+std::optional<int64_t> FirstZeroPivot(const std::byte* entries, int64_t count, int64_t stride,
+                                      DType dtype) {
+  return cuda::VisitFloatingType(dtype, [&](auto type) -> std::optional<int64_t> {
     using T = typename decltype(type)::type;
-    const auto values = factors.As<T>();
-    const int64_t n = factors.rows();
-    for (int64_t j = 0; j < n; ++j) {
-      if (values[j * n + j] == T(0)) return j;
+    const auto* values = reinterpret_cast<const T*>(entries);
+    for (int64_t j = 0; j < count; ++j) {
+      if (values[j * stride] == T(0)) return j;
     }
     return std::nullopt;
   });
+}
+
+// The same, read from the factors left on the GPUs: their diagonal only comes to the host.
+absl::StatusOr<std::optional<int64_t>> FirstZeroPivotOnGpus(CusolverMgMatrix& factors) {
+  Matrix diagonal(1, factors.rows(), factors.dtype());
+  MATRIXD_RETURN_IF_ERROR(factors.Diagonal(diagonal.mutable_bytes()));
+  return FirstZeroPivot(diagonal.bytes(), factors.rows(), 1, factors.dtype());
+}
+
+// cusolverMg's workspace on a GPU holding `part` bytes of A, not known before its library is
+// asked: a tenth of the part (it needs a few blocks of columns in practice) and 64 MiB.
+uint64_t WorkspaceAllowance(uint64_t part) { return part / 10 + (uint64_t{64} << 20); }
+
+// Backend device indices 0 .. gpus - 1: the GPUs of a factorization over the first `gpus`.
+std::vector<int> FirstIndices(size_t gpus) {
+  std::vector<int> indices(gpus);
+  std::iota(indices.begin(), indices.end(), 0);
+  return indices;
 }
 
 // The right-hand side on the factorization's grid, or nothing without one.
@@ -70,9 +90,13 @@ absl::StatusOr<FactorizeResult> Lu(const std::vector<int>& devices, const Matrix
 
   FactorizeResult result;
   result.kind = FactorizationKind::kLu;
-  result.lu = options.destinations.MakeForOverwrite("lu", n, n, a.dtype);
-  MATRIXD_RETURN_IF_ERROR(lu->GatherFactors(result.lu.mutable_bytes()));
-  result.singular_column = FirstZeroPivot(result.lu);
+  if (options.keep_on_devices) {
+    MATRIXD_ASSIGN_OR_RETURN(result.singular_column, FirstZeroPivotOnGpus(lu->factors()));
+  } else {
+    result.lu = options.destinations.MakeForOverwrite("lu", n, n, a.dtype);
+    MATRIXD_RETURN_IF_ERROR(lu->GatherFactors(result.lu.mutable_bytes()));
+    result.singular_column = FirstZeroPivot(result.lu.bytes(), n, n + 1, a.dtype);
+  }
   if (b.has_value() && result.singular_column.has_value()) {
     return cuda::SingularSolveError(*result.singular_column);
   }
@@ -90,6 +114,10 @@ absl::StatusOr<FactorizeResult> Lu(const std::vector<int>& devices, const Matrix
   result.stats.flops = getrf_flops + per_update * nd * nd * nrhs;
   result.stats.kernels.push_back(
       {"cusolvermg_getrf", getrf_seconds, 2 * a.byte_size(), getrf_flops});
+  if (options.keep_on_devices) {
+    b.reset();  // on the grid the kept factorization takes
+    MATRIXD_ASSIGN_OR_RETURN(result.kept, KeepLu(std::move(lu), FirstIndices(devices.size())));
+  }
   return result;
 }
 
@@ -109,8 +137,10 @@ absl::StatusOr<FactorizeResult> Cholesky(const std::vector<int>& devices, const 
 
   FactorizeResult result;
   result.kind = FactorizationKind::kCholesky;
-  result.l = options.destinations.MakeForOverwrite("l", n, n, a.dtype);
-  MATRIXD_RETURN_IF_ERROR(cholesky->GatherFactor(result.l.mutable_bytes()));
+  if (!options.keep_on_devices) {
+    result.l = options.destinations.MakeForOverwrite("l", n, n, a.dtype);
+    MATRIXD_RETURN_IF_ERROR(cholesky->GatherFactor(result.l.mutable_bytes()));
+  }
   const double nd = static_cast<double>(n);
   const double nrhs = b.has_value() ? static_cast<double>(b->cols()) : 0.0;
   if (b.has_value()) {
@@ -123,6 +153,11 @@ absl::StatusOr<FactorizeResult> Cholesky(const std::vector<int>& devices, const 
   result.stats.flops = potrf_flops + per_update * nd * nd * nrhs;
   result.stats.kernels.push_back(
       {"cusolvermg_potrf", potrf_seconds, 2 * a.byte_size(), potrf_flops});
+  if (options.keep_on_devices) {
+    b.reset();  // on the grid the kept factorization takes
+    MATRIXD_ASSIGN_OR_RETURN(result.kept,
+                             KeepCholesky(std::move(cholesky), FirstIndices(devices.size())));
+  }
   return result;
 }
 
@@ -149,8 +184,9 @@ absl::StatusOr<FactorizeResult> MultiGpuFactorize(const std::vector<int>& device
                                                : Lu(devices, a, options, rhs, block);
   if (!result.ok()) return result;
   result->stats.seconds = SecondsSince(start);
-  // The operands in, the factors and X out, each through a transpose on its GPU.
-  result->stats.bytes_moved = 4 * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
+  // The operands in, the factors (unless kept) and X out, each through a transpose on its GPU.
+  result->stats.bytes_moved = (result->kept != nullptr ? 2 : 4) * a.byte_size() +
+                              (rhs != nullptr ? 4 * rhs->byte_size() : 0);
   return result;
 }
 
@@ -160,10 +196,13 @@ uint64_t MultiGpuFactorizeDeviceBytesPerGpu(int64_t n, int64_t nrhs, int gpus, i
   const uint64_t b =
       nrhs > 0 ? CusolverMgMatrix::BytesPerGpu(n, nrhs, block, gpus, element_size) : 0;
   const uint64_t pivots = static_cast<uint64_t>(n) * sizeof(int);
-  // cusolverMg's workspace, not known before its library is asked: a tenth of the part (it needs
-  // a few blocks of columns in practice) and 64 MiB.
-  const uint64_t workspace = a / 10 + (uint64_t{64} << 20);
-  return a + b + pivots + workspace;
+  return a + b + pivots + WorkspaceAllowance(a);
+}
+
+uint64_t MultiGpuSolveDeviceBytesPerGpu(int64_t n, int64_t nrhs, int gpus, int64_t block,
+                                        size_t element_size) {
+  return CusolverMgMatrix::BytesPerGpu(n, nrhs, block, gpus, element_size) +
+         WorkspaceAllowance(CusolverMgMatrix::BytesPerGpu(n, n, block, gpus, element_size));
 }
 
 }  // namespace matrixd::multi_gpu

@@ -23,7 +23,9 @@ namespace matrixd::multi_gpu {
 // (FactorizeResult::singular_column) unless there is a right-hand side: then, and for a matrix
 // that is not positive definite, FAILED_PRECONDITION as on one GPU. UNAVAILABLE when cusolverMg
 // cannot be loaded; RESOURCE_EXHAUSTED when a GPU's part does not fit; INTERNAL for CUDA and
-// cuSOLVER errors.
+// cuSOLVER errors. With options.keep_on_devices the factorization stays on the GPUs
+// (FactorizeResult::kept, kept_factorization.h; GPU g of `devices` named as the backend's device
+// index g, the backend running it over its first devices.size() GPUs) and no factor comes back.
 absl::StatusOr<FactorizeResult> MultiGpuFactorize(const std::vector<int>& devices,
                                                   const MatrixView& a,
                                                   const FactorizeOptions& options,
@@ -35,6 +37,12 @@ absl::StatusOr<FactorizeResult> MultiGpuFactorize(const std::vector<int>& device
 // (not known before the library is asked).
 uint64_t MultiGpuFactorizeDeviceBytesPerGpu(int64_t n, int64_t nrhs, int gpus, int64_t block,
                                             size_t element_size);
+
+// The device memory a solve with a factorization kept over `gpus` GPUs (kept_factorization.h)
+// needs on each of them besides the factorization: its parts of the n x nrhs right-hand side with
+// their staging, and an allowance for cusolverMg's workspace.
+uint64_t MultiGpuSolveDeviceBytesPerGpu(int64_t n, int64_t nrhs, int gpus, int64_t block,
+                                        size_t element_size);
 
 }  // namespace matrixd::multi_gpu
 

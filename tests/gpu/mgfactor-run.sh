@@ -11,6 +11,17 @@
 #      generator has no random SPD kind), then `factorize --kind lu|cholesky --keep` with
 #      --devices=1 and --devices=2, REPEATS times each (the first warms up); the factors are kept
 #      on the server (an 8 GB result does not fit a response) and removed after each run.
+#   3. BIG=N (optional): a distributed float64 N x N random matrix (`generate --layout=distributed`,
+#      8 N^2 bytes: 80 GB at N = 100000), LU over both GPUs with --keep (the factorization stays
+#      distributed on the GPUs, no factor crosses to the host), `ls` (the kept handle's bytes and
+#      devices), solve by the kept handle with 1 and then 4 random right-hand sides (X of the first
+#      to x-big.npy), nvidia-smi before and after releasing it. Then, at CHECK_N (default 20000),
+#      the accuracy: the solve by a kept factorization over 2 GPUs against the solve by one kept on
+#      one GPU with --keep_input (whose --residual the server reports), max |X2 - X1| / max |X1|.
+#      Memory: the operand stays resident beside its factors, so each GPU needs about
+#      4 N^2 (its half of A) + 4.4 N^2 (its half of the factors, cusolverMg's workspace allowance)
+#      bytes: N = 90000 fits two H100s (68 GB each), N = 100000 needs two H200s (84 GB each).
+#      The factorization gathers a distributed operand to host memory first (8 N^2 bytes).
 # Every step runs under `timeout`; a failure stops nothing else. Output in $OUT (summary.txt,
 # cli.txt, matrixd.log, the tests' logs), tarred into $OUT/mgfactor-logs.tar.gz at the end.
 #
@@ -22,7 +33,10 @@
 #       build/tests/matrixd_server_test
 # then through the device tool, carry [".gpu"], kind nvidia-h100-x2:
 #   tests/gpu/mgfactor-run.sh
-# Knobs: SIZES="16384 32768", REPEATS=2, GATE=1 (0 skips step 1), BIN (default .gpu/bin).
+# Knobs: SIZES="16384 32768", REPEATS=2, GATE=1 (0 skips step 1), BIN (default .gpu/bin),
+# BIG=0 (N of step 3; 0 skips it), CHECK_N=20000. The big run alone, on two H200s:
+#   BIG=100000 SIZES= GATE=0 tests/gpu/mgfactor-run.sh      (kind nvidia-h200-x2)
+#   BIG=90000 SIZES= GATE=0 tests/gpu/mgfactor-run.sh       (kind nvidia-h100-x2)
 set -uo pipefail
 # shellcheck source=tests/gpu/run_lib.sh
 source "$(dirname "$0")/run_lib.sh" mgfactor
@@ -35,13 +49,13 @@ gpu_topology
 if [ "${GATE:-1}" = 1 ]; then
   log "matrixd_multi_gpu_test"
   run_gtest 400 "${out}/multi_gpu_test.txt" "${bin}/matrixd_multi_gpu_test" --gtest_brief=1 \
-    --gtest_filter='MultiGpuFactorize.*:MultiGpuBackend.*:MultiGpuLu.*'
+    --gtest_filter='MultiGpuFactorize.*:KeptMultiGpuFactorization.*:MultiGpuSolveDevice*:MultiGpuBackend.*:MultiGpuLu.*'
   log "matrixd_core_test"
   run_gtest 300 "${out}/core_test.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
     --gtest_filter='*SupportsTest*:FactorizeDevices.*:*Factorize*'
   log "matrixd_server_test"
   run_gtest 200 "${out}/server_test.txt" "${bin}/matrixd_server_test" --gtest_brief=1 \
-    --gtest_filter='BadRequestTest.*:MultiDeviceAdmission*'
+    --gtest_filter='BadRequestTest.*:MultiDeviceAdmission*:DistributedFactorizationRpcTest.*:Kept*'
 fi
 
 port=50066
@@ -87,6 +101,68 @@ for n in ${sizes}; do
   ctl rm "${s}" >/dev/null 2>&1
   ctl ls >>"${out}/cli.txt" 2>&1
 done
+
+# timed LABEL ARGS...: one matrixctl call, its round trip and cusolver kernel lines to the summary;
+# prints the handles it kept.
+timed() {
+  local label=$1
+  shift
+  echo "### ${label}: matrixctl $*" >>"${out}/cli.txt"
+  local t0 reply rc
+  t0=$(now)
+  reply=$(ctl "$@" 2>&1)
+  rc=$?
+  echo "${reply}" >>"${out}/cli.txt"
+  log "  ${label}: exit ${rc}, round trip $(since "${t0}") s;" \
+    "$(echo "${reply}" | grep -E 'cusolver|seconds|residual|error|rror' | tr -s ' ' | tr '\n' ';' | cut -c1-400)" >&2
+  echo "${reply}" | grep -oE 'kept [a-z_]+: [0-9a-f]+' | awk '{print $3}' | sort -u
+}
+
+# max |X2 - X1| / max |X1| of two .npy files, when numpy is here.
+compare_npy() {
+  if command -v python3 >/dev/null && python3 -c 'import numpy' 2>/dev/null; then
+    python3 -c "
+import numpy as np
+a = np.load('$1'); b = np.load('$2')
+print('max |X2 - X1| / max |X1| =', np.abs(a - b).max() / np.abs(a).max(), 'finite:', np.isfinite(b).all())" 2>&1
+  else
+    echo "no numpy here; compare $1 and $2 by hand"
+  fi
+}
+
+big=${BIG:-0}
+if [ "${big}" -gt 0 ]; then
+  log "big: LU of a distributed float64 ${big} x ${big} kept over 2 GPUs, solved by its handle"
+  a=$(generate "distributed random ${big}" random "${big}" --seed=21 --layout=distributed)
+  nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv >>"${out}/summary.txt" 2>&1
+  f=$(timed "factorize LU n=${big} devices=2 --keep" factorize "@${a:0:8}" --kind=lu --devices=2 \
+    --keep | head -1)
+  ctl ls >>"${out}/cli.txt" 2>&1
+  ctl ls 2>&1 | grep -i "${f:0:8}" >>"${out}/summary.txt"
+  nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv >>"${out}/summary.txt" 2>&1
+  timed "solve n=${big} by the kept handle, 1 rhs" solve "@${f:0:8}" --rhs_random=1 \
+    --output="${out}/x-big.npy" >/dev/null
+  timed "solve n=${big} by the kept handle, 4 rhs" solve "@${f:0:8}" --rhs_random=4 >/dev/null
+  ctl rm "${f}" "${a}" >/dev/null 2>&1
+  log "  after rm (every GPU's memory given back):"
+  nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv >>"${out}/summary.txt" 2>&1
+  rm -f "${out}/x-big.npy"
+
+  check=${CHECK_N:-20000}
+  log "accuracy at n=${check}: kept over 2 GPUs vs kept on 1 GPU (with its residual)"
+  c=$(generate "distributed random ${check}" random "${check}" --seed=23 --layout=distributed)
+  f2=$(timed "factorize LU n=${check} devices=2 --keep" factorize "@${c:0:8}" --kind=lu \
+    --devices=2 --keep | head -1)
+  f1=$(timed "factorize LU n=${check} devices=1 --keep --keep_input" factorize "@${c:0:8}" \
+    --kind=lu --devices=1 --keep --keep_input | grep -v '^$' | head -1)
+  timed "solve n=${check} kept on 1 GPU, --residual" solve "@${f1:0:8}" --rhs_random=2 \
+    --residual --output="${out}/x1.npy" >/dev/null
+  timed "solve n=${check} kept over 2 GPUs" solve "@${f2:0:8}" --rhs_random=2 \
+    --output="${out}/x2.npy" >/dev/null
+  log "  $(compare_npy "${out}/x1.npy" "${out}/x2.npy")"
+  ctl rm "${f1}" "${f2}" "${c}" >/dev/null 2>&1
+  rm -f "${out}/x1.npy" "${out}/x2.npy"
+fi
 
 kill "${pid}"
 wait "${pid}" 2>/dev/null

@@ -3,16 +3,20 @@
 // complex64, complex128): LU factors and permutation reproduce A and equal one GPU's, solves have
 // small residuals, Cholesky's L L^H = A; orders not a multiple of the block, smaller than the
 // block times the GPUs, n = 1; singular and non-positive-definite inputs answer as on one GPU; a
-// resident operand is read on its GPU; the admission estimate scales with the element size. The
-// GPU cases skip with fewer than 2 GPUs.
+// resident operand is read on its GPU; the admission estimate scales with the element size; a
+// factorization kept on the GPUs (keep_on_devices) reads back as the gathered factors and solves
+// as they do, through the backend as one GPU's kept factorization. The GPU cases skip with fewer
+// than 2 GPUs.
 #include "core/multi_gpu/multi_gpu_factorize.h"
 
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
+#include "core/device_factorization.h"
 #include "core/factorization.h"
 #include "core/make_backend.h"
 #include "core/resident_matrix.h"
@@ -344,6 +348,193 @@ TEST(MultiGpuFactorize, TheBackendRefusesMoreDevicesThanItHasNamingDevices) {
   const absl::Status status = (*cuda)->Supports(FactorizeQuery(a.view(), options, nullptr));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("devices is"));
+}
+
+// ---- Factorizations kept on the GPUs (FactorizeOptions::keep_on_devices, kept_factorization.h)
+
+FactorizeOptions Kept(FactorizeOptions options) {
+  options.keep_on_devices = true;
+  return options;
+}
+
+// The kept factor read back whole (DeviceFactorization::Read).
+Matrix ReadWhole(const DeviceFactorization& kept) {
+  Matrix whole(kept.rows(), kept.cols(), kept.dtype());
+  EXPECT_TRUE(kept.Read(0, {whole.mutable_bytes(), whole.byte_size()}).ok());
+  return whole;
+}
+
+// Every dtype, LU and Cholesky, orders around the block (333 over blocks of 64: the last block
+// short; 100: fewer blocks than 2 GPUs' worth; 37: the second GPU holds nothing; 1): a kept
+// factorization returns no factor, the same permutation and singular column as the gathered one,
+// reads back as the gathered factor bit for bit, and solves 3 right-hand sides to the gathered
+// factorization's solution (the same getrs / potrs on the same parts).
+TEST(KeptMultiGpuFactorization, EveryDTypeReadsAsTheGatheredFactorsAndSolvesAsThey) {
+  MATRIXD_REQUIRE_TWO_GPUS();
+  ForEachFloatingType([](auto type) {
+    using T = typename decltype(type)::type;
+    for (int64_t n : {333, 100, 37, 1}) {
+      for (FactorizeOptions options : {Lu(), Cholesky()}) {
+        SCOPED_TRACE(::testing::Message() << n << " " << FactorizationName(options.kind));
+        const bool lu = options.kind == FactorizationKind::kLu;
+        const Matrix a = lu ? RandomMatrix<T>(n, n, 43 + n) : HermitianPositiveDefinite<T>(n, 47);
+        const Matrix b = RandomMatrix<T>(n, 3, 53 + n);
+        const MatrixView rhs = b.view();
+        absl::StatusOr<FactorizeResult> gathered =
+            MultiGpuFactorize(kTwo, a.view(), options, &rhs, 64);
+        ASSERT_TRUE(gathered.ok()) << gathered.status();
+        absl::StatusOr<FactorizeResult> kept =
+            MultiGpuFactorize(kTwo, a.view(), Kept(options), nullptr, 64);
+        ASSERT_TRUE(kept.ok()) << kept.status();
+        ASSERT_NE(kept->kept, nullptr);
+        EXPECT_TRUE(kept->lu.empty());
+        EXPECT_TRUE(kept->l.empty());
+        EXPECT_EQ(kept->kept->kind(), options.kind);
+        EXPECT_EQ(kept->permutation, gathered->permutation);
+        EXPECT_EQ(kept->singular_column, gathered->singular_column);
+        const Matrix& factor = lu ? gathered->lu : gathered->l;
+        const Matrix read = ReadWhole(*kept->kept);
+        ASSERT_EQ(read.byte_size(), factor.byte_size());
+        EXPECT_EQ(std::memcmp(read.bytes(), factor.bytes(), read.byte_size()), 0);
+        absl::StatusOr<Matrix> x = kept->kept->Solve(rhs);
+        ASSERT_TRUE(x.ok()) << x.status();
+        ASSERT_TRUE(gathered->solution.has_value());
+        ExpectClose<T>(*gathered->solution, *x, 4);
+        ExpectSolves<T>(a, b, *x, lu ? 64 : 16);
+        // Solving again gives the same X: the kept parts are not overwritten.
+        absl::StatusOr<Matrix> again = kept->kept->Solve(rhs);
+        ASSERT_TRUE(again.ok()) << again.status();
+        EXPECT_EQ(std::memcmp(again->bytes(), x->bytes(), x->byte_size()), 0);
+      }
+    }
+  });
+}
+
+// Read of a range that starts and ends inside rows (a download chunk) gives those bytes of the
+// factor; Cholesky's come with zeros above the diagonal.
+TEST(KeptMultiGpuFactorization, ReadOfARangeInsideRowsGivesThoseBytes) {
+  MATRIXD_REQUIRE_TWO_GPUS();
+  const int64_t n = 300;
+  for (FactorizeOptions options : {Lu(), Cholesky()}) {
+    const Matrix a = HermitianPositiveDefinite<double>(n, 59);
+    absl::StatusOr<FactorizeResult> kept =
+        MultiGpuFactorize(kTwo, a.view(), Kept(options), nullptr, 64);
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    const Matrix whole = ReadWhole(*kept->kept);
+    const uint64_t offset = 8 * (17 * n + 5);
+    std::vector<std::byte> range(8 * (3 * n + 11));
+    ASSERT_TRUE(kept->kept->Read(offset, range).ok());
+    EXPECT_EQ(std::memcmp(range.data(), whole.bytes() + offset, range.size()), 0);
+    if (options.kind == FactorizationKind::kCholesky) {
+      EXPECT_EQ(whole.As<double>()[1], 0.0);
+    }
+  }
+}
+
+// A kept LU of a matrix with a zero column names the column as the gathered one does, from the
+// diagonal read off the GPUs.
+TEST(KeptMultiGpuFactorization, SingularLuNamesTheColumn) {
+  MATRIXD_REQUIRE_TWO_GPUS();
+  const int64_t n = 150;
+  Matrix a = RandomMatrix<double>(n, n, 9);
+  for (int64_t i = 0; i < n; ++i) a.As<double>()[i * n + 70] = 0.0;
+  absl::StatusOr<FactorizeResult> kept = MultiGpuFactorize(kTwo, a.view(), Kept(Lu()), nullptr, 64);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_TRUE(kept->singular_column.has_value());
+  EXPECT_EQ(*kept->singular_column, 70);
+}
+
+// Its parts: one per GPU (backend devices 0 and 1), each at least its columns of A, and their
+// memory given back when it goes.
+TEST(KeptMultiGpuFactorization, PartsCountEachGpusColumnsAndAreFreedWithIt) {
+  MATRIXD_REQUIRE_TWO_GPUS();
+  const int64_t n = 2048;
+  const Matrix a = DiagonallyDominant<double>(n, 61);
+  size_t free_before = 0;
+  size_t total = 0;
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  absl::StatusOr<FactorizeResult> kept =
+      MultiGpuFactorize(kTwo, a.view(), Kept(Lu()), nullptr, 512);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  const std::vector<DevicePart> parts = kept->kept->Parts();
+  ASSERT_EQ(parts.size(), 2u);
+  uint64_t sum = 0;
+  for (int g = 0; g < 2; ++g) {
+    EXPECT_EQ(parts[g].device_index, g);
+    EXPECT_GE(parts[g].bytes, a.byte_size() / 2);
+    sum += parts[g].bytes;
+  }
+  EXPECT_EQ(kept->kept->device_bytes(), sum);
+  EXPECT_EQ(kept->kept->device_index(), 0);
+  kept->kept.reset();
+  size_t free_after = 0;
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  // cusolverMg's handle may keep a little; the part (16 MiB) is back.
+  EXPECT_GE(free_after + (uint64_t{4} << 20), free_before);
+}
+
+// Factorize with keep_on_devices through `backend`, then Solve with the kept view
+// (FactorizationView::kept), against one GPU's kept factorization of a well-conditioned T
+// matrix; a transposed solve is refused naming transpose, a wrong right-hand side naming rhs.
+template <typename T>
+void ExpectKeptSolvesAsOneGpus(Backend& backend, const FactorizeOptions& options) {
+  const int64_t n = 700;
+  const Matrix b = RandomMatrix<T>(n, 5, 67);
+  const bool lu = options.kind == FactorizationKind::kLu;
+  const Matrix a = lu ? DiagonallyDominant<T>(n, 71) : HermitianPositiveDefinite<T>(n, 73);
+  absl::StatusOr<FactorizeResult> many =
+      backend.Factorize(a.view(), Kept(options), nullptr, nullptr);
+  ASSERT_TRUE(many.ok()) << many.status();
+  ASSERT_NE(many->kept, nullptr);
+  FactorizationView kept;
+  kept.kind = options.kind;
+  kept.factor = many->kept->view();
+  kept.kept = many->kept.get();
+  EXPECT_GT(backend.SolveDeviceBytes(kept, b.view(), {}), b.byte_size() / 2);
+  absl::StatusOr<SolveResult> x = backend.Solve(kept, b.view(), {}, nullptr);
+  ASSERT_TRUE(x.ok()) << x.status();
+  FactorizeOptions one_gpu = options;
+  one_gpu.devices = 1;
+  absl::StatusOr<FactorizeResult> one = backend.Factorize(a.view(), one_gpu, nullptr, nullptr);
+  ASSERT_TRUE(one.ok()) << one.status();
+  absl::StatusOr<SolveResult> y = backend.Solve(FactorizationOf(*one), b.view(), {}, nullptr);
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectClose<T>(y->x, x->x, 64);
+  ExpectSolves<T>(a, b, x->x, 16);
+  absl::StatusOr<SolveResult> transposed =
+      backend.Solve(kept, b.view(), {.transpose = SolveTranspose::kTranspose}, nullptr);
+  EXPECT_EQ(transposed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(transposed.status().message(), HasSubstr("transpose"));
+  const Matrix short_b = RandomMatrix<T>(n - 1, 1, 79);
+  absl::StatusOr<SolveResult> wrong = backend.Solve(kept, short_b.view(), {}, nullptr);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong.status().message(), HasSubstr("rhs"));
+}
+
+// Through the backend, every dtype, LU and Cholesky: ExpectKeptSolvesAsOneGpus.
+TEST(KeptMultiGpuFactorization, TheBackendSolvesAsOneGpusKeptFactorization) {
+  MATRIXD_REQUIRE_TWO_GPUS();
+  absl::StatusOr<std::unique_ptr<Backend>> made = MakeBackend("cuda", {});
+  ASSERT_TRUE(made.ok()) << made.status();
+  const std::unique_ptr<Backend> backend = *std::move(made);
+  for (const FactorizeOptions& options : {Lu(), Cholesky()}) {
+    SCOPED_TRACE(FactorizationName(options.kind));
+    ForEachFloatingType([&](auto type) {
+      ExpectKeptSolvesAsOneGpus<typename decltype(type)::type>(*backend, options);
+    });
+  }
+}
+
+// A solve's admission estimate over the kept factorization's GPUs: B's part with its staging
+// and the workspace allowance, growing by B's columns only.
+TEST(MultiGpuSolveDeviceBytesPerGpu, GrowsWithTheRightHandSidesOnly) {
+  const uint64_t one = MultiGpuSolveDeviceBytesPerGpu(1000, 1, 2, 100, 8);
+  const uint64_t three = MultiGpuSolveDeviceBytesPerGpu(1000, 3, 2, 100, 8);
+  // 1 and 3 columns: one block each, plus as much staging.
+  EXPECT_EQ(three - one, uint64_t{2} * 2 * 1000 * 8);
+  EXPECT_GE(one, uint64_t{64} << 20);
 }
 
 }  // namespace

@@ -16,30 +16,14 @@
 #include "core/job_control.h"
 #include "core/make_backend.h"
 #include "gtest/gtest.h"
+#include "tests/server/multi_gpu_server.h"
 #include "tests/server/test_server.h"
 
 namespace matrixd::server::testing {
 namespace {
 
-class DistributedProductRpcTest : public ::testing::Test {
+class DistributedProductRpcTest : public MultiGpuServerTest {
  protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
-    if (!cuda.ok()) GTEST_SKIP() << "no CUDA backend: " << cuda.status();
-    gpus_ = static_cast<int>((*cuda)->DeviceMemory().size());
-    if (gpus_ < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: distributed case skipped";
-    ServerOptions options;
-    options.listen_address = "127.0.0.1:0";
-    options.limits = {.max_elements = int64_t{1} << 22, .max_permanent_n = 12};
-    options.max_message_bytes = 64 << 20;
-    absl::StatusOr<std::unique_ptr<MatrixServer>> server =
-        MatrixServer::Start(*std::move(cuda), options);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    client_ =
-        std::make_unique<Client>(server_->address(), ClientOptions{.deadline = absl::Seconds(60)});
-  }
-
   std::string Generate(int64_t rows, int64_t cols, uint64_t seed, v1::ResidentLayout layout) {
     v1::GenerateRequest request;
     request.set_rows(rows);
@@ -88,9 +72,6 @@ class DistributedProductRpcTest : public ::testing::Test {
     return c;
   }
 
-  int gpus_ = 0;
-  std::unique_ptr<MatrixServer> server_;
-  std::unique_ptr<Client> client_;
   std::unique_ptr<Backend> cpu_ = MakeCpuBackend({.threads = 0});
 };
 

@@ -6,11 +6,15 @@
 // device_index), and its determinants read them there and record where they ran. It takes products
 // and determinants over several of its devices (devices > 1), as the multi-GPU CUDA backend does,
 // and runs them as one-device ones; such a product reads its operands in place, a distributed
-// resident one from its parts (it counts those, distributed_operands()).
+// resident one from its parts (it counts those, distributed_operands()). A factorization over
+// several devices with keep_on_devices is kept as a FakeKeptFactorization, its bytes counted on
+// each device, and solved by it.
 #ifndef MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
 #define MATRIXD_TESTS_SERVER_FAKE_DEVICE_BACKEND_H_
 
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,7 +29,9 @@
 #include "core/backend.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/resident_matrix.h"
+#include "core/device_factorization.h"
 #include "core/distributed_resident_matrix.h"
+#include "core/factorization.h"
 #include "core/resident_matrix.h"
 
 namespace matrixd::server::testing {
@@ -54,6 +60,50 @@ class FakeDeviceResident final : public ResidentMatrix {
  private:
   std::unique_ptr<ResidentMatrix> host_;
   const int index_;
+};
+
+// A factorization "kept over" fake devices 0 .. parts - 1 (FactorizeOptions::keep_on_devices):
+// the CPU backend's result in host memory, its factor's bytes counted half on each device, solved
+// by the CPU backend. Counts how often it solved.
+class FakeKeptFactorization final : public DeviceFactorization {
+ public:
+  FakeKeptFactorization(FactorizeResult result, Backend& cpu, int parts)
+      : DeviceFactorization(
+            result.kind == FactorizationKind::kLu ? result.lu.rows() : result.l.rows(),
+            result.kind == FactorizationKind::kLu ? result.lu.dtype() : result.l.dtype(),
+            result.kind),
+        result_(std::move(result)),
+        cpu_(cpu),
+        parts_(parts) {}
+
+  int device_index() const override { return 0; }
+  std::string device() const override {
+    return absl::StrCat("kept over ", parts_, " fake devices");
+  }
+  absl::Status Read(uint64_t offset, std::span<std::byte> out) const override {
+    if (absl::Status s = CheckRange(offset, out.size()); !s.ok()) return s;
+    const Matrix& factor = kind() == FactorizationKind::kLu ? result_.lu : result_.l;
+    std::memcpy(out.data(), factor.bytes() + offset, out.size());
+    return absl::OkStatus();
+  }
+  std::vector<DevicePart> Parts() const override {
+    std::vector<DevicePart> parts;
+    for (int g = 0; g < parts_; ++g) parts.push_back({.device_index = g, .bytes = byte_size() / 2});
+    return parts;
+  }
+  absl::StatusOr<Matrix> Solve(const MatrixView& rhs) override {
+    ++solves;
+    absl::StatusOr<SolveResult> x = cpu_.Solve(FactorizationOf(result_), rhs, {}, nullptr);
+    if (!x.ok()) return x.status();
+    return std::move(x->x);
+  }
+
+  std::atomic<int> solves{0};
+
+ private:
+  const FactorizeResult result_;
+  Backend& cpu_;
+  const int parts_;
 };
 
 class FakeDeviceBackend final : public Backend {
@@ -104,11 +154,44 @@ class FakeDeviceBackend final : public Backend {
   }
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
-    return cpu_->Factorize(a, options, rhs, control);
+    FactorizeOptions one = options;
+    one.devices = 1;
+    one.keep_on_devices = false;
+    absl::StatusOr<FactorizeResult> result = cpu_->Factorize(a, one, rhs, control);
+    if (!result.ok() || options.devices <= 1 || !options.keep_on_devices) return result;
+    // Kept "on the devices": the factor moves into the kept factorization.
+    FactorizeResult factors;
+    factors.kind = result->kind;
+    factors.lu = std::exchange(result->lu, Matrix());
+    factors.l = std::exchange(result->l, Matrix());
+    factors.permutation = result->permutation;
+    factors.singular_column = result->singular_column;
+    auto kept = std::make_unique<FakeKeptFactorization>(std::move(factors), *cpu_, options.devices);
+    {
+      absl::MutexLock lock(&mutex_);
+      kept_.push_back(kept.get());
+    }
+    result->kept = std::move(kept);
+    return result;
   }
   absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
                                     const SolveOptions& options, JobControl* control) override {
-    return cpu_->Solve(factorization, rhs, options, control);
+    if (factorization.kept == nullptr) {
+      // A factorization kept on a fake device is host memory.
+      FactorizationView host = factorization;
+      for (MatrixView* part : {&host.factor, &host.r, &host.permutation, &host.input}) {
+        part->space = MemorySpace::kHost;
+      }
+      MatrixView host_rhs = rhs;
+      host_rhs.space = MemorySpace::kHost;
+      return cpu_->Solve(host, host_rhs, options, control);
+    }
+    if (absl::Status s = CheckSolve(factorization, rhs, options); !s.ok()) return s;
+    absl::StatusOr<Matrix> x = factorization.kept->Solve(rhs);
+    if (!x.ok()) return x.status();
+    SolveResult result;
+    result.x = *std::move(x);
+    return result;
   }
   absl::StatusOr<MultiplyResult> Multiply(const MatrixView& a, const MatrixView& b,
                                           const MultiplyOptions& options,
@@ -180,6 +263,11 @@ class FakeDeviceBackend final : public Backend {
     absl::MutexLock lock(&mutex_);
     return distributed_operands_;
   }
+  // The factorizations kept on the devices so far, in order (they may have been freed since).
+  std::vector<FakeKeptFactorization*> kept() const {
+    absl::MutexLock lock(&mutex_);
+    return kept_;
+  }
   // Lets held products finish; idempotent.
   void Release() {
     if (!release_.HasBeenNotified()) release_.Notify();
@@ -210,6 +298,7 @@ class FakeDeviceBackend final : public Backend {
     query.multiply.devices = 1;
     query.multiply.method = MultiplyMethod::kAuto;
     query.determinant.devices = 1;
+    query.factorize.devices = 1;
     return query;
   }
 
@@ -221,6 +310,7 @@ class FakeDeviceBackend final : public Backend {
   std::vector<int> determinants_placed_ ABSL_GUARDED_BY(mutex_);
   std::vector<int> allocated_on_ ABSL_GUARDED_BY(mutex_);
   int distributed_operands_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::vector<FakeKeptFactorization*> kept_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace matrixd::server::testing

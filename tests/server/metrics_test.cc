@@ -168,13 +168,15 @@ TEST(Metrics, AnswersWithAnAccuracyAreCountedByFlag) {
 
 TEST(Metrics, FactorizationsWithAConditionEstimateAreCounted) {
   Metrics metrics("0", "cpu");
-  FactorizeResult ill;
-  ill.accuracy = Accuracy{.ill_conditioned = true};
-  FactorizeResult well;
-  well.accuracy = Accuracy{.ill_conditioned = false};
-  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, absl::StatusOr<FactorizeResult>(ill));
-  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, absl::StatusOr<FactorizeResult>(well));
-  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, absl::StatusOr<FactorizeResult>(well));
+  // FactorizeResult moves only (it may own a factorization kept on the GPUs).
+  const auto estimated = [](bool ill_conditioned) {
+    FactorizeResult result;
+    result.accuracy = Accuracy{.ill_conditioned = ill_conditioned};
+    return absl::StatusOr<FactorizeResult>(std::move(result));
+  };
+  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, estimated(true));
+  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, estimated(false));
+  metrics.RecordOutcome(kOpFactorize, DType::kFloat64, estimated(false));
   // Without estimate_condition: not counted.
   metrics.RecordOutcome(kOpFactorize, DType::kFloat64,
                         absl::StatusOr<FactorizeResult>(FactorizeResult{}));
