@@ -217,9 +217,7 @@ TEST_P(AsyncJobCallsTest, EveryRpcIsTimedByTheMetricsInterceptor) {
 }
 
 TEST_P(AsyncJobCallsTest, OtherMethodsAndHealthStayServedAndUnknownOnesUnimplemented) {
-  absl::StatusOr<bool> healthy = client_->Healthy();
-  ASSERT_TRUE(healthy.ok()) << healthy.status();
-  EXPECT_TRUE(*healthy);
+  EXPECT_TRUE(client_->Healthy().value_or(false));
   v1::JobRequest job;
   *job.mutable_determinant()->mutable_matrix() = Counting(1, 1, 4.0);
   absl::StatusOr<std::string> id = client_->Submit(job);
