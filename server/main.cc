@@ -507,6 +507,10 @@ int main(int argc, char** argv) {
       options->authenticator->requires_token()
           ? absl::StrCat("tokens from ", absl::GetFlag(FLAGS_auth_tokens), " (SIGHUP re-reads)")
           : "no tokens (--auth_tokens): every caller is one anonymous client"));
+  if (const int queues = (*server)->cq_threads(); queues > 0) {
+    Log(absl::StrCat("computing calls on ", queues,
+                     " completion queues, a thread each (--computing_calls=async)"));
+  }
   if (const matrixd::server::MetricsHttpServer* metrics = (*server)->metrics_http();
       metrics != nullptr) {
     Log(absl::StrCat("Prometheus metrics at http://", metrics->address(), "/metrics"));

@@ -1,10 +1,11 @@
 // matrixd.v1.MatrixService on the gRPC callback API, on the scheduler (server/scheduler.h). Every
 // request becomes a job: it is validated (INVALID_ARGUMENT before anything is queued), queued
 // (RESOURCE_EXHAUSTED at once when the queue is full) and run by a worker. The four computing
-// RPCs and Solve are finished by their job when it ends (server/job_call_reactor.h), and cancel it
-// when the client cancels or its deadline passes; Submit/Watch/Cancel/GetJob expose jobs by id. No
-// thread is parked per call. No exception leaves a handler or a job: std::bad_alloc becomes
-// RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
+// RPCs and Solve are finished by their job when it ends (server/job_call.h), and cancel it when
+// the client cancels or its deadline passes; they are served here (server/job_call_reactor.h)
+// unless ServeElsewhere hands them to the completion-queue API (server/async_job_calls.h);
+// Submit/Watch/Cancel/GetJob expose jobs by id. No thread is parked per call. No exception leaves a
+// handler or a job: std::bad_alloc becomes RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
 //
 // Clients: every call is first identified by the ClientAuthenticator (server/client_auth.h):
 // UNAUTHENTICATED for a missing or unknown token when the server has a token file. Jobs, resident

@@ -185,6 +185,10 @@ MemoryAdmission* MatrixServer::memory_admission(int device) {
   return memory_admissions_[device].get();
 }
 
+int MatrixServer::cq_threads() const {
+  return async_calls_ == nullptr ? 0 : async_calls_->threads();
+}
+
 MatrixServer::~MatrixServer() {
   Drain(kDestructorDrain);
   Wait();

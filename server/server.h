@@ -103,6 +103,9 @@ class MatrixServer {
   // null for a backend without device memory or an index out of range.
   MemoryAdmission* memory_admission(int device = 0);
   ResidentRegistry& resident() { return *resident_; }
+  // The completion queues (and their threads) that serve the computing calls; 0 when they are on
+  // the callback API (ServerOptions::computing_calls).
+  int cq_threads() const;
 
   // Graceful drain, then stop. Marks every service NOT_SERVING at once; from then on calls that
   // would start work (the computing calls, Submit, Upload, CreateMatrix) get DrainingError(),

@@ -298,6 +298,14 @@ TEST_P(AsyncJobCallsTest, ShutdownWithCallsInFlightEndsThemAll) {
   server_.reset();  // the queues and their threads go without a leak (see the sanitizer build)
 }
 
+TEST_P(AsyncJobCallsTest, CompletionQueuesAsConfigured) {
+  EXPECT_EQ(server_->cq_threads(), GetParam() == ComputingCalls::kAsync ? 2 : 0);
+  ServerOptions options = OptionsFor(GetParam());
+  options.cq_threads = -1;
+  EXPECT_EQ(MatrixServer::Start(MakeCpuBackend({.threads = 1}), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(BothApis, AsyncJobCallsTest,
                          ::testing::Values(ComputingCalls::kCallback, ComputingCalls::kAsync),
                          ApiName);
