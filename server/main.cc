@@ -104,6 +104,16 @@ ABSL_FLAG(std::string, default_client_quota, "",
           "quotas of every client whose token line leaves them unset (and of the anonymous "
           "client without --auth_tokens), as key=value words, e.g. \"max_jobs=8 "
           "max_resident_bytes=4GiB\"");
+ABSL_FLAG(std::string, computing_calls, "callback",
+          "which gRPC API serves Determinant, Factorize, Solve, Multiply and Permanent: "
+          "\"callback\" (gRPC's callback API, whose completions run on a shared pool of half the "
+          "cores) or \"async\" (completion queues, --cq_threads of them, each polled by its own "
+          "thread, which also runs inline jobs and sends their responses). The answers are the "
+          "same; callback stays the default until async is measured on the GPU host "
+          "(docs/benchmarks.md)");
+ABSL_FLAG(int, cq_threads, 0,
+          "with --computing_calls=async: completion queues and their threads; 0: one per "
+          "hardware thread");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "on SIGTERM/SIGINT: how long queued and running jobs may still finish (new work is "
           "refused with UNAVAILABLE) before the rest is stopped; a second signal stops at once");
@@ -257,6 +267,19 @@ absl::StatusOr<matrixd::server::ServerOptions> ServerOptionsFromFlags() {
   if (absl::Status valid = matrixd::server::ValidateSchedulerOptions(options.scheduler);
       !valid.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("bad queue flag: ", valid.message()));
+  }
+  using ComputingCalls = matrixd::server::ServerOptions::ComputingCalls;
+  if (const std::string api = absl::GetFlag(FLAGS_computing_calls); api == "async") {
+    options.computing_calls = ComputingCalls::kAsync;
+  } else if (api == "callback") {
+    options.computing_calls = ComputingCalls::kCallback;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--computing_calls is \"", api, "\"; want \"callback\" or \"async\""));
+  }
+  options.cq_threads = absl::GetFlag(FLAGS_cq_threads);
+  if (options.cq_threads < 0) {
+    return absl::InvalidArgumentError("--cq_threads must be >= 0 (0: one per hardware thread)");
   }
   return options;
 }
@@ -484,6 +507,10 @@ int main(int argc, char** argv) {
       options->authenticator->requires_token()
           ? absl::StrCat("tokens from ", absl::GetFlag(FLAGS_auth_tokens), " (SIGHUP re-reads)")
           : "no tokens (--auth_tokens): every caller is one anonymous client"));
+  if (const int queues = (*server)->cq_threads(); queues > 0) {
+    Log(absl::StrCat("computing calls on ", queues,
+                     " completion queues, a thread each (--computing_calls=async)"));
+  }
   if (const matrixd::server::MetricsHttpServer* metrics = (*server)->metrics_http();
       metrics != nullptr) {
     Log(absl::StrCat("Prometheus metrics at http://", metrics->address(), "/metrics"));

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/status_macros.h"
+#include "server/async_job_calls.h"
 #include "server/guarded.h"
 #include "server/job.h"
 #include "server/job_update.h"
@@ -35,7 +36,7 @@ grpc::ServerUnaryReactor* AnswerNow(grpc::CallbackServerContext* context, const 
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const ClientIdentity>> MatrixService::Identify(
-    const grpc::CallbackServerContext& context) const {
+    const grpc::ServerContextBase& context) const {
   const auto& headers = context.client_metadata();
   const auto header = headers.find("authorization");
   const absl::string_view authorization =
@@ -47,6 +48,10 @@ absl::StatusOr<std::shared_ptr<const ClientIdentity>> MatrixService::Identify(
     metrics_->RecordClientRejection("unknown", "unauthenticated");
   }
   return client;
+}
+
+void MatrixService::ServeElsewhere(absl::Span<const char* const> rpcs) {
+  for (const char* rpc : rpcs) MarkMethodGeneric(MatrixServiceMethodIndex(rpc));
 }
 
 absl::Status MatrixService::CountRejection(const ClientIdentity& client,

@@ -1,10 +1,11 @@
 // matrixd.v1.MatrixService on the gRPC callback API, on the scheduler (server/scheduler.h). Every
 // request becomes a job: it is validated (INVALID_ARGUMENT before anything is queued), queued
 // (RESOURCE_EXHAUSTED at once when the queue is full) and run by a worker. The four computing
-// RPCs and Solve are finished by their job when it ends (server/job_call_reactor.h), and cancel it
-// when the client cancels or its deadline passes; Submit/Watch/Cancel/GetJob expose jobs by id. No
-// thread is parked per call. No exception leaves a handler or a job: std::bad_alloc becomes
-// RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
+// RPCs and Solve are finished by their job when it ends (server/job_call.h), and cancel it when
+// the client cancels or its deadline passes; they are served here (server/job_call_reactor.h)
+// unless ServeElsewhere hands them to the completion-queue API (server/async_job_calls.h);
+// Submit/Watch/Cancel/GetJob expose jobs by id. No thread is parked per call. No exception leaves a
+// handler or a job: std::bad_alloc becomes RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
 //
 // Clients: every call is first identified by the ClientAuthenticator (server/client_auth.h):
 // UNAUTHENTICATED for a missing or unknown token when the server has a token file. Jobs, resident
@@ -18,6 +19,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "core/backend.h"
 #include "core/validation.h"
 #include "matrixd/v1/matrixd.grpc.pb.h"
@@ -115,6 +117,19 @@ class MatrixService final : public v1::MatrixService::CallbackService {
     authenticator_ = authenticator;
   }
 
+  // The services of a computing call from the caller of `context` (Identify): UNAUTHENTICATED
+  // for a missing or unknown token, counted in the metrics.
+  absl::StatusOr<JobCallServices> JobCallServicesFor(const grpc::ServerContextBase& context) {
+    absl::StatusOr<std::shared_ptr<const ClientIdentity>> client = Identify(context);
+    if (!client.ok()) return client.status();
+    return job_call_services(*std::move(client));
+  }
+
+  // Leaves the methods named `rpcs` (e.g. "Determinant") to another service registered on the same
+  // server (server/async_job_calls.h): this one no longer registers them. Call before the service
+  // is registered with a ServerBuilder.
+  void ServeElsewhere(absl::Span<const char* const> rpcs);
+
   // How often Watch looks at a running job's progress.
   void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }
   // Largest response a computing call may send (the server's max send message size); a larger
@@ -138,7 +153,7 @@ class MatrixService final : public v1::MatrixService::CallbackService {
   // The client of a call (ClientAuthenticator::Authenticate of its authorization header); a
   // refusal is counted in the metrics.
   absl::StatusOr<std::shared_ptr<const ClientIdentity>> Identify(
-      const grpc::CallbackServerContext& context) const;
+      const grpc::ServerContextBase& context) const;
   // `status`; a quota refusal (RESOURCE_EXHAUSTED "quota NAME...") is counted for `client`.
   absl::Status CountRejection(const ClientIdentity& client, absl::Status status) const;
   JobCallServices job_call_services(std::shared_ptr<const ClientIdentity> client) {

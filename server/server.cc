@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "server/async_job_calls.h"
 #include "server/metrics_backend.h"
 #include "server/metrics_interceptor.h"
 
@@ -118,6 +119,10 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
     return absl::InvalidArgumentError(
         absl::StrCat("max_message_bytes is ", options.max_message_bytes, "; want > 0"));
   }
+  if (options.cq_threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cq_threads is ", options.cq_threads,
+                                                   "; want >= 0 (0: the hardware threads)"));
+  }
   if (absl::Status valid = ValidateSchedulerOptions(options.scheduler); !valid.ok()) return valid;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options.tls);
@@ -152,6 +157,11 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   server->service_.set_max_response_bytes(options.max_message_bytes);
+  if (options.computing_calls == ServerOptions::ComputingCalls::kAsync) {
+    server->service_.ServeElsewhere(kAsyncJobCallMethods);
+    server->async_calls_ =
+        std::make_unique<AsyncJobCalls>(server->service_, builder, options.cq_threads);
+  }
   builder.RegisterService(&server->service_);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<RpcMetricsInterceptorFactory>(server->metrics_.get()));
@@ -162,6 +172,7 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
         absl::StrCat("cannot listen on \"", options.listen_address, "\""));
   }
   server->address_ = absl::StrCat(HostOf(options.listen_address), ":", server->port_);
+  if (server->async_calls_ != nullptr) server->async_calls_->Start();
 
   grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
   health->SetServingStatus(true);  // the overall status, service ""
@@ -172,6 +183,10 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
 MemoryAdmission* MatrixServer::memory_admission(int device) {
   if (device < 0 || device >= static_cast<int>(memory_admissions_.size())) return nullptr;
   return memory_admissions_[device].get();
+}
+
+int MatrixServer::cq_threads() const {
+  return async_calls_ == nullptr ? 0 : async_calls_->threads();
 }
 
 MatrixServer::~MatrixServer() {
@@ -201,6 +216,7 @@ DrainReport MatrixServer::Drain(absl::Duration timeout) {
   }
   server_->GetHealthCheckService()->Shutdown();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + kFinalGrace));
+  if (async_calls_ != nullptr) async_calls_->Shutdown();
   report.elapsed = absl::Now() - start;
   shared_memory_->UnregisterAll();
   // Every call has ended, so no lease holds a matrix: releasing frees the memory now.

@@ -29,6 +29,8 @@
 
 namespace matrixd::server {
 
+class AsyncJobCalls;  // server/async_job_calls.h
+
 // Security: see ServerOptions::tls and ::authenticator, and docs/operations.md "Security".
 
 // The name the health service reports for the MatrixService.
@@ -53,6 +55,14 @@ struct ServerOptions {
   // Who calls come from and their quotas (server/client_auth.h); null: every call is the
   // anonymous client without a quota.
   std::shared_ptr<ClientAuthenticator> authenticator = nullptr;
+  // Which gRPC API serves the computing calls (Determinant, Factorize, Solve, Multiply,
+  // Permanent): kCallback, gRPC's callback API and its shared threads, like every other call; or
+  // kAsync, completion queues each polled by a thread of its own (server/async_job_calls.h).
+  // Their answers are the same.
+  enum class ComputingCalls { kCallback, kAsync };
+  ComputingCalls computing_calls = ComputingCalls::kCallback;
+  // With kAsync: the completion queues and their threads; 0: one per hardware thread.
+  int cq_threads = 0;
 };
 
 // What MatrixServer::Drain saw.
@@ -93,6 +103,9 @@ class MatrixServer {
   // null for a backend without device memory or an index out of range.
   MemoryAdmission* memory_admission(int device = 0);
   ResidentRegistry& resident() { return *resident_; }
+  // The completion queues (and their threads) that serve the computing calls; 0 when they are on
+  // the callback API (ServerOptions::computing_calls).
+  int cq_threads() const;
 
   // Graceful drain, then stop. Marks every service NOT_SERVING at once; from then on calls that
   // would start work (the computing calls, Submit, Upload, CreateMatrix) get DrainingError(),
@@ -133,6 +146,8 @@ class MatrixServer {
   std::unique_ptr<Scheduler> scheduler_;
   std::shared_ptr<ClientAuthenticator> authenticator_;  // null: anonymous
   MatrixService service_;
+  // With ServerOptions::ComputingCalls::kAsync; stopped after server_ and destroyed after it.
+  std::unique_ptr<AsyncJobCalls> async_calls_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;  // stops before metrics_ goes
   int port_ = 0;

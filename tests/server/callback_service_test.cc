@@ -1,6 +1,7 @@
-// The service on the gRPC callback API, end to end on the CPU backend: a client that goes away
-// mid-job cancels the job and frees its worker, queued calls hold no server thread, and a Watch
-// whose client disconnects ends cleanly while the job runs on.
+// The service on the gRPC callback API, its computing calls on either API
+// (ServerOptions::computing_calls), end to end on the CPU backend: a client that goes away mid-job
+// cancels the job and frees its worker, queued calls hold no server thread, and a Watch whose
+// client disconnects ends cleanly while the job runs on.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -59,7 +60,7 @@ v1::DeterminantRequest SmallDeterminant() {
   return request;
 }
 
-class CallbackServiceTest : public ::testing::Test {
+class CallbackServiceTest : public ::testing::TestWithParam<ServerOptions::ComputingCalls> {
  protected:
   // One worker, so that a long job blocks everything behind it.
   void SetUp() override {
@@ -69,6 +70,8 @@ class CallbackServiceTest : public ::testing::Test {
     options.limits.max_permanent_n = 30;
     options.scheduler.workers = 1;
     options.scheduler.queue_depth = 512;
+    options.computing_calls = GetParam();
+    options.cq_threads = 2;
     absl::StatusOr<std::unique_ptr<MatrixServer>> server =
         MatrixServer::Start(MakeCpuBackend({.threads = 2}), options);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -100,7 +103,7 @@ class CallbackServiceTest : public ::testing::Test {
   std::unique_ptr<v1::MatrixService::Stub> stub_;
 };
 
-TEST_F(CallbackServiceTest, ClientCancellingMidJobCancelsTheJobAndFreesItsWorker) {
+TEST_P(CallbackServiceTest, ClientCancellingMidJobCancelsTheJobAndFreesItsWorker) {
   grpc::ClientContext context;
   v1::PermanentRequest request = LongPermanent();
   v1::PermanentResponse response;
@@ -126,7 +129,7 @@ TEST_F(CallbackServiceTest, ClientCancellingMidJobCancelsTheJobAndFreesItsWorker
   EXPECT_LT(absl::Now() - start, kPromptly);
 }
 
-TEST_F(CallbackServiceTest, ManyQueuedCallsHoldNoServerThreadAndAllComplete) {
+TEST_P(CallbackServiceTest, ManyQueuedCallsHoldNoServerThreadAndAllComplete) {
   {
     // Connects the channel (and starts its threads) before counting.
     grpc::ClientContext context;
@@ -178,7 +181,7 @@ TEST_F(CallbackServiceTest, ManyQueuedCallsHoldNoServerThreadAndAllComplete) {
   }
 }
 
-TEST_F(CallbackServiceTest, WatchWhoseClientDisconnectsEndsCleanlyAndTheJobRunsOn) {
+TEST_P(CallbackServiceTest, WatchWhoseClientDisconnectsEndsCleanlyAndTheJobRunsOn) {
   const std::string id = StartLongJob();
   {
     grpc::ClientContext context;
@@ -210,6 +213,14 @@ TEST_F(CallbackServiceTest, WatchWhoseClientDisconnectsEndsCleanlyAndTheJobRunsO
   server_->Wait();
   EXPECT_LT(absl::Now() - start, kPromptly);
 }
+
+INSTANTIATE_TEST_SUITE_P(BothApis, CallbackServiceTest,
+                         ::testing::Values(ServerOptions::ComputingCalls::kCallback,
+                                           ServerOptions::ComputingCalls::kAsync),
+                         [](const ::testing::TestParamInfo<ServerOptions::ComputingCalls>& info) {
+                           return info.param == ServerOptions::ComputingCalls::kAsync ? "Async"
+                                                                                      : "Callback";
+                         });
 
 }  // namespace
 }  // namespace matrixd::server::testing

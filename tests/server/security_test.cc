@@ -93,6 +93,21 @@ TEST_F(TlsTest, TlsClientIsServedAndPlaintextClientIsRefused) {
             absl::StatusCode::kUnavailable);
 }
 
+TEST_F(TlsTest, ComputingCallsOnCompletionQueuesKeepTls) {
+  ServerOptions options = SecureOptions(ServerTls());
+  options.computing_calls = ServerOptions::ComputingCalls::kAsync;
+  options.cq_threads = 1;
+  absl::StatusOr<std::unique_ptr<MatrixServer>> server =
+      MatrixServer::Start(MakeCpuBackend({.threads = 1}), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const bool tls : {true, false}) {
+    Client client((*server)->address(), tls ? Quick({.tls = TrustingCa()}) : Quick());
+    EXPECT_EQ(client.Determinant(SmallDeterminant()).status().code(),
+              tls ? absl::StatusCode::kOk : absl::StatusCode::kUnavailable)
+        << (tls ? "TLS" : "plaintext");
+  }
+}
+
 TEST_F(TlsTest, ServerNameOverrideMatchesTheCertificate) {
   std::unique_ptr<MatrixServer> server = StartServer(ServerTls());
   ASSERT_NE(server, nullptr);
