@@ -104,13 +104,13 @@ ABSL_FLAG(std::string, default_client_quota, "",
           "quotas of every client whose token line leaves them unset (and of the anonymous "
           "client without --auth_tokens), as key=value words, e.g. \"max_jobs=8 "
           "max_resident_bytes=4GiB\"");
-ABSL_FLAG(std::string, computing_calls, "callback",
+ABSL_FLAG(std::string, computing_calls, "async",
           "which gRPC API serves Determinant, Factorize, Solve, Multiply and Permanent: "
-          "\"callback\" (gRPC's callback API, whose completions run on a shared pool of half the "
-          "cores) or \"async\" (completion queues, --cq_threads of them, each polled by its own "
-          "thread, which also runs inline jobs and sends their responses). The answers are the "
-          "same; callback stays the default until async is measured on the GPU host "
-          "(docs/benchmarks.md)");
+          "\"async\" (completion queues, --cq_threads of them, each polled by its own thread, "
+          "which also runs inline jobs and sends their responses) or \"callback\" (gRPC's "
+          "callback API, whose completions run on a shared pool of half the cores). The answers "
+          "are the same; async answered small requests faster on an H100 host "
+          "(docs/benchmarks.md, 2026-11-27)");
 ABSL_FLAG(int, cq_threads, 0,
           "with --computing_calls=async: completion queues and their threads; 0: one per "
           "hardware thread");

@@ -56,11 +56,11 @@ struct ServerOptions {
   // anonymous client without a quota.
   std::shared_ptr<ClientAuthenticator> authenticator = nullptr;
   // Which gRPC API serves the computing calls (Determinant, Factorize, Solve, Multiply,
-  // Permanent): kCallback, gRPC's callback API and its shared threads, like every other call; or
-  // kAsync, completion queues each polled by a thread of its own (server/async_job_calls.h).
-  // Their answers are the same.
+  // Permanent): kAsync, completion queues each polled by a thread of its own
+  // (server/async_job_calls.h); or kCallback, gRPC's callback API and its shared threads, like
+  // every other call. Their answers are the same.
   enum class ComputingCalls { kCallback, kAsync };
-  ComputingCalls computing_calls = ComputingCalls::kCallback;
+  ComputingCalls computing_calls = ComputingCalls::kAsync;
   // With kAsync: the completion queues and their threads; 0: one per hardware thread.
   int cq_threads = 0;
 };

@@ -240,6 +240,7 @@ grid_cmd=(mpirun -n "${gpus}" --bind-to none -x LD_LIBRARY_PATH -x NCCL_NVLS_ENA
   "${bin}/matrixd" --distributed --backend="${BACKEND:-cuda}"
   --distributed_engine="${ENGINE:-nvidia_mp}" --distributed_min_dimension=1000
   --distributed_timeout=10m --device_memory_limit=45% --listen=127.0.0.1:0 --metrics=
+  --max_matrix_elements=20000000000
   "${grid_opts[@]}")
 if start grid "${grid_cmd[@]}"; then
   run_jobs grid
@@ -253,7 +254,8 @@ if start grid "${grid_cmd[@]}"; then
 fi
 
 # S: one process, GPUS GPUs.
-if start single "${bin}/matrixd" --backend="${BACKEND:-cuda}" --listen=127.0.0.1:0 --metrics=; then
+if start single "${bin}/matrixd" --backend="${BACKEND:-cuda}" --listen=127.0.0.1:0 --metrics= \
+    --max_matrix_elements=20000000000; then
   run_jobs single
   stop
 fi
