@@ -16,16 +16,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/multi_gpu/gpu_devices.h"
 
 namespace matrixd::multi_gpu {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::DeviceCount;
 
-int DeviceCount() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
+using ::testing::HasSubstr;
 
 TEST(CannonGridSide, SquareGridWhoseSizeTheGpusDivide) {
   EXPECT_EQ(CannonGridSide(1), 1);

@@ -11,20 +11,13 @@
 #include "core/multi_gpu/cannon_gemm.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/multi_gpu/gpu_devices.h"
 
 namespace matrixd::multi_gpu {
 namespace {
 
-int DeviceCount() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
-
-std::vector<int> FirstDevices(int count) {
-  std::vector<int> ordinals;
-  for (int d = 0; d < count; ++d) ordinals.push_back(d);
-  return ordinals;
-}
+using testing::DeviceCount;
+using testing::FirstDevices;
 
 TEST(RankSetLease, AKeptSetServesTheNextProductOnTheSameGpus) {
   const int devices = DeviceCount();

@@ -25,14 +25,12 @@
 #include "core/make_backend.h"
 #include "core/matrix_generator.h"
 #include "gtest/gtest.h"
+#include "tests/multi_gpu/gpu_devices.h"
 
 namespace matrixd {
 namespace {
 
-int DeviceCount() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
+using testing::DeviceCount;
 
 class DistributedResidentTest : public ::testing::Test {
  protected:
@@ -90,9 +88,9 @@ class DistributedResidentTest : public ::testing::Test {
   template <typename T = double>
   void ExpectProduct(const Generated& a, const Generated& b, bool a_in_place, bool b_in_place,
                      int devices, double bound = 1e-13) {
-    SCOPED_TRACE(testing::Message() << a.host.rows() << "x" << a.host.cols() << " times "
-                                    << b.host.rows() << "x" << b.host.cols() << " on " << devices
-                                    << " GPUs, in place: " << a_in_place << b_in_place);
+    SCOPED_TRACE(::testing::Message() << a.host.rows() << "x" << a.host.cols() << " times "
+                                      << b.host.rows() << "x" << b.host.cols() << " on " << devices
+                                      << " GPUs, in place: " << a_in_place << b_in_place);
     const MatrixView a_view = a_in_place ? a.parts->view() : a.host.view();
     const MatrixView b_view = b_in_place ? b.parts->view() : b.host.view();
     MultiplyOptions options{.devices = devices, .method = MultiplyMethod::kCannon};
@@ -129,7 +127,7 @@ TEST_F(DistributedResidentTest, GeneratedOnEveryGpuEqualsTheHostGeneratorBitForB
          {GeneratorKind::kRandom, GeneratorKind::kIdentity, GeneratorKind::kHilbert}) {
       if (kind == GeneratorKind::kHilbert && !IsFloating(dtype)) continue;
       for (const int64_t n : {1, 513, 1537}) {
-        SCOPED_TRACE(testing::Message()
+        SCOPED_TRACE(::testing::Message()
                      << DTypeName(dtype) << " kind " << static_cast<int>(kind) << " n " << n);
         auto matrix = Make(n, n + 3, dtype);
         ASSERT_NE(matrix, nullptr);
@@ -246,8 +244,8 @@ TEST_F(DistributedResidentTest, AProductWrittenIntoResidentMatricesEqualsTheHost
       const Matrix a = RandomHost(m, k, dtype, 41);
       const Matrix b = RandomHost(k, n, dtype, 42);
       for (int devices = 1; devices <= gpus_; ++devices) {
-        SCOPED_TRACE(testing::Message() << DTypeName(dtype) << " " << m << "x" << k << " times "
-                                        << k << "x" << n << " on " << devices << " GPUs");
+        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " " << m << "x" << k << " times "
+                                          << k << "x" << n << " on " << devices << " GPUs");
         MultiplyOptions options{.devices = devices, .method = MultiplyMethod::kCannon};
         JobControl control;
         auto host = backend_->Multiply(a.view(), b.view(), options, &control);

@@ -24,16 +24,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/multi_gpu/gpu_devices.h"
 
 namespace matrixd::multi_gpu {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::DeviceCount;
 
-int DeviceCount() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
+using ::testing::HasSubstr;
 
 TEST(CannonDeviceBytesPerGpu, FiveBlocksPerGridPosition) {
   // 1 GPU: one 1000 x 1000 block position; 4 GPUs: a 2 x 2 grid of 500 x 500 blocks, one each.

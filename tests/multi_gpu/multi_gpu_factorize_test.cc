@@ -23,9 +23,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/multi_gpu/gpu_devices.h"
 
 namespace matrixd::multi_gpu {
 namespace {
+
+using testing::DeviceCount;
 
 using ::matrixd::testing::ConjugateTranspose;
 using ::matrixd::testing::DistanceNorm;
@@ -41,11 +44,6 @@ using ::matrixd::testing::Wide;
 using ::matrixd::testing::WideMatrix;
 using ::matrixd::testing::Widen;
 using ::testing::HasSubstr;
-
-int DeviceCount() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
 
 const std::vector<int> kTwo = {0, 1};
 

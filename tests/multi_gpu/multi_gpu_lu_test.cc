@@ -23,20 +23,13 @@
 #include "core/resident_matrix.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/multi_gpu/gpu_devices.h"
 
 namespace matrixd::multi_gpu {
 namespace {
 
-int DeviceCount() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
-
-std::vector<int> FirstDevices(int gpus) {
-  std::vector<int> devices;
-  for (int d = 0; d < gpus; ++d) devices.push_back(d);
-  return devices;
-}
+using testing::DeviceCount;
+using testing::FirstDevices;
 
 int MaxGpus() { return std::min(DeviceCount(), 3); }
 
