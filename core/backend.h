@@ -233,10 +233,15 @@ class Backend {
     return false;
   }
   // Whether Determinant answers `a` on the host CPU although the backend has devices (the CUDA
-  // backend's small orders, core/cuda/host_determinant.h): such a job gains nothing from being
+  // backend's small orders, core/cuda/host_small_jobs.h): such a job gains nothing from being
   // batched with others on the device. Reads only shapes and options. False by default.
   virtual bool DeterminantRunsOnHost(const MatrixView& /*a*/,
                                      const DeterminantOptions& /*options*/) const {
+    return false;
+  }
+  // The same for Factorize (the CUDA backend's small single matrices).
+  virtual bool FactorizeRunsOnHost(const MatrixView& /*a*/, const FactorizeOptions& /*options*/,
+                                   const MatrixView* /*rhs*/) const {
     return false;
   }
   // Whether every call computes on the host only (the CPU backend). False by default.

@@ -107,6 +107,10 @@ class BackendWrapper : public Backend {
                              const DeterminantOptions& options) const override {
     return target_->DeterminantRunsOnHost(a, options);
   }
+  bool FactorizeRunsOnHost(const MatrixView& a, const FactorizeOptions& options,
+                           const MatrixView* rhs) const override {
+    return target_->FactorizeRunsOnHost(a, options, rhs);
+  }
   bool FactorizeChecksFinite(const MatrixView& a, const FactorizeOptions& options,
                              const MatrixView* rhs) const override {
     return target_->FactorizeChecksFinite(a, options, rhs);

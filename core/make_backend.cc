@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(absl::string_view name,
 #ifdef MATRIXD_HAVE_CUDA
     absl::StatusOr<std::unique_ptr<Backend>> cuda =
         MakeCudaBackend(config.devices, config.device_memory_limit, config.streams_per_device,
-                        config.state_dir, config.host_determinant_max_order);
+                        config.state_dir, config.host_max_orders);
 #ifdef MATRIXD_HAVE_MULTI_GPU
     if (cuda.ok()) {
       std::vector<int> devices = config.devices;

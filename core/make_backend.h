@@ -12,9 +12,15 @@
 
 namespace matrixd {
 
-// CUDA: determinants of order up to this, from host memory, are computed on the host CPU
-// (core/cuda/host_determinant.h); 0 sends every determinant to the device.
+// CUDA: determinants, and factorizations of one matrix, of order up to these, from host memory,
+// are computed on the host CPU (core/cuda/host_small_jobs.h); 0 sends every such job to the
+// device.
 inline constexpr int kHostDeterminantMaxOrder = 64;
+inline constexpr int kHostFactorizeMaxOrder = 64;
+struct HostMaxOrders {
+  int determinant = kHostDeterminantMaxOrder;
+  int factorize = kHostFactorizeMaxOrder;
+};
 
 struct BackendConfig {
   std::vector<int> devices = {};               // CUDA device ordinals; empty = all visible
@@ -22,7 +28,7 @@ struct BackendConfig {
   DeviceMemoryLimit device_memory_limit = {};  // per CUDA device; default 90% of its memory
   int streams_per_device = 1;  // CUDA operations at once per device, one stream each
   std::string state_dir = {};  // checkpoints of long permanents; empty = none
-  int host_determinant_max_order = kHostDeterminantMaxOrder;  // CUDA; see above
+  HostMaxOrders host_max_orders = {};  // CUDA; see above
 };
 
 // True when this build has the CUDA backend and at least one CUDA device is usable.

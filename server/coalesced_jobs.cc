@@ -232,7 +232,9 @@ std::shared_ptr<CoalescibleWork> MakeCoalescible(const v1::FactorizeRequest& req
       request.keep_input() || request.refine() || request.estimate_condition() ||
       request.deterministic() || request.devices() > 1 || inputs.kind != FactorizationKind::kLu ||
       inputs.batch_count != 0 || !IsFloating(a.dtype) || a.on_device() || a.rows != a.cols ||
-      (rhs != nullptr && (rhs->on_device() || rhs->cols < 1))) {
+      (rhs != nullptr && (rhs->on_device() || rhs->cols < 1)) ||
+      // Answered on the host one by one faster than any batch on the device (CUDA, small n).
+      backend.FactorizeRunsOnHost(a, inputs.options(), rhs)) {
     return nullptr;
   }
   return std::make_shared<FactorizeWork>(std::move(inputs), response, backend);

@@ -67,8 +67,9 @@ ABSL_FLAG(int, coalesce_window_us, -1,
           "coalesce what is queued, never wait");
 ABSL_FLAG(double, inline_max_flops, 3e5,
           "a request computed on the host (every request of the cpu backend; on cuda, "
-          "determinants of order <= --host_determinant_max_order) whose estimated flops are at "
-          "most this (n^3 for a determinant: 3e5 covers n <= 66) and that is not coalesced runs "
+          "determinants of order <= --host_determinant_max_order and factorizations of order <= "
+          "--host_factorize_max_order) whose estimated flops are at most this (n^3 for a "
+          "determinant: 3e5 covers n <= 66) and that is not coalesced runs "
           "on the thread that received it, without a hand-off to a worker; 0: every job queues");
 ABSL_FLAG(int, coalesce_max_group, 64, "the most jobs in one coalesced group; 1: never coalesce");
 ABSL_FLAG(int64_t, coalesce_max_n, matrixd::server::CoalesceOptions{}.max_order,
@@ -123,6 +124,10 @@ ABSL_FLAG(int, host_determinant_max_order, matrixd::kHostDeterminantMaxOrder,
           "cuda backend: determinants of order up to this, sent from host memory, are computed on "
           "the host CPU (faster than a device round trip at these sizes; the CPU backend's "
           "values); 0 = every determinant on the device");
+ABSL_FLAG(int, host_factorize_max_order, matrixd::kHostFactorizeMaxOrder,
+          "cuda backend: LU, Cholesky and QR factorizations (and their solves) of one matrix of "
+          "order up to this, sent from host memory, are computed on the host CPU with the CPU "
+          "backend's code; 0 = every factorization on the device");
 ABSL_FLAG(std::string, state_dir, "",
           "where long permanents checkpoint their finished Gray-code chunks, so that the same job "
           "submitted again after a crash resumes instead of starting over; empty = no checkpoints "
@@ -304,7 +309,9 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
              .device_memory_limit = *memory_limit,
              .streams_per_device = absl::GetFlag(FLAGS_streams_per_device),
              .state_dir = absl::GetFlag(FLAGS_state_dir),
-             .host_determinant_max_order = absl::GetFlag(FLAGS_host_determinant_max_order)});
+             .host_max_orders = {
+                 .determinant = absl::GetFlag(FLAGS_host_determinant_max_order),
+                 .factorize = absl::GetFlag(FLAGS_host_factorize_max_order)}});
 }
 
 // Coalescing (server/coalescing.h): on by default for the cuda backend only (docs/benchmarks.md,

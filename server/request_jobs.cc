@@ -294,6 +294,7 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   options.keep_on_devices =
       registry != nullptr && options.devices > 1 && request.result_options().keep_result() &&
       !request.result_options().also_inline() && !request.keep_input() && outputs->empty();
+  spec.runs_on_host = backend.FactorizeRunsOnHost(inputs->matrix.view(), options, inputs->rhs_view());
   if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(

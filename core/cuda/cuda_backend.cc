@@ -19,8 +19,8 @@
 #include "core/cuda/device_streams.h"
 #include "core/cuda/factorize.h"
 #include "core/cuda/factorize_batch.h"
-#include "core/cuda/host_determinant.h"
 #include "core/cuda/host_registration.h"
+#include "core/cuda/host_small_jobs.h"
 #include "core/cuda/ipc_mapping.h"
 #include "core/cuda/library_versions.h"
 #include "core/cuda/memory_estimate.h"
@@ -45,11 +45,11 @@ class CudaBackend final : public Backend {
  public:
   CudaBackend(std::vector<std::unique_ptr<cuda::DeviceStreams>> devices,
               const DeviceMemoryLimit& memory_limit, std::string state_dir,
-              int host_determinant_max_order)
+              HostMaxOrders host_max_orders)
       : devices_(std::move(devices)),
         memory_limit_(memory_limit),
         state_dir_(std::move(state_dir)),
-        host_determinant_max_order_(host_determinant_max_order),
+        host_max_orders_(host_max_orders),
         channels_(devices_.size()) {
     std::vector<std::string> descriptions;
     for (const auto& device : devices_) descriptions.push_back(device->description());
@@ -107,6 +107,7 @@ class CudaBackend final : public Backend {
   }
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
+    if (FactorizeRunsOnHost(a, options, rhs)) return cuda::HostFactorize(a, options, rhs, control);
     return Timed(control, [&](cuda::DeviceContext& context) {
       return cuda::Factorize(a, options, rhs, context, control);
     });
@@ -236,11 +237,13 @@ class CudaBackend final : public Backend {
     return cuda::MakeIpcMemory(std::move(mapping), byte_size, *channel);
   }
 
-  // The float determinant and the dense products read their operands only by device copies;
-  // modular and exact determinants and block-sparse products also read them on the host.
+  // The float and modular determinants and the dense products read their operands only by
+  // device copies (cudaMemcpyDefault; a device pointer is never staged); exact determinants and
+  // block-sparse products also read them on the host.
   bool DeterminantReadsOnDevice(const MatrixView& a,
                                 const DeterminantOptions& options) const override {
-    return IsFloating(a.dtype) && options.modulus == 0;
+    return (IsFloating(a.dtype) && options.modulus == 0) ||
+           (a.dtype == DType::kInt64 && options.modulus > 0);
   }
   bool MultiplyReadsOnDevice(const MatrixView& /*a*/, const MatrixView& /*b*/,
                              const MultiplyOptions& options) const override {
@@ -248,7 +251,11 @@ class CudaBackend final : public Backend {
   }
   bool DeterminantRunsOnHost(const MatrixView& a,
                              const DeterminantOptions& options) const override {
-    return cuda::DeterminantRunsOnHost(a, options, host_determinant_max_order_);
+    return cuda::DeterminantRunsOnHost(a, options, host_max_orders_.determinant);
+  }
+  bool FactorizeRunsOnHost(const MatrixView& a, const FactorizeOptions& options,
+                           const MatrixView* rhs) const override {
+    return cuda::FactorizeRunsOnHost(a, options, rhs, host_max_orders_.factorize);
   }
 
   // The batched LU without a right-hand side checks its operand on the device as it uploads it
@@ -381,7 +388,7 @@ class CudaBackend final : public Backend {
   std::vector<std::unique_ptr<cuda::DeviceStreams>> devices_;
   const DeviceMemoryLimit memory_limit_;
   const std::string state_dir_;           // where long permanents checkpoint; empty = nowhere
-  const int host_determinant_max_order_;  // see core/cuda/host_determinant.h
+  const HostMaxOrders host_max_orders_;  // see core/cuda/host_small_jobs.h
   // One per device, made on first use; resident matrices point to them, so every resident matrix
   // must be gone before the backend.
   absl::Mutex channels_mutex_;
@@ -407,12 +414,14 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>&
                                                          const DeviceMemoryLimit& memory_limit,
                                                          int streams_per_device,
                                                          const std::string& state_dir,
-                                                         int host_determinant_max_order) {
-  if (host_determinant_max_order < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("host_determinant_max_order is ",
-                                                   host_determinant_max_order,
-                                                   "; want 0 (every determinant on the device) or "
-                                                   "more"));
+                                                         HostMaxOrders host_max_orders) {
+  for (const auto& [name, order] :
+       {std::pair{"host_determinant_max_order", host_max_orders.determinant},
+        std::pair{"host_factorize_max_order", host_max_orders.factorize}}) {
+    if (order < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " is ", order, "; want 0 (every such job on the device) or more"));
+    }
   }
   const int count = CudaDeviceCount();
   if (count == 0) {
@@ -441,7 +450,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>&
     streams.push_back(std::move(device));
   }
   return std::make_unique<CudaBackend>(std::move(streams), memory_limit, state_dir,
-                                       host_determinant_max_order);
+                                       host_max_orders);
 }
 
 }  // namespace matrixd

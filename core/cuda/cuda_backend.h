@@ -22,12 +22,13 @@ int CudaDeviceCount();
 // its own stream. An operation runs on one device: the one its JobControl names, else the least
 // busy. UNAVAILABLE when no device is usable, INVALID_ARGUMENT for an ordinal that does not exist,
 // a bad limit or streams_per_device < 1. A state_dir makes long permanents checkpoint there
-// (cuda::Permanent). Determinants of order up to host_determinant_max_order from host memory run
-// on the host CPU (core/cuda/host_determinant.h; 0: none), INVALID_ARGUMENT when it is negative.
+// (cuda::Permanent). Determinants and factorizations of one matrix of order up to
+// host_max_orders' from host memory run on the host CPU (core/cuda/host_small_jobs.h; 0: none),
+// INVALID_ARGUMENT naming the field when one is negative.
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(
     const std::vector<int>& devices, const DeviceMemoryLimit& memory_limit = {},
     int streams_per_device = 1, const std::string& state_dir = {},
-    int host_determinant_max_order = kHostDeterminantMaxOrder);
+    HostMaxOrders host_max_orders = {});
 
 }  // namespace matrixd
 

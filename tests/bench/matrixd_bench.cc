@@ -125,7 +125,7 @@ int Main(int argc, char** argv) {
             absl::StrCat("GPU, host_determinant_max_order ", host_order),
             [host_order](int streams) -> std::unique_ptr<Backend> {
               absl::StatusOr<std::unique_ptr<Backend>> backend =
-                  MakeCudaBackend({}, {}, streams, {}, host_order);
+                  MakeCudaBackend({}, {}, streams, {}, {.determinant = host_order});
               return backend.ok() ? *std::move(backend) : nullptr;
             },
             flags);

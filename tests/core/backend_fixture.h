@@ -20,7 +20,7 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
     }
     // Every determinant on the device, so that the CUDA cases test the device code at every
     // order (the host path of small ones: cuda_host_determinant_test.cc).
-    auto backend = MakeBackend(GetParam(), {.host_determinant_max_order = 0});
+    auto backend = MakeBackend(GetParam(), {.host_max_orders = {.determinant = 0, .factorize = 0}});
     ASSERT_TRUE(backend.ok()) << backend.status();
     backend_ = *std::move(backend);
   }

@@ -58,7 +58,7 @@ class CudaExactDeterminantTest : public ::testing::Test {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
     // Every order on the device (the server answers n <= 64 on the host: host_determinant.h).
     absl::StatusOr<std::unique_ptr<Backend>> gpu =
-        MakeBackend("cuda", {.host_determinant_max_order = 0});
+        MakeBackend("cuda", {.host_max_orders = {.determinant = 0}});
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
     absl::StatusOr<std::unique_ptr<Backend>> cpu = MakeBackend("cpu", {});

@@ -104,6 +104,39 @@ TEST_P(ResidentMatrixTest, DeterminantOfTheResidentViewEqualsTheHostOne) {
   EXPECT_EQ(on_resident->value.phase(), on_host->value.phase());
 }
 
+TEST_P(ResidentMatrixTest, ModularDeterminantOfAResidentInt64ViewEqualsTheHostOne) {
+  // n = 300 with entries up to 10^9, so that the residues are far from trivial; primes below
+  // 2^16, below 2^31 (the balanced-residue LU), and above 2^32 (the uint64 elimination).
+  const int64_t n = 300;
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> entry(-1000000000, 1000000000);
+  std::vector<int64_t> values(static_cast<size_t>(n * n));
+  for (int64_t& v : values) v = entry(rng);
+  const Matrix m = Matrix::FromValues<int64_t>(n, n, values);
+  std::unique_ptr<ResidentMatrix> resident = Resident(backend(), m, 1 << 16);
+  ASSERT_NE(resident, nullptr);
+  const MatrixView view = resident->view();
+  for (const uint64_t p : {uint64_t{65521}, uint64_t{2147483629}, uint64_t{4294967311}}) {
+    for (const DeterminantMethod method :
+         {DeterminantMethod::kAuto, DeterminantMethod::kCondensation}) {
+      SCOPED_TRACE(::testing::Message() << "p = " << p << " method " << static_cast<int>(method));
+      const DeterminantOptions options{.method = method, .modulus = p};
+      if (view.on_device()) {
+        ASSERT_TRUE(backend().DeterminantReadsOnDevice(view, options));
+      }
+      absl::StatusOr<DeterminantResult> on_resident =
+          backend().Determinant(view, options, nullptr);
+      absl::StatusOr<DeterminantResult> on_host = backend().Determinant(m.view(), options, nullptr);
+      ASSERT_TRUE(on_resident.ok()) << on_resident.status();
+      ASSERT_TRUE(on_host.ok()) << on_host.status();
+      EXPECT_EQ(on_resident->residue, on_host->residue);
+      EXPECT_GT(on_host->residue, 0u);
+    }
+  }
+  // The exact integer determinant still reads a host copy.
+  EXPECT_FALSE(backend().DeterminantReadsOnDevice(view, {}) && view.on_device());
+}
+
 TEST_P(ResidentMatrixTest, ProductOfResidentViewsEqualsTheHostOne) {
   const Matrix a = RandomMatrix(120, 80, 5);
   const Matrix b = RandomMatrix(80, 60, 6);

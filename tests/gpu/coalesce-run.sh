@@ -11,7 +11,9 @@
 #
 # SIZES, OPS, DURATION, CONCURRENCY, CONNECTIONS (a list: the loaded runs spread their requests
 # over that many TCP connections, `matrixctl load --connections`; default 1), APIS (the client's
-# calls, `matrixctl load --load_api`: callback, blocking or both; default callback) and WINDOWS
+# calls, `matrixctl load --load_api`: callback, blocking or both; default callback), CLIENTS (a
+# list: the concurrency and connections split over that many `matrixctl load` processes run at
+# once, their rates summed; default 1) and WINDOWS
 # (window values in us; "off" = no coalescing) narrow the run; SERVER_FLAGS adds matrixd flags (e.g. --host_determinant_max_order=0) and TAG
 # names the run in the summary; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
 # OUT=/tmp/x DURATION=2).
@@ -27,12 +29,13 @@ concurrency=${CONCURRENCY:-64}
 windows=${WINDOWS:-off 0 200}
 connections_list=${CONNECTIONS:-1}
 apis=${APIS:-callback}
+clients_list=${CLIENTS:-1}
 read -r -a server_flags <<<"${SERVER_FLAGS:-}"
 summary=${out}/coalesce${tag:+-$tag}-summary.txt
 
 gpu_info
 echo "# $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "${report}"
-printf '| coalescing | op | n | concurrency | connections | client calls | req/s | p50 ms | p99 ms |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' >"${summary}"
+printf '| coalescing | op | n | concurrency | connections | client calls | client processes | req/s | p50 ms | p99 ms |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' >"${summary}"
 
 port=50081
 start_server() {  # $1: window (us) or "off"
@@ -71,22 +74,32 @@ cpu_report() {  # $1 before (thread_ticks), $2 after, $3 host before, $4 host af
 }
 
 # `matrixctl load` prints a table; keep it, and pull req/s and the percentiles for the summary.
-run_load() {  # $1 label, $2 op, $3 n, $4 concurrency, $5 connections, $6 api
-  local text before after host_before host_after
+# With $7 client processes (CLIENTS) the concurrency and connections are split evenly among them,
+# all started at once: req/s is their sum, p50 and p99 the worst client's.
+run_load() {  # $1 label, $2 op, $3 n, $4 concurrency, $5 connections, $6 api, $7 clients
+  local clients=${7:-1} text before after host_before host_after c
+  local each=$(($4 / clients)) each_connections=$((($5 + clients - 1) / clients))
+  ((each < 1)) && each=1
   before=$(thread_ticks "${pid}")
   host_before=$(host_ticks)
-  text=$(timeout $((duration + 60)) "${bin}/matrixctl" --server=127.0.0.1:${port} load --op="$2" \
-    --n="$3" --concurrency="$4" --connections="$5" --load_api="$6" --duration="${duration}" \
-    --requests=0 2>&1)
+  for ((c = 0; c < clients; c++)); do
+    timeout $((duration + 60)) "${bin}/matrixctl" --server=127.0.0.1:${port} load --op="$2" \
+      --n="$3" --concurrency="${each}" --connections="${each_connections}" --load_api="$6" \
+      --duration="${duration}" --requests=0 >"${out}/load-client-${c}.txt" 2>&1 &
+  done
+  wait
   after=$(thread_ticks "${pid}")
   host_after=$(host_ticks)
+  text=$(cat "${out}"/load-client-*.txt)
+  rm -f "${out}"/load-client-*.txt
   echo "${text}" >>"${report}"
   cpu_report <(echo "${before}") <(echo "${after}") "${host_before}" "${host_after}" "${duration}"
   local rate p50 p99
-  rate=$(awk '$1 == "requests/s" {print $2}' <<<"${text}")
-  p50=$(awk '$1 == "p50_ms" {print $2}' <<<"${text}")
-  p99=$(awk '$1 == "p99_ms" {print $2}' <<<"${text}")
-  echo "| ${tag:+$tag }$1 | $2 | $3 | $4 | $5 | $6 | ${rate:-?} | ${p50:-?} | ${p99:-?} |" >>"${summary}"
+  rate=$(awk '$1 == "requests/s" {s += $2; n++} END {if (n) printf "%.0f", s}' <<<"${text}")
+  p50=$(awk '$1 == "p50_ms" && $2 > m {m = $2} END {if (m != "") print m}' <<<"${text}")
+  p99=$(awk '$1 == "p99_ms" && $2 > m {m = $2} END {if (m != "") print m}' <<<"${text}")
+  echo "| ${tag:+$tag }$1 | $2 | $3 | $4 | $5 | $6 | ${clients} | ${rate:-?} | ${p50:-?} | ${p99:-?} |" \
+    >>"${summary}"
 }
 
 for window in ${windows}; do
@@ -99,9 +112,13 @@ for window in ${windows}; do
     for n in ${sizes}; do
       for connections in ${connections_list}; do
         for api in ${apis}; do
-          log "load --op=${op} --n=${n} --concurrency=${concurrency} --connections=${connections}" \
-            "--load_api=${api} --duration=${duration}"
-          run_load "${window}" "${op}" "${n}" "${concurrency}" "${connections}" "${api}"
+          for clients in ${clients_list}; do
+            log "load --op=${op} --n=${n} --concurrency=${concurrency}" \
+              "--connections=${connections} --load_api=${api} --duration=${duration}" \
+              "over ${clients} client process(es)"
+            run_load "${window}" "${op}" "${n}" "${concurrency}" "${connections}" "${api}" \
+              "${clients}"
+          done
         done
       done
     done

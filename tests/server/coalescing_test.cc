@@ -208,6 +208,31 @@ TEST_F(CoalescingTest, DeterminantsTheBackendAnswersOnTheHostAreNotCoalesced) {
   EXPECT_NE(spec->coalescible, nullptr);
 }
 
+// The same for factorizations of order <= 8 (FactorizeRunsOnHost): not coalesced, and marked to
+// run on the host (inline where small enough); larger ones still coalesce.
+class HostSmallFactorizations final : public BackendWrapper {
+ public:
+  using BackendWrapper::BackendWrapper;
+  bool FactorizeRunsOnHost(const MatrixView& a, const FactorizeOptions& /*options*/,
+                           const MatrixView* /*rhs*/) const override {
+    return a.rows <= 8;
+  }
+};
+
+TEST_F(CoalescingTest, FactorizationsTheBackendAnswersOnTheHostAreNotCoalesced) {
+  HostSmallFactorizations backend(MakeCpuBackend({.threads = 1}));
+  v1::FactorizeResponse small_response;
+  v1::FactorizeResponse large_response;
+  absl::StatusOr<JobSpec> spec = MakeJob(Lu(8, 0, 903), &small_response, backend, limits_);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->coalescible, nullptr);
+  EXPECT_TRUE(spec->runs_on_host);
+  spec = MakeJob(Lu(9, 0, 904), &large_response, backend, limits_);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_NE(spec->coalescible, nullptr);
+  EXPECT_FALSE(spec->runs_on_host);
+}
+
 TEST_F(CoalescingTest, ASingularMemberFailsAloneAndTheOthersSucceed) {
   auto scheduler = Start({.max_group = 64});
   auto release = Block(*scheduler);
