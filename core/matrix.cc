@@ -49,6 +49,16 @@ Matrix::Matrix(int64_t rows, int64_t cols, DType dtype)
       dtype_(dtype),
       storage_(static_cast<size_t>(rows * cols) * ElementSize(dtype)) {
   static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= alignof(std::complex<double>));
+  if (!storage_.empty()) std::memset(storage_.data(), 0, storage_.size());
+}
+
+Matrix Matrix::ForOverwrite(int64_t rows, int64_t cols, DType dtype) {
+  Matrix m;
+  m.rows_ = rows;
+  m.cols_ = cols;
+  m.dtype_ = dtype;
+  m.storage_.resize(static_cast<size_t>(rows * cols) * ElementSize(dtype));  // not cleared
+  return m;
 }
 
 Matrix::Matrix(const Matrix& other)

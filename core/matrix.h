@@ -88,6 +88,10 @@ class Matrix {
   Matrix(Matrix&& other) noexcept;
   Matrix& operator=(Matrix&& other) noexcept;
   ~Matrix() = default;
+  // A new matrix whose bytes are NOT initialised, for a caller that writes every one of them
+  // (a download of a result): a large one then costs no serial pass clearing it, and its pages
+  // are first touched by whoever writes them (the staging's copy threads, in parallel).
+  static Matrix ForOverwrite(int64_t rows, int64_t cols, DType dtype);
   // A matrix whose bytes are [bytes, bytes + rows*cols*ElementSize(dtype)), not copied, not
   // cleared. REQUIRES: the range outlives the matrix and is aligned for dtype.
   static Matrix Borrowing(int64_t rows, int64_t cols, DType dtype, std::byte* bytes);
@@ -136,9 +140,26 @@ class Matrix {
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   DType dtype_ = DType::kFloat64;
-  // Zero-initialised bytes; operator new aligns them to __STDCPP_DEFAULT_NEW_ALIGNMENT__ (16 on
-  // x86-64), enough for every element type.
-  std::vector<std::byte> storage_;
+  // Bytes that value-initialise to nothing (the constructor clears them, ForOverwrite does not);
+  // operator new aligns them to __STDCPP_DEFAULT_NEW_ALIGNMENT__ (16 on x86-64), enough for
+  // every element type.
+  template <typename U>
+  struct DefaultInitAllocator : std::allocator<U> {
+    template <typename V>
+    struct rebind {
+      using other = DefaultInitAllocator<V>;
+    };
+    using std::allocator<U>::allocator;
+    template <typename V>
+    void construct(V* p) noexcept {
+      ::new (static_cast<void*>(p)) V;
+    }
+    template <typename V, typename... Args>
+    void construct(V* p, Args&&... args) {
+      ::new (static_cast<void*>(p)) V(std::forward<Args>(args)...);
+    }
+  };
+  std::vector<std::byte, DefaultInitAllocator<std::byte>> storage_;
   std::byte* borrowed_ = nullptr;  // set by Borrowing; storage_ is then empty
 };
 

@@ -24,13 +24,13 @@ Matrix ResultDestinations::MakeForOverwrite(std::string_view name, int64_t rows,
   if (std::byte* bytes = Find(name, byte_size); bytes != nullptr) {
     return Matrix::Borrowing(rows, cols, dtype, bytes);
   }
-  return Matrix(rows, cols, dtype);
+  return Matrix::ForOverwrite(rows, cols, dtype);
 }
 
 Matrix ResultDestinations::Make(std::string_view name, int64_t rows, int64_t cols,
                                 DType dtype) const {
   Matrix matrix = MakeForOverwrite(name, rows, cols, dtype);
-  if (matrix.borrowed()) std::memset(matrix.mutable_bytes(), 0, matrix.byte_size());
+  if (matrix.byte_size() > 0) std::memset(matrix.mutable_bytes(), 0, matrix.byte_size());
   return matrix;
 }
 

@@ -28,7 +28,8 @@ class ResultDestinations {
   // A zeroed rows x cols matrix for result `name`: borrowing its destination when one of exactly
   // that size was given, else a new one.
   Matrix Make(std::string_view name, int64_t rows, int64_t cols, DType dtype) const;
-  // As Make, but a borrowed destination is not cleared: for results written in full.
+  // As Make, but nothing is cleared (neither a borrowed destination nor a new matrix,
+  // Matrix::ForOverwrite): for results written in full.
   Matrix MakeForOverwrite(std::string_view name, int64_t rows, int64_t cols, DType dtype) const;
   // As Make, holding a copy of `source`'s bytes (for operations that work in place).
   Matrix CopyOf(std::string_view name, const MatrixView& source) const;

@@ -197,7 +197,7 @@ absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegist
 absl::Status InputMatrix::CopyToHost() {
   if (!view_.on_device()) return absl::OkStatus();
   try {
-    aligned_copy_ = Matrix(view_.rows, view_.cols, view_.dtype);
+    aligned_copy_ = Matrix::ForOverwrite(view_.rows, view_.cols, view_.dtype);  // read in full
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot copy a ", view_.byte_size(), "-byte device operand to host memory"));

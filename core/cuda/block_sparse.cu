@@ -473,7 +473,7 @@ absl::StatusOr<MultiplyResult> BlockSparseTyped(const MatrixView& a, const Matri
 
   MultiplyResult result;
   result.block_products_total = p.block_rows * p.block_depth * p.block_cols;
-  result.c = Matrix(p.m, p.n, a.dtype);
+  result.c = Matrix::ForOverwrite(p.m, p.n, a.dtype);  // downloaded in full
   DeviceBuffer a_upload, a_transposed, b_upload, b_transposed;
   MATRIXD_ASSIGN_OR_RETURN(const void* op_a,
                            UploadOperand(a, options.transpose_a, context, a_upload, a_transposed));

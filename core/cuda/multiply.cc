@@ -41,7 +41,7 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
   const size_t c_bytes = static_cast<size_t>(m) * static_cast<size_t>(n) * sizeof(T);
   // C straight into the caller's resident matrix when it lives on this device: no round trip.
   void* const c_out = InPlaceOutput(options.output, c_bytes, a.dtype, context);
-  if (c_out == nullptr) result.c = Matrix(m, n, a.dtype);
+  if (c_out == nullptr) result.c = Matrix::ForOverwrite(m, n, a.dtype);  // downloaded in full
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_a, context.Allocate(a.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_b, context.Allocate(b.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_c, context.Allocate(c_out != nullptr ? 0 : c_bytes));

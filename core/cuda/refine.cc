@@ -286,7 +286,7 @@ absl::StatusOr<FactorizeResult> SamePrecision(const MatrixView& a, const MatrixV
   // The factors back to row-major, through a_rows (A is no longer needed).
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchTranspose(AsSpan<const T>(factors), n, n, n, AsSpan<T>(system.a_rows), n, stream));
-  result.lu = Matrix(n, n, a.dtype);
+  result.lu = Matrix::ForOverwrite(n, n, a.dtype);  // downloaded in full
   MATRIXD_RETURN_IF_ERROR(
       context.Download(system.a_rows, result.lu.mutable_bytes(), result.lu.byte_size()));
   result.permutation.resize(static_cast<size_t>(n));

@@ -188,7 +188,7 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
     result.residual = scale > 0 ? norms[0] / scale : 0.0;
   }
   if (x_buffer.data() != nullptr) {
-    result.x = Matrix(n, nrhs, rhs.dtype);
+    result.x = Matrix::ForOverwrite(n, nrhs, rhs.dtype);  // downloaded in full
     MATRIXD_RETURN_IF_ERROR(context.Download(x_buffer, result.x.mutable_bytes(), x_bytes));
   } else {
     MATRIXD_RETURN_IF_ERROR(context.Synchronize());

@@ -328,13 +328,16 @@ class MultiGpuBackend : public BackendWrapper {
 
   absl::Status CheckMultiDeviceFactorize(DType dtype, int64_t rows, int64_t cols,
                                          const FactorizeOptions& options) const {
+    // The request's own contract first (what every backend refuses, naming the field), then
+    // whether this server has the GPUs.
+    if (absl::Status s = CheckFactorizeDevices(options, dtype, rows, cols); !s.ok()) return s;
     const int available = static_cast<int>(devices_.size());
     if (options.devices > available) {
       return absl::InvalidArgumentError(absl::StrCat("devices is ", options.devices,
                                                      "; this server has ", available, " GPU",
                                                      available == 1 ? "" : "s"));
     }
-    return CheckFactorizeDevices(options, dtype, rows, cols);
+    return absl::OkStatus();
   }
 
   std::vector<int> devices_;

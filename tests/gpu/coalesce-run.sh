@@ -82,12 +82,14 @@ run_load() {  # $1 label, $2 op, $3 n, $4 concurrency, $5 connections, $6 api, $
   ((each < 1)) && each=1
   before=$(thread_ticks "${pid}")
   host_before=$(host_ticks)
+  local client_pids=()
   for ((c = 0; c < clients; c++)); do
     timeout $((duration + 60)) "${bin}/matrixctl" --server=127.0.0.1:${port} load --op="$2" \
       --n="$3" --concurrency="${each}" --connections="${each_connections}" --load_api="$6" \
       --duration="${duration}" --requests=0 >"${out}/load-client-${c}.txt" 2>&1 &
+    client_pids+=($!)
   done
-  wait
+  wait "${client_pids[@]}"
   after=$(thread_ticks "${pid}")
   host_after=$(host_ticks)
   text=$(cat "${out}"/load-client-*.txt)
