@@ -4,6 +4,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/solve.h"
@@ -17,7 +18,7 @@ class OneDeviceFactorization final : public DeviceFactorization {
  public:
   OneDeviceFactorization(FactorizationKind kind, int64_t n, DType dtype, DeviceBuffer factor,
                          DeviceBuffer permutation, TransferChannel& channel)
-      : DeviceFactorization(n, n, dtype, kind),
+      : DeviceFactorization(n, dtype, kind),
         channel_(channel),
         factor_(std::move(factor)),
         permutation_(std::move(permutation)) {}
@@ -52,7 +53,11 @@ class OneDeviceFactorization final : public DeviceFactorization {
   }
 
   absl::StatusOr<Matrix> Solve(const MatrixView& rhs) override {
-    const FactorizationView f = WithKeptParts({.kind = kind(), .factor = view(), .kept = this});
+    FactorizationView kept;
+    kept.kind = kind();
+    kept.factor = view();
+    kept.kept = this;
+    const FactorizationView f = WithKeptParts(kept);
     absl::StatusOr<SolveResult> solved = absl::InternalError("not solved");
     MATRIXD_RETURN_IF_ERROR(channel_.Run([&](DeviceContext& context) {
       solved = cuda::Solve(f, rhs, {}, context, /*control=*/nullptr);

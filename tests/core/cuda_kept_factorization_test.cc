@@ -65,10 +65,12 @@ Matrix ReadWhole(const DeviceFactorization& kept) {
 
 // The kept factorization as a Solve takes it (FactorizationView::kept).
 FactorizationView ViewOf(const FactorizeResult& kept) {
-  return {.kind = kept.kind,
-          .factor = kept.kept->view(),
-          .singular_column = kept.singular_column.value_or(-1),
-          .kept = kept.kept.get()};
+  FactorizationView f;
+  f.kind = kept.kind;
+  f.factor = kept.kept->view();
+  f.singular_column = kept.singular_column.value_or(-1);
+  f.kept = kept.kept.get();
+  return f;
 }
 
 // ||x - y||_F <= slack n eps ||y||_F: two solves with the same factors.
@@ -151,7 +153,9 @@ TEST_F(CudaKeptFactorization, ReadOfARangeInsideRowsGivesThoseBytes) {
     std::vector<std::byte> range(8 * (3 * n + 11));
     ASSERT_TRUE(kept->kept->Read(offset, range).ok());
     EXPECT_EQ(std::memcmp(range.data(), whole.bytes() + offset, range.size()), 0);
-    if (options.kind == FactorizationKind::kCholesky) EXPECT_EQ(whole.As<double>()[1], 0.0);
+    if (options.kind == FactorizationKind::kCholesky) {
+      EXPECT_EQ(whole.As<double>()[1], 0.0);
+    }
     std::vector<std::byte> past(16);
     EXPECT_EQ(kept->kept->Read(whole.byte_size() - 8, past).code(),
               absl::StatusCode::kInvalidArgument);

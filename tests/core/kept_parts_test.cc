@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 class StandInKept final : public DeviceFactorization {
  public:
   StandInKept(int64_t n, bool whole)
-      : DeviceFactorization(n, n, DType::kFloat64, FactorizationKind::kLu),
+      : DeviceFactorization(n, DType::kFloat64, FactorizationKind::kLu),
         whole_(whole),
         factor_(static_cast<size_t>(n * n)),
         permutation_(static_cast<size_t>(n)) {}
@@ -67,7 +67,11 @@ class StandInKept final : public DeviceFactorization {
 };
 
 FactorizationView KeptView(DeviceFactorization& kept) {
-  return {.kind = kept.kind(), .factor = kept.view(), .kept = &kept};
+  FactorizationView f;
+  f.kind = kept.kind();
+  f.factor = kept.view();
+  f.kept = &kept;
+  return f;
 }
 
 TEST(WithKeptParts, OneKeptWholeOnOneDeviceIsItsPartsViews) {
@@ -108,16 +112,15 @@ TEST(WithKeptParts, OneKeptInPartsOverSeveralGpusStaysAsItIs) {
 TEST(WithKeptParts, AFactorizationNotKeptOnADeviceStaysAsItIs) {
   const std::vector<double> lu(4, 1.0);
   const std::vector<int64_t> permutation = {0, 1};
-  const FactorizationView plain = {
-      .kind = FactorizationKind::kLu,
-      .factor = {.rows = 2,
-                 .cols = 2,
-                 .dtype = DType::kFloat64,
-                 .data = reinterpret_cast<const std::byte*>(lu.data())},
-      .permutation = {.rows = 1,
-                      .cols = 2,
-                      .dtype = DType::kInt64,
-                      .data = reinterpret_cast<const std::byte*>(permutation.data())}};
+  FactorizationView plain;
+  plain.factor = {.rows = 2,
+                  .cols = 2,
+                  .dtype = DType::kFloat64,
+                  .data = reinterpret_cast<const std::byte*>(lu.data())};
+  plain.permutation = {.rows = 1,
+                       .cols = 2,
+                       .dtype = DType::kInt64,
+                       .data = reinterpret_cast<const std::byte*>(permutation.data())};
   const FactorizationView f = WithKeptParts(plain);
   EXPECT_EQ(f.factor.data, plain.factor.data);
   EXPECT_EQ(f.permutation.data, plain.permutation.data);
