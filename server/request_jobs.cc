@@ -289,14 +289,16 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   if (!outputs.ok()) return outputs.status();
   // The regions stay mapped while `outputs` lives, i.e. as long as the job.
   outputs->OfferTo(options.destinations);
+  spec.runs_on_host =
+      backend.FactorizeRunsOnHost(inputs->matrix.view(), options, inputs->rhs_view());
   // Kept, not wanted inline: the factorization stays on the GPU or GPUs that computed it where
   // the backend can leave it there, so that none crosses to the host and back
   // (core/device_factorization.h). keep_input keeps a host copy of A beside a factorization kept
-  // as resident matrices on one device instead; also_inline downloads the factor and keeps it so.
-  options.keep_on_devices = registry != nullptr && request.result_options().keep_result() &&
-                            !request.result_options().also_inline() && !request.keep_input() &&
-                            outputs->empty();
-  spec.runs_on_host = backend.FactorizeRunsOnHost(inputs->matrix.view(), options, inputs->rhs_view());
+  // as resident matrices on one device instead; also_inline downloads the factor and keeps it so;
+  // a small one the backend answers on the host is kept from there (its factors are tiny).
+  options.keep_on_devices =
+      registry != nullptr && !spec.runs_on_host && request.result_options().keep_result() &&
+      !request.result_options().also_inline() && !request.keep_input() && outputs->empty();
   if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(

@@ -38,7 +38,9 @@ class CudaKeptFactorization : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device here: CUDA case skipped";
-    absl::StatusOr<std::unique_ptr<Backend>> made = MakeBackend("cuda", {});
+    // Every factorization on the device, so that the plain one is cuSOLVER's too.
+    absl::StatusOr<std::unique_ptr<Backend>> made =
+        MakeBackend("cuda", {.host_max_orders = {.determinant = 0, .factorize = 0}});
     ASSERT_TRUE(made.ok()) << made.status();
     backend_ = *std::move(made);
   }

@@ -28,7 +28,8 @@ class OneGpuKeptFactorizationTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device here: CUDA case skipped";
-    absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeBackend("cuda", {});
+    absl::StatusOr<std::unique_ptr<Backend>> cuda =
+        MakeBackend("cuda", {.host_max_orders = {.determinant = 0, .factorize = 0}});
     ASSERT_TRUE(cuda.ok()) << cuda.status();
     ServerOptions options;
     options.listen_address = "127.0.0.1:0";
