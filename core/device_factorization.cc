@@ -8,7 +8,7 @@ namespace matrixd {
 absl::Status DeviceFactorization::Write(uint64_t /*offset*/, std::span<const std::byte> /*bytes*/) {
   return absl::FailedPreconditionError(
       absl::StrCat("the ", rows(), "x", cols(),
-                   " factorization kept over several GPUs is made by Factorize and not written"));
+                   " factorization kept on the GPUs is made by Factorize and not written"));
 }
 
 MatrixView DeviceFactorization::view() const { return PartsView(*this); }

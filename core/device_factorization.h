@@ -1,10 +1,14 @@
-// A factorization that stays on the GPUs that computed it (Factorize over several GPUs with
-// FactorizeOptions::keep_on_devices: core/multi_gpu/kept_factorization.h) instead of coming back
-// to host memory, so that one larger than host memory or a gRPC message can be kept and solved
-// with. It is a resident matrix: its factor (n x n; LU's packed factors, or Cholesky's L with
-// zeros above the diagonal), read back row-major on demand (Read gathers the rows asked for), never
-// written, never spilled; its view is a device view of its shape with null data, which only its
-// own Solve takes (FactorizationView::kept). Thread-safe: Read and Solve may be called at once.
+// A factorization that stays on the GPUs that computed it (Factorize with
+// FactorizeOptions::keep_on_devices: over several GPUs core/multi_gpu/kept_factorization.h, on
+// one core/cuda/kept_factorization.h) instead of coming back to host memory, so that one larger
+// than host memory or a gRPC message can be kept and solved with, and none crosses PCIe twice.
+// It is a resident matrix: its factor (n x n; LU's packed factors, or Cholesky's L with zeros
+// above the diagonal), read back row-major on demand (Read gathers the rows asked for), never
+// written, never spilled. Kept in parts over several GPUs, its view is a device view of its shape
+// with null data, which only its own Solve takes (FactorizationView::kept); kept whole on one
+// device (whole_on_one_device()), its view and permutation() are device views of its parts in
+// FactorizeResult's layouts, which any Solve on that device reads in place (WithKeptParts,
+// core/factorization.h). Thread-safe: Read and Solve may be called at once.
 #ifndef MATRIXD_CORE_DEVICE_FACTORIZATION_H_
 #define MATRIXD_CORE_DEVICE_FACTORIZATION_H_
 
@@ -42,9 +46,16 @@ class DeviceFactorization : public ResidentMatrix {
   // RESOURCE_EXHAUSTED when the right-hand side's parts do not fit.
   virtual absl::StatusOr<Matrix> Solve(const MatrixView& rhs) = 0;
 
+  // True when it lies whole on one device in FactorizeResult's layouts: view() is then a device
+  // view of the row-major factor (with data) and permutation() LU's permutation beside it.
+  virtual bool whole_on_one_device() const { return false; }
+  // LU's permutation (1 x n INT64, 0-based, FactorizeResult::permutation) as a device view, when
+  // whole_on_one_device(); a null view otherwise and for Cholesky.
+  virtual MatrixView permutation() const { return {}; }
+
   // FAILED_PRECONDITION: a kept factorization is made by Factorize, not written.
   absl::Status Write(uint64_t offset, std::span<const std::byte> bytes) override;
-  // A null-data device view of its shape.
+  // A null-data device view of its shape (see whole_on_one_device for the other).
   MatrixView view() const override;
 
  private:

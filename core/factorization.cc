@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/device_factorization.h"
 #include "core/status_macros.h"
 
 namespace matrixd {
@@ -143,6 +144,15 @@ FactorizationView FactorizationOf(const FactorizeResult& result, const MatrixVie
   }
   if (input != nullptr) view.input = *input;
   return view;
+}
+
+FactorizationView WithKeptParts(const FactorizationView& f) {
+  if (f.kept == nullptr || !f.kept->whole_on_one_device()) return f;
+  FactorizationView parts = f;
+  parts.factor = f.kept->view();
+  if (f.kind == FactorizationKind::kLu) parts.permutation = f.kept->permutation();
+  parts.kept = nullptr;
+  return parts;
 }
 
 namespace {

@@ -22,6 +22,12 @@ namespace matrixd {
 FactorizationView FactorizationOf(const FactorizeResult& result, const MatrixView* input = nullptr,
                                   int64_t batch_count = 0);
 
+// `f` with a factorization kept whole on one device (FactorizationView::kept whose
+// DeviceFactorization::whole_on_one_device()) replaced by the device views of its parts there
+// (factor, LU's permutation) and `kept` null: every Solve takes it as it takes a factorization
+// kept as resident matrices on that device, transposes included. `f` itself otherwise.
+FactorizationView WithKeptParts(const FactorizationView& f);
+
 // Member i of a batched factorization as a factorization of its own (views into f's parts), and
 // rows [i * rows, (i + 1) * rows) of a stacked matrix. REQUIRES: 0 <= i < f.members().
 FactorizationView MemberOf(const FactorizationView& f, int64_t i);

@@ -122,8 +122,10 @@ struct FactorizeOptions {
   // > 1: LU or Cholesky of one square matrix (any floating dtype) over this many GPUs of the
   // backend (core/multi_gpu/multi_gpu_factorize.h); no batch, refinement or condition estimate.
   int devices = 1;
-  // With devices > 1: keep the factorization on the GPUs it ran on (FactorizeResult::kept)
-  // instead of gathering its factor into host memory. A backend that cannot ignores it.
+  // Keep the factorization on the GPU or GPUs it ran on (FactorizeResult::kept) instead of
+  // bringing its factor to host memory: over several GPUs (devices > 1), and on one CUDA device
+  // an LU or Cholesky of one square matrix (core/cuda/kept_factorization.h). A backend that
+  // cannot ignores it.
   bool keep_on_devices = false;
 };
 
@@ -170,7 +172,7 @@ struct FactorizeResult {
   // With options.refine. A refinement whose factorization ran in a lower precision than the
   // input's (the mixed path) returns no factors: lu and permutation are empty.
   std::optional<Refinement> refinement;
-  // With options.keep_on_devices, where honoured: the factorization left on the GPUs
+  // With options.keep_on_devices, where honoured: the factorization left on the GPU or GPUs
   // (core/device_factorization.h); `lu` or `l` is then empty (the permutation still comes back).
   std::unique_ptr<DeviceFactorization> kept;
   ComputeStats stats;

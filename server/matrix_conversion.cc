@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/device_factorization.h"
 
 namespace matrixd::server {
 namespace {
@@ -179,8 +180,10 @@ absl::StatusOr<InputMatrix> FromProto(const v1::MatrixRef& proto, ResidentRegist
                      " has entries that are not finite (NaN or Inf)"));
   }
   input.resident_.emplace(*std::move(lease));
-  // A factorization kept on the GPUs (its factor) is read by no operation in place: gathered.
-  const bool kept_on_gpus = input.resident_->device_factorization() != nullptr;
+  // A factorization kept in parts over several GPUs (its factor) is read by no operation in place:
+  // gathered. One kept whole on one GPU is a device view there, as any resident matrix.
+  const DeviceFactorization* kept = input.resident_->device_factorization();
+  const bool kept_on_gpus = kept != nullptr && !kept->whole_on_one_device();
   if ((input.resident_->distributed() != nullptr && distributed == DistributedUse::kGather) ||
       kept_on_gpus) {
     if (absl::Status gathered = input.CopyToHost(); !gathered.ok()) {

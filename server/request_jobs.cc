@@ -134,7 +134,8 @@ absl::StatusOr<std::unique_ptr<PendingResident>> PendingResult(const KeepRequest
 // With keep_result, Factorize (of one matrix or of a batch) keeps its factorization under one
 // handle, named in kept as "factorization" and as its factor's field; the factor's inline field is
 // cleared unless also_inline. The other result matrices are kept as plain matrices by KeepResults.
-// A factorization the backend left on the GPUs (FactorizeResult::kept) is kept there as it is.
+// A factorization the backend left on the GPU or GPUs (FactorizeResult::kept) is kept there as it
+// is.
 absl::Status KeepFactorization(const KeepRequest& keep, FactorizeResult& result,
                                const MatrixView* input, int64_t batch_count,
                                const JobControl& control, v1::FactorizeResponse* response) {
@@ -288,13 +289,16 @@ absl::StatusOr<JobSpec> MakeJob(const v1::FactorizeRequest& request,
   if (!outputs.ok()) return outputs.status();
   // The regions stay mapped while `outputs` lives, i.e. as long as the job.
   outputs->OfferTo(options.destinations);
-  // Kept, not wanted inline, over several GPUs: the factorization stays on them, so that none
-  // crosses to the host (core/device_factorization.h). keep_input keeps a host copy of A beside
-  // a factorization on one device instead.
+  spec.runs_on_host =
+      backend.FactorizeRunsOnHost(inputs->matrix.view(), options, inputs->rhs_view());
+  // Kept, not wanted inline: the factorization stays on the GPU or GPUs that computed it where
+  // the backend can leave it there, so that none crosses to the host and back
+  // (core/device_factorization.h). keep_input keeps a host copy of A beside a factorization kept
+  // as resident matrices on one device instead; also_inline downloads the factor and keeps it so;
+  // a small one the backend answers on the host is kept from there (its factors are tiny).
   options.keep_on_devices =
-      registry != nullptr && options.devices > 1 && request.result_options().keep_result() &&
+      registry != nullptr && !spec.runs_on_host && request.result_options().keep_result() &&
       !request.result_options().also_inline() && !request.keep_input() && outputs->empty();
-  spec.runs_on_host = backend.FactorizeRunsOnHost(inputs->matrix.view(), options, inputs->rhs_view());
   if (RunsCoalesced(MakeCoalescible(request, *inputs, response, backend), spec)) return spec;
   const DType input_dtype = inputs->matrix.view().dtype;
   spec.work = WithProvenance(

@@ -342,15 +342,17 @@ absl::StatusOr<SolveInputs> ValidateRequest(const v1::SolveRequest& request, con
       Operand(request.has_rhs_ref(), request.rhs(), request.rhs_ref(), "rhs", sources);
   if (!rhs.ok()) return rhs.status();
   const auto part = [&](const char* name) { return lease->part(name).value_or(MatrixView{}); };
-  FactorizationView factorization{.kind = kept->kind,
-                                  .factor = lease->view(),
-                                  .r = part("r"),
-                                  .permutation = part("permutation"),
-                                  .input = part("input"),
-                                  .singular_column = kept->singular_column,
-                                  .batch_count = kept->batch_count,
-                                  .singular_member = kept->singular_member,
-                                  .kept = lease->device_factorization()};
+  // One kept whole on one GPU is solved from its parts' device views there, as one kept as
+  // resident matrices is (core/factorization.h); one kept over several GPUs by its own Solve.
+  const FactorizationView factorization = WithKeptParts({.kind = kept->kind,
+                                                         .factor = lease->view(),
+                                                         .r = part("r"),
+                                                         .permutation = part("permutation"),
+                                                         .input = part("input"),
+                                                         .singular_column = kept->singular_column,
+                                                         .batch_count = kept->batch_count,
+                                                         .singular_member = kept->singular_member,
+                                                         .kept = lease->device_factorization()});
   SolveInputs inputs{.lease = *std::move(lease),
                      .factorization = factorization,
                      .rhs = *std::move(rhs),

@@ -460,7 +460,8 @@ absl::StatusOr<ResidentInfo> ResidentRegistry::KeepOnDevices(
   entry->info.dtype = kept->dtype();
   entry->info.bytes = bytes;
   entry->info.device = kept->device();
-  entry->info.layout = ResidentLayout::kDistributed;
+  entry->info.layout =
+      parts.size() > 1 ? ResidentLayout::kDistributed : ResidentLayout::kSingleDevice;
   entry->info.label = std::move(label);
   entry->info.owner = owner.name;
   entry->info.factorization = factorization;

@@ -22,6 +22,7 @@
 #include "core/cuda/host_registration.h"
 #include "core/cuda/host_small_jobs.h"
 #include "core/cuda/ipc_mapping.h"
+#include "core/cuda/kept_factorization.h"
 #include "core/cuda/library_versions.h"
 #include "core/cuda/memory_estimate.h"
 #include "core/cuda/multiply.h"
@@ -108,8 +109,15 @@ class CudaBackend final : public Backend {
   absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                             const MatrixView* rhs, JobControl* control) override {
     if (FactorizeRunsOnHost(a, options, rhs)) return cuda::HostFactorize(a, options, rhs, control);
-    return Timed(control, [&](cuda::DeviceContext& context) {
-      return cuda::Factorize(a, options, rhs, context, control);
+    return Timed(control, [&](cuda::DeviceContext& context) -> absl::StatusOr<FactorizeResult> {
+      // A factorization kept on the device reads and solves through the device's transfer channel,
+      // as its resident matrices do (kept_factorization.h).
+      cuda::TransferChannel* keep_on = nullptr;
+      if (cuda::KeepsOnDevice(a, options)) {
+        MATRIXD_ASSIGN_OR_RETURN(keep_on, Channel(IndexOfOrdinal(context.device())));
+        MATRIXD_RETURN_IF_ERROR(context.Activate());  // making the channel may switch devices
+      }
+      return cuda::Factorize(a, options, rhs, context, control, keep_on);
     });
   }
   absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,

@@ -21,6 +21,7 @@
 #include "core/cuda/factor_solves.h"
 #include "core/cuda/factorize_batch.h"
 #include "core/cuda/factorize_common.h"
+#include "core/cuda/kept_factorization.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/refine.h"
@@ -84,9 +85,12 @@ absl::StatusOr<Accuracy> EstimateAccuracy(DeviceContext& context, int n, DeviceO
 // getrf on A (m x n), getrs for A X = B. ipiv is LAPACK's: 1-based, row i swapped with row
 // ipiv[i] in sequence; applying the same swaps to 0..m-1 gives the permutation with
 // A[perm[i], :] = (L U)[i, :].
+// With keep_on (square A only), the row-major factors stay on the device in result.kept instead
+// of being downloaded.
 template <typename T>
 absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs, bool estimate,
-                                     const ResultDestinations& out, DeviceContext& context) {
+                                     const ResultDestinations& out, DeviceContext& context,
+                                     TransferChannel* keep_on) {
   using Traits = LibraryTraits<T>;
   const int m = static_cast<int>(a.rows);
   const int n = static_cast<int>(a.cols);
@@ -169,9 +173,11 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   for (int i = 0; i < k; ++i) {
     std::swap(result.permutation[i], result.permutation[host_ints[i] - 1]);
   }
-  result.lu = HostMatrix<T>(out, "lu", m, n);
-  MATRIXD_RETURN_IF_ERROR(
-      context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
+  if (keep_on == nullptr) {
+    result.lu = HostMatrix<T>(out, "lu", m, n);
+    MATRIXD_RETURN_IF_ERROR(
+        context.Download(staging, result.lu.mutable_bytes(), result.lu.byte_size()));
+  }
   if (rhs != nullptr) {
     result.solution = HostMatrix<T>(out, "solution", n, nrhs);
     MATRIXD_RETURN_IF_ERROR(context.Download(rhs_staging, result.solution->mutable_bytes(),
@@ -181,7 +187,8 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   result.stats.flops =
       kFlopsPerUpdate<T> / 2.0 * (LuFlops(m, n) + 2.0 * n * static_cast<double>(n) * nrhs);
   // Transfers, plus each transpose's read and write and the factorisation's own pass.
-  result.stats.bytes_moved = 7 * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
+  result.stats.bytes_moved =
+      (keep_on == nullptr ? 7 : 6) * a.byte_size() + (rhs != nullptr ? 6 * rhs->byte_size() : 0);
   MATRIXD_RETURN_IF_ERROR(getrf_timer->AppendTo(&result.stats, "cusolver_getrf", 2 * a.byte_size(),
                                                 kFlopsPerUpdate<T> / 2.0 * LuFlops(m, n)));
   if (one_norm.has_value()) {
@@ -203,6 +210,11 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
         EstimateAccuracy<T>(context, n, *one_norm, result.singular_column.has_value(),
                             DeviceInverseApply(solve), &result.stats));
   }
+  if (keep_on != nullptr) {
+    MATRIXD_ASSIGN_OR_RETURN(
+        result.kept, KeepFactorization(FactorizationKind::kLu, n, a.dtype, std::move(staging),
+                                       result.permutation, context, *keep_on));
+  }
   return result;
 }
 
@@ -213,10 +225,11 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
 // conj(U) = L L^H with L = U^T, and U^T is exactly what the column-major factor reads as
 // row-major. For A X = R: X^T A^T = R^T, i.e. X^T U^H U = R^T, and R^T, X^T are the row-major
 // R, X read column-major: two right-side triangular solves in place, no transposes.
+// With keep_on, L stays on the device in result.kept instead of being downloaded.
 template <typename T>
 absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView* rhs,
                                            bool estimate, const ResultDestinations& out,
-                                           DeviceContext& context) {
+                                           DeviceContext& context, TransferChannel* keep_on) {
   using Traits = LibraryTraits<T>;
   if (a.rows != a.cols) {
     return absl::InvalidArgumentError(
@@ -282,8 +295,11 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   }
   FactorizeResult result;
   result.kind = FactorizationKind::kCholesky;
-  result.l = HostMatrix<T>(out, "l", n, n);
-  MATRIXD_RETURN_IF_ERROR(context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
+  if (keep_on == nullptr) {
+    result.l = HostMatrix<T>(out, "l", n, n);
+    MATRIXD_RETURN_IF_ERROR(
+        context.Download(factor, result.l.mutable_bytes(), result.l.byte_size()));
+  }
   if (rhs != nullptr) {
     result.solution = HostMatrix<T>(out, "solution", n, nrhs);
     MATRIXD_RETURN_IF_ERROR(
@@ -292,7 +308,8 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   const double nd = n;
   // potrf: n^3 / 6 multiply-adds; the two triangular solves n^2 / 2 each per right-hand side.
   result.stats.flops = kFlopsPerUpdate<T> * (nd * nd * nd / 6.0 + nd * nd * nrhs);
-  result.stats.bytes_moved = 4 * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
+  result.stats.bytes_moved =
+      (keep_on == nullptr ? 4 : 3) * a.byte_size() + (rhs != nullptr ? 4 * rhs->byte_size() : 0);
   MATRIXD_RETURN_IF_ERROR(potrf_timer->AppendTo(&result.stats, "cusolver_potrf", 2 * a.byte_size(),
                                                 kFlopsPerUpdate<T> * nd * nd * nd / 6.0));
   if (one_norm.has_value()) {
@@ -305,6 +322,11 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
     MATRIXD_ASSIGN_OR_RETURN(result.accuracy,
                              EstimateAccuracy<T>(context, n, *one_norm, /*singular=*/false,
                                                  DeviceInverseApply(solve), &result.stats));
+  }
+  if (keep_on != nullptr) {
+    MATRIXD_ASSIGN_OR_RETURN(
+        result.kept, KeepFactorization(FactorizationKind::kCholesky, n, a.dtype, std::move(factor),
+                                       {}, context, *keep_on));
   }
   return result;
 }
@@ -474,7 +496,7 @@ absl::StatusOr<FactorizeResult> QrOf(const MatrixView& a, const MatrixView* rhs,
 
 absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
                                           const MatrixView* rhs, DeviceContext& context,
-                                          JobControl* control) {
+                                          JobControl* control, TransferChannel* keep_on) {
   if (IsCancelled(control)) return absl::CancelledError("factorization cancelled");
   const FactorizationKind kind = options.kind;
   if (!IsFloating(a.dtype)) {
@@ -505,6 +527,7 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
   MATRIXD_RETURN_IF_ERROR(CheckEstimateCondition(
       options, options.batch_count > 0 ? a.rows / options.batch_count : a.rows, a.cols));
   MATRIXD_RETURN_IF_ERROR(CheckRefineOptions(options, rhs != nullptr));
+  if (!KeepsOnDevice(a, options)) keep_on = nullptr;
   absl::StatusOr<FactorizeResult> result = [&]() -> absl::StatusOr<FactorizeResult> {
     if (options.refine.enabled) return RefinedLuSolve(a, *rhs, options.refine, context);
     if (options.batch_count > 0) return FactorizeBatch(a, options, rhs, context);
@@ -512,12 +535,14 @@ absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOp
       using T = typename decltype(type)::type;
       switch (kind) {
         case FactorizationKind::kCholesky:
-          return CholeskyOf<T>(a, rhs, options.estimate_condition, options.destinations, context);
+          return CholeskyOf<T>(a, rhs, options.estimate_condition, options.destinations, context,
+                               keep_on);
         case FactorizationKind::kQr:
           return QrOf<T>(a, rhs, options.estimate_condition, options.destinations, context);
         case FactorizationKind::kLu:
         default:
-          return LuOf<T>(a, rhs, options.estimate_condition, options.destinations, context);
+          return LuOf<T>(a, rhs, options.estimate_condition, options.destinations, context,
+                         keep_on);
       }
     });
   }();

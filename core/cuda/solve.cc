@@ -12,6 +12,7 @@
 #include "core/cuda/library_types.h"
 #include "core/cuda/resident_matrix.h"
 #include "core/cuda/solve_kernels.h"
+#include "core/device_factorization.h"
 #include "core/factorization.h"
 
 // Layout: every kept matrix is row-major, and a row-major matrix read column-major (as cuBLAS
@@ -205,11 +206,18 @@ absl::StatusOr<SolveResult> SolveOf(const FactorizationView& f, const MatrixView
 
 }  // namespace
 
-absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
+absl::StatusOr<SolveResult> Solve(const FactorizationView& kept, const MatrixView& rhs,
                                   const SolveOptions& options, DeviceContext& context,
                                   JobControl* control) {
   if (IsCancelled(control)) return absl::CancelledError("solve cancelled");
+  // One kept whole on a device is its parts' device views there (kept_factorization.h).
+  const FactorizationView factorization = WithKeptParts(kept);
   MATRIXD_RETURN_IF_ERROR(CheckSolve(factorization, rhs, options));
+  if (factorization.kept != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("factorization: kept in parts on ", factorization.kept->Parts().size(),
+                     " GPUs; only the backend over those GPUs solves with it"));
+  }
   if (factorization.batch_count > 0) {
     return SolveEachMember(
         factorization, rhs, options, control,
@@ -239,8 +247,9 @@ absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const 
   return result;
 }
 
-uint64_t SolveDeviceBytes(const FactorizationView& factorization, const MatrixView& rhs,
+uint64_t SolveDeviceBytes(const FactorizationView& kept, const MatrixView& rhs,
                           const SolveOptions& options) {
+  const FactorizationView factorization = WithKeptParts(kept);
   const auto copied = [](const MatrixView& view) -> uint64_t {
     return view.on_device() ? 0 : view.byte_size();
   };

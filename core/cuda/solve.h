@@ -15,9 +15,11 @@
 
 namespace matrixd::cuda {
 
-// Device views on `context`'s device are read in place; host views (and device views of another
-// device) are copied in first. X goes straight into options.output when that is a resident
-// matrix of X's shape on this device (SolveResult::x is then empty).
+// Device views on `context`'s device are read in place, as are the parts of a factorization kept
+// whole on it (FactorizationView::kept, WithKeptParts); host views (and device views of another
+// device) are copied in first. INVALID_ARGUMENT for one kept in parts over several GPUs. X goes
+// straight into options.output when that is a resident matrix of X's shape on this device
+// (SolveResult::x is then empty).
 absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
                                   const SolveOptions& options, DeviceContext& context,
                                   JobControl* control);

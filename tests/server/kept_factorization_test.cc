@@ -5,13 +5,18 @@
 // and frees it when the limit or quota refuses it; through gRPC it is kept distributed under one
 // handle, solves as the factorization kept on one device does, downloads and multiplies as its
 // factor, refuses a wrong right-hand side or a transpose naming the field, and after Release is
-// NOT_FOUND. The GPU run: tests/server/distributed_factorization_test.cc.
+// NOT_FOUND. On one device, keep_result alone asks the backend to keep it there (the CPU backend
+// cannot: it is kept as resident matrices as before), and one kept there with one part is a
+// single-device matrix. The GPU runs: tests/server/distributed_factorization_test.cc,
+// tests/server/one_gpu_kept_factorization_test.cc.
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "client/client.h"
+#include "core/backend_wrapper.h"
 #include "core/cpu/cpu_backend.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -80,6 +85,78 @@ TEST_F(KeptFactorizationRegistryTest, PastTheQuotaIsRefusedAndChargesNothing) {
   EXPECT_EQ(device1_.reserved(), 0u);
   EXPECT_EQ(registry_.resident_bytes(), 0u);
   EXPECT_TRUE(registry_.List().empty());
+}
+
+// Kept on one device (one part), it is a single-device matrix charged on that device alone.
+TEST_F(KeptFactorizationRegistryTest, OnOneDeviceItIsASingleDeviceMatrix) {
+  const Matrix a = Matrix::FromValues<double>(2, 2, std::vector<double>{4, 1, 1, 5});
+  absl::StatusOr<FactorizeResult> lu = cpu_->Factorize(a.view(), {}, nullptr, nullptr);
+  ASSERT_TRUE(lu.ok()) << lu.status();
+  absl::StatusOr<ResidentInfo> info =
+      registry_.KeepOnDevices(std::make_unique<FakeKeptFactorization>(*std::move(lu), *cpu_, 1),
+                              {.kind = FactorizationKind::kLu}, "lu");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->layout, ResidentLayout::kSingleDevice);
+  EXPECT_EQ(device0_.reserved(), 16u);
+  EXPECT_EQ(device1_.reserved(), 0u);
+  ASSERT_TRUE(registry_.Release(info->handle).ok());
+  EXPECT_EQ(device0_.reserved(), 0u);
+}
+
+// The CPU backend with the keep_on_devices each Factorize asked for recorded.
+class KeepOnDevicesRecorder final : public BackendWrapper {
+ public:
+  KeepOnDevicesRecorder() : BackendWrapper(MakeCpuBackend({.threads = 1})) {}
+  absl::StatusOr<FactorizeResult> Factorize(const MatrixView& a, const FactorizeOptions& options,
+                                            const MatrixView* rhs, JobControl* control) override {
+    asked = options.keep_on_devices ? 1 : 0;
+    return BackendWrapper::Factorize(a, options, rhs, control);
+  }
+  std::atomic<int> asked{-1};  // the last Factorize's keep_on_devices; -1 before any
+};
+
+// keep_result on one device asks the backend to keep the factorization where it computed it,
+// unless also_inline or keep_input (or no keep_result); a backend that cannot (the CPU backend)
+// returns it, and it is kept as resident matrices and solves as before.
+TEST(KeepOnDevicesOnOneDevice, AskedForKeepResultAloneAndHonouredOnlyWhereTheBackendCan) {
+  auto owned = std::make_unique<KeepOnDevicesRecorder>();
+  KeepOnDevicesRecorder* recorder = owned.get();
+  std::unique_ptr<MatrixServer> server = testing::StartTestServer(std::move(owned));
+  ASSERT_NE(server, nullptr);
+  Client client(server->address(), {.deadline = absl::Seconds(20)});
+  struct Case {
+    bool keep_result, also_inline, keep_input, want_asked;
+  };
+  for (const Case& c : {Case{true, false, false, true}, Case{true, true, false, false},
+                        Case{true, false, true, false}, Case{false, false, false, false}}) {
+    SCOPED_TRACE(::testing::Message() << c.keep_result << c.also_inline << c.keep_input);
+    v1::FactorizeRequest request;
+    *request.mutable_matrix() = MakeMatrix<double>(2, 2, std::vector<double>{4, 1, 1, 5});
+    request.set_kind(v1::FACTORIZATION_KIND_LU);
+    request.mutable_result_options()->set_keep_result(c.keep_result);
+    request.mutable_result_options()->set_also_inline(c.also_inline);
+    request.set_keep_input(c.keep_input);
+    recorder->asked = -1;
+    absl::StatusOr<v1::FactorizeResponse> response = client.Factorize(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(recorder->asked.load(), c.want_asked ? 1 : 0);
+    if (!c.keep_result) continue;
+    const v1::ResidentMatrix& kept = response->kept().at("factorization");
+    EXPECT_EQ(kept.layout(), v1::RESIDENT_LAYOUT_SINGLE_DEVICE);
+    v1::SolveRequest solve;
+    solve.mutable_factorization()->set_handle(kept.handle());
+    *solve.mutable_rhs() = MakeMatrix<double>(2, 1, std::vector<double>{5, 6});
+    absl::StatusOr<v1::SolveResponse> solved = client.Solve(solve);
+    ASSERT_TRUE(solved.ok()) << solved.status();
+    // 4x + y = 5, x + 5y = 6: x = y = 1.
+    const std::string& x = solved->solution().data();
+    ASSERT_EQ(x.size(), 2 * sizeof(double));
+    double values[2];
+    std::memcpy(values, x.data(), sizeof(values));
+    EXPECT_NEAR(values[0], 1.0, 1e-15);
+    EXPECT_NEAR(values[1], 1.0, 1e-15);
+    ASSERT_TRUE(client.Release(kept.handle()).ok());
+  }
 }
 
 class KeptFactorizationRpcTest : public ::testing::Test {
