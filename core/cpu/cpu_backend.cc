@@ -13,6 +13,7 @@
 #include "core/cpu/copy_bandwidth.h"
 #include "core/cpu/determinant.h"
 #include "core/cpu/factorize.h"
+#include "core/cpu/kernel_names.h"
 #include "core/cpu/lapack_types.h"
 #include "core/cpu/library_versions.h"
 #include "core/cpu/multiply.h"
@@ -23,31 +24,6 @@
 
 namespace matrixd {
 namespace {
-
-// The kernel label of the one KernelRecord per operation: the method that ran.
-const char* KernelNameOf(const DeterminantResult& result) {
-  return result.method_used == DeterminantMethod::kCondensation ? "condensation" : "lu";
-}
-const char* KernelNameOf(const FactorizeResult& result) {
-  switch (result.kind) {
-    case FactorizationKind::kCholesky:
-      return "potrf";
-    case FactorizationKind::kQr:
-      return "geqrf";
-    case FactorizationKind::kLu:
-      break;
-  }
-  // A refinement: LAPACK's mixed-precision solver (no factors returned), or getrf refined.
-  if (result.refinement.has_value()) return result.lu.empty() ? "gesv_mixed" : "getrf+refine";
-  return "getrf";
-}
-const char* KernelNameOf(const SolveResult& /*result*/) { return "solve"; }
-const char* KernelNameOf(const MultiplyResult& result) {
-  return result.block_products_total > 0 ? "block_sparse_gemm" : "gemm";
-}
-const char* KernelNameOf(const PermanentResult& result) {
-  return result.method_used == PermanentMethod::kRyser ? "ryser" : "glynn";
-}
 
 class CpuBackend final : public Backend {
  public:
@@ -117,7 +93,7 @@ class CpuBackend final : public Backend {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       // No finer timing on the CPU: one record for the whole operation.
       if (result->stats.kernels.empty()) {
-        result->stats.kernels.push_back({.kernel = KernelNameOf(*result),
+        result->stats.kernels.push_back({.kernel = cpu::KernelNameOf(*result),
                                          .seconds = result->stats.seconds,
                                          .bytes = result->stats.bytes_moved,
                                          .flops = result->stats.flops});

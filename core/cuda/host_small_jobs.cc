@@ -5,15 +5,16 @@
 
 #include "core/cpu/determinant.h"
 #include "core/cpu/factorize.h"
+#include "core/cpu/kernel_names.h"
 
 namespace matrixd::cuda {
 namespace {
 
 // Runs `compute` (returning a StatusOr of a result with .stats) timed, and labels its stats as
-// computed on the host by the CUDA backend; kernel_of(result) names the record added where the
+// computed on the host by the CUDA backend, with the record cpu::KernelNameOf names where the
 // CPU code timed none.
-template <typename Compute, typename KernelOf>
-auto OnHost(Compute compute, KernelOf kernel_of) -> decltype(compute()) {
+template <typename Compute>
+auto OnHost(Compute compute) -> decltype(compute()) {
   const auto start = std::chrono::steady_clock::now();
   auto result = compute();
   if (!result.ok()) return result;
@@ -24,25 +25,13 @@ auto OnHost(Compute compute, KernelOf kernel_of) -> decltype(compute()) {
   stats.device = kHostComputeDevice;
   stats.seconds = seconds;
   if (stats.kernels.empty()) {
-    stats.kernels.push_back(KernelRecord{.kernel = std::string(kernel_of(*result)),
+    stats.kernels.push_back(KernelRecord{.kernel = cpu::KernelNameOf(*result),
                                          .seconds = seconds,
                                          .bytes = stats.bytes_moved,
                                          .flops = stats.flops});
   }
   for (KernelRecord& record : stats.kernels) record.kernel = "host_" + record.kernel;
   return result;
-}
-
-const char* FactorKernel(FactorizationKind kind) {
-  switch (kind) {
-    case FactorizationKind::kCholesky:
-      return "potrf";
-    case FactorizationKind::kQr:
-      return "geqrf";
-    case FactorizationKind::kLu:
-      break;
-  }
-  return "getrf";
 }
 
 }  // namespace
@@ -63,17 +52,12 @@ bool FactorizeRunsOnHost(const MatrixView& a, const FactorizeOptions& options,
 absl::StatusOr<DeterminantResult> HostDeterminant(const MatrixView& a,
                                                   const DeterminantOptions& options,
                                                   JobControl* control) {
-  return OnHost([&] { return cpu::Determinant(a, options, /*threads=*/1, control); },
-                [](const DeterminantResult& result) {
-                  return result.method_used == DeterminantMethod::kCondensation ? "condensation"
-                                                                                : "lu";
-                });
+  return OnHost([&] { return cpu::Determinant(a, options, /*threads=*/1, control); });
 }
 
 absl::StatusOr<FactorizeResult> HostFactorize(const MatrixView& a, const FactorizeOptions& options,
                                               const MatrixView* rhs, JobControl* control) {
-  return OnHost([&] { return cpu::Factorize(a, options, rhs, /*threads=*/1, control); },
-                [&](const FactorizeResult&) { return FactorKernel(options.kind); });
+  return OnHost([&] { return cpu::Factorize(a, options, rhs, /*threads=*/1, control); });
 }
 
 }  // namespace matrixd::cuda

@@ -48,49 +48,23 @@ start_matrixd "${port}" "${out}/matrixd.log" --backend=cuda --devices=0 \
 ctl_timeout=300  # ctl (run_lib.sh)
 ctl health >>"${out}/cli.txt" 2>&1
 
-# timed LABEL ARGS...: one matrixctl call; its round trip and the kernel / seconds lines of its
-# stats to the summary; prints the handles it kept.
-timed() {
-  local label=$1
-  shift
-  echo "### ${label}: matrixctl $*" >>"${out}/cli.txt"
-  local t0 reply rc
-  t0=$(now)
-  reply=$(ctl "$@" 2>&1)
-  rc=$?
-  echo "${reply}" >>"${out}/cli.txt"
-  log "  ${label}: exit ${rc}, round trip $(since "${t0}") s;" \
-    "$(echo "${reply}" | grep -E 'cusolver|solve|seconds|error|rror' | tr -s ' ' | tr '\n' ';' | cut -c1-400)" >&2
-  echo "${reply}" | grep -oE 'kept [a-z_]+: [0-9a-f]+' | awk '{print $3}' | sort -u
-}
 
-# max |X2 - X1| / max |X1| of two .npy files, when numpy is here.
-compare_npy() {
-  if command -v python3 >/dev/null && python3 -c 'import numpy' 2>/dev/null; then
-    python3 -c "
-import numpy as np
-a = np.load('$1'); b = np.load('$2')
-print('max |X_gpu - X_host| / max |X_host| =', np.abs(a - b).max() / np.abs(a).max(), 'finite:', np.isfinite(b).all())" 2>&1
-  else
-    echo "no numpy here; compare $1 and $2 by hand"
-  fi
-}
 
 # kept_run LABEL HANDLE KIND RUN: the factorization of HANDLE kept on the GPU and kept through the
 # host, each solved by its handle; the kept handles removed.
 kept_run() {
   local label=$1 a=$2 kind=$3 run=$4
   local on_gpu through_host
-  on_gpu=$(timed "${label} factorize --keep (on the GPU)" factorize "@${a:0:8}" --kind="${kind}" \
+  on_gpu=$(timed_kept "${label} factorize --keep (on the GPU)" factorize "@${a:0:8}" --kind="${kind}" \
     --keep | head -1)
   [ "${run}" = 1 ] && ctl ls 2>&1 | grep -i "${on_gpu:0:8}" >>"${out}/summary.txt"
-  timed "${label} solve by the GPU-kept handle, 1 rhs" solve "@${on_gpu:0:8}" --rhs_random=1 \
+  timed_kept "${label} solve by the GPU-kept handle, 1 rhs" solve "@${on_gpu:0:8}" --rhs_random=1 \
     --output="${out}/x-gpu.npy" >/dev/null
-  timed "${label} solve by the GPU-kept handle, 4 rhs" solve "@${on_gpu:0:8}" --rhs_random=4 \
+  timed_kept "${label} solve by the GPU-kept handle, 4 rhs" solve "@${on_gpu:0:8}" --rhs_random=4 \
     >/dev/null
-  through_host=$(timed "${label} factorize --keep --keep_input (through the host)" factorize \
+  through_host=$(timed_kept "${label} factorize --keep --keep_input (through the host)" factorize \
     "@${a:0:8}" --kind="${kind}" --keep --keep_input | head -1)
-  timed "${label} solve by the host-kept handle, 1 rhs" solve "@${through_host:0:8}" \
+  timed_kept "${label} solve by the host-kept handle, 1 rhs" solve "@${through_host:0:8}" \
     --rhs_random=1 --output="${out}/x-host.npy" >/dev/null
   log "  ${label}: $(compare_npy "${out}/x-host.npy" "${out}/x-gpu.npy")"
   ctl rm "${on_gpu}" "${through_host}" >/dev/null 2>&1

@@ -102,47 +102,21 @@ for n in ${sizes}; do
   ctl ls >>"${out}/cli.txt" 2>&1
 done
 
-# timed LABEL ARGS...: one matrixctl call, its round trip and cusolver kernel lines to the summary;
-# prints the handles it kept.
-timed() {
-  local label=$1
-  shift
-  echo "### ${label}: matrixctl $*" >>"${out}/cli.txt"
-  local t0 reply rc
-  t0=$(now)
-  reply=$(ctl "$@" 2>&1)
-  rc=$?
-  echo "${reply}" >>"${out}/cli.txt"
-  log "  ${label}: exit ${rc}, round trip $(since "${t0}") s;" \
-    "$(echo "${reply}" | grep -E 'cusolver|seconds|residual|error|rror' | tr -s ' ' | tr '\n' ';' | cut -c1-400)" >&2
-  echo "${reply}" | grep -oE 'kept [a-z_]+: [0-9a-f]+' | awk '{print $3}' | sort -u
-}
 
-# max |X2 - X1| / max |X1| of two .npy files, when numpy is here.
-compare_npy() {
-  if command -v python3 >/dev/null && python3 -c 'import numpy' 2>/dev/null; then
-    python3 -c "
-import numpy as np
-a = np.load('$1'); b = np.load('$2')
-print('max |X2 - X1| / max |X1| =', np.abs(a - b).max() / np.abs(a).max(), 'finite:', np.isfinite(b).all())" 2>&1
-  else
-    echo "no numpy here; compare $1 and $2 by hand"
-  fi
-}
 
 big=${BIG:-0}
 if [ "${big}" -gt 0 ]; then
   log "big: LU of a distributed float64 ${big} x ${big} kept over 2 GPUs, solved by its handle"
   a=$(generate "distributed random ${big}" random "${big}" --seed=21 --layout=distributed)
   nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv >>"${out}/summary.txt" 2>&1
-  f=$(timed "factorize LU n=${big} devices=2 --keep" factorize "@${a:0:8}" --kind=lu --devices=2 \
+  f=$(timed_kept "factorize LU n=${big} devices=2 --keep" factorize "@${a:0:8}" --kind=lu --devices=2 \
     --keep | head -1)
   ctl ls >>"${out}/cli.txt" 2>&1
   ctl ls 2>&1 | grep -i "${f:0:8}" >>"${out}/summary.txt"
   nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv >>"${out}/summary.txt" 2>&1
-  timed "solve n=${big} by the kept handle, 1 rhs" solve "@${f:0:8}" --rhs_random=1 \
+  timed_kept "solve n=${big} by the kept handle, 1 rhs" solve "@${f:0:8}" --rhs_random=1 \
     --output="${out}/x-big.npy" >/dev/null
-  timed "solve n=${big} by the kept handle, 4 rhs" solve "@${f:0:8}" --rhs_random=4 >/dev/null
+  timed_kept "solve n=${big} by the kept handle, 4 rhs" solve "@${f:0:8}" --rhs_random=4 >/dev/null
   ctl rm "${f}" "${a}" >/dev/null 2>&1
   log "  after rm (every GPU's memory given back):"
   nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv >>"${out}/summary.txt" 2>&1
@@ -151,13 +125,13 @@ if [ "${big}" -gt 0 ]; then
   check=${CHECK_N:-20000}
   log "accuracy at n=${check}: kept over 2 GPUs vs kept on 1 GPU (with its residual)"
   c=$(generate "distributed random ${check}" random "${check}" --seed=23 --layout=distributed)
-  f2=$(timed "factorize LU n=${check} devices=2 --keep" factorize "@${c:0:8}" --kind=lu \
+  f2=$(timed_kept "factorize LU n=${check} devices=2 --keep" factorize "@${c:0:8}" --kind=lu \
     --devices=2 --keep | head -1)
-  f1=$(timed "factorize LU n=${check} devices=1 --keep --keep_input" factorize "@${c:0:8}" \
+  f1=$(timed_kept "factorize LU n=${check} devices=1 --keep --keep_input" factorize "@${c:0:8}" \
     --kind=lu --devices=1 --keep --keep_input | grep -v '^$' | head -1)
-  timed "solve n=${check} kept on 1 GPU, --residual" solve "@${f1:0:8}" --rhs_random=2 \
+  timed_kept "solve n=${check} kept on 1 GPU, --residual" solve "@${f1:0:8}" --rhs_random=2 \
     --residual --output="${out}/x1.npy" >/dev/null
-  timed "solve n=${check} kept over 2 GPUs" solve "@${f2:0:8}" --rhs_random=2 \
+  timed_kept "solve n=${check} kept over 2 GPUs" solve "@${f2:0:8}" --rhs_random=2 \
     --output="${out}/x2.npy" >/dev/null
   log "  $(compare_npy "${out}/x1.npy" "${out}/x2.npy")"
   ctl rm "${f1}" "${f2}" "${c}" >/dev/null 2>&1

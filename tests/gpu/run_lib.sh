@@ -151,3 +151,34 @@ generate() {
   log "  generate ${label}: exit $?, $(since "${t0}") s, handle ${handle:0:8}" >&2
   echo "${handle}"
 }
+
+# timed_kept LABEL ARGS...: one `ctl ARGS...` call, its reply in $out/cli.txt; its exit status,
+# round trip and the cusolver / solve / seconds / residual / error lines of its reply to the
+# report; prints the handles it kept (`kept NAME: HANDLE`).
+timed_kept() {
+  local label=$1
+  shift
+  echo "### ${label}: matrixctl $*" >>"${out}/cli.txt"
+  local t0 reply rc
+  t0=$(now)
+  reply=$(ctl "$@" 2>&1)
+  rc=$?
+  echo "${reply}" >>"${out}/cli.txt"
+  log "  ${label}: exit ${rc}, round trip $(since "${t0}") s;" \
+    "$(echo "${reply}" | grep -E 'cusolver|solve|seconds|residual|error|rror' | tr -s ' ' |
+      tr '\n' ';' | cut -c1-400)" >&2
+  echo "${reply}" | grep -oE 'kept [a-z_]+: [0-9a-f]+' | awk '{print $3}' | sort -u
+}
+
+# compare_npy X1 X2: max |X2 - X1| / max |X1| of two .npy files and whether X2 is finite, when
+# numpy is here.
+compare_npy() {
+  if command -v python3 >/dev/null && python3 -c 'import numpy' 2>/dev/null; then
+    python3 -c "
+import numpy as np
+a = np.load('$1'); b = np.load('$2')
+print('max |X2 - X1| / max |X1| =', np.abs(a - b).max() / np.abs(a).max(), 'finite:', np.isfinite(b).all())" 2>&1
+  else
+    echo "no numpy here; compare $1 and $2 by hand"
+  fi
+}
