@@ -131,8 +131,12 @@ class JobCall {
   void Cancel() {
     const std::shared_ptr<Job> job = job_;
     if (job == nullptr) return;  // refused: the call is finished already
+    // A client whose deadline passes cancels the stream itself, and that can arrive before the
+    // server's own copy of the deadline (set on arrival from the grpc-timeout header, so later by
+    // the transit): a cancellation this close to the deadline is the deadline's.
+    constexpr absl::Duration kDeadlineTolerance = absl::Milliseconds(50);
     services_->scheduler.Cancel(*job,
-                                absl::Now() >= job->deadline()
+                                absl::Now() + kDeadlineTolerance >= job->deadline()
                                     ? absl::DeadlineExceededError("the call's deadline passed")
                                     : absl::CancelledError("the call was cancelled"));
   }

@@ -257,6 +257,14 @@ class CudaBackend final : public Backend {
                              const MultiplyOptions& options) const override {
     return options.block_size == 0;
   }
+  // The LU of one matrix copies A and the right-hand side to its buffers by device copies too,
+  // so a resident operand is read where it lies. Cholesky (whose Hermitian check reads A on the
+  // host), QR, batches and refinement (which reads A on the host) are given host bytes.
+  bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,
+                              const MatrixView* /*rhs*/) const override {
+    return IsFloating(a.dtype) && options.kind == FactorizationKind::kLu &&
+           options.batch_count == 0 && !options.refine.enabled && options.devices <= 1;
+  }
   bool DeterminantRunsOnHost(const MatrixView& a,
                              const DeterminantOptions& options) const override {
     return cuda::DeterminantRunsOnHost(a, options, host_max_orders_.determinant);

@@ -200,11 +200,13 @@ class MultiGpuBackend : public BackendWrapper {
     return CheckMultiDeviceFactorize(a.dtype, a.rows, a.cols, options).ok();
   }
 
-  // A factorization kept on the GPUs (FactorizationView::kept) solves with its own parts there;
-  // every other goes to the wrapped backend.
+  // A factorization kept over several GPUs (FactorizationView::kept) solves with its own parts
+  // there; every other, one kept whole on one GPU included, goes to the wrapped backend.
   absl::StatusOr<SolveResult> Solve(const FactorizationView& factorization, const MatrixView& rhs,
                                     const SolveOptions& options, JobControl* control) override {
-    if (factorization.kept == nullptr) return target().Solve(factorization, rhs, options, control);
+    if (factorization.kept == nullptr || factorization.kept->whole_on_one_device()) {
+      return target().Solve(factorization, rhs, options, control);
+    }
     MATRIXD_RETURN_IF_ERROR(CheckSolve(factorization, rhs, options));
     if (IsCancelled(control)) return absl::CancelledError("solve cancelled");
     const auto start = std::chrono::steady_clock::now();

@@ -137,6 +137,34 @@ TEST_P(ResidentMatrixTest, ModularDeterminantOfAResidentInt64ViewEqualsTheHostOn
   EXPECT_FALSE(backend().DeterminantReadsOnDevice(view, {}) && view.on_device());
 }
 
+TEST_P(ResidentMatrixTest, LuOfAResidentViewEqualsTheHostOneBitForBit) {
+  // n = 200: above the CUDA backend's host path for small factorizations.
+  const Matrix m = RandomMatrix(200, 200, 8);
+  const Matrix rhs = RandomMatrix(200, 3, 9);
+  std::unique_ptr<ResidentMatrix> resident = Resident(backend(), m, 1 << 12);
+  ASSERT_NE(resident, nullptr);
+  const MatrixView view = resident->view();
+  const MatrixView rhs_view = rhs.view();
+  const FactorizeOptions options{.estimate_condition = true};
+  if (view.on_device()) {
+    ASSERT_TRUE(backend().FactorizeReadsOnDevice(view, options, &rhs_view));
+    // Cholesky's Hermitian check reads A on the host: a resident operand is copied there first.
+    EXPECT_FALSE(
+        backend().FactorizeReadsOnDevice(view, {.kind = FactorizationKind::kCholesky}, nullptr));
+  }
+  absl::StatusOr<FactorizeResult> on_resident =
+      backend().Factorize(view, options, &rhs_view, nullptr);
+  absl::StatusOr<FactorizeResult> on_host = backend().Factorize(m.view(), options, &rhs_view, nullptr);
+  ASSERT_TRUE(on_resident.ok()) << on_resident.status();
+  ASSERT_TRUE(on_host.ok()) << on_host.status();
+  EXPECT_TRUE(SameBytes(on_resident->lu, on_host->lu));
+  ASSERT_TRUE(on_resident->solution.has_value() && on_host->solution.has_value());
+  EXPECT_TRUE(SameBytes(*on_resident->solution, *on_host->solution));
+  EXPECT_EQ(on_resident->permutation, on_host->permutation);
+  ASSERT_TRUE(on_resident->accuracy.has_value() && on_host->accuracy.has_value());
+  EXPECT_EQ(on_resident->accuracy->rcond, on_host->accuracy->rcond);
+}
+
 TEST_P(ResidentMatrixTest, ProductOfResidentViewsEqualsTheHostOne) {
   const Matrix a = RandomMatrix(120, 80, 5);
   const Matrix b = RandomMatrix(80, 60, 6);
