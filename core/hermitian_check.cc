@@ -42,7 +42,6 @@ T Conjugate(T value) {
 
 template <typename T>
 absl::Status Check(const MatrixView& a, int64_t batch_count, absl::string_view field) {
-  using Real = typename RealOf<T>::type;
   const auto values = a.As<T>();
   const int64_t count = std::max<int64_t>(batch_count, 1);
   const int64_t n = a.cols;
@@ -50,25 +49,13 @@ absl::Status Check(const MatrixView& a, int64_t batch_count, absl::string_view f
     const T* m = values.data() + k * n * n;
     double largest = 0.0;
     for (int64_t i = 0; i < n * n; ++i) largest = std::max(largest, double{std::abs(m[i])});
-    const double tolerance = 16.0 * std::numeric_limits<Real>::epsilon() * largest;
+    const double tolerance = HermitianTolerance<T>(largest);
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = i; j < n; ++j) {
         const T upper = m[i * n + j];
         const T lower = m[j * n + i];
         if (double{std::abs(upper - Conjugate(lower))} <= tolerance) continue;
-        const std::string where = batch_count > 0
-                                      ? absl::StrCat(field, " (matrix ", k, " of the batch)")
-                                      : std::string(field);
-        if (i == j) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, " is not Hermitian: its diagonal entry [", i, "][", i, "] = ", Format(upper),
-              " is not real; Cholesky needs a Hermitian positive definite matrix"));
-        }
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, " is not ", std::is_floating_point_v<T> ? "symmetric" : "Hermitian", ": [", i,
-            "][", j, "] = ", Format(upper), " but [", j, "][", i, "] = ", Format(lower),
-            "; Cholesky needs a ", std::is_floating_point_v<T> ? "symmetric" : "Hermitian",
-            " positive definite matrix"));
+        return HermitianMismatchError(field, batch_count, k, i, j, upper, lower);
       }
     }
   }
@@ -76,6 +63,45 @@ absl::Status Check(const MatrixView& a, int64_t batch_count, absl::string_view f
 }
 
 }  // namespace
+
+template <typename T>
+double HermitianTolerance(double largest) {
+  return 16.0 * std::numeric_limits<typename RealOf<T>::type>::epsilon() * largest;
+}
+
+template <typename T>
+absl::Status HermitianMismatchError(absl::string_view field, int64_t batch_count, int64_t k,
+                                    int64_t i, int64_t j, T upper, T lower) {
+  const std::string where = batch_count > 0
+                                ? absl::StrCat(field, " (matrix ", k, " of the batch)")
+                                : std::string(field);
+  if (i == j) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " is not Hermitian: its diagonal entry [", i, "][", i, "] = ", Format(upper),
+        " is not real; Cholesky needs a Hermitian positive definite matrix"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      where, " is not ", std::is_floating_point_v<T> ? "symmetric" : "Hermitian", ": [", i, "][",
+      j, "] = ", Format(upper), " but [", j, "][", i, "] = ", Format(lower), "; Cholesky needs a ",
+      std::is_floating_point_v<T> ? "symmetric" : "Hermitian", " positive definite matrix"));
+}
+
+template double HermitianTolerance<float>(double);
+template double HermitianTolerance<double>(double);
+template double HermitianTolerance<std::complex<float>>(double);
+template double HermitianTolerance<std::complex<double>>(double);
+template absl::Status HermitianMismatchError<float>(absl::string_view, int64_t, int64_t, int64_t,
+                                                    int64_t, float, float);
+template absl::Status HermitianMismatchError<double>(absl::string_view, int64_t, int64_t, int64_t,
+                                                     int64_t, double, double);
+template absl::Status HermitianMismatchError<std::complex<float>>(absl::string_view, int64_t,
+                                                                  int64_t, int64_t, int64_t,
+                                                                  std::complex<float>,
+                                                                  std::complex<float>);
+template absl::Status HermitianMismatchError<std::complex<double>>(absl::string_view, int64_t,
+                                                                   int64_t, int64_t, int64_t,
+                                                                   std::complex<double>,
+                                                                   std::complex<double>);
 
 absl::Status RequireHermitian(const MatrixView& a, int64_t batch_count, absl::string_view field) {
   switch (a.dtype) {

@@ -18,6 +18,19 @@ namespace matrixd {
 // `field`, the matrix of the batch and the first offending pair with both values.
 absl::Status RequireHermitian(const MatrixView& a, int64_t batch_count, absl::string_view field);
 
+// RequireHermitian's tolerance for a matrix whose largest |a_ij| is `largest`: 16 eps largest, eps
+// the machine epsilon of T's real type.
+template <typename T>
+double HermitianTolerance(double largest);
+
+// The status RequireHermitian gives for the first offending pair (i, j), i <= j, with a[i][j] =
+// upper and a[j][i] = lower, of matrix `k` of a batch (batch_count 0: one matrix), so that a check
+// made elsewhere (on a device: core/cuda/hermitian_device_check.h) answers in the same words.
+// T: float, double, std::complex<float> or std::complex<double>.
+template <typename T>
+absl::Status HermitianMismatchError(absl::string_view field, int64_t batch_count, int64_t k,
+                                    int64_t i, int64_t j, T upper, T lower);
+
 }  // namespace matrixd
 
 #endif  // MATRIXD_CORE_HERMITIAN_CHECK_H_

@@ -257,12 +257,15 @@ class CudaBackend final : public Backend {
                              const MultiplyOptions& options) const override {
     return options.block_size == 0;
   }
-  // The LU of one matrix copies A and the right-hand side to its buffers by device copies too,
-  // so a resident operand is read where it lies. Cholesky (whose Hermitian check reads A on the
-  // host), QR, batches and refinement (which reads A on the host) are given host bytes.
+  // The LU and the Cholesky of one matrix copy A and the right-hand side to their buffers by
+  // device copies too, so a resident operand is read where it lies (the Cholesky checks that it
+  // is Hermitian there: core/cuda/hermitian_device_check.h). QR, batches and refinement (which
+  // reads A on the host) are given host bytes.
   bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,
                               const MatrixView* /*rhs*/) const override {
-    return IsFloating(a.dtype) && options.kind == FactorizationKind::kLu &&
+    return IsFloating(a.dtype) &&
+           (options.kind == FactorizationKind::kLu ||
+            options.kind == FactorizationKind::kCholesky) &&
            options.batch_count == 0 && !options.refine.enabled && options.devices <= 1;
   }
   bool DeterminantRunsOnHost(const MatrixView& a,

@@ -21,6 +21,7 @@
 #include "core/cuda/factor_solves.h"
 #include "core/cuda/factorize_batch.h"
 #include "core/cuda/factorize_common.h"
+#include "core/cuda/hermitian_device_check.h"
 #include "core/cuda/kept_factorization.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
@@ -237,6 +238,12 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   }
   const int n = static_cast<int>(a.rows);
   const cudaStream_t stream = context.stream();
+  // Host operands were checked by the caller's validation (core/validation.h); a device operand
+  // (a resident matrix) is checked where it lies.
+  if (a.on_device()) {
+    MATRIXD_RETURN_IF_ERROR(
+        RequireHermitianOnDevice(reinterpret_cast<const T*>(a.data), n, "matrix", context));
+  }
 
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor, context.Allocate(a.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer ints, context.Allocate(kInfoSlots * sizeof(int)));

@@ -6,9 +6,12 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/hermitian_check.h"
 #include "gtest/gtest.h"
 #include "tests/core/backend_fixture.h"
 
@@ -148,9 +151,7 @@ TEST_P(ResidentMatrixTest, LuOfAResidentViewEqualsTheHostOneBitForBit) {
   const FactorizeOptions options{.estimate_condition = true};
   if (view.on_device()) {
     ASSERT_TRUE(backend().FactorizeReadsOnDevice(view, options, &rhs_view));
-    // Cholesky's Hermitian check reads A on the host: a resident operand is copied there first.
-    EXPECT_FALSE(
-        backend().FactorizeReadsOnDevice(view, {.kind = FactorizationKind::kCholesky}, nullptr));
+    EXPECT_FALSE(backend().FactorizeReadsOnDevice(view, {.kind = FactorizationKind::kQr}, nullptr));
   }
   absl::StatusOr<FactorizeResult> on_resident =
       backend().Factorize(view, options, &rhs_view, nullptr);
@@ -163,6 +164,42 @@ TEST_P(ResidentMatrixTest, LuOfAResidentViewEqualsTheHostOneBitForBit) {
   EXPECT_EQ(on_resident->permutation, on_host->permutation);
   ASSERT_TRUE(on_resident->accuracy.has_value() && on_host->accuracy.has_value());
   EXPECT_EQ(on_resident->accuracy->rcond, on_host->accuracy->rcond);
+}
+
+TEST_P(ResidentMatrixTest, CholeskyOfAResidentViewEqualsTheHostOneAndChecksItIsSymmetric) {
+  // n = 150, symmetric positive definite (R + R^T + 2n I).
+  const int64_t n = 150;
+  Matrix m = RandomMatrix(n, n, 10);
+  std::span<double> v = m.As<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < i; ++j) v[i * n + j] = v[j * n + i] = v[i * n + j] + v[j * n + i];
+    v[i * n + i] += 2.0 * n;
+  }
+  std::unique_ptr<ResidentMatrix> resident = Resident(backend(), m, 1 << 12);
+  ASSERT_NE(resident, nullptr);
+  const FactorizeOptions options{.kind = FactorizationKind::kCholesky};
+  if (resident->view().on_device()) {
+    ASSERT_TRUE(backend().FactorizeReadsOnDevice(resident->view(), options, nullptr));
+  }
+  absl::StatusOr<FactorizeResult> on_resident =
+      backend().Factorize(resident->view(), options, nullptr, nullptr);
+  absl::StatusOr<FactorizeResult> on_host = backend().Factorize(m.view(), options, nullptr, nullptr);
+  ASSERT_TRUE(on_resident.ok()) << on_resident.status();
+  ASSERT_TRUE(on_host.ok()) << on_host.status();
+  EXPECT_TRUE(SameBytes(on_resident->l, on_host->l));
+
+  // One entry below the diagonal changed by far more than rounding: a device operand is refused
+  // by the backend itself, in the words of the host check (the server's validation).
+  Matrix skewed = m;
+  skewed.As<double>()[37 * n + 5] += 1.0;
+  std::unique_ptr<ResidentMatrix> bad = Resident(backend(), skewed, 1 << 12);
+  ASSERT_NE(bad, nullptr);
+  if (bad->view().on_device()) {
+    const absl::Status refused = backend().Factorize(bad->view(), options, nullptr, nullptr).status();
+    EXPECT_EQ(refused, RequireHermitian(skewed.view(), 0, "matrix"));
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.message().find("[5][37]"), std::string::npos) << refused;
+  }
 }
 
 TEST_P(ResidentMatrixTest, ProductOfResidentViewsEqualsTheHostOne) {
