@@ -5,6 +5,7 @@
 #include <cmath>
 #include <complex>
 #include <utility>
+#include <vector>
 
 // std::complex for LAPACK's complex types: the same layout as Fortran's COMPLEX*16, and it keeps
 // C99 _Complex (not ISO C++) out of this file.
@@ -34,6 +35,53 @@ lapack_int Getrf(lapack_int m, lapack_int n, double* a, lapack_int lda, lapack_i
 lapack_int Getrf(lapack_int m, lapack_int n, std::complex<double>* a, lapack_int lda,
                  lapack_int* ipiv) {
   return LAPACKE_zgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+}
+
+// Up to this order the condition estimate is LAPACK's ?gecon on the factors: one routine, its
+// solves one vector at a time on this thread, cheaper there than the block estimator's BLAS calls
+// per block and step (a small determinant's request spent about twice its LU in the latter:
+// docs/benchmarks.md, "Where a det 32 request's server CPU goes"). Larger orders take the block
+// estimator, whose solves are threaded.
+constexpr int64_t kGeconMaxOrder = 64;
+// ?gecon's estimator (?lacn2) usually stops after this many solves, each with both triangles.
+constexpr int kGeconSolves = 5;
+
+// ?gecon with the 1-norm: 1 / (||A||_1 ||A^-1||_1) estimated from getrf's factors of A (n x n,
+// column-major, leading dimension lda) and one_norm = ||A||_1; 0 when the norm is 0 or not finite
+// or LAPACK refuses. The _work variant: no NaN scan, the workspace ours.
+double Gecon(lapack_int n, const double* a, lapack_int lda, double one_norm) {
+  if (!(one_norm > 0.0) || !std::isfinite(one_norm)) return 0.0;
+  std::vector<double> work(4 * static_cast<size_t>(n));
+  std::vector<lapack_int> iwork(static_cast<size_t>(n));
+  double rcond = 0.0;
+  const lapack_int info = LAPACKE_dgecon_work(LAPACK_COL_MAJOR, '1', n, a, lda, one_norm, &rcond,
+                                              work.data(), iwork.data());
+  return info == 0 && std::isfinite(rcond) ? rcond : 0.0;
+}
+double Gecon(lapack_int n, const std::complex<double>* a, lapack_int lda, double one_norm) {
+  if (!(one_norm > 0.0) || !std::isfinite(one_norm)) return 0.0;
+  std::vector<std::complex<double>> work(2 * static_cast<size_t>(n));
+  std::vector<double> rwork(2 * static_cast<size_t>(n));
+  double rcond = 0.0;
+  const lapack_int info = LAPACKE_zgecon_work(LAPACK_COL_MAJOR, '1', n, a, lda, one_norm, &rcond,
+                                              work.data(), rwork.data());
+  return info == 0 && std::isfinite(rcond) ? rcond : 0.0;
+}
+
+// The reciprocal condition of the matrix whose getrf factors are the n x n column-major `lu`
+// (leading dimension n), its 1-norm `one_norm`: ?gecon up to kGeconMaxOrder, the block estimator
+// beyond. Sets *solves to the solves done (kGeconSolves counted for ?gecon) and *columns to the
+// right-hand sides of each.
+template <typename T>
+double EstimateLuCondition(int64_t n, const T* lu, double one_norm, int* solves, int* columns) {
+  if (n <= kGeconMaxOrder) {
+    *solves = kGeconSolves;
+    *columns = 1;
+    return Gecon(static_cast<lapack_int>(n), lu, static_cast<lapack_int>(n), one_norm);
+  }
+  *columns = kEstimateColumns;
+  return ReciprocalCondition<T>(Factors::kLu, n, lu, n, Storage::kColumnMajor, one_norm, solves)
+      .value_or(0.0);
 }
 
 // The _work variants skip LAPACKE's NaN scan, which would read past a sub-block.
@@ -151,13 +199,12 @@ absl::StatusOr<LuDeterminantResult> Factor(std::vector<T> a, int64_t n,
                             .seconds = std::chrono::duration<double>(factored - start).count(),
                             .bytes = stats->bytes_moved,
                             .flops = stats->flops});
-  // The block estimator: a few block solves with 2 right-hand sides, O(n^2) each.
+  // ?gecon for small orders, the block estimator beyond: a few solves, O(n^2) each.
   int solves = 0;
-  const double rcond =
-      ReciprocalCondition<T>(Factors::kLu, n, a.data(), n, Storage::kColumnMajor, norm, &solves)
-          .value_or(0.0);
+  int columns = 0;
+  const double rcond = EstimateLuCondition(n, a.data(), norm, &solves, &columns);
   const double nd = static_cast<double>(n);
-  const double flops = FlopsPerUpdate(T()) * kEstimateColumns * solves * nd * nd;
+  const double flops = FlopsPerUpdate(T()) * columns * solves * nd * nd;
   const auto bytes = static_cast<uint64_t>(solves * sizeof(T) * nd * nd);
   stats->flops += flops;
   stats->bytes_moved += bytes;
@@ -173,13 +220,14 @@ absl::StatusOr<LuDeterminantResult> Factor(std::vector<T> a, int64_t n,
 }  // namespace
 
 double LuReciprocalCondition(int64_t n, const double* lu, double norm) {
-  return ReciprocalCondition<double>(Factors::kLu, n, lu, n, Storage::kColumnMajor, norm)
-      .value_or(0.0);
+  int solves = 0;
+  int columns = 0;
+  return EstimateLuCondition(n, lu, norm, &solves, &columns);
 }
 double LuReciprocalCondition(int64_t n, const std::complex<double>* lu, double norm) {
-  return ReciprocalCondition<std::complex<double>>(Factors::kLu, n, lu, n, Storage::kColumnMajor,
-                                                   norm)
-      .value_or(0.0);
+  int solves = 0;
+  int columns = 0;
+  return EstimateLuCondition(n, lu, norm, &solves, &columns);
 }
 
 absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<double> a, int64_t n,
