@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/core/kept_factorization_support.h"
 
 #ifdef MATRIXD_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -28,9 +29,12 @@ using ::matrixd::testing::DistanceNorm;
 using ::matrixd::testing::Eps;
 using ::matrixd::testing::ExpectSolves;
 using ::matrixd::testing::ForEachFloatingType;
+using ::matrixd::testing::ExpectRangeReadsAsTheWhole;
 using ::matrixd::testing::HermitianPositiveDefinite;
+using ::matrixd::testing::Kept;
 using ::matrixd::testing::Norm;
 using ::matrixd::testing::RandomMatrix;
+using ::matrixd::testing::ReadWhole;
 using ::matrixd::testing::Widen;
 using ::testing::HasSubstr;
 
@@ -50,20 +54,8 @@ class CudaKeptFactorization : public ::testing::Test {
   std::unique_ptr<Backend> backend_;
 };
 
-FactorizeOptions Kept(FactorizeOptions options) {
-  options.keep_on_devices = true;
-  return options;
-}
-
 FactorizeOptions Lu() { return {.kind = FactorizationKind::kLu}; }
 FactorizeOptions Cholesky() { return {.kind = FactorizationKind::kCholesky}; }
-
-// The kept factor read back whole (DeviceFactorization::Read).
-Matrix ReadWhole(const DeviceFactorization& kept) {
-  Matrix whole(kept.rows(), kept.cols(), kept.dtype());
-  EXPECT_TRUE(kept.Read(0, {whole.mutable_bytes(), whole.byte_size()}).ok());
-  return whole;
-}
 
 // The kept factorization as a Solve takes it (FactorizationView::kept).
 FactorizationView ViewOf(const FactorizeResult& kept) {
@@ -150,14 +142,7 @@ TEST_F(CudaKeptFactorization, ReadOfARangeInsideRowsGivesThoseBytes) {
     absl::StatusOr<FactorizeResult> kept =
         backend().Factorize(a.view(), Kept(options), nullptr, nullptr);
     ASSERT_TRUE(kept.ok()) << kept.status();
-    const Matrix whole = ReadWhole(*kept->kept);
-    const uint64_t offset = 8 * (17 * n + 5);
-    std::vector<std::byte> range(8 * (3 * n + 11));
-    ASSERT_TRUE(kept->kept->Read(offset, range).ok());
-    EXPECT_EQ(std::memcmp(range.data(), whole.bytes() + offset, range.size()), 0);
-    if (options.kind == FactorizationKind::kCholesky) {
-      EXPECT_EQ(whole.As<double>()[1], 0.0);
-    }
+    const Matrix whole = ExpectRangeReadsAsTheWhole(*kept->kept, options.kind);
     std::vector<std::byte> past(16);
     EXPECT_EQ(kept->kept->Read(whole.byte_size() - 8, past).code(),
               absl::StatusCode::kInvalidArgument);

@@ -23,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/dense_test_support.h"
+#include "tests/core/kept_factorization_support.h"
 #include "tests/multi_gpu/gpu_devices.h"
 
 namespace matrixd::multi_gpu {
@@ -350,17 +351,9 @@ TEST(MultiGpuFactorize, TheBackendRefusesMoreDevicesThanItHasNamingDevices) {
 
 // ---- Factorizations kept on the GPUs (FactorizeOptions::keep_on_devices, kept_factorization.h)
 
-FactorizeOptions Kept(FactorizeOptions options) {
-  options.keep_on_devices = true;
-  return options;
-}
-
-// The kept factor read back whole (DeviceFactorization::Read).
-Matrix ReadWhole(const DeviceFactorization& kept) {
-  Matrix whole(kept.rows(), kept.cols(), kept.dtype());
-  EXPECT_TRUE(kept.Read(0, {whole.mutable_bytes(), whole.byte_size()}).ok());
-  return whole;
-}
+using ::matrixd::testing::ExpectRangeReadsAsTheWhole;
+using ::matrixd::testing::Kept;
+using ::matrixd::testing::ReadWhole;
 
 // Every dtype, LU and Cholesky, orders around the block (333 over blocks of 64: the last block
 // short; 100: fewer blocks than 2 GPUs' worth; 37: the second GPU holds nothing; 1): a kept
@@ -418,14 +411,7 @@ TEST(KeptMultiGpuFactorization, ReadOfARangeInsideRowsGivesThoseBytes) {
     absl::StatusOr<FactorizeResult> kept =
         MultiGpuFactorize(kTwo, a.view(), Kept(options), nullptr, 64);
     ASSERT_TRUE(kept.ok()) << kept.status();
-    const Matrix whole = ReadWhole(*kept->kept);
-    const uint64_t offset = 8 * (17 * n + 5);
-    std::vector<std::byte> range(8 * (3 * n + 11));
-    ASSERT_TRUE(kept->kept->Read(offset, range).ok());
-    EXPECT_EQ(std::memcmp(range.data(), whole.bytes() + offset, range.size()), 0);
-    if (options.kind == FactorizationKind::kCholesky) {
-      EXPECT_EQ(whole.As<double>()[1], 0.0);
-    }
+    ExpectRangeReadsAsTheWhole(*kept->kept, options.kind);
   }
 }
 

@@ -104,17 +104,6 @@ class DistributedFactorizationRpcTest : public MultiGpuServerTest {
     EXPECT_TRUE(response.ok()) << response.status();
     return response.ok() ? response->solution() : v1::Matrix();
   }
-
-  // The resident bytes of the server's matrices.
-  uint64_t ResidentBytes() {
-    absl::StatusOr<v1::ListMatricesResponse> listed = client_->ListMatrices();
-    EXPECT_TRUE(listed.ok()) << listed.status();
-    uint64_t bytes = 0;
-    if (listed.ok()) {
-      for (const v1::ResidentMatrix& m : listed->matrices()) bytes += m.bytes();
-    }
-    return bytes;
-  }
 };
 
 // max |x - y| / max |y| over the entries of two solutions of one dtype.

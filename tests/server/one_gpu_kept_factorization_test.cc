@@ -18,29 +18,21 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/server.h"
+#include "tests/server/multi_gpu_server.h"
 
 namespace matrixd::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-class OneGpuKeptFactorizationTest : public ::testing::Test {
+class OneGpuKeptFactorizationTest : public CudaServerTest {
  protected:
   void SetUp() override {
     if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device here: CUDA case skipped";
     absl::StatusOr<std::unique_ptr<Backend>> cuda =
         MakeBackend("cuda", {.host_max_orders = {.determinant = 0, .factorize = 0}});
     ASSERT_TRUE(cuda.ok()) << cuda.status();
-    ServerOptions options;
-    options.listen_address = "127.0.0.1:0";
-    options.limits = {.max_elements = int64_t{1} << 22, .max_permanent_n = 12};
-    options.max_message_bytes = 64 << 20;
-    absl::StatusOr<std::unique_ptr<MatrixServer>> server =
-        MatrixServer::Start(*std::move(cuda), options);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    client_ =
-        std::make_unique<Client>(server_->address(), ClientOptions{.deadline = absl::Seconds(120)});
+    StartServer(*std::move(cuda));
   }
 
   // The factorization of the resident `a`, kept; with also_inline, through the host as before.
@@ -74,18 +66,6 @@ class OneGpuKeptFactorizationTest : public ::testing::Test {
     return uploaded.ok() ? uploaded->Detach() : "";
   }
 
-  uint64_t ResidentBytes() {
-    absl::StatusOr<v1::ListMatricesResponse> listed = client_->ListMatrices();
-    EXPECT_TRUE(listed.ok()) << listed.status();
-    uint64_t bytes = 0;
-    if (listed.ok()) {
-      for (const v1::ResidentMatrix& m : listed->matrices()) bytes += m.bytes();
-    }
-    return bytes;
-  }
-
-  std::unique_ptr<MatrixServer> server_;
-  std::unique_ptr<Client> client_;
 };
 
 bool IsSingle(v1::DType dtype) {
