@@ -72,17 +72,16 @@ double HermitianTolerance(double largest) {
 template <typename T>
 absl::Status HermitianMismatchError(absl::string_view field, int64_t batch_count, int64_t k,
                                     int64_t i, int64_t j, T upper, T lower) {
-  const std::string where = batch_count > 0
-                                ? absl::StrCat(field, " (matrix ", k, " of the batch)")
-                                : std::string(field);
+  const std::string where =
+      batch_count > 0 ? absl::StrCat(field, " (matrix ", k, " of the batch)") : std::string(field);
   if (i == j) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, " is not Hermitian: its diagonal entry [", i, "][", i, "] = ", Format(upper),
         " is not real; Cholesky needs a Hermitian positive definite matrix"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      where, " is not ", std::is_floating_point_v<T> ? "symmetric" : "Hermitian", ": [", i, "][",
-      j, "] = ", Format(upper), " but [", j, "][", i, "] = ", Format(lower), "; Cholesky needs a ",
+      where, " is not ", std::is_floating_point_v<T> ? "symmetric" : "Hermitian", ": [", i, "][", j,
+      "] = ", Format(upper), " but [", j, "][", i, "] = ", Format(lower), "; Cholesky needs a ",
       std::is_floating_point_v<T> ? "symmetric" : "Hermitian", " positive definite matrix"));
 }
 

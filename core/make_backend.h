@@ -26,8 +26,8 @@ struct BackendConfig {
   std::vector<int> devices = {};               // CUDA device ordinals; empty = all visible
   int cpu_threads = 0;                         // 0 = all hardware threads
   DeviceMemoryLimit device_memory_limit = {};  // per CUDA device; default 90% of its memory
-  int streams_per_device = 1;  // CUDA operations at once per device, one stream each
-  std::string state_dir = {};  // checkpoints of long permanents; empty = none
+  int streams_per_device = 1;          // CUDA operations at once per device, one stream each
+  std::string state_dir = {};          // checkpoints of long permanents; empty = none
   HostMaxOrders host_max_orders = {};  // CUDA; see above
 };
 

@@ -309,9 +309,8 @@ absl::StatusOr<std::unique_ptr<matrixd::Backend>> BackendFromFlags() {
              .device_memory_limit = *memory_limit,
              .streams_per_device = absl::GetFlag(FLAGS_streams_per_device),
              .state_dir = absl::GetFlag(FLAGS_state_dir),
-             .host_max_orders = {
-                 .determinant = absl::GetFlag(FLAGS_host_determinant_max_order),
-                 .factorize = absl::GetFlag(FLAGS_host_factorize_max_order)}});
+             .host_max_orders = {.determinant = absl::GetFlag(FLAGS_host_determinant_max_order),
+                                 .factorize = absl::GetFlag(FLAGS_host_factorize_max_order)}});
 }
 
 // Coalescing (server/coalescing.h): on by default for the cuda backend only (docs/benchmarks.md,

@@ -247,11 +247,11 @@ class ResidentRegistry {
                                                  const ResidentOwner& owner = {});
 
   // Keeps a factorization left on the GPUs that computed it (core/device_factorization.h) under
-  // one handle, as a distributed matrix (one single-device matrix when it has one part): counted against the limit and the owner's quota (errors
-  // as for Create, which then free it), and each device's bytes (DeviceFactorization::Parts)
-  // reserved in that device's admission without waiting (MemoryAdmission::ReserveHeld: they are
-  // allocated already, under the reservation of the job that made them, which ends after it).
-  // Never spilled; Release frees it on every device.
+  // one handle, as a distributed matrix (one single-device matrix when it has one part): counted
+  // against the limit and the owner's quota (errors as for Create, which then free it), and each
+  // device's bytes (DeviceFactorization::Parts) reserved in that device's admission without waiting
+  // (MemoryAdmission::ReserveHeld: they are allocated already, under the reservation of the job
+  // that made them, which ends after it). Never spilled; Release frees it on every device.
   absl::StatusOr<ResidentInfo> KeepOnDevices(std::unique_ptr<DeviceFactorization> kept,
                                              const ResidentFactorization& factorization,
                                              std::string label, const ResidentOwner& owner = {});

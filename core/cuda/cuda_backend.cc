@@ -406,7 +406,7 @@ class CudaBackend final : public Backend {
 
   std::vector<std::unique_ptr<cuda::DeviceStreams>> devices_;
   const DeviceMemoryLimit memory_limit_;
-  const std::string state_dir_;           // where long permanents checkpoint; empty = nowhere
+  const std::string state_dir_;          // where long permanents checkpoint; empty = nowhere
   const HostMaxOrders host_max_orders_;  // see core/cuda/host_small_jobs.h
   // One per device, made on first use; resident matrices point to them, so every resident matrix
   // must be gone before the backend.

@@ -25,10 +25,11 @@ int CudaDeviceCount();
 // (cuda::Permanent). Determinants and factorizations of one matrix of order up to
 // host_max_orders' from host memory run on the host CPU (core/cuda/host_small_jobs.h; 0: none),
 // INVALID_ARGUMENT naming the field when one is negative.
-absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(
-    const std::vector<int>& devices, const DeviceMemoryLimit& memory_limit = {},
-    int streams_per_device = 1, const std::string& state_dir = {},
-    HostMaxOrders host_max_orders = {});
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const std::vector<int>& devices,
+                                                         const DeviceMemoryLimit& memory_limit = {},
+                                                         int streams_per_device = 1,
+                                                         const std::string& state_dir = {},
+                                                         HostMaxOrders host_max_orders = {});
 
 }  // namespace matrixd
 

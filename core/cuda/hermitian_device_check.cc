@@ -24,8 +24,8 @@ absl::Status RequireHermitianOnDevice(const T* a, int64_t n, absl::string_view f
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(largest + 1, 0xff, sizeof(unsigned long long), stream));
   MATRIXD_CUDA_RETURN_IF_ERROR(LaunchLargestMagnitude(a, n * n, largest, stream));
-  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchFirstHermitianMismatch(
-      a, n, largest, HermitianTolerance<T>(1.0), largest + 1, stream));
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      LaunchFirstHermitianMismatch(a, n, largest, HermitianTolerance<T>(1.0), largest + 1, stream));
   unsigned long long first = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(&first, largest + 1, sizeof(first), cudaMemcpyDeviceToHost, stream));

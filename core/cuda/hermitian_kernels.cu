@@ -1,9 +1,8 @@
-#include "core/cuda/hermitian_kernels.h"
-
 #include <algorithm>
 #include <complex>
 
 #include "core/cuda/device_element.cuh"
+#include "core/cuda/hermitian_kernels.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -12,6 +11,7 @@ constexpr int kThreads = 256;
 constexpr int kWarpSize = 32;
 constexpr int kTile = 32;
 constexpr int kTileRows = 8;  // a tile's threads: kTile x kTileRows, each kTile / kTileRows rows
+constexpr int kTileThreads = kTile * kTileRows;
 
 template <typename E>
 __global__ void __launch_bounds__(kThreads)
@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // Block (bx, by) compares tile (by, bx) of A with the mirror of tile (bx, by), for bx >= by.
 template <typename E>
-__global__ void __launch_bounds__(kTile * kTileRows)
+__global__ void __launch_bounds__(kTileThreads)
     FirstMismatchKernel(const E* __restrict__ a, int64_t n,
                         const unsigned long long* __restrict__ largest_bits, double factor,
                         unsigned long long* __restrict__ first) {
@@ -69,8 +69,8 @@ cudaError_t LaunchLargestMagnitude(const T* a, int64_t count, unsigned long long
   using E = DeviceType<T>;
   const auto blocks =
       static_cast<unsigned>(std::min<int64_t>((count + kThreads - 1) / kThreads, 4096));
-  LargestMagnitudeKernel<E><<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const E*>(a), count,
-                                                             largest_bits);
+  LargestMagnitudeKernel<E>
+      <<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const E*>(a), count, largest_bits);
   return cudaGetLastError();
 }
 
@@ -86,10 +86,10 @@ cudaError_t LaunchFirstHermitianMismatch(const T* a, int64_t n,
   return cudaGetLastError();
 }
 
-#define MATRIXD_HERMITIAN_KERNELS(T)                                                            \
-  template cudaError_t LaunchLargestMagnitude<T>(const T*, int64_t, unsigned long long*,        \
-                                                 cudaStream_t);                                 \
-  template cudaError_t LaunchFirstHermitianMismatch<T>(                                         \
+#define MATRIXD_HERMITIAN_KERNELS(T)                                                     \
+  template cudaError_t LaunchLargestMagnitude<T>(const T*, int64_t, unsigned long long*, \
+                                                 cudaStream_t);                          \
+  template cudaError_t LaunchFirstHermitianMismatch<T>(                                  \
       const T*, int64_t, const unsigned long long*, double, unsigned long long*, cudaStream_t);
 MATRIXD_HERMITIAN_KERNELS(float)
 MATRIXD_HERMITIAN_KERNELS(double)

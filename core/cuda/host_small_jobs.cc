@@ -43,9 +43,8 @@ bool DeterminantRunsOnHost(const MatrixView& a, const DeterminantOptions& option
 
 bool FactorizeRunsOnHost(const MatrixView& a, const FactorizeOptions& options,
                          const MatrixView* rhs, int64_t max_order) {
-  return !a.on_device() && a.rows <= max_order && a.cols <= max_order &&
-         options.batch_count == 0 && options.devices <= 1 && !options.keep_on_devices &&
-         !options.refine.enabled &&
+  return !a.on_device() && a.rows <= max_order && a.cols <= max_order && options.batch_count == 0 &&
+         options.devices <= 1 && !options.keep_on_devices && !options.refine.enabled &&
          (rhs == nullptr || (!rhs->on_device() && rhs->cols <= max_order));
 }
 

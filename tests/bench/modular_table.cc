@@ -234,15 +234,16 @@ void BenchModularDeterminant(const Flags& flags, Backend* gpu, Backend* cpu) {
       SetStagingThreads(0);
       if (gpu != nullptr) {
         const OurResidue resident = OursModPResident(*gpu, a, p, flags.repeats);
-        std::printf("  resident operand (the int64 matrix already on the GPU, as a kept matrix's "
-                    "handle): GPU %s, NTL/GPU %s, %s\n",
-                    Seconds(resident.timing.seconds).c_str(),
-                    Ratio(ntl_seconds, resident.timing.seconds).c_str(),
-                    resident.timing.error.empty()
-                        ? Agreement({{"resident", resident.residue}, {"ntl", ntl_residue},
-                                     {"cpu", on_cpu.residue}})
-                              .c_str()
-                        : ("failed: " + resident.timing.error).c_str());
+        std::printf(
+            "  resident operand (the int64 matrix already on the GPU, as a kept matrix's "
+            "handle): GPU %s, NTL/GPU %s, %s\n",
+            Seconds(resident.timing.seconds).c_str(),
+            Ratio(ntl_seconds, resident.timing.seconds).c_str(),
+            resident.timing.error.empty() ? Agreement({{"resident", resident.residue},
+                                                       {"ntl", ntl_residue},
+                                                       {"cpu", on_cpu.residue}})
+                                                .c_str()
+                                          : ("failed: " + resident.timing.error).c_str());
       }
       if (!on_cpu.timing.error.empty()) {
         std::printf("  CPU failed: %s\n", on_cpu.timing.error.c_str());

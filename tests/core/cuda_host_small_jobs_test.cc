@@ -5,10 +5,10 @@
 // Skips where there is no CUDA device, except the argument check.
 #include <cstdint>
 #include <cstring>
-#include <tuple>
-#include <utility>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -177,8 +177,8 @@ void ExpectSameFactorization(const FactorizeResult& got, const FactorizeResult& 
   ASSERT_EQ(got.solution.has_value(), want.solution.has_value());
   if (got.solution.has_value()) {
     ASSERT_EQ(got.solution->byte_size(), want.solution->byte_size());
-    EXPECT_EQ(0, std::memcmp(got.solution->bytes(), want.solution->bytes(),
-                             got.solution->byte_size()));
+    EXPECT_EQ(
+        0, std::memcmp(got.solution->bytes(), want.solution->bytes(), got.solution->byte_size()));
   }
   ASSERT_EQ(got.accuracy.has_value(), want.accuracy.has_value());
   if (got.accuracy.has_value()) {
@@ -197,8 +197,10 @@ TEST_F(CudaHostDeterminantTest, SmallFactorizationsAreTheCpuBackendsComputedOnTh
                                   std::pair{FactorizationKind::kQr, &general}}) {
       SCOPED_TRACE(::testing::Message() << "n = " << n << " kind " << static_cast<int>(kind));
       const FactorizeOptions options{.kind = kind, .estimate_condition = true};
-      absl::StatusOr<FactorizeResult> got = cuda_->Factorize(a->view(), options, &rhs_view, nullptr);
-      absl::StatusOr<FactorizeResult> want = cpu_->Factorize(a->view(), options, &rhs_view, nullptr);
+      absl::StatusOr<FactorizeResult> got =
+          cuda_->Factorize(a->view(), options, &rhs_view, nullptr);
+      absl::StatusOr<FactorizeResult> want =
+          cpu_->Factorize(a->view(), options, &rhs_view, nullptr);
       ASSERT_TRUE(got.ok()) << got.status();
       ASSERT_TRUE(want.ok()) << want.status();
       ExpectSameFactorization(*got, *want);

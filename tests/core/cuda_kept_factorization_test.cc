@@ -27,9 +27,9 @@ namespace {
 
 using ::matrixd::testing::DistanceNorm;
 using ::matrixd::testing::Eps;
+using ::matrixd::testing::ExpectRangeReadsAsTheWhole;
 using ::matrixd::testing::ExpectSolves;
 using ::matrixd::testing::ForEachFloatingType;
-using ::matrixd::testing::ExpectRangeReadsAsTheWhole;
 using ::matrixd::testing::HermitianPositiveDefinite;
 using ::matrixd::testing::Kept;
 using ::matrixd::testing::Norm;

@@ -32,8 +32,7 @@ inline Matrix ReadWhole(const DeviceFactorization& kept) {
 // A float64 factor kept of order n >= 20: a range that starts and ends inside rows (a download
 // chunk) reads as those bytes of the whole factor, and a Cholesky's comes with zeros above the
 // diagonal. Returns the whole factor.
-inline Matrix ExpectRangeReadsAsTheWhole(const DeviceFactorization& kept,
-                                         FactorizationKind kind) {
+inline Matrix ExpectRangeReadsAsTheWhole(const DeviceFactorization& kept, FactorizationKind kind) {
   const int64_t n = kept.rows();
   const Matrix whole = ReadWhole(kept);
   const uint64_t offset = 8 * (17 * n + 5);

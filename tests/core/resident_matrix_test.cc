@@ -127,8 +127,7 @@ TEST_P(ResidentMatrixTest, ModularDeterminantOfAResidentInt64ViewEqualsTheHostOn
       if (view.on_device()) {
         ASSERT_TRUE(backend().DeterminantReadsOnDevice(view, options));
       }
-      absl::StatusOr<DeterminantResult> on_resident =
-          backend().Determinant(view, options, nullptr);
+      absl::StatusOr<DeterminantResult> on_resident = backend().Determinant(view, options, nullptr);
       absl::StatusOr<DeterminantResult> on_host = backend().Determinant(m.view(), options, nullptr);
       ASSERT_TRUE(on_resident.ok()) << on_resident.status();
       ASSERT_TRUE(on_host.ok()) << on_host.status();
@@ -155,7 +154,8 @@ TEST_P(ResidentMatrixTest, LuOfAResidentViewEqualsTheHostOneBitForBit) {
   }
   absl::StatusOr<FactorizeResult> on_resident =
       backend().Factorize(view, options, &rhs_view, nullptr);
-  absl::StatusOr<FactorizeResult> on_host = backend().Factorize(m.view(), options, &rhs_view, nullptr);
+  absl::StatusOr<FactorizeResult> on_host =
+      backend().Factorize(m.view(), options, &rhs_view, nullptr);
   ASSERT_TRUE(on_resident.ok()) << on_resident.status();
   ASSERT_TRUE(on_host.ok()) << on_host.status();
   EXPECT_TRUE(SameBytes(on_resident->lu, on_host->lu));
@@ -183,7 +183,8 @@ TEST_P(ResidentMatrixTest, CholeskyOfAResidentViewEqualsTheHostOneAndChecksItIsS
   }
   absl::StatusOr<FactorizeResult> on_resident =
       backend().Factorize(resident->view(), options, nullptr, nullptr);
-  absl::StatusOr<FactorizeResult> on_host = backend().Factorize(m.view(), options, nullptr, nullptr);
+  absl::StatusOr<FactorizeResult> on_host =
+      backend().Factorize(m.view(), options, nullptr, nullptr);
   ASSERT_TRUE(on_resident.ok()) << on_resident.status();
   ASSERT_TRUE(on_host.ok()) << on_host.status();
   EXPECT_TRUE(SameBytes(on_resident->l, on_host->l));
@@ -195,7 +196,8 @@ TEST_P(ResidentMatrixTest, CholeskyOfAResidentViewEqualsTheHostOneAndChecksItIsS
   std::unique_ptr<ResidentMatrix> bad = Resident(backend(), skewed, 1 << 12);
   ASSERT_NE(bad, nullptr);
   if (bad->view().on_device()) {
-    const absl::Status refused = backend().Factorize(bad->view(), options, nullptr, nullptr).status();
+    const absl::Status refused =
+        backend().Factorize(bad->view(), options, nullptr, nullptr).status();
     EXPECT_EQ(refused, RequireHermitian(skewed.view(), 0, "matrix"));
     EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(refused.message().find("[5][37]"), std::string::npos) << refused;

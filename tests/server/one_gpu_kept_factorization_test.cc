@@ -65,7 +65,6 @@ class OneGpuKeptFactorizationTest : public CudaServerTest {
     EXPECT_TRUE(uploaded.ok()) << uploaded.status();
     return uploaded.ok() ? uploaded->Detach() : "";
   }
-
 };
 
 bool IsSingle(v1::DType dtype) {
