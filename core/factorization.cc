@@ -246,8 +246,7 @@ absl::Status CheckSolve(const FactorizationView& f, const MatrixView& rhs,
         "transpose applies to LU factorizations only; this one is ", name,
         f.kind == FactorizationKind::kCholesky ? " (A is Hermitian: solve without it)" : ""));
   }
-  if (options.transpose != SolveTranspose::kNone && f.kept != nullptr &&
-      !f.kept->whole_on_one_device()) {
+  if (options.transpose != SolveTranspose::kNone && f.kept != nullptr) {
     return absl::InvalidArgumentError(
         "transpose: a factorization kept over several GPUs solves A X = B only (cusolverMg's "
         "getrs takes no transpose); factorize A^T instead");
