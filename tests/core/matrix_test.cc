@@ -3,6 +3,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -24,7 +25,26 @@ TEST(Matrix, NewMatrixIsAllZeroEvenOnReusedHeapMemory) {
     for (std::byte b : std::span<const std::byte>(m.bytes(), m.byte_size())) {
       ASSERT_EQ(b, std::byte{0});
     }
+    // ResultDestinations::Make clears a new matrix too (its storage is not cleared by itself).
+    const Matrix made = ResultDestinations().Make("lu", 16, 16, DType::kComplex128);
+    for (std::byte b : std::span<const std::byte>(made.bytes(), made.byte_size())) {
+      ASSERT_EQ(b, std::byte{0});
+    }
   }
+}
+
+TEST(Matrix, ForOverwriteHasTheShapeAndAlignmentAndOwnsItsBytes) {
+  Matrix m = Matrix::ForOverwrite(3, 5, DType::kComplex128);
+  EXPECT_EQ(m.rows(), 3);
+  EXPECT_EQ(m.cols(), 5);
+  EXPECT_EQ(m.dtype(), DType::kComplex128);
+  EXPECT_FALSE(m.borrowed());
+  EXPECT_EQ(m.byte_size(), 15 * ElementSize(DType::kComplex128));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(m.bytes()) % 16, 0u);
+  for (int i = 0; i < 15; ++i) m.As<std::complex<double>>()[i] = {1.0 * i, -1.0};
+  const Matrix copy = m;
+  EXPECT_EQ(copy.As<std::complex<double>>()[14], std::complex<double>(14.0, -1.0));
+  EXPECT_TRUE(Matrix::ForOverwrite(0, 4, DType::kFloat64).empty());
 }
 
 TEST(Matrix, StorageIsAlignedForEveryElementType) {
