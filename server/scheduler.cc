@@ -233,9 +233,11 @@ void Scheduler::Cancel(Job& job, absl::Status reason) {
 void Scheduler::StopAccepting(absl::Status reason) {
   absl::MutexLock lock(&mutex_);
   accepting_ = std::move(reason);
+  accepting_ok_.store(accepting_.ok(), std::memory_order_release);
 }
 
 absl::Status Scheduler::accepting() const {
+  if (accepting_ok_.load(std::memory_order_acquire)) return absl::OkStatus();
   absl::MutexLock lock(&mutex_);
   return accepting_;
 }
@@ -407,7 +409,11 @@ void Scheduler::MarkRunningLocked(std::shared_ptr<Job> job, absl::Time now) {
   if (std::vector<JobStateListener> listeners = job->MarkRunning(now); !listeners.empty()) {
     DeferLocked(Notification(std::move(listeners), nullptr, absl::OkStatus()));
   }
-  if (options_.observer != nullptr) options_.observer->JobStarted(*job, now - job->submitted());
+  if (options_.observer != nullptr) {
+    DeferLocked([observer = options_.observer, job, waited = now - job->submitted()] {
+      observer->JobStarted(*job, waited);
+    });
+  }
   running_.push_back(std::move(job));
 }
 
@@ -446,8 +452,10 @@ void Scheduler::FinishLocked(Job& job, absl::Status status) {
   std::vector<JobStateListener> listeners = job.Finish(std::move(status), absl::Now());
   const absl::Status final_status = job.status();
   if (options_.observer != nullptr) {
-    options_.observer->JobEnded(job.op(), final_status);
-    options_.observer->ClientJobEnded(job.owner(), final_status);
+    DeferLocked([observer = options_.observer, op = job.op(), owner = job.owner(), final_status] {
+      observer->JobEnded(op, final_status);
+      observer->ClientJobEnded(owner, final_status);
+    });
   }
   if (const auto active = active_by_owner_.find(job.owner());
       active != active_by_owner_.end() && --active->second <= 0) {

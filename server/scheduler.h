@@ -30,6 +30,7 @@
 #ifndef MATRIXD_SERVER_SCHEDULER_H_
 #define MATRIXD_SERVER_SCHEDULER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -50,8 +51,11 @@
 
 namespace matrixd::server {
 
-// Sees every job's life, e.g. to export metrics. Called with the scheduler's lock held: each call
-// must be quick and must not call back into the scheduler.
+// Sees every job's life, e.g. to export metrics. Each call must be quick and must not call back
+// into the scheduler. QueueDepthChanged and GroupStarted are called with the scheduler's lock
+// held; JobStarted, JobEnded and ClientJobEnded of a job that ran or was dropped right after the
+// lock is released (off the lock every request takes), in the order of the events and before the
+// job's on_finished.
 class SchedulerObserver {
  public:
   virtual ~SchedulerObserver() = default;
@@ -239,6 +243,9 @@ class Scheduler {
   absl::BitGen id_bits_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status accepting_ ABSL_GUARDED_BY(mutex_);  // OK, or why Submit refuses (draining)
+  // accepting_.ok(), readable without mutex_: every request asks (accepting()), and the scheduler
+  // lock was the most waited-for one of a small-request load (docs/benchmarks.md).
+  std::atomic<bool> accepting_ok_{true};
   // Hooks and listeners of jobs that changed under the lock now held; empty whenever it is free.
   std::vector<absl::AnyInvocable<void()>> deferred_ ABSL_GUARDED_BY(mutex_);
 

@@ -5,6 +5,7 @@
 #include <complex>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,6 +19,33 @@ namespace {
 // reads its block of M once per right-hand side, the second time from cache while 64 n elements
 // fit in L2/L3. 64 was the fastest of 64, 128 and 256 at n = 4096 on the 2-core VM.
 constexpr int64_t kBlock = 64;
+
+// op(M) x = b for the w x w triangle (uplo, diag) at m, as ?trsv, by plain loops on this thread:
+// OpenBLAS (0.3.21, Debian 12) hands every ?trsv a buffer from blas_memory_alloc under one
+// process-wide mutex, which small requests computed side by side on the server's threads waited
+// for (core/cpu/small_lu_condition.h). Each x_i is one dot product with the solved part of x.
+template <typename T>
+void SolveDiagonalBlock(CBLAS_UPLO uplo, CBLAS_TRANSPOSE op, CBLAS_DIAG diag, int64_t w, const T* m,
+                        int64_t ld, bool row_major, T* x) {
+  // Entry (i, j) of op(M).
+  const auto entry = [&](int64_t i, int64_t j) -> T {
+    if (op != CblasNoTrans) std::swap(i, j);
+    const T value = row_major ? m[i * ld + j] : m[i + j * ld];
+    if constexpr (kIsComplex<T>) {
+      if (op == CblasConjTrans) return std::conj(value);
+    }
+    return value;
+  };
+  const bool lower = (uplo == CblasLower) == (op == CblasNoTrans);
+  for (int64_t step = 0; step < w; ++step) {
+    const int64_t i = lower ? step : w - 1 - step;
+    T sum = x[i];
+    const int64_t k0 = lower ? 0 : i + 1;
+    const int64_t k1 = lower ? i : w;
+    for (int64_t k = k0; k < k1; ++k) sum -= entry(i, k) * x[k];
+    x[i] = diag == CblasUnit ? sum : sum / entry(i, i);
+  }
+}
 
 // One triangular solve op(M) x = b, M the n x n triangle (uplo) of the array, for each of the t
 // columns of the column-major x (leading dimension n), by blocks of rows: each block takes the
@@ -64,8 +92,7 @@ void SolveTriangle(CBLAS_UPLO uplo, CBLAS_TRANSPOSE op, CBLAS_DIAG diag, int64_t
           gemv(op, solved, w, at(solved0, r0), column + solved0, column + r0);
         }
       }
-      Lapack<T>::trsv(order, uplo, op, diag, static_cast<blasint>(w), at(r0, r0), lda, column + r0,
-                      1);
+      SolveDiagonalBlock(uplo, op, diag, w, at(r0, r0), ld, row_major, column + r0);
       if (!left_looking) {
         // x_unsolved -= op(M)[unsolved, b] x_b.
         if (plain) {

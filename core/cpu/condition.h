@@ -1,8 +1,8 @@
 // Condition estimates on the CPU backend from the factors a factorization left: the block
 // estimator of core/condition_estimate.h (2 vectors at once), each block solve a blocked
-// substitution through OpenBLAS (threaded ?gemv on the off-diagonal block columns, ?trsv on small
-// diagonal blocks), in place of LAPACK's ?gecon / ?pocon / ?trcon, whose solves (dlatrs) take one
-// vector at a time on one core while the factorization uses them all.
+// substitution (threaded OpenBLAS ?gemv on the off-diagonal block columns, plain loops on the
+// small diagonal blocks), in place of LAPACK's ?gecon / ?pocon / ?trcon, whose solves (dlatrs) take
+// one vector at a time on one core while the factorization uses them all.
 #ifndef MATRIXD_CORE_CPU_CONDITION_H_
 #define MATRIXD_CORE_CPU_CONDITION_H_
 

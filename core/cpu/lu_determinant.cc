@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <complex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/condition_estimate.h"
 #include "core/cpu/condition.h"
+#include "core/cpu/small_lu_condition.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -37,12 +39,12 @@ lapack_int Getrf(lapack_int m, lapack_int n, std::complex<double>* a, lapack_int
   return LAPACKE_zgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
 }
 
-// Up to this order the condition estimate is LAPACK's ?gecon on the factors: one routine, its
-// solves one vector at a time on this thread, cheaper there than the block estimator's BLAS calls
-// per block and step (a small determinant's request spent about twice its LU in the latter:
-// docs/benchmarks.md, "Where a det 32 request's server CPU goes"). Larger orders take the block
-// estimator, whose solves are threaded.
-constexpr int64_t kGeconMaxOrder = 64;
+// Up to this order the condition estimate is ?gecon's (one vector at a time on this thread,
+// cheaper there than the block estimator's BLAS calls per block and step: a small determinant's
+// request spent about twice its LU in the latter, docs/benchmarks.md, "Where a det 32 request's
+// server CPU goes"), its solves as plain loops (core/cpu/small_lu_condition.h) unless they
+// overflow. Larger orders take the block estimator, whose solves are threaded.
+constexpr int64_t kGeconMaxOrder = kSmallConditionMaxOrder;
 // ?gecon's estimator (?lacn2) usually stops after this many solves, each with both triangles.
 constexpr int kGeconSolves = 5;
 
@@ -77,6 +79,10 @@ double EstimateLuCondition(int64_t n, const T* lu, double one_norm, int* solves,
   if (n <= kGeconMaxOrder) {
     *solves = kGeconSolves;
     *columns = 1;
+    if (!(one_norm > 0.0) || !std::isfinite(one_norm)) return 0.0;
+    if (const std::optional<double> rcond = SmallLuReciprocalCondition(n, lu, one_norm)) {
+      return *rcond;
+    }
     return Gecon(static_cast<lapack_int>(n), lu, static_cast<lapack_int>(n), one_norm);
   }
   *columns = kEstimateColumns;

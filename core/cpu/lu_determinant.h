@@ -36,8 +36,8 @@ absl::StatusOr<LuDeterminantResult> LuDeterminant(std::vector<std::complex<doubl
 
 // The reciprocal 1-norm condition estimate of the column-major n x n matrix whose packed LU factors
 // are `lu` (L and U of P A = L U, as getrf leaves them, LAPACK's or cuSOLVER's) and whose 1-norm
-// is `norm`: LAPACK's ?gecon up to order 64, the block estimator (ReciprocalCondition,
-// core/cpu/condition.h) beyond; the estimate LuDeterminant makes.
+// is `norm`: ?gecon's estimate up to order 64 (core/cpu/small_lu_condition.h), the block estimator
+// (ReciprocalCondition, core/cpu/condition.h) beyond; the estimate LuDeterminant makes.
 double LuReciprocalCondition(int64_t n, const double* lu, double norm);
 double LuReciprocalCondition(int64_t n, const std::complex<double>* lu, double norm);
 

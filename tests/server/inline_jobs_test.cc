@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -153,6 +154,7 @@ class EventLog final : public SchedulerObserver {
     events_.push_back(std::string("end ") + std::string(op) + " " +
                       absl::StatusCodeToString(status.code()));
   }
+  void Add(std::string event) { events_.push_back(std::move(event)); }
   const std::vector<std::string>& events() const { return events_; }
 
  private:
@@ -170,6 +172,19 @@ TEST(InlineJobs, TheObserverSeesAnInlineJobStartAndEndWithoutAQueue) {
     EXPECT_TRUE(scheduler.WaitUntilIdle(absl::Now()));
   }
   EXPECT_THAT(log.events(), ElementsAre("start tiny", "end tiny INTERNAL"));
+}
+
+TEST(InlineJobs, TheObserverHearsOfTheEndBeforeTheJobsOwnHook) {
+  // JobStarted and JobEnded run after the scheduler's lock is released (the lock every request
+  // takes), still before on_finished, whose caller may read the metrics at once.
+  EventLog log;
+  Scheduler scheduler({.workers = 1, .observer = &log, .inline_max_flops = 1e5});
+  JobSpec spec = HostSpec([](JobControl&) { return absl::OkStatus(); }, 1.0);
+  spec.on_finished = [&log](const absl::Status& status) {
+    log.Add("done " + absl::StatusCodeToString(status.code()));
+  };
+  ASSERT_TRUE(scheduler.Submit(std::move(spec), false).ok());
+  EXPECT_THAT(log.events(), ElementsAre("start tiny", "end tiny OK", "done OK"));
 }
 
 TEST(InlineJobs, InlineMaxFlopsMustBeFiniteAndNotNegative) {
