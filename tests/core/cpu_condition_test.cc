@@ -12,6 +12,7 @@
 #include "core/cpu/condition.h"
 #include "core/cpu/lapack_types.h"
 #include "gtest/gtest.h"
+#include "tests/core/column_major_support.h"
 
 namespace matrixd::cpu {
 namespace {
@@ -23,28 +24,12 @@ using WideOf = std::conditional_t<kIsComplex<T>, Complex, double>;
 
 template <typename W>
 std::vector<W> Random(int64_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  std::vector<W> a(static_cast<size_t>(n * n));
-  for (W& x : a) {
-    if constexpr (std::is_same_v<W, Complex>) {
-      x = Complex(uniform(rng), uniform(rng));
-    } else {
-      x = uniform(rng);
-    }
-  }
-  return a;
+  return testing::RandomSquare<W>(n, rng);
 }
 
-// ||A||_1 of the column-major n x n A.
 template <typename W>
 double OneNorm(int64_t n, const std::vector<W>& a) {
-  double largest = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += std::abs(a[i + j * n]);
-    largest = std::max(largest, sum);
-  }
-  return largest;
+  return testing::ColumnMajorOneNorm(n, a);
 }
 
 // 1 / (||A||_1 ||A^-1||_1) of the column-major A, from the explicit inverse.

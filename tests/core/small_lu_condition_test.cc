@@ -15,33 +15,12 @@
 
 #include "core/cpu/lapack_types.h"
 #include "gtest/gtest.h"
+#include "tests/core/column_major_support.h"
 
 namespace matrixd::cpu {
 namespace {
 
 using Complex = std::complex<double>;
-
-template <typename T>
-T Entry(std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  if constexpr (std::is_same_v<T, Complex>) {
-    return Complex(uniform(rng), uniform(rng));
-  } else {
-    return uniform(rng);
-  }
-}
-
-// ||A||_1 of the column-major n x n A.
-template <typename T>
-double OneNorm(int64_t n, const std::vector<T>& a) {
-  double largest = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += std::abs(a[i + j * n]);
-    largest = std::max(largest, sum);
-  }
-  return largest;
-}
 
 // getrf's factors of the column-major A (in place); EXPECTs no zero pivot.
 template <typename T>
@@ -71,7 +50,7 @@ double ExactReciprocalCondition(int64_t n, std::vector<T> lu, double norm) {
   } else {
     EXPECT_EQ(LAPACKE_dgetri(LAPACK_COL_MAJOR, ln, lu.data(), ln, pivots.data()), 0);
   }
-  return 1.0 / (norm * OneNorm(n, lu));
+  return 1.0 / (norm * testing::ColumnMajorOneNorm(n, lu));
 }
 
 template <typename T>
@@ -84,9 +63,8 @@ TYPED_TEST(SmallLuConditionTest, RandomMatricesMatchGeconAndBoundTheExactConditi
   std::mt19937_64 rng(17);
   for (const int64_t n : {1, 2, 3, 8, 17, 32, 63, 64}) {
     for (int trial = 0; trial < 4; ++trial) {
-      std::vector<T> a(static_cast<size_t>(n * n));
-      for (T& x : a) x = Entry<T>(rng);
-      const double norm = OneNorm(n, a);
+      std::vector<T> a = testing::RandomSquare<T>(n, rng);
+      const double norm = testing::ColumnMajorOneNorm(n, a);
       Factor(n, a);
       const std::optional<double> rcond = SmallLuReciprocalCondition(n, a.data(), norm);
       ASSERT_TRUE(rcond.has_value()) << "n = " << n;
@@ -106,7 +84,7 @@ TYPED_TEST(SmallLuConditionTest, HilbertMatricesMatchGecon) {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) a[i + j * n] = T(1.0 / static_cast<double>(i + j + 1));
     }
-    const double norm = OneNorm(n, a);
+    const double norm = testing::ColumnMajorOneNorm(n, a);
     Factor(n, a);
     const std::optional<double> rcond = SmallLuReciprocalCondition(n, a.data(), norm);
     ASSERT_TRUE(rcond.has_value());
