@@ -41,6 +41,23 @@ absl::AnyInvocable<void()> Notification(std::vector<JobStateListener> listeners,
   };
 }
 
+// The same for a job that ended, told first to the observer (when not null) by its op and owner:
+// one deferred call, so one allocation under the lock.
+absl::AnyInvocable<void()> EndNotification(SchedulerObserver* observer, std::string op,
+                                           std::string owner,
+                                           std::vector<JobStateListener> listeners, JobDone done,
+                                           absl::Status status) {
+  return [observer, op = std::move(op), owner = std::move(owner), listeners = std::move(listeners),
+          done = std::move(done), status = std::move(status)]() mutable {
+    if (observer != nullptr) {
+      observer->JobEnded(op, status);
+      observer->ClientJobEnded(owner, status);
+    }
+    for (const JobStateListener& listener : listeners) listener();
+    if (done) done(status);
+  };
+}
+
 }  // namespace
 
 // Runs a coalesced group (its members' CoalescibleWorks, the head's first) as one call on the
@@ -133,37 +150,44 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
     return refused;
   }
   const std::string op = spec.op;
-  auto refuse = [this, &op, &spec](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
-    if (options_.observer != nullptr) {
-      options_.observer->JobEnded(op, status);
-      options_.observer->ClientJobEnded(spec.owner, status);
-    }
-    if (spec.on_finished) DeferLocked(Notification({}, std::move(spec.on_finished), status));
-    return status;
-  };
   const absl::Time now = absl::Now();
   const bool large = spec.estimated_flops >= options_.large_job_flops;
   const bool run_here = RunsInline(spec, remember);
+  const absl::Time deadline = spec.deadline;
+  const int owner_max_jobs = spec.owner_max_jobs;
+  // Off the lock every request takes: whether the job can ever fit (the spec and the devices'
+  // capacities alone), and, for a synchronous job (no id to draw), the job itself.
+  const absl::Status fits =
+      options_.admission != nullptr ? options_.admission->CheckFits(spec) : absl::OkStatus();
   std::shared_ptr<Job> job;
+  if (!remember) job = std::make_shared<Job>(std::string(), std::move(spec), large, now);
+  const std::string& owner = job != nullptr ? job->owner() : spec.owner;
+  auto refuse = [this, &op, &owner, &spec,
+                 &job](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (options_.observer != nullptr) {
+      options_.observer->JobEnded(op, status);
+      options_.observer->ClientJobEnded(owner, status);
+    }
+    JobDone done = job != nullptr ? job->TakeOnFinished() : std::move(spec.on_finished);
+    if (done) DeferLocked(Notification({}, std::move(done), status));
+    return status;
+  };
   JobWork work;
   {
     NotifyingLock lock(this);
     if (stopping_) return refuse(ShuttingDown());
     if (!accepting_.ok()) return refuse(accepting_);
-    if (spec.deadline <= now) {
+    if (deadline <= now) {
       return refuse(absl::DeadlineExceededError(
           absl::StrCat(op, ": the deadline passed before the job was queued")));
     }
-    if (options_.admission != nullptr) {
-      if (absl::Status fits = options_.admission->CheckFits(spec); !fits.ok()) return refuse(fits);
-    }
-    if (spec.owner_max_jobs > 0) {
-      const auto active = active_by_owner_.find(spec.owner);
-      if (active != active_by_owner_.end() && active->second >= spec.owner_max_jobs) {
-        return refuse(absl::ResourceExhaustedError(
-            absl::StrCat("quota max_jobs: ", spec.owner.empty() ? "this client" : spec.owner,
-                         " has ", active->second, " jobs queued or running, its most is ",
-                         spec.owner_max_jobs, "; wait for one to finish")));
+    if (!fits.ok()) return refuse(fits);
+    if (owner_max_jobs > 0) {
+      const auto active = active_by_owner_.find(owner);
+      if (active != active_by_owner_.end() && active->second >= owner_max_jobs) {
+        return refuse(absl::ResourceExhaustedError(absl::StrCat(
+            "quota max_jobs: ", owner.empty() ? "this client" : owner, " has ", active->second,
+            " jobs queued or running, its most is ", owner_max_jobs, "; wait for one to finish")));
       }
     }
     std::deque<Queued>& lane = large ? large_ : small_;
@@ -172,22 +196,23 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
           "the job queue is full: ", lane.size(), " ", large ? "large" : "small",
           " jobs are waiting (--queue_depth=", options_.queue_depth, "); try again later")));
     }
-    const bool has_deadline = spec.deadline != absl::InfiniteFuture();
-    job = std::make_shared<Job>(remember ? NewIdLocked() : std::string(), std::move(spec), large,
-                                now);
+    if (job == nullptr) {
+      job = std::make_shared<Job>(NewIdLocked(), std::move(spec), large, now);
+      registry_.emplace(job->id(), job);
+    }
     ++active_by_owner_[job->owner()];
-    if (remember) registry_.emplace(job->id(), job);
     if (run_here && (options_.admission == nullptr || options_.admission->TryAdmit(*job))) {
-      MarkRunningLocked(job, now);
+      MarkRunningLocked(job, now, /*tell_observer=*/false);
       work = job->TakeWork();
     } else {
       lane.push_back({next_sequence_++, job});
       if (options_.observer != nullptr) options_.observer->QueueDepthChanged(QueuedLocked());
       work_changed_.SignalAll();
-      if (has_deadline) expiry_changed_.Signal();
+      if (deadline != absl::InfiniteFuture()) expiry_changed_.Signal();
       return job;
     }
   }
+  if (options_.observer != nullptr) options_.observer->JobStarted(*job, absl::ZeroDuration());
   // Run inline: as a worker runs a job, on this thread.
   absl::Status status = RunGuarded(op, work, job->control());
   work = nullptr;  // free the request before anyone sees the job finished
@@ -312,7 +337,7 @@ void Scheduler::WorkerLoop() {
 void Scheduler::EndRunningLocked(const std::shared_ptr<Job>& job, absl::Status status) {
   running_.erase(std::find(running_.begin(), running_.end(), job));
   if (job->large()) --running_large_;
-  if (--running_by_owner_[job->owner()] <= 0) running_by_owner_.erase(job->owner());
+  --running_by_owner_[job->owner()];  // kept at 0, as active_by_owner_ (FinishLocked)
   if (options_.admission != nullptr) options_.admission->Release(*job);
   FinishLocked(*job, std::move(status));
 }
@@ -403,13 +428,13 @@ void Scheduler::StartLocked(std::deque<Queued>& lane, size_t position, absl::Tim
   MarkRunningLocked(std::move(job), now);
 }
 
-void Scheduler::MarkRunningLocked(std::shared_ptr<Job> job, absl::Time now) {
+void Scheduler::MarkRunningLocked(std::shared_ptr<Job> job, absl::Time now, bool tell_observer) {
   if (job->large()) ++running_large_;
   ++running_by_owner_[job->owner()];
   if (std::vector<JobStateListener> listeners = job->MarkRunning(now); !listeners.empty()) {
     DeferLocked(Notification(std::move(listeners), nullptr, absl::OkStatus()));
   }
-  if (options_.observer != nullptr) {
+  if (tell_observer && options_.observer != nullptr) {
     DeferLocked([observer = options_.observer, job, waited = now - job->submitted()] {
       observer->JobStarted(*job, waited);
     });
@@ -451,19 +476,15 @@ void Scheduler::DropQueuedLocked(Job& job, absl::Status status) {
 void Scheduler::FinishLocked(Job& job, absl::Status status) {
   std::vector<JobStateListener> listeners = job.Finish(std::move(status), absl::Now());
   const absl::Status final_status = job.status();
-  if (options_.observer != nullptr) {
-    DeferLocked([observer = options_.observer, op = job.op(), owner = job.owner(), final_status] {
-      observer->JobEnded(op, final_status);
-      observer->ClientJobEnded(owner, final_status);
-    });
-  }
-  if (const auto active = active_by_owner_.find(job.owner());
-      active != active_by_owner_.end() && --active->second <= 0) {
-    active_by_owner_.erase(active);
+  // An owner's entry stays at 0 when its last job ends (as absent reads): not erased and
+  // inserted again on every request of a client with one job at a time.
+  if (const auto active = active_by_owner_.find(job.owner()); active != active_by_owner_.end()) {
+    --active->second;
   }
   JobDone done = job.TakeOnFinished();
-  if (!listeners.empty() || done) {
-    DeferLocked(Notification(std::move(listeners), std::move(done), final_status));
+  if (options_.observer != nullptr || !listeners.empty() || done) {
+    DeferLocked(EndNotification(options_.observer, job.op(), job.owner(), std::move(listeners),
+                                std::move(done), final_status));
   }
   if (!job.id().empty()) {
     expiries_.emplace_back(absl::Now() + options_.job_ttl, job.id());

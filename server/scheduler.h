@@ -72,8 +72,9 @@ class SchedulerObserver {
   virtual void GroupStarted(absl::string_view /*op*/, int /*size*/) {}
 };
 
-// Decides when a queued job may start, by a resource that jobs reserve (device memory). Called
-// with the scheduler's lock held; the scheduler calls Release for every job it admitted.
+// Decides when a queued job may start, by a resource that jobs reserve (device memory). TryAdmit
+// and Release are called with the scheduler's lock held, CheckFits without it (it may read only
+// the spec and what does not change); the scheduler calls Release for every job it admitted.
 class JobAdmission {
  public:
   virtual ~JobAdmission() = default;
@@ -180,8 +181,9 @@ class Scheduler {
   // Takes `job` (at `position` in `lane`) off it and marks it running.
   void StartLocked(std::deque<Queued>& lane, size_t position, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // Marks `job`, off every lane, running.
-  void MarkRunningLocked(std::shared_ptr<Job> job, absl::Time now)
+  // Marks `job`, off every lane, running; tells the observer once the lock is released unless
+  // `tell_observer` is false (the caller then does, off the lock).
+  void MarkRunningLocked(std::shared_ptr<Job> job, absl::Time now, bool tell_observer = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Whether a job carrying `coalescible` (may be null) gathers a coalesced group when it runs.
   bool Coalesces(const CoalescibleWork* coalescible) const;
@@ -233,7 +235,8 @@ class Scheduler {
   std::vector<std::shared_ptr<Job>> running_ ABSL_GUARDED_BY(mutex_);
   int running_large_ ABSL_GUARDED_BY(mutex_) = 0;
   int gathering_ ABSL_GUARDED_BY(mutex_) = 0;  // workers waiting for a group's partners
-  // By owner: jobs queued or running (for max_jobs), and running (for fair share).
+  // By owner: jobs queued or running (for max_jobs), and running (for fair share); an owner's
+  // entry stays (at 0) once it has been seen.
   absl::flat_hash_map<std::string, int> active_by_owner_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<std::string, int> running_by_owner_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_sequence_ ABSL_GUARDED_BY(mutex_) = 0;
