@@ -161,6 +161,7 @@ absl::StatusOr<std::shared_ptr<Job>> Scheduler::Submit(JobSpec spec, bool rememb
       options_.admission != nullptr ? options_.admission->CheckFits(spec) : absl::OkStatus();
   std::shared_ptr<Job> job;
   if (!remember) job = std::make_shared<Job>(std::string(), std::move(spec), large, now);
+  // Valid through every refusal below (a remembered job's spec moves into its Job after them).
   const std::string& owner = job != nullptr ? job->owner() : spec.owner;
   auto refuse = [this, &op, &owner, &spec,
                  &job](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
