@@ -54,8 +54,9 @@ namespace matrixd::server {
 // Sees every job's life, e.g. to export metrics. Each call must be quick and must not call back
 // into the scheduler. QueueDepthChanged and GroupStarted are called with the scheduler's lock
 // held; JobStarted, JobEnded and ClientJobEnded of a job that ran or was dropped right after the
-// lock is released (off the lock every request takes), in the order of the events and before the
-// job's on_finished.
+// lock is released (off the lock every request takes), in the order of each job's events and
+// before its on_finished, but for different jobs on several threads at once: an observer is
+// thread-safe.
 class SchedulerObserver {
  public:
   virtual ~SchedulerObserver() = default;
