@@ -19,6 +19,10 @@ fail() {
 start_matrixd() {
   local binary=$1
   shift
+  # Created first: the background job opens them when it gets to run, and a `sed` on a file not
+  # yet there would end the script (set -e) at once.
+  : >"$dir/server.out"
+  : >"$dir/server.err"
   "$binary" --listen=127.0.0.1:0 --metrics= "$@" >"$dir/server.out" 2>"$dir/server.err" &
   server=$!
   for _ in $(seq 100); do
