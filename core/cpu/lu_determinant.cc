@@ -45,7 +45,8 @@ lapack_int Getrf(lapack_int m, lapack_int n, std::complex<double>* a, lapack_int
 // server CPU goes"), its solves as plain loops (core/cpu/small_lu_condition.h) unless they
 // overflow. Larger orders take the block estimator, whose solves are threaded.
 constexpr int64_t kGeconMaxOrder = kSmallConditionMaxOrder;
-// ?gecon's estimator (?lacn2) usually stops after this many solves, each with both triangles.
+// ?gecon's estimator (?lacn2) usually stops after this many solves, each with both triangles:
+// what is counted when ?gecon itself runs (it does not say how many it did).
 constexpr int kGeconSolves = 5;
 
 // ?gecon with the 1-norm: 1 / (||A||_1 ||A^-1||_1) estimated from getrf's factors of A (n x n,
@@ -72,17 +73,18 @@ double Gecon(lapack_int n, const std::complex<double>* a, lapack_int lda, double
 
 // The reciprocal condition of the matrix whose getrf factors are the n x n column-major `lu`
 // (leading dimension n), its 1-norm `one_norm`: ?gecon up to kGeconMaxOrder, the block estimator
-// beyond. Sets *solves to the solves done (kGeconSolves counted for ?gecon) and *columns to the
-// right-hand sides of each.
+// beyond. Sets *solves to the solves done (kGeconSolves counted for ?gecon itself) and *columns
+// to the right-hand sides of each.
 template <typename T>
 double EstimateLuCondition(int64_t n, const T* lu, double one_norm, int* solves, int* columns) {
   if (n <= kGeconMaxOrder) {
-    *solves = kGeconSolves;
+    *solves = 0;
     *columns = 1;
     if (!(one_norm > 0.0) || !std::isfinite(one_norm)) return 0.0;
-    if (const std::optional<double> rcond = SmallLuReciprocalCondition(n, lu, one_norm)) {
+    if (const std::optional<double> rcond = SmallLuReciprocalCondition(n, lu, one_norm, solves)) {
       return *rcond;
     }
+    *solves = kGeconSolves;
     return Gecon(static_cast<lapack_int>(n), lu, static_cast<lapack_int>(n), one_norm);
   }
   *columns = kEstimateColumns;

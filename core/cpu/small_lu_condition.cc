@@ -61,7 +61,7 @@ void Lacn2(lapack_int n, std::complex<double>* v, std::complex<double>* x, lapac
 }
 
 template <typename T>
-std::optional<double> Estimate(int64_t n, const T* lu, double one_norm) {
+std::optional<double> Estimate(int64_t n, const T* lu, double one_norm, int* solves) {
   std::array<T, kSmallConditionMaxOrder> x{};
   std::array<T, kSmallConditionMaxOrder> v{};
   std::array<lapack_int, kSmallConditionMaxOrder> sign{};
@@ -73,6 +73,7 @@ std::optional<double> Estimate(int64_t n, const T* lu, double one_norm) {
     Lacn2(order, v.data(), x.data(), sign.data(), &inverse_norm, &kase, isave.data());
     if (kase == 0) break;
     SolveWithFactors(n, lu, kase, x.data());
+    if (solves != nullptr) ++*solves;
     for (int64_t i = 0; i < n; ++i) {
       if (!IsFinite(x[i])) return std::nullopt;
     }
@@ -83,12 +84,13 @@ std::optional<double> Estimate(int64_t n, const T* lu, double one_norm) {
 
 }  // namespace
 
-std::optional<double> SmallLuReciprocalCondition(int64_t n, const double* lu, double one_norm) {
-  return Estimate(n, lu, one_norm);
+std::optional<double> SmallLuReciprocalCondition(int64_t n, const double* lu, double one_norm,
+                                                 int* solves) {
+  return Estimate(n, lu, one_norm, solves);
 }
 std::optional<double> SmallLuReciprocalCondition(int64_t n, const std::complex<double>* lu,
-                                                 double one_norm) {
-  return Estimate(n, lu, one_norm);
+                                                 double one_norm, int* solves) {
+  return Estimate(n, lu, one_norm, solves);
 }
 
 }  // namespace matrixd::cpu

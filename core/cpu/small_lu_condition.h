@@ -21,11 +21,12 @@ inline constexpr int64_t kSmallConditionMaxOrder = 64;
 
 // 1 / (||A||_1 ||A^-1||_1) estimated from the packed factors `lu` of P A = L U (column-major,
 // n x n, leading dimension n; unit lower L, upper U with no zero on its diagonal) and one_norm =
-// ||A||_1 > 0, finite. nullopt when a solve overflowed. REQUIRES: 1 <= n <=
-// kSmallConditionMaxOrder.
-std::optional<double> SmallLuReciprocalCondition(int64_t n, const double* lu, double one_norm);
+// ||A||_1 > 0, finite. nullopt when a solve overflowed. `solves`, when given, receives the solves
+// done, each with both triangles. REQUIRES: 1 <= n <= kSmallConditionMaxOrder.
+std::optional<double> SmallLuReciprocalCondition(int64_t n, const double* lu, double one_norm,
+                                                 int* solves = nullptr);
 std::optional<double> SmallLuReciprocalCondition(int64_t n, const std::complex<double>* lu,
-                                                 double one_norm);
+                                                 double one_norm, int* solves = nullptr);
 
 }  // namespace matrixd::cpu
 

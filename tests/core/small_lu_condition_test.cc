@@ -66,8 +66,13 @@ TYPED_TEST(SmallLuConditionTest, RandomMatricesMatchGeconAndBoundTheExactConditi
       std::vector<T> a = testing::RandomSquare<T>(n, rng);
       const double norm = testing::ColumnMajorOneNorm(n, a);
       Factor(n, a);
-      const std::optional<double> rcond = SmallLuReciprocalCondition(n, a.data(), norm);
+      int solves = 0;
+      const std::optional<double> rcond = SmallLuReciprocalCondition(n, a.data(), norm, &solves);
       ASSERT_TRUE(rcond.has_value()) << "n = " << n;
+      // ?lacn2: one solve for n = 1; from n = 2 at least x = e / n and its sign vector, and at
+      // most 5 iterations of two plus the closing alternative.
+      EXPECT_GE(solves, n == 1 ? 1 : 2) << "n = " << n;
+      EXPECT_LE(solves, 11) << "n = " << n;
       EXPECT_NEAR(*rcond, LapackGecon(n, a, norm), 1e-10 * *rcond) << "n = " << n;
       // An estimate of ||A^-1||_1 from below: rcond from above, within the estimator's factor.
       const double exact = ExactReciprocalCondition(n, a, norm);
