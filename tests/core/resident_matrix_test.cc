@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -51,6 +52,27 @@ bool SameBytes(const Matrix& a, const Matrix& b) {
   return a.byte_size() == b.byte_size() && std::memcmp(a.bytes(), b.bytes(), a.byte_size()) == 0;
 }
 
+// The backend's determinants, with `options`, of a resident matrix's `view` (which it must read
+// where it lies when that is the device) and of the host matrix `m`; nullopt, with the failure
+// recorded, when either call fails.
+struct TwoDeterminants {
+  DeterminantResult on_resident;
+  DeterminantResult on_host;
+};
+std::optional<TwoDeterminants> OnResidentAndHost(Backend& backend, const MatrixView& view,
+                                                 const Matrix& m,
+                                                 const DeterminantOptions& options) {
+  if (view.on_device()) {
+    EXPECT_TRUE(backend.DeterminantReadsOnDevice(view, options));
+  }
+  absl::StatusOr<DeterminantResult> on_resident = backend.Determinant(view, options, nullptr);
+  absl::StatusOr<DeterminantResult> on_host = backend.Determinant(m.view(), options, nullptr);
+  EXPECT_TRUE(on_resident.ok()) << on_resident.status();
+  EXPECT_TRUE(on_host.ok()) << on_host.status();
+  if (!on_resident.ok() || !on_host.ok()) return std::nullopt;
+  return TwoDeterminants{*std::move(on_resident), *std::move(on_host)};
+}
+
 using ResidentMatrixTest = BackendTest;
 
 TEST_P(ResidentMatrixTest, WrittenInOddPiecesReadsBackBitForBit) {
@@ -93,18 +115,12 @@ TEST_P(ResidentMatrixTest, DeterminantOfTheResidentViewEqualsTheHostOne) {
   const Matrix m = RandomMatrix(200, 200, 4);
   std::unique_ptr<ResidentMatrix> resident = Resident(backend(), m, 4096);
   ASSERT_NE(resident, nullptr);
-  const DeterminantOptions options{};
   const MatrixView view = resident->view();
   EXPECT_EQ(view.on_device(), backend().name() == "cuda");
-  if (view.on_device()) {
-    ASSERT_TRUE(backend().DeterminantReadsOnDevice(view, options));
-  }
-  absl::StatusOr<DeterminantResult> on_resident = backend().Determinant(view, options, nullptr);
-  absl::StatusOr<DeterminantResult> on_host = backend().Determinant(m.view(), options, nullptr);
-  ASSERT_TRUE(on_resident.ok()) << on_resident.status();
-  ASSERT_TRUE(on_host.ok()) << on_host.status();
-  EXPECT_EQ(on_resident->value.log_abs(), on_host->value.log_abs());
-  EXPECT_EQ(on_resident->value.phase(), on_host->value.phase());
+  const std::optional<TwoDeterminants> both = OnResidentAndHost(backend(), view, m, {});
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->on_resident.value.log_abs(), both->on_host.value.log_abs());
+  EXPECT_EQ(both->on_resident.value.phase(), both->on_host.value.phase());
 }
 
 TEST_P(ResidentMatrixTest, ModularDeterminantOfAResidentInt64ViewEqualsTheHostOne) {
@@ -123,16 +139,11 @@ TEST_P(ResidentMatrixTest, ModularDeterminantOfAResidentInt64ViewEqualsTheHostOn
     for (const DeterminantMethod method :
          {DeterminantMethod::kAuto, DeterminantMethod::kCondensation}) {
       SCOPED_TRACE(::testing::Message() << "p = " << p << " method " << static_cast<int>(method));
-      const DeterminantOptions options{.method = method, .modulus = p};
-      if (view.on_device()) {
-        ASSERT_TRUE(backend().DeterminantReadsOnDevice(view, options));
-      }
-      absl::StatusOr<DeterminantResult> on_resident = backend().Determinant(view, options, nullptr);
-      absl::StatusOr<DeterminantResult> on_host = backend().Determinant(m.view(), options, nullptr);
-      ASSERT_TRUE(on_resident.ok()) << on_resident.status();
-      ASSERT_TRUE(on_host.ok()) << on_host.status();
-      EXPECT_EQ(on_resident->residue, on_host->residue);
-      EXPECT_GT(on_host->residue, 0u);
+      const std::optional<TwoDeterminants> both =
+          OnResidentAndHost(backend(), view, m, {.method = method, .modulus = p});
+      ASSERT_TRUE(both.has_value());
+      EXPECT_EQ(both->on_resident.residue, both->on_host.residue);
+      EXPECT_GT(both->on_host.residue, 0u);
     }
   }
   // The exact integer determinant still reads a host copy.
