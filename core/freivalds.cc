@@ -67,10 +67,38 @@ std::vector<double> DifferenceNorms(const MatrixView& z, const MatrixView& w) {
   }
 }
 
+// X's signs in row-major order (element (i, j) of the n x s matrix is the (i s + j)-th draw),
+// stored row-major, or vector by vector (element (i, j) at j n + i) when `by_vector`.
 template <typename T>
-void FillSigns(Matrix& x, uint64_t seed) {
+void FillSigns(Matrix& x, uint64_t seed, bool by_vector) {
   std::mt19937_64 engine(seed);
-  for (T& v : x.As<T>()) v = (engine() >> 63) != 0 ? T(1) : T(-1);
+  T* data = x.As<T>().data();
+  const int64_t n = by_vector ? x.cols() : x.rows();
+  const int64_t s = by_vector ? x.rows() : x.cols();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < s; ++j) {
+      data[by_vector ? j * n + i : i * s + j] = (engine() >> 63) != 0 ? T(1) : T(-1);
+    }
+  }
+}
+
+Matrix Signs(int64_t n, int vectors, uint64_t seed, DType dtype, bool by_vector) {
+  Matrix x = by_vector ? Matrix(vectors, n, dtype) : Matrix(n, vectors, dtype);
+  switch (dtype) {
+    case DType::kFloat32:
+      FillSigns<float>(x, seed, by_vector);
+      break;
+    case DType::kComplex64:
+      FillSigns<std::complex<float>>(x, seed, by_vector);
+      break;
+    case DType::kComplex128:
+      FillSigns<std::complex<double>>(x, seed, by_vector);
+      break;
+    default:
+      FillSigns<double>(x, seed, by_vector);
+      break;
+  }
+  return x;
 }
 
 }  // namespace
@@ -112,22 +140,11 @@ uint64_t RandomFreivaldsSeed() {
 }
 
 Matrix FreivaldsVectors(int64_t n, int vectors, uint64_t seed, DType dtype) {
-  Matrix x(n, vectors, dtype);
-  switch (dtype) {
-    case DType::kFloat32:
-      FillSigns<float>(x, seed);
-      break;
-    case DType::kComplex64:
-      FillSigns<std::complex<float>>(x, seed);
-      break;
-    case DType::kComplex128:
-      FillSigns<std::complex<double>>(x, seed);
-      break;
-    default:
-      FillSigns<double>(x, seed);
-      break;
-  }
-  return x;
+  return Signs(n, vectors, seed, dtype, false);
+}
+
+Matrix FreivaldsVectorsByVector(int64_t n, int vectors, uint64_t seed, DType dtype) {
+  return Signs(n, vectors, seed, dtype, true);
 }
 
 double FreivaldsTolerance(DType dtype, int64_t k, int64_t n, bool tf32) {
@@ -140,13 +157,19 @@ double FreivaldsTolerance(DType dtype, int64_t k, int64_t n, bool tf32) {
 ProductCheck FreivaldsVerdict(const MatrixView& z, const MatrixView& w, double norm_a,
                               double norm_b, int64_t k, int64_t n,
                               const FreivaldsOptions& options) {
+  return FreivaldsVerdictFromNorms(DifferenceNorms(z, w), norm_a, norm_b, z.dtype, k, n, options);
+}
+
+ProductCheck FreivaldsVerdictFromNorms(std::span<const double> difference_norms, double norm_a,
+                                       double norm_b, DType dtype, int64_t k, int64_t n,
+                                       const FreivaldsOptions& options) {
   ProductCheck check;
   check.vectors = options.vectors;
   check.seed = options.seed;
-  check.tolerance = FreivaldsTolerance(z.dtype, k, n, options.tf32);
+  check.tolerance = FreivaldsTolerance(dtype, k, n, options.tf32);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const double root_n = std::sqrt(static_cast<double>(n));
-  for (const double difference : DifferenceNorms(z, w)) {
+  for (const double difference : difference_norms) {
     double ratio;
     if (!std::isfinite(difference) || !std::isfinite(norm_a) || !std::isfinite(norm_b)) {
       ratio = kInf;

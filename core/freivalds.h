@@ -26,6 +26,7 @@
 #define MATRIXD_CORE_FREIVALDS_H_
 
 #include <cstdint>
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "core/matrix.h"
@@ -80,6 +81,8 @@ inline uint64_t FreivaldsSeed(bool deterministic) {
 
 // X: n x s random +-1 entries of `dtype` (floating), row-major, the same for the same seed.
 Matrix FreivaldsVectors(int64_t n, int vectors, uint64_t seed, DType dtype);
+// The same X stored vector by vector: a vectors x n row-major matrix whose row j is X's column j.
+Matrix FreivaldsVectorsByVector(int64_t n, int vectors, uint64_t seed, DType dtype);
 
 // The tolerance above for a product of inner dimension k and n columns in `dtype`.
 double FreivaldsTolerance(DType dtype, int64_t k, int64_t n, bool tf32 = false);
@@ -88,6 +91,12 @@ double FreivaldsTolerance(DType dtype, int64_t k, int64_t n, bool tf32 = false);
 // and the Frobenius norms of A and B. REQUIRES: z and w of one shape and floating dtype.
 ProductCheck FreivaldsVerdict(const MatrixView& z, const MatrixView& w, double norm_a,
                               double norm_b, int64_t k, int64_t n, const FreivaldsOptions& options);
+
+// The same verdict from the norms ||Z_j - W_j||_2 (one per vector, NaN where a difference was
+// NaN) computed where Z and W are (the CUDA backend's check computes them on the device).
+ProductCheck FreivaldsVerdictFromNorms(std::span<const double> difference_norms, double norm_a,
+                                       double norm_b, DType dtype, int64_t k, int64_t n,
+                                       const FreivaldsOptions& options);
 
 }  // namespace matrixd
 

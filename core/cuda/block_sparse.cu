@@ -28,6 +28,7 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/device_element.cuh"
+#include "core/cuda/device_view.h"
 #include "core/cuda/freivalds.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
@@ -518,11 +519,7 @@ absl::StatusOr<MultiplyResult> BlockSparseTyped(const MatrixView& a, const Matri
       // The check of the dense product: the operands as uploaded (op() already applied), C before
       // it is downloaded.
       const auto on_device = [&](int64_t rows, int64_t cols, const void* data) {
-        return MatrixView{.rows = rows,
-                          .cols = cols,
-                          .dtype = a.dtype,
-                          .data = static_cast<const std::byte*>(data),
-                          .space = MemorySpace::kDevice};
+        return DeviceMatrixView(rows, cols, a.dtype, data);
       };
       MultiplyOptions plain = options;
       plain.transpose_a = false;

@@ -62,6 +62,8 @@ class CudaEvent {
     if (event_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cudaEventDestroy(event_));
   }
 
+  cudaEvent_t get() const { return event_; }
+
   // Marks the work queued on `stream` so far.
   absl::Status Record(cudaStream_t stream) {
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventRecord(event_, stream));

@@ -75,6 +75,50 @@ __device__ __forceinline__ double2 Sub(double2 a, double2 b) {
   return make_double2(a.x - b.x, a.y - b.y);
 }
 
+// c + a b (fused for real types; a complex product as four fused real steps).
+__device__ __forceinline__ float MulAdd(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double MulAdd(double a, double b, double c) { return fma(a, b, c); }
+__device__ __forceinline__ float2 MulAdd(float2 a, float2 b, float2 c) {
+  return make_float2(fmaf(-a.y, b.y, fmaf(a.x, b.x, c.x)), fmaf(a.y, b.x, fmaf(a.x, b.y, c.y)));
+}
+__device__ __forceinline__ double2 MulAdd(double2 a, double2 b, double2 c) {
+  return make_double2(fma(-a.y, b.y, fma(a.x, b.x, c.x)), fma(a.y, b.x, fma(a.x, b.y, c.y)));
+}
+
+// |x|^2 in double (for float and float2 too: a float's square never overflows a double).
+__device__ __forceinline__ double SquaredMagnitude(float x) {
+  const double d = x;
+  return d * d;
+}
+__device__ __forceinline__ double SquaredMagnitude(double x) { return x * x; }
+__device__ __forceinline__ double SquaredMagnitude(float2 z) {
+  const double re = z.x;
+  const double im = z.y;
+  return fma(re, re, im * im);
+}
+__device__ __forceinline__ double SquaredMagnitude(double2 z) { return fma(z.x, z.x, z.y * z.y); }
+
+// Lane i + offset's v in lane i (of a full warp), as __shfl_down_sync, for the four types.
+__device__ __forceinline__ float ShuffleDown(float v, int offset) {
+  return __shfl_down_sync(0xffffffffu, v, offset);
+}
+__device__ __forceinline__ double ShuffleDown(double v, int offset) {
+  return __shfl_down_sync(0xffffffffu, v, offset);
+}
+__device__ __forceinline__ float2 ShuffleDown(float2 v, int offset) {
+  return make_float2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
+}
+__device__ __forceinline__ double2 ShuffleDown(double2 v, int offset) {
+  return make_double2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
+}
+
+// Lane 0 gets the sum of v over the warp's 32 lanes, in a fixed order (a tree of shuffles).
+template <typename E>
+__device__ __forceinline__ E WarpSum(E v) {
+  for (int offset = 16; offset > 0; offset /= 2) v = Add(v, ShuffleDown(v, offset));
+  return v;
+}
+
 // |x| in double (for float and float2 too, so sums of many magnitudes lose nothing to float).
 __device__ __forceinline__ double Magnitude(float x) { return fabs(static_cast<double>(x)); }
 __device__ __forceinline__ double Magnitude(double x) { return fabs(x); }

@@ -1,17 +1,86 @@
 // Freivalds' check (core/freivalds.h) of a product on one CUDA device, on the device buffers the
-// product left behind (before C is downloaded): the thin products through cuBLAS gemm and the
-// Frobenius norms through cuBLAS nrm2, on the context's stream, in full precision whatever math
-// mode the product ran with.
+// product uses (before C is downloaded). By default the thin products and the Frobenius norms are
+// our kernels (thin_product.h: one pass over each operand), and the part that reads only B
+// (Y = op(B) X and ||B||) runs on the context's side lane while A is still being uploaded, so that
+// what the check adds after the product is reading A and C once. Full precision whatever math mode
+// the product ran with.
 #ifndef MATRIXD_CORE_CUDA_FREIVALDS_H_
 #define MATRIXD_CORE_CUDA_FREIVALDS_H_
 
+#include <memory>
+#include <optional>
+
 #include "absl/status/statusor.h"
+#include "core/cuda/cuda_stream.h"
+#include "core/cuda/device_buffer.h"
 #include "core/cuda/device_context.h"
 #include "core/freivalds.h"
 #include "core/matrix.h"
 #include "core/operations.h"
 
 namespace matrixd::cuda {
+
+// Process-wide tuning, for the benchmarks to compare (the defaults are what products use). Read
+// when a check begins.
+struct FreivaldsTuning {
+  // Thin products and norms by thin_product.h's kernels; false: cuBLAS gemm and nrm2 (A and B
+  // read twice, and nothing beside the upload).
+  bool own_kernels = true;
+  // B's part on the context's side lane from Begin on (beside A's upload); false: all of the check
+  // after the product, on the context's stream.
+  bool beside_upload = true;
+};
+void SetFreivaldsTuning(const FreivaldsTuning& tuning);
+FreivaldsTuning GetFreivaldsTuning();
+
+// One check split around the product that fills c: Begin once B is on the device (its upload
+// queued on the context's stream), ideally before A's upload, so that B's part runs while A is
+// sent; Finish after the product. A's and C's buffers only have to exist at Begin. Owns the
+// check's device buffers; destroying it before Finish (an error path) leaves the context's stream
+// waiting for the side lane's work, so that those buffers and B are freed after it.
+class ProductCheckInFlight {
+ public:
+  // Same requirements and errors as CheckProduct below. Queues B's part on the side lane (behind
+  // everything already queued on the context's stream) when the tuning says so.
+  static absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> Begin(
+      const MatrixView& a, const MatrixView& b, const MatrixView& c, bool transpose_a,
+      bool transpose_b, DeviceContext& context, const FreivaldsOptions& options);
+  ~ProductCheckInFlight();
+  ProductCheckInFlight(const ProductCheckInFlight&) = delete;
+  ProductCheckInFlight& operator=(const ProductCheckInFlight&) = delete;
+
+  // Queues the rest on the context's stream (B's part unless Begin queued it beside, W = C X,
+  // then Z = op(A) Y and ||A||), waits for all of it and returns the verdict. Call once.
+  absl::StatusOr<ProductCheck> Finish();
+
+  // Seconds B's part took on the side lane, once Finish has returned; nullopt when it ran on the
+  // context's stream.
+  std::optional<double> beside_seconds() const { return beside_seconds_; }
+
+ private:
+  struct Operands;  // what Begin validated and allocated
+  ProductCheckInFlight(DeviceContext& context, std::unique_ptr<Operands> operands);
+  absl::Status QueueB(cudaStream_t stream, cublasHandle_t cublas);
+  absl::Status QueueA(cudaStream_t stream, cublasHandle_t cublas);
+  // out = op(M) in (out_rows x s, M's inner dimension `inner`) with M's squares, by our kernels on
+  // `stream` or through `cublas` as the tuning says.
+  absl::Status QueueOperandProduct(const MatrixView& m, bool transpose, int64_t out_rows,
+                                   int64_t inner, const DeviceBuffer& in, DeviceBuffer& out,
+                                   double* squares, const DeviceBuffer& scratch,
+                                   cudaStream_t stream, cublasHandle_t cublas);
+  absl::Status QueueBeside();
+  // The verdict once everything is queued: own kernels (one small download of the difference
+  // norms and partial squares), or cuBLAS (Z and W downloaded, norms by nrm2).
+  absl::StatusOr<ProductCheck> VerdictFromSummary();
+  absl::StatusOr<ProductCheck> VerdictFromVectors();
+
+  DeviceContext& context_;
+  std::unique_ptr<Operands> operands_;
+  bool b_queued_ = false;                 // B's part is queued (beside or on the stream)
+  std::optional<CudaEvent> beside_done_;  // recorded on the side lane after its part
+  std::optional<EventTimer> beside_timer_;
+  std::optional<double> beside_seconds_;
+};
 
 // Checks that c holds op(A) op(B) (op: the plain transpose when asked for) to within the rounding
 // of a floating-point product. REQUIRES: a, b and c are in `context`'s device's memory (their
@@ -23,9 +92,22 @@ absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView&
                                           const MatrixView& c, bool transpose_a, bool transpose_b,
                                           DeviceContext& context, const FreivaldsOptions& options);
 
-// A product's verify step: CheckProduct of c = op(a) op(b) as `options` (a Multiply's) describes
-// it, with FreivaldsSeed(options.deterministic), into result->check, timed as the kernel record
-// "freivalds". Same requirements and errors as CheckProduct.
+// A product's verify step around the product: BeginVerifyProduct (once B is on the device, before
+// A's upload where the caller can) starts the check of c = op(a) op(b) as `options` (a Multiply's)
+// describes it, with FreivaldsSeed(options.deterministic); FinishVerifyProduct (after the product)
+// puts the verdict in result->check and appends the kernel records "freivalds" (the check's time
+// on the context's stream from the end of the product: what it adds) and, when B's part ran
+// beside, "freivalds_b" (that part's time on the side lane). Same requirements and errors as
+// CheckProduct.
+absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> BeginVerifyProduct(
+    const MatrixView& a, const MatrixView& b, const MatrixView& c, const MultiplyOptions& options,
+    DeviceContext& context);
+absl::Status FinishVerifyProduct(ProductCheckInFlight& check, const MatrixView& a,
+                                 const MatrixView& b, const MatrixView& c,
+                                 const MultiplyOptions& options, DeviceContext& context,
+                                 MultiplyResult* result);
+
+// Both at once, after the product (as a block-sparse product does).
 absl::Status VerifyProduct(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                            const MultiplyOptions& options, DeviceContext& context,
                            MultiplyResult* result);

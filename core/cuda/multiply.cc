@@ -2,6 +2,7 @@
 
 #include <complex>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/block_sparse.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/device_view.h"
 #include "core/cuda/freivalds.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
@@ -46,8 +48,18 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_b, context.Allocate(b.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_c, context.Allocate(c_out != nullptr ? 0 : c_bytes));
   void* const c_target = c_out != nullptr ? c_out : device_c.data();
-  MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, device_a, a.byte_size()));
+  // The check's operands (device copies) and C's buffer, as Freivalds' check reads them.
+  const MatrixView check_a = DeviceMatrixView(a.rows, a.cols, a.dtype, device_a.data());
+  const MatrixView check_b = DeviceMatrixView(b.rows, b.cols, a.dtype, device_b.data());
+  const MatrixView check_c = DeviceMatrixView(m, n, a.dtype, c_target);
+  // B first: the check's part that reads only B then runs while A is uploaded (freivalds.h).
   MATRIXD_RETURN_IF_ERROR(context.Upload(b.data, device_b, b.byte_size()));
+  std::unique_ptr<ProductCheckInFlight> check;
+  if (options.verify) {
+    MATRIXD_ASSIGN_OR_RETURN(check,
+                             BeginVerifyProduct(check_a, check_b, check_c, options, context));
+  }
+  MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, device_a, a.byte_size()));
 
   MATRIXD_ASSIGN_OR_RETURN(KernelTimer gemm_timer, KernelTimer::Start(context.stream()));
   {
@@ -75,23 +87,10 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
   if (std::is_same_v<T, float> && options.allow_tf32) result.stats.precision = "tf32";
   MATRIXD_RETURN_IF_ERROR(gemm_timer.AppendTo(&result.stats, "cublas_gemm",
                                               result.stats.bytes_moved, result.stats.flops));
-  if (options.verify) {
-    // On the device copies, before C leaves the device (or while it stays in the resident output).
-    const auto on_device = [&](const MatrixView& x, const void* data) {
-      return MatrixView{.rows = x.rows,
-                        .cols = x.cols,
-                        .dtype = x.dtype,
-                        .data = static_cast<const std::byte*>(data),
-                        .space = MemorySpace::kDevice};
-    };
+  if (check != nullptr) {
+    // Before C leaves the device (or while it stays in the resident output).
     MATRIXD_RETURN_IF_ERROR(
-        VerifyProduct(on_device(a, device_a.data()), on_device(b, device_b.data()),
-                      MatrixView{.rows = m,
-                                 .cols = n,
-                                 .dtype = a.dtype,
-                                 .data = static_cast<const std::byte*>(c_target),
-                                 .space = MemorySpace::kDevice},
-                      options, context, &result));
+        FinishVerifyProduct(*check, check_a, check_b, check_c, options, context, &result));
   }
   if (c_out != nullptr) {
     // The caller names the matrix next; other streams may read it then.

@@ -53,16 +53,6 @@ using Shape128 = Shape<128, 512, false>;
 
 // ---- Arithmetic on float, double, float2 and double2 beyond device_element.cuh ----
 
-// c + a b.
-__device__ __forceinline__ float MulAdd(float a, float b, float c) { return fmaf(a, b, c); }
-__device__ __forceinline__ double MulAdd(double a, double b, double c) { return fma(a, b, c); }
-__device__ __forceinline__ float2 MulAdd(float2 a, float2 b, float2 c) {
-  return make_float2(fmaf(-a.y, b.y, fmaf(a.x, b.x, c.x)), fmaf(a.y, b.x, fmaf(a.x, b.y, c.y)));
-}
-__device__ __forceinline__ double2 MulAdd(double2 a, double2 b, double2 c) {
-  return make_double2(fma(-a.y, b.y, fma(a.x, b.x, c.x)), fma(a.y, b.x, fma(a.x, b.y, c.y)));
-}
-
 // c - a b, fused (one rounding a real multiply-add).
 __device__ __forceinline__ float MulSub(float a, float b, float c) { return fmaf(-a, b, c); }
 __device__ __forceinline__ double MulSub(double a, double b, double c) { return fma(-a, b, c); }
@@ -91,19 +81,6 @@ __device__ __forceinline__ double2 Divide(double2 num, double2 den) {
   return DivideComplex(num, den);
 }
 
-__device__ __forceinline__ float ShuffleDown(float v, int offset) {
-  return __shfl_down_sync(0xffffffffu, v, offset);
-}
-__device__ __forceinline__ double ShuffleDown(double v, int offset) {
-  return __shfl_down_sync(0xffffffffu, v, offset);
-}
-__device__ __forceinline__ float2 ShuffleDown(float2 v, int offset) {
-  return make_float2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
-}
-__device__ __forceinline__ double2 ShuffleDown(double2 v, int offset) {
-  return make_double2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
-}
-
 // Lane `source`'s v, in every lane.
 __device__ __forceinline__ float Shuffle(float v, int source) {
   return __shfl_sync(0xffffffffu, v, source);
@@ -116,13 +93,6 @@ __device__ __forceinline__ float2 Shuffle(float2 v, int source) {
 }
 __device__ __forceinline__ double2 Shuffle(double2 v, int source) {
   return make_double2(Shuffle(v.x, source), Shuffle(v.y, source));
-}
-
-// Lane 0 gets the warp's sum.
-template <typename E>
-__device__ __forceinline__ E WarpSum(E v) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v = Add(v, ShuffleDown(v, offset));
-  return v;
 }
 
 // Rows of the block of `block` rows that starts at row `first` of n.

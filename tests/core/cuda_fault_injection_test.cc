@@ -1,8 +1,9 @@
 // Injected device failures in the CUDA backend (core/cuda/fault_injection.h): a failed device
 // allocation, a failed kernel launch and a cuSOLVER error status, each at every point of a
-// determinant it can hit. Each time the operation must fail with a clear status naming the call
-// and the injected fault, the pool's used bytes must return to where they were, and the next
-// determinant on the same device must be right. Skips where there is no CUDA device.
+// determinant it can hit (and a verified product at each allocation and launch). Each time the
+// operation must fail with a clear status naming the call and the injected fault, the pool's used
+// bytes must return to where they were, and the next determinant on the same device must be right.
+// Skips where there is no CUDA device.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -116,6 +117,40 @@ TEST_P(CudaFaultInjectionTest, FailsCleanlyAtEveryCheckAndTheNextDeterminantIsRi
     EXPECT_EQ(Used(), baseline_);
   }
   EXPECT_GE(failures, 1) << "the determinant never reached a " << fault.name << " check";
+  EXPECT_EQ(cuda::InjectedFault(fault.point).fired(), fired_before + failures);
+}
+
+// A verified product (Freivalds' check of B on the side lane while A is uploaded): a failure
+// at any allocation or launch, including between the check's start and its end, fails the
+// product cleanly, frees everything (after the side lane's reads), and the next verified product
+// passes its check.
+TEST_P(CudaFaultInjectionTest, VerifiedProductFailsCleanlyAtEveryCheckAndTheNextPasses) {
+  const FaultCase& fault = GetParam();
+  if (fault.point == FaultPoint::kCusolverCall) GTEST_SKIP() << "a product calls no cuSOLVER";
+  constexpr int kMaxProductNth = 14;  // allocations and launches of one verified product, at most
+  const Matrix a = RandomMatrix(kN, 7);
+  const Matrix b = RandomMatrix(kN, 8);
+  const MultiplyOptions options{.verify = true};
+  const int64_t fired_before = cuda::InjectedFault(fault.point).fired();
+  int failures = 0;
+  for (int nth = 1; nth <= kMaxProductNth; ++nth) {
+    SCOPED_TRACE(::testing::Message() << fault.name << " fault at check " << nth);
+    absl::StatusOr<MultiplyResult> result;
+    {
+      ScopedFault armed(fault.point, nth);
+      result = gpu_->Multiply(a.view(), b.view(), options, nullptr);
+    }
+    if (!result.ok()) {
+      ++failures;
+      EXPECT_EQ(result.status().code(), fault.code) << result.status();
+    }
+    EXPECT_EQ(Used(), baseline_) << "device memory left behind by the failed product";
+    absl::StatusOr<MultiplyResult> next = gpu_->Multiply(a.view(), b.view(), options, nullptr);
+    ASSERT_TRUE(next.ok()) << next.status();
+    ASSERT_TRUE(next->check.has_value());
+    EXPECT_TRUE(next->check->passed) << next->check->discrepancy;
+  }
+  EXPECT_GE(failures, 3) << "the verified product reached few " << fault.name << " checks";
   EXPECT_EQ(cuda::InjectedFault(fault.point).fired(), fired_before + failures);
 }
 

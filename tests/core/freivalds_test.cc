@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/cpu/multiply.h"
@@ -25,6 +27,7 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/device_context.h"
 #include "core/cuda/freivalds.h"
+#include "tests/core/device_copy_support.h"
 #endif
 
 namespace matrixd {
@@ -219,6 +222,43 @@ TEST(Freivalds, SameSeedSameVectorsAndSignsOnly) {
   EXPECT_LT(plus, 500);
 }
 
+TEST(Freivalds, VectorsByVectorAreTheSameSignsTransposed) {
+  const Matrix x = FreivaldsVectors(37, 11, 9, DType::kFloat64);
+  const Matrix t = FreivaldsVectorsByVector(37, 11, 9, DType::kFloat64);
+  ASSERT_EQ(t.rows(), 11);
+  ASSERT_EQ(t.cols(), 37);
+  for (int64_t i = 0; i < 37; ++i) {
+    for (int64_t j = 0; j < 11; ++j)
+      EXPECT_EQ(t.As<double>()[j * 37 + i], x.As<double>()[i * 11 + j]);
+  }
+}
+
+TEST(Freivalds, VerdictFromNormsMatchesTheVerdictFromTheVectors) {
+  const Matrix a = RandomMatrix<double>(30, 20, 17);
+  const Matrix b = RandomMatrix<double>(20, 10, 18);
+  const Matrix x = FreivaldsVectors(10, 8, 3, DType::kFloat64);
+  const Matrix z = Product(a, Product(b, x));
+  const Matrix w = Corrupted<double>(Product(Product(a, b), x), 4, 2, 1e-9);
+  const FreivaldsOptions options{.seed = 3};
+  const ProductCheck from_vectors = FreivaldsVerdict(z.view(), w.view(), 2.0, 3.0, 20, 10, options);
+  std::vector<double> norms(8);
+  for (int j = 0; j < 8; ++j) {
+    long double sum = 0;
+    for (int64_t i = 0; i < 30; ++i) {
+      const long double d = z.As<double>()[i * 8 + j] - w.As<double>()[i * 8 + j];
+      sum += d * d;
+    }
+    norms[static_cast<size_t>(j)] = static_cast<double>(std::sqrt(sum));
+  }
+  const ProductCheck from_norms =
+      FreivaldsVerdictFromNorms(norms, 2.0, 3.0, DType::kFloat64, 20, 10, options);
+  EXPECT_EQ(from_norms.passed, from_vectors.passed);
+  EXPECT_DOUBLE_EQ(from_norms.discrepancy, from_vectors.discrepancy);
+  EXPECT_EQ(from_norms.tolerance, from_vectors.tolerance);
+  norms[5] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(FreivaldsVerdictFromNorms(norms, 2.0, 3.0, DType::kFloat64, 20, 10, options).passed);
+}
+
 TEST(Freivalds, RejectsIntegerDTypesAndBadVectorCounts) {
   const Matrix u(4, 4, DType::kUInt32);
   EXPECT_EQ(cpu::CheckProduct(u.view(), u.view(), u.view(), false, false, {}).status().code(),
@@ -234,12 +274,48 @@ TEST(Freivalds, RejectsIntegerDTypesAndBadVectorCounts) {
 }
 
 #ifdef MATRIXD_HAVE_CUDA
-// The device check on device copies of A, B and a corrupted C.
-TEST(FreivaldsOnDevice, CorrectProductsPassAndOneWrongEntryFails) {
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here: device test skipped";
-  auto context = cuda::DeviceContext::Create(0);
-  ASSERT_TRUE(context.ok()) << context.status();
-  ASSERT_TRUE((*context)->Activate().ok());
+// Every tuning of the device check (core/cuda/freivalds.h): our kernels with B's part on the side
+// lane (the default), our kernels all on the stream, cuBLAS gemm and nrm2.
+const cuda::FreivaldsTuning kDeviceTunings[] = {{.own_kernels = true, .beside_upload = true},
+                                                {.own_kernels = true, .beside_upload = false},
+                                                {.own_kernels = false, .beside_upload = false}};
+
+// Sets a tuning for the scope, the defaults again after it.
+class ScopedFreivaldsTuning {
+ public:
+  explicit ScopedFreivaldsTuning(const cuda::FreivaldsTuning& tuning) {
+    cuda::SetFreivaldsTuning(tuning);
+  }
+  ~ScopedFreivaldsTuning() { cuda::SetFreivaldsTuning({}); }
+};
+
+class FreivaldsOnDevice : public ::testing::TestWithParam<cuda::FreivaldsTuning> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here: device test skipped";
+    auto context = cuda::DeviceContext::Create(0);
+    ASSERT_TRUE(context.ok()) << context.status();
+    context_ = *std::move(context);
+    ASSERT_TRUE(context_->Activate().ok());
+  }
+
+  // The device check of c = op(a) op(b) on device copies of the three, under the test's tuning.
+  absl::StatusOr<ProductCheck> Check(const Matrix& a, const Matrix& b, const Matrix& c,
+                                     bool transpose_a, bool transpose_b,
+                                     const FreivaldsOptions& options) {
+    const ScopedFreivaldsTuning tuning(GetParam());
+    const cuda::DeviceBuffer da = testing::UploadToDevice(*context_, a);
+    const cuda::DeviceBuffer db = testing::UploadToDevice(*context_, b);
+    const cuda::DeviceBuffer dc = testing::UploadToDevice(*context_, c);
+    return cuda::CheckProduct(testing::DeviceView(a, da), testing::DeviceView(b, db),
+                              testing::DeviceView(c, dc), transpose_a, transpose_b, *context_,
+                              options);
+  }
+
+  std::unique_ptr<cuda::DeviceContext> context_;
+};
+
+TEST_P(FreivaldsOnDevice, CorrectProductsPassAndOneWrongEntryFails) {
   testing::ForEachFloatingType([&](auto type) {
     using T = typename decltype(type)::type;
     const int64_t m = 70, k = 45, n = 33;
@@ -247,30 +323,67 @@ TEST(FreivaldsOnDevice, CorrectProductsPassAndOneWrongEntryFails) {
     const Matrix b = RandomMatrix<T>(k, n, 22);
     const Matrix c = Product(a, b, true, false);
     const Matrix bad = Corrupted<T>(c, 50, 20, 2 * DetectionThreshold<T>(a, b, k, n));
-    const auto upload = [&](const Matrix& x) {
-      auto buffer = (*context)->Allocate(x.byte_size());
-      EXPECT_TRUE(buffer.ok()) << buffer.status();
-      EXPECT_TRUE((*context)->Upload(x.bytes(), *buffer, x.byte_size()).ok());
-      return *std::move(buffer);
-    };
-    const auto view = [](const Matrix& x, const cuda::DeviceBuffer& buffer) {
-      return MatrixView{.rows = x.rows(),
-                        .cols = x.cols(),
-                        .dtype = x.dtype(),
-                        .data = static_cast<const std::byte*>(buffer.data()),
-                        .space = MemorySpace::kDevice};
-    };
-    const cuda::DeviceBuffer da = upload(a), db = upload(b), dc = upload(c), dbad = upload(bad);
-    auto check = cuda::CheckProduct(view(a, da), view(b, db), view(c, dc), true, false, **context,
-                                    {.seed = 5});
+    auto check = Check(a, b, c, true, false, {.seed = 5});
     ASSERT_TRUE(check.ok()) << check.status();
     EXPECT_TRUE(check->passed) << check->discrepancy << " > " << check->tolerance;
-    auto caught = cuda::CheckProduct(view(a, da), view(b, db), view(bad, dbad), true, false,
-                                     **context, {.seed = 5});
+    auto caught = Check(a, b, bad, true, false, {.seed = 5});
     ASSERT_TRUE(caught.ok()) << caught.status();
     EXPECT_FALSE(caught->passed) << caught->discrepancy;
   });
 }
+
+TEST_P(FreivaldsOnDevice, BothTransposedAndMoreVectorsThanOnePass) {
+  // 11 vectors: the thin products go in two passes (core/cuda/thin_product.h).
+  const int64_t m = 300, k = 129, n = 257;
+  const Matrix a = RandomMatrix<double>(k, m, 23);
+  const Matrix b = RandomMatrix<double>(n, k, 24);
+  const Matrix c = Product(a, b, true, true);
+  const Matrix bad = Corrupted<double>(c, 299, 0, 2 * DetectionThreshold<double>(a, b, k, n));
+  const FreivaldsOptions options{.vectors = 11, .seed = 6};
+  auto check = Check(a, b, c, true, true, options);
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_TRUE(check->passed) << check->discrepancy << " > " << check->tolerance;
+  EXPECT_EQ(check->vectors, 11);
+  auto caught = Check(a, b, bad, true, true, options);
+  ASSERT_TRUE(caught.ok()) << caught.status();
+  EXPECT_FALSE(caught->passed) << caught->discrepancy;
+}
+
+TEST_P(FreivaldsOnDevice, HugeAndTinyEntriesNeitherOverflowNorUnderflowTheNorms) {
+  // Squares of entries near 2^±600 leave double's range: the norms then come from nrm2.
+  for (const int e : {600, -600}) {
+    SCOPED_TRACE(e);
+    const Matrix a = RandomMatrix<double>(20, 16, 15, std::ldexp(1.0, e));
+    const Matrix b = RandomMatrix<double>(16, 12, 16, std::ldexp(1.0, e > 0 ? 400 : -400));
+    const Matrix c = Product(a, b);
+    auto check = Check(a, b, c, false, false, {.seed = 4});
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_TRUE(check->passed) << check->discrepancy;
+    const double threshold = DetectionThreshold<double>(a, b, 16, 12);
+    auto caught = Check(a, b, Corrupted<double>(c, 3, 5, 2 * threshold), false, false, {.seed = 4});
+    ASSERT_TRUE(caught.ok()) << caught.status();
+    EXPECT_FALSE(caught->passed);
+  }
+}
+
+TEST_P(FreivaldsOnDevice, TheSameSeedGivesTheSameDiscrepancyBitForBit) {
+  // What deterministic requests promise (docs/accuracy.md): no atomics in the check's sums.
+  const Matrix a = RandomMatrix<double>(200, 150, 25);
+  const Matrix b = RandomMatrix<double>(150, 100, 26);
+  const Matrix c = Product(a, b);
+  auto first = Check(a, b, c, false, false, {.seed = kDeterministicFreivaldsSeed});
+  auto second = Check(a, b, c, false, false, {.seed = kDeterministicFreivaldsSeed});
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE(first->passed);
+  EXPECT_GT(first->discrepancy, 0.0);  // rounding noise, not an exact zero
+  EXPECT_EQ(first->discrepancy, second->discrepancy);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tunings, FreivaldsOnDevice, ::testing::ValuesIn(kDeviceTunings),
+                         [](const ::testing::TestParamInfo<cuda::FreivaldsTuning>& info) {
+                           return std::string(info.param.own_kernels ? "Own" : "Cublas") +
+                                  (info.param.beside_upload ? "Beside" : "After");
+                         });
 #endif
 
 // ---- Through Multiply(verify) on both backends ----
@@ -298,6 +411,23 @@ TEST_P(VerifiedMultiplyTest, VerifiedProductsPassAndRecordTheCheck) {
       EXPECT_TRUE(recorded);
     }
   });
+}
+
+TEST_P(VerifiedMultiplyTest, TransposedAAndRowCountsNoPieceDividesPass) {
+  // op(A) = A^T (the CUDA check reads A after the product) and A = op(A) of 103 rows (its check
+  // in pieces of rows beside A's upload on CUDA).
+  const Matrix b = RandomMatrix<double>(70, 29, 35);
+  for (const bool transpose_a : {true, false}) {
+    SCOPED_TRACE(transpose_a);
+    const Matrix a =
+        transpose_a ? RandomMatrix<double>(70, 103, 34) : RandomMatrix<double>(103, 70, 34);
+    auto result = backend().Multiply(a.view(), b.view(),
+                                     {.transpose_a = transpose_a, .verify = true}, nullptr);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(result->check.has_value());
+    EXPECT_TRUE(result->check->passed) << result->check->discrepancy;
+    EXPECT_EQ(result->c.rows(), 103);
+  }
 }
 
 TEST_P(VerifiedMultiplyTest, UnverifiedProductsCarryNoCheck) {
