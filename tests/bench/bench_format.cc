@@ -27,6 +27,8 @@ void PrintHeader(const std::string& title, const std::string& columns,
 
 std::string Seconds(double s) { return Measured(s) ? Format("%.4f", s) : "-"; }
 
+std::string Milliseconds(double s) { return Measured(s) ? Format("%.3f", s * 1e3) : "-"; }
+
 std::string Microseconds(double s) { return Measured(s) ? Format("%.1f", s * 1e6) : "-"; }
 std::string Significant(double x) { return Measured(x) ? Format("%.3g", x) : "-"; }
 
@@ -44,6 +46,10 @@ std::string Ratio(double x, double y) {
 
 std::string Percent(double x, double y) {
   return Measured(x) && Measured(y) && y > 0 ? Format("%.0f%%", 100.0 * x / y) : "-";
+}
+
+std::string PercentTenths(double x, double y) {
+  return Measured(x) && Measured(y) && y > 0 ? Format("%.1f%%", 100.0 * x / y) : "-";
 }
 
 std::string OrError(const absl::StatusOr<double>& value,

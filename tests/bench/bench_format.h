@@ -18,6 +18,8 @@ void PrintHeader(const std::string& title, const std::string& columns,
 
 // Seconds with four decimals.
 std::string Seconds(double s);
+// Seconds as milliseconds with three decimals.
+std::string Milliseconds(double s);
 // Seconds as microseconds with one decimal.
 std::string Microseconds(double s);
 // Three significant digits (for times from microseconds to hours, and rates).
@@ -30,6 +32,8 @@ std::string MillionsPerSecond(double count, double s);
 std::string Ratio(double x, double y);
 // 100 x / y, no decimals, with a percent sign.
 std::string Percent(double x, double y);
+// 100 x / y, one decimal, with a percent sign (x may be negative).
+std::string PercentTenths(double x, double y);
 
 // f(value), or the status when there is no value.
 std::string OrError(const absl::StatusOr<double>& value,

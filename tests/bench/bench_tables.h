@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
 #include "tests/bench/bench_flags.h"
@@ -45,10 +46,17 @@ void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Fl
 // permanents on a flags.perm_density-dense matrix at perm_n - 4, perm_n - 2 and perm_n.
 void BenchPermanentWalks(Backend& backend, const std::string& label, const Flags& flags);
 // Freivalds' check (Multiply with verify) next to the product at each of flags.verify_sizes,
-// float64 and float32, on `backend` (named `label`): `warm_up` untimed runs, then the medians of
-// `runs`.
+// float64 and float32, on `backend` (named `label`), once per setting: `warm_up` untimed runs,
+// then the medians of `runs`, beside the same product unverified.
+// One way of running the check that the verify table compares (e.g. the CUDA backend's tunings,
+// core/cuda/freivalds.h): `apply` sets it before the runs; the defaults are restored after.
+struct VerifySetting {
+  std::string name;
+  std::function<void()> apply;
+};
 void BenchVerify(const std::string& label, Backend& backend, const Flags& flags, int warm_up,
-                 int runs);
+                 int runs, const std::vector<VerifySetting>& settings,
+                 const std::function<void()>& restore_defaults);
 
 // Condition estimates (Factorize with estimate_condition; on the GPU also the LU determinant)
 // next to the factorization at each of flags.condition_sizes, float64, on `backend` (named

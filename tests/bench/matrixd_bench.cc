@@ -51,6 +51,7 @@
 #ifdef MATRIXD_HAVE_CUDA
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/device_context.h"
+#include "core/cuda/freivalds.h"
 #endif
 
 namespace matrixd::bench {
@@ -88,7 +89,18 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("sparse")) BenchBlockSparse(gpu, device, flags);
   if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
   if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
-  if (flags.Runs("verify")) BenchVerify("GPU", gpu, flags, 1, flags.repeats);
+  if (flags.Runs("verify")) {
+    const auto tuned = [](bool own_kernels, bool beside_upload) {
+      return [=] {
+        cuda::SetFreivaldsTuning({.own_kernels = own_kernels, .beside_upload = beside_upload});
+      };
+    };
+    BenchVerify("GPU", gpu, flags, 1, flags.repeats,
+                {{"beside", tuned(true, true)},
+                 {"after", tuned(true, false)},
+                 {"cublas", tuned(false, false)}},
+                [] { cuda::SetFreivaldsTuning({}); });
+  }
   if (flags.Runs("condition")) {
     BenchCondition("GPU", gpu, flags, 1, flags.repeats);
     BenchConditionSolves(device, flags);
@@ -138,7 +150,9 @@ int Main(int argc, char** argv) {
     }
   }
   // One run per size on the CPU: a float64 product at n = 8192 takes tens of seconds there.
-  if (cpu != nullptr && flags.Runs("verify")) BenchVerify("CPU", *cpu, flags, 0, 1);
+  if (cpu != nullptr && flags.Runs("verify")) {
+    BenchVerify("CPU", *cpu, flags, 0, 1, {{"cpu", [] {}}}, [] {});
+  }
   if (cpu != nullptr && flags.Runs("condition")) BenchCondition("CPU", *cpu, flags, 0, 1);
   if (cpu != nullptr && flags.Runs("refine")) BenchRefine("CPU", *cpu, flags, 0, flags.repeats);
   if (cpu != nullptr && flags.Runs("deterministic")) {
