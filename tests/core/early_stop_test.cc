@@ -97,6 +97,9 @@ TEST(EarlyStop, ExactPrimesTakeOneProductPerTrailingUpdate) {
   EXPECT_EQ(cuda::ProductPieces(uint64_t{1} << 26, 128), 2);
 }
 
+// The plan itself lives in the CUDA backend's library (core/cuda/exact_determinant.cc): only in
+// builds that have it (a CPU-only build, e.g. without nvcc, links the tests above alone).
+#ifdef MATRIXD_HAVE_CUDA
 TEST(EarlyStop, PlanCountsPrimesAndKeepsTheGpuBudget) {
   // n = 1000, every entry 2^20 - 1: rows of norm ~2^20 * sqrt(1000) (~25,000 bits in all): about
   // 1100 primes of 23 bits, within the GPU's budget (1100 * 1e9 <= 1e14) but not the CPU's.
@@ -135,6 +138,7 @@ TEST(EarlyStop, OnlyATrustedFloatingPointDeterminantPlacesTheFirstCheck) {
     EXPECT_TRUE(std::isnan(untrusted.estimate_bits));
   }
 }
+#endif  // MATRIXD_HAVE_CUDA
 
 }  // namespace
 }  // namespace matrixd
