@@ -104,7 +104,7 @@ ProductCheckInFlight::ProductCheckInFlight(DeviceContext& context,
 ProductCheckInFlight::~ProductCheckInFlight() {
   // An error between Begin and Finish: whatever frees the buffers next on the context's stream
   // must come after the side lane's reads.
-  if (beside_done_.has_value() && !beside_seconds_.has_value()) {
+  if (beside_done_.has_value() && !joined_) {
     MATRIXD_ASSERT_CUDA_SUCCESS(cudaStreamWaitEvent(context_.stream(), beside_done_->get(), 0));
   }
 }
@@ -224,23 +224,13 @@ absl::StatusOr<ProductCheck> ProductCheckInFlight::Finish() {
                            ScopedMathMode::Set(context_.cublas(), CUBLAS_DEFAULT_MATH));
   if (!b_queued_) MATRIXD_RETURN_IF_ERROR(QueueB(stream, context_.cublas()));
   // W first: it needs neither Y nor the side lane.
-  if (o.tuning.own_kernels) {
-    MATRIXD_RETURN_IF_ERROR(LaunchThinProduct(ThinProductArgs{.dtype = o.c.dtype,
-                                                              .m = o.c.data,
-                                                              .rows = o.c.rows,
-                                                              .cols = o.c.cols,
-                                                              .x = o.x.data(),
-                                                              .s = s,
-                                                              .out = o.w.data()},
-                                              stream));
-  } else {
-    MATRIXD_RETURN_IF_ERROR(VisitFloatingType(o.a.dtype, [&](auto type) {
-      return CublasThinProduct<typename decltype(type)::type>(context_.cublas(), false, o.shape.m,
-                                                              o.shape.n, s, o.c.data, o.c.cols,
-                                                              o.x.data(), o.w.data());
-    }));
+  MATRIXD_RETURN_IF_ERROR(QueueOperandProduct(o.c, false, o.shape.m, o.shape.n, o.x, o.w,
+                                              /*squares=*/nullptr, /*scratch=*/DeviceBuffer(),
+                                              stream, context_.cublas()));
+  if (beside_done_.has_value()) {
+    MATRIXD_RETURN_IF_ERROR(beside_done_->MakeWait(stream));
+    joined_ = true;
   }
-  if (beside_done_.has_value()) MATRIXD_RETURN_IF_ERROR(beside_done_->MakeWait(stream));
   MATRIXD_RETURN_IF_ERROR(QueueA(stream, context_.cublas()));
   if (o.tuning.own_kernels) {
     MATRIXD_RETURN_IF_ERROR(
@@ -251,8 +241,6 @@ absl::StatusOr<ProductCheck> ProductCheckInFlight::Finish() {
   if (beside_timer_.has_value()) {
     MATRIXD_ASSIGN_OR_RETURN(const double seconds, beside_timer_->Seconds());
     beside_seconds_ = seconds;
-  } else if (beside_done_.has_value()) {
-    beside_seconds_ = 0.0;  // joined above: the destructor has nothing left to wait for
   }
   return check;
 }

@@ -78,6 +78,7 @@ class ProductCheckInFlight {
   std::unique_ptr<Operands> operands_;
   bool b_queued_ = false;                 // B's part is queued (beside or on the stream)
   std::optional<CudaEvent> beside_done_;  // recorded on the side lane after its part
+  bool joined_ = false;                   // the context's stream waits for beside_done_
   std::optional<EventTimer> beside_timer_;
   std::optional<double> beside_seconds_;
 };

@@ -95,8 +95,8 @@ uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
     check = static_cast<uint64_t>(std::max<int64_t>(n + k + 2 * m, 0)) * kFreivaldsVectors *
                 ElementSize(a.dtype) +
             partials(a, options.transpose_a) + partials(b, options.transpose_b) +
-            std::max(ThinProductScratchBytes(a.dtype, a.rows, a.cols, options.transpose_a),
-                     ThinProductScratchBytes(b.dtype, b.rows, b.cols, options.transpose_b));
+            ThinProductScratchBytes(a.dtype, a.rows, a.cols, options.transpose_a) +
+            ThinProductScratchBytes(b.dtype, b.rows, b.cols, options.transpose_b);
   }
   const uint64_t dense = a.byte_size() + b.byte_size() + c + check;
   // Block-sparse products keep block lists and per-block partial products; UINT32 products split

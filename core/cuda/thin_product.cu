@@ -90,13 +90,12 @@ __device__ __forceinline__ void LoadVector(const E* p, E (&out)[kVec]) {
 }
 
 // Vectors c0 .. c0 + columns - 1 (columns <= kThinColumns) of out = M X:
-// out[v out_stride + i] = sum_j m[i cols + j] x[v cols + j]. Each lane takes kVec consecutive
+// out[v rows + i] = sum_j m[i cols + j] x[v cols + j]. Each lane takes kVec consecutive
 // columns a step (float32: 4, one 16-byte load, where cols allows).
 template <typename E, bool kSquares, int kVec>
 __global__ void __launch_bounds__(kThreads)
     RowsKernel(const E* __restrict__ m, int64_t rows, int64_t cols, const E* __restrict__ x, int c0,
-               int columns, E* __restrict__ out, int64_t out_stride,
-               double* __restrict__ partials) {
+               int columns, E* __restrict__ out, double* __restrict__ partials) {
   constexpr int kRows = kRowsPerWarp<E>;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -142,7 +141,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int c = 0; c < kThinColumns; ++c) {
       const E total = WarpSum(sums[r][c]);
-      if (lane == 0 && r < valid_rows && c < columns) out[(c0 + c) * out_stride + row0 + r] = total;
+      if (lane == 0 && r < valid_rows && c < columns) out[(c0 + c) * rows + row0 + r] = total;
     }
   }
   if constexpr (kSquares) WriteBlockSquares(squares, partials + blockIdx.x);
@@ -184,12 +183,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// out[(c0 + c) out_stride + i] = sum over chunks (in order) of
+// out[(c0 + c) cols + i] = sum over chunks (in order) of
 // scratch[(chunk kThinColumns + c) cols + i].
 template <typename E>
 __global__ void __launch_bounds__(kThreads)
     ChunkSumsKernel(const E* __restrict__ scratch, int64_t cols, int64_t chunks, int c0,
-                    int columns, E* __restrict__ out, int64_t out_stride) {
+                    int columns, E* __restrict__ out) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const int c = static_cast<int>(t / cols);
   const int64_t i = t % cols;
@@ -198,7 +197,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     total = Add(total, scratch[(chunk * kThinColumns + c) * cols + i]);
   }
-  out[(c0 + c) * out_stride + i] = total;
+  out[(c0 + c) * cols + i] = total;
 }
 
 // |a - b| in double (the subtraction too, as the host's check does it).
@@ -256,8 +255,6 @@ absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
   const E* m = static_cast<const E*>(args.m);
   const E* x = static_cast<const E*>(args.x);
   E* out = static_cast<E*>(args.out);
-  const int64_t outer = args.transpose ? args.cols : args.rows;
-  const int64_t out_stride = outer;
   for (int c0 = 0; c0 < args.s; c0 += kThinColumns) {
     const int columns = std::min(kThinColumns, args.s - c0);
     // The squares in the first pass only.
@@ -272,7 +269,7 @@ absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
                                 reinterpret_cast<uintptr_t>(args.x) % sizeof(uint4) == 0;
       const auto launch = [&](auto kernel) {
         kernel<<<grid, kThreads, 0, stream>>>(m, args.rows, args.cols, x, c0, columns, out,
-                                              out_stride, partials);
+                                              partials);
       };
       if (partials != nullptr) {
         vector_loads ? launch(RowsKernel<E, true, kVec>) : launch(RowsKernel<E, true, 1>);
@@ -296,7 +293,7 @@ absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
     const int64_t threads = args.cols * columns;
     ChunkSumsKernel<E>
         <<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-            scratch, args.cols, RowChunks(args.rows), c0, columns, out, out_stride);
+            scratch, args.cols, RowChunks(args.rows), c0, columns, out);
     MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("ChunkSumsKernel");
   }
   return absl::OkStatus();

@@ -413,9 +413,8 @@ TEST_P(VerifiedMultiplyTest, VerifiedProductsPassAndRecordTheCheck) {
   });
 }
 
-TEST_P(VerifiedMultiplyTest, TransposedAAndRowCountsNoPieceDividesPass) {
-  // op(A) = A^T (the CUDA check reads A after the product) and A = op(A) of 103 rows (its check
-  // in pieces of rows beside A's upload on CUDA).
+TEST_P(VerifiedMultiplyTest, TransposedAAndRaggedShapesPass) {
+  // op(A) = A^T and A itself, 103 rows (no block of the CUDA kernels divides it), 70 columns.
   const Matrix b = RandomMatrix<double>(70, 29, 35);
   for (const bool transpose_a : {true, false}) {
     SCOPED_TRACE(transpose_a);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue 15 on a lent GPU: the Freivalds, certificate, provenance and repeatability tests on the
-# device, then the `verify` table (Freivalds' check next to cuBLAS gemm at n = 4096 and 8192,
-# float64 and float32). One device call, under the tool's 10 minutes. Runs from the repository
-# root with the binaries bundled in .gpu/ and writes its logs under $OUT:
+# Issue 15 on a lent GPU: the Freivalds (thin products included), certificate, provenance and
+# repeatability tests on the device, then the `verify` table (Freivalds' check, each way of running
+# it, next to the unverified cuBLAS gemm at n = 4096 and 8192, float64 and float32).
+# One device call, under the tool's 10 minutes. Runs from the repository root with the binaries
+# bundled in .gpu/ and writes its logs under $OUT:
 #
 #   tests/gpu/verify-run.sh
 #
@@ -17,7 +18,7 @@ source "$(dirname "$0")/run_lib.sh" verify
 gpu_info
 log "matrixd_core_test: Freivalds, certificates, repeatability"
 run_gtest 180 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='*Freivalds*:*VerifiedMultiply*:*ExactCertificate*:*Repeatability*' \
+  --gtest_filter='*Freivalds*:*ThinProduct*:*VerifiedMultiply*:*ExactCertificate*:*Repeatability*' \
 log "matrixd_bench --tables=verify (GPU, n = 4096, 8192)"
 timeout 360 "${bin}/matrixd_bench" --tables=verify --verify_sizes=4096,8192 --repeats=5 --no_cpu \
   >"${out}/bench_verify.txt" 2>&1
