@@ -2,6 +2,7 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <complex>
@@ -9,8 +10,9 @@
 #include <span>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
-#include "core/cuda/kernel_timer.h"
+#include "core/cuda/device_context.h"
 #include "core/cuda/library_types.h"
 #include "core/cuda/scoped_math_mode.h"
 #include "core/cuda/side_lane.h"
@@ -22,6 +24,16 @@ namespace {
 
 std::atomic<bool> own_kernels_setting{true};
 std::atomic<bool> beside_upload_setting{true};
+std::atomic<int64_t> a_piece_bytes_setting{FreivaldsTuning{}.a_piece_bytes};
+
+// The most pieces A is cut into (pieces grow past a_piece_bytes beyond that).
+constexpr int64_t kMostAPieces = 256;
+// The last piece is halved until it holds at most 1/kLastPieceShare of a_piece_bytes (or one
+// row): its part runs after the product, while each larger piece's part runs during the next
+// piece's upload. Not smaller: the host queues the product while the last piece is sent, and with
+// 1 MiB pieces (40 us on the wire) the device waited for it (the product's record grew by ~80 us
+// at n = 4096 and 8192 on an H100; with 4 MiB, not).
+constexpr int64_t kLastPieceShare = 16;
 
 template <typename T>
 const typename LibraryTraits<T>::Device* Const(const void* data) {
@@ -66,16 +78,100 @@ std::optional<double> NormFromSquares(std::span<const double> partials) {
   return std::sqrt(sum);
 }
 
+// How A is cut for its part beside the upload (ProductCheckInFlight::a_pieces).
+std::vector<RowRange> APiecesOf(const MatrixView& a, bool transpose_a,
+                                const FreivaldsTuning& tuning) {
+  if (!tuning.own_kernels || !tuning.beside_upload || transpose_a || tuning.a_piece_bytes <= 0) {
+    return {};
+  }
+  const int64_t row_bytes = a.cols * static_cast<int64_t>(ElementSize(a.dtype));
+  if (row_bytes <= 0) return {};
+  const int64_t rows_per_piece = std::max(
+      {int64_t{1}, tuning.a_piece_bytes / row_bytes, (a.rows + kMostAPieces - 1) / kMostAPieces});
+  std::vector<RowRange> pieces;
+  for (int64_t first = 0; first < a.rows; first += rows_per_piece) {
+    pieces.push_back({.first = first, .count = std::min(rows_per_piece, a.rows - first)});
+  }
+  const int64_t last_piece_bytes = tuning.a_piece_bytes / kLastPieceShare;
+  while (pieces.back().count > 1 && pieces.back().count * row_bytes > last_piece_bytes) {
+    RowRange& last = pieces.back();
+    const RowRange tail{.first = last.first + last.count / 2, .count = last.count - last.count / 2};
+    last.count /= 2;
+    pieces.push_back(tail);
+  }
+  return pieces;
+}
+
+// What Begin allocates besides the vectors, for one product under one tuning.
+struct CheckLayout {
+  std::vector<RowRange> a_pieces;
+  int64_t partials_a = 0;  // partial sums of |a|^2 (over all pieces)
+  int64_t partials_b = 0;
+  size_t scratch_a = 0;  // the thin products' scratch (thin_product.h), per operand
+  size_t scratch_b = 0;
+  size_t scratch_c = 0;
+};
+
+CheckLayout LayoutOf(const MatrixView& a, const MatrixView& b, bool transpose_a, bool transpose_b,
+                     const ProductShape& shape, const FreivaldsTuning& tuning) {
+  CheckLayout layout;
+  if (!tuning.own_kernels) return layout;
+  layout.a_pieces = APiecesOf(a, transpose_a, tuning);
+  if (layout.a_pieces.empty()) {
+    layout.partials_a = ThinProductPartials(a.dtype, a.rows, a.cols, transpose_a);
+    layout.scratch_a = ThinProductScratchBytes(a.dtype, a.rows, a.cols, transpose_a);
+  }
+  for (const RowRange& piece : layout.a_pieces) {
+    // One piece at a time on the side lane: they share the scratch.
+    layout.partials_a += ThinProductPartials(a.dtype, piece.count, a.cols, false);
+    layout.scratch_a =
+        std::max(layout.scratch_a, ThinProductScratchBytes(a.dtype, piece.count, a.cols, false));
+  }
+  layout.partials_b = ThinProductPartials(b.dtype, b.rows, b.cols, transpose_b);
+  layout.scratch_b = ThinProductScratchBytes(b.dtype, b.rows, b.cols, transpose_b);
+  layout.scratch_c = ThinProductScratchBytes(a.dtype, shape.m, shape.n, false);
+  return layout;
+}
+
+// A check begun once A is on the device already (no upload to follow): its pieces, when the
+// tuning cuts A, land at once.
+absl::Status LandEveryPiece(ProductCheckInFlight& check) {
+  for (size_t piece = 0; piece < check.a_pieces().size(); ++piece) {
+    MATRIXD_RETURN_IF_ERROR(check.APieceLanded(piece));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void SetFreivaldsTuning(const FreivaldsTuning& tuning) {
   own_kernels_setting.store(tuning.own_kernels, std::memory_order_relaxed);
   beside_upload_setting.store(tuning.beside_upload, std::memory_order_relaxed);
+  a_piece_bytes_setting.store(tuning.a_piece_bytes, std::memory_order_relaxed);
 }
 
 FreivaldsTuning GetFreivaldsTuning() {
   return FreivaldsTuning{.own_kernels = own_kernels_setting.load(std::memory_order_relaxed),
-                         .beside_upload = beside_upload_setting.load(std::memory_order_relaxed)};
+                         .beside_upload = beside_upload_setting.load(std::memory_order_relaxed),
+                         .a_piece_bytes = a_piece_bytes_setting.load(std::memory_order_relaxed)};
+}
+
+uint64_t ProductCheckDeviceBytes(const MatrixView& a, const MatrixView& b, bool transpose_a,
+                                 bool transpose_b, int vectors) {
+  ProductShape shape;
+  shape.m = transpose_a ? a.cols : a.rows;
+  shape.k = transpose_a ? a.rows : a.cols;
+  shape.n = transpose_b ? b.rows : b.cols;
+  const CheckLayout layout = LayoutOf(a, b, transpose_a, transpose_b, shape, GetFreivaldsTuning());
+  const uint64_t vector_elements =
+      static_cast<uint64_t>(std::max<int64_t>(shape.n + shape.k + 2 * shape.m, 0)) *
+      static_cast<uint64_t>(vectors);
+  const uint64_t summary =
+      layout.partials_a + layout.partials_b > 0
+          ? static_cast<uint64_t>(vectors + layout.partials_a + layout.partials_b) * sizeof(double)
+          : 0;
+  return vector_elements * ElementSize(a.dtype) + summary + layout.scratch_a + layout.scratch_b +
+         layout.scratch_c;
 }
 
 struct ProductCheckInFlight::Operands {
@@ -94,7 +190,8 @@ struct ProductCheckInFlight::Operands {
   double* norms() const { return static_cast<double*>(summary.data()); }
   double* squares_a() const { return norms() + options.vectors; }
   double* squares_b() const { return squares_a() + partials_a; }
-  DeviceBuffer scratch_a, scratch_b;  // own kernels: a transposed operand's chunk sums
+  DeviceBuffer scratch_a, scratch_b, scratch_c;  // own kernels: the thin products' scratch
+  std::vector<RowRange> a_pieces;                // A's part beside its upload, piece by piece
 };
 
 ProductCheckInFlight::ProductCheckInFlight(DeviceContext& context,
@@ -136,15 +233,16 @@ absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> ProductCheckInFlight::Begi
   MATRIXD_ASSIGN_OR_RETURN(operands->w,
                            context.Allocate(static_cast<size_t>(shape.m) * s * element));
   if (operands->tuning.own_kernels) {
-    operands->partials_a = ThinProductPartials(a.dtype, a.rows, a.cols, transpose_a);
-    operands->partials_b = ThinProductPartials(b.dtype, b.rows, b.cols, transpose_b);
+    CheckLayout layout = LayoutOf(a, b, transpose_a, transpose_b, shape, operands->tuning);
+    operands->partials_a = layout.partials_a;
+    operands->partials_b = layout.partials_b;
+    operands->a_pieces = std::move(layout.a_pieces);
     MATRIXD_ASSIGN_OR_RETURN(
         operands->summary,
         context.Allocate((s + operands->partials_a + operands->partials_b) * sizeof(double)));
-    MATRIXD_ASSIGN_OR_RETURN(operands->scratch_a, context.Allocate(ThinProductScratchBytes(
-                                                      a.dtype, a.rows, a.cols, transpose_a)));
-    MATRIXD_ASSIGN_OR_RETURN(operands->scratch_b, context.Allocate(ThinProductScratchBytes(
-                                                      b.dtype, b.rows, b.cols, transpose_b)));
+    MATRIXD_ASSIGN_OR_RETURN(operands->scratch_a, context.Allocate(layout.scratch_a));
+    MATRIXD_ASSIGN_OR_RETURN(operands->scratch_b, context.Allocate(layout.scratch_b));
+    MATRIXD_ASSIGN_OR_RETURN(operands->scratch_c, context.Allocate(layout.scratch_c));
   }
   MATRIXD_RETURN_IF_ERROR(context.Upload(x.bytes(), operands->x, x.byte_size()));
   std::unique_ptr<ProductCheckInFlight> check(
@@ -155,23 +253,91 @@ absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> ProductCheckInFlight::Begi
   return check;
 }
 
-absl::Status ProductCheckInFlight::QueueBeside() {
+absl::Status ProductCheckInFlight::QueueOnSideLane(
+    const std::function<absl::Status(cudaStream_t, cublasHandle_t)>& work, EventTimer* timer) {
   MATRIXD_ASSIGN_OR_RETURN(SideLane * side, context_.side_lane());
   MATRIXD_ASSIGN_OR_RETURN(CudaEvent ready, CudaEvent::Create());
-  MATRIXD_ASSIGN_OR_RETURN(CudaEvent done, CudaEvent::Create());
-  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  if (!beside_done_.has_value()) {
+    MATRIXD_ASSIGN_OR_RETURN(CudaEvent done, CudaEvent::Create());
+    beside_done_.emplace(std::move(done));
+  }
   MATRIXD_RETURN_IF_ERROR(ready.Record(context_.stream()));
   MATRIXD_RETURN_IF_ERROR(ready.MakeWait(side->stream()));
-  // From here the side lane may read the buffers: the destructor joins it from now on.
-  beside_done_.emplace(std::move(done));
-  MATRIXD_RETURN_IF_ERROR(timer.Start(side->stream()));
-  const absl::Status queued = QueueB(side->stream(), side->cublas());
+  // From here the side lane may read the buffers: the destructor (or Finish) joins it again.
+  joined_ = false;
+  if (timer != nullptr) MATRIXD_RETURN_IF_ERROR(timer->Start(side->stream()));
+  const absl::Status queued = work(side->stream(), side->cublas());
   // Recorded whatever happened, so that the join in Finish or the destructor covers what was
   // queued.
-  MATRIXD_RETURN_IF_ERROR(timer.Stop(side->stream()));
+  if (timer != nullptr) MATRIXD_RETURN_IF_ERROR(timer->Stop(side->stream()));
   MATRIXD_RETURN_IF_ERROR(beside_done_->Record(side->stream()));
-  MATRIXD_RETURN_IF_ERROR(queued);
+  return queued;
+}
+
+absl::Status ProductCheckInFlight::QueueBeside() {
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  MATRIXD_RETURN_IF_ERROR(QueueOnSideLane(
+      [&](cudaStream_t stream, cublasHandle_t cublas) { return QueueB(stream, cublas); }, &timer));
   beside_timer_.emplace(std::move(timer));
+  return absl::OkStatus();
+}
+
+const std::vector<RowRange>& ProductCheckInFlight::a_pieces() const { return operands_->a_pieces; }
+
+bool ProductCheckInFlight::a_beside() const {
+  return !operands_->a_pieces.empty() && pieces_landed_ == operands_->a_pieces.size();
+}
+
+uint64_t ProductCheckInFlight::last_a_piece_bytes() const {
+  const Operands& o = *operands_;
+  if (o.a_pieces.empty()) return 0;
+  return static_cast<uint64_t>(o.a_pieces.back().count * o.a.cols) * ElementSize(o.a.dtype);
+}
+
+absl::Status ProductCheckInFlight::QueueAPiece(size_t piece, cudaStream_t stream) {
+  Operands& o = *operands_;
+  const RowRange rows = o.a_pieces[piece];
+  const size_t element = ElementSize(o.a.dtype);
+  // The pieces' partial sums of squares follow each other in piece order.
+  int64_t first_partial = 0;
+  for (size_t p = 0; p < piece; ++p) {
+    first_partial += ThinProductPartials(o.a.dtype, o.a_pieces[p].count, o.a.cols, false);
+  }
+  return LaunchThinProduct(
+      ThinProductArgs{
+          .dtype = o.a.dtype,
+          .m = o.a.data + static_cast<size_t>(rows.first * o.a.cols) * element,
+          .rows = rows.count,
+          .cols = o.a.cols,
+          .x = o.y.data(),
+          .s = o.options.vectors,
+          .out = static_cast<char*>(o.z.data()) + static_cast<size_t>(rows.first) * element,
+          .out_stride = o.shape.m,
+          .square_partials = o.squares_a() + first_partial,
+          .scratch = o.scratch_a.data()},
+      stream);
+}
+
+absl::Status ProductCheckInFlight::APieceLanded(size_t piece) {
+  const size_t pieces = operands_->a_pieces.size();
+  if (piece != pieces_landed_ || piece >= pieces) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("A's piece ", piece, " landed; expected ", pieces_landed_, " of ", pieces));
+  }
+  ++pieces_landed_;
+  if (piece + 1 == pieces) return absl::OkStatus();  // the last: after the product (Finish)
+  return QueueOnSideLane(
+      [&](cudaStream_t stream, cublasHandle_t) { return QueueAPiece(piece, stream); }, nullptr);
+}
+
+absl::Status ProductCheckInFlight::JoinBeforeProduct() {
+  if (!beside_done_.has_value()) return absl::OkStatus();
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  MATRIXD_RETURN_IF_ERROR(timer.Start(context_.stream()));
+  MATRIXD_RETURN_IF_ERROR(beside_done_->MakeWait(context_.stream()));
+  joined_ = true;
+  MATRIXD_RETURN_IF_ERROR(timer.Stop(context_.stream()));
+  wait_timer_.emplace(std::move(timer));
   return absl::OkStatus();
 }
 
@@ -225,13 +391,22 @@ absl::StatusOr<ProductCheck> ProductCheckInFlight::Finish() {
   if (!b_queued_) MATRIXD_RETURN_IF_ERROR(QueueB(stream, context_.cublas()));
   // W first: it needs neither Y nor the side lane.
   MATRIXD_RETURN_IF_ERROR(QueueOperandProduct(o.c, false, o.shape.m, o.shape.n, o.x, o.w,
-                                              /*squares=*/nullptr, /*scratch=*/DeviceBuffer(),
-                                              stream, context_.cublas()));
-  if (beside_done_.has_value()) {
+                                              /*squares=*/nullptr, o.scratch_c, stream,
+                                              context_.cublas()));
+  if (beside_done_.has_value() && !joined_) {
     MATRIXD_RETURN_IF_ERROR(beside_done_->MakeWait(stream));
     joined_ = true;
   }
-  MATRIXD_RETURN_IF_ERROR(QueueA(stream, context_.cublas()));
+  if (!o.a_pieces.empty()) {
+    if (!a_beside()) {
+      return absl::FailedPreconditionError(absl::StrCat("Freivalds' check finished with ",
+                                                        pieces_landed_, " of A's ",
+                                                        o.a_pieces.size(), " pieces landed"));
+    }
+    MATRIXD_RETURN_IF_ERROR(QueueAPiece(o.a_pieces.size() - 1, stream));
+  } else {
+    MATRIXD_RETURN_IF_ERROR(QueueA(stream, context_.cublas()));
+  }
   if (o.tuning.own_kernels) {
     MATRIXD_RETURN_IF_ERROR(
         LaunchDifferenceNorms(o.a.dtype, o.z.data(), o.w.data(), o.shape.m, s, o.norms(), stream));
@@ -241,6 +416,10 @@ absl::StatusOr<ProductCheck> ProductCheckInFlight::Finish() {
   if (beside_timer_.has_value()) {
     MATRIXD_ASSIGN_OR_RETURN(const double seconds, beside_timer_->Seconds());
     beside_seconds_ = seconds;
+  }
+  if (wait_timer_.has_value()) {
+    MATRIXD_ASSIGN_OR_RETURN(const double seconds, wait_timer_->Seconds());
+    wait_seconds_ = seconds;
   }
   return check;
 }
@@ -283,6 +462,7 @@ absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView&
   MATRIXD_ASSIGN_OR_RETURN(
       std::unique_ptr<ProductCheckInFlight> check,
       ProductCheckInFlight::Begin(a, b, c, transpose_a, transpose_b, context, options));
+  MATRIXD_RETURN_IF_ERROR(LandEveryPiece(*check));
   return check->Finish();
 }
 
@@ -305,23 +485,35 @@ absl::Status FinishVerifyProduct(ProductCheckInFlight& check, const MatrixView& 
                                  const MatrixView& b, const MatrixView& c,
                                  const MultiplyOptions& options, DeviceContext& context,
                                  MultiplyResult* result) {
-  MATRIXD_ASSIGN_OR_RETURN(KernelTimer timer, KernelTimer::Start(context.stream()));
+  MATRIXD_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  MATRIXD_RETURN_IF_ERROR(timer.Start(context.stream()));
   MATRIXD_ASSIGN_OR_RETURN(result->check, check.Finish());
-  MATRIXD_RETURN_IF_ERROR(timer.Stop());
+  MATRIXD_RETURN_IF_ERROR(timer.Stop(context.stream()));
+  MATRIXD_ASSIGN_OR_RETURN(const double after, timer.Seconds());
   const double m = static_cast<double>(c.rows);
   const double n = static_cast<double>(c.cols);
   const double k = static_cast<double>(options.transpose_a ? a.rows : a.cols);
   const double per_update = IsComplex(a.dtype) ? 8.0 : 2.0;
   const int s = result->check->vectors;
+  // The record "freivalds": what the check added to the product's stream (its part after the
+  // product), with the bytes and flops of what ran there.
+  uint64_t bytes = c.byte_size();
+  double flops = per_update * s * m * n;
+  const uint64_t a_bytes = check.a_beside() ? check.last_a_piece_bytes() : a.byte_size();
+  bytes += a_bytes;
+  flops += per_update * s * static_cast<double>(a_bytes / ElementSize(a.dtype));
   if (const std::optional<double> beside = check.beside_seconds()) {
-    // B's part beside A's upload: B read once; the record after the product: A and C.
     result->stats.kernels.push_back(
         KernelRecord{"freivalds_b", *beside, b.byte_size(), per_update * s * k * n});
-    return timer.AppendTo(&result->stats, "freivalds", a.byte_size() + c.byte_size(),
-                          per_update * s * (m * k + m * n));
+  } else {
+    bytes += b.byte_size();
+    flops += per_update * s * k * n;
   }
-  return timer.AppendTo(&result->stats, "freivalds", a.byte_size() + b.byte_size() + c.byte_size(),
-                        per_update * s * (k * n + m * k + m * n));
+  if (const std::optional<double> wait = check.wait_seconds()) {
+    result->stats.kernels.push_back(KernelRecord{"freivalds_wait", *wait, 0, 0.0});
+  }
+  result->stats.kernels.push_back(KernelRecord{"freivalds", after, bytes, flops});
+  return absl::OkStatus();
 }
 
 absl::Status VerifyProduct(const MatrixView& a, const MatrixView& b, const MatrixView& c,
@@ -329,6 +521,7 @@ absl::Status VerifyProduct(const MatrixView& a, const MatrixView& b, const Matri
                            MultiplyResult* result) {
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<ProductCheckInFlight> check,
                            BeginVerifyProduct(a, b, c, options, context));
+  MATRIXD_RETURN_IF_ERROR(LandEveryPiece(*check));
   return FinishVerifyProduct(*check, a, b, c, options, context, result);
 }
 

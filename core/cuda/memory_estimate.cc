@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/cuda/exact_determinant.h"
-#include "core/cuda/thin_product.h"
+#include "core/cuda/freivalds.h"
 #include "core/freivalds.h"
 
 namespace matrixd::cuda {
@@ -82,22 +82,12 @@ uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
   const int64_t n = options.transpose_b ? b.rows : b.cols;
   const uint64_t c = static_cast<uint64_t>(std::max<int64_t>(m, 0)) *
                      static_cast<uint64_t>(std::max<int64_t>(n, 0)) * ElementSize(a.dtype);
-  // Freivalds' check (options.verify) adds its vectors X, Y, Z and W, (n + k + 2m) s elements,
-  // and its thin products' partial sums of squares and a transposed operand's chunk sums
-  // (thin_product.h).
-  const int64_t k = options.transpose_a ? a.rows : a.cols;
-  uint64_t check = 0;
-  if (options.verify) {
-    const auto partials = [](const MatrixView& x, bool transpose) {
-      return static_cast<uint64_t>(ThinProductPartials(x.dtype, x.rows, x.cols, transpose)) *
-             sizeof(double);
-    };
-    check = static_cast<uint64_t>(std::max<int64_t>(n + k + 2 * m, 0)) * kFreivaldsVectors *
-                ElementSize(a.dtype) +
-            partials(a, options.transpose_a) + partials(b, options.transpose_b) +
-            ThinProductScratchBytes(a.dtype, a.rows, a.cols, options.transpose_a) +
-            ThinProductScratchBytes(b.dtype, b.rows, b.cols, options.transpose_b);
-  }
+  // Freivalds' check (options.verify): its vectors and the thin products' partial sums and
+  // scratch (core/cuda/freivalds.h).
+  const uint64_t check = options.verify
+                             ? ProductCheckDeviceBytes(a, b, options.transpose_a,
+                                                       options.transpose_b, kFreivaldsVectors)
+                             : 0;
   const uint64_t dense = a.byte_size() + b.byte_size() + c + check;
   // Block-sparse products keep block lists and per-block partial products; UINT32 products split
   // the operands into exactly representable pieces: allow twice the dense operands.

@@ -111,9 +111,11 @@ PinnedStaging::~PinnedStaging() {
 }
 
 absl::Status PinnedStaging::Upload(const void* host, void* device, size_t bytes) {
-  for (size_t offset = 0, chunk = 0; offset < bytes; offset += kChunkBytes, chunk ^= 1) {
+  for (size_t offset = 0; offset < bytes; offset += kChunkBytes) {
     const size_t length = std::min(kChunkBytes, bytes - offset);
-    // The transfer queued from this chunk two rounds ago must have read it.
+    const size_t chunk = next_upload_chunk_;
+    next_upload_chunk_ ^= 1;
+    // The last transfer queued from this chunk (two chunks ago) must have read it.
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(drained_[chunk]));
     ParallelMemcpy(chunks_[chunk], static_cast<const char*>(host) + offset, length);
     MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(device) + offset,

@@ -91,6 +91,9 @@ class PinnedStaging {
   CudaEvent joined_;        // orders the two streams at the start and the end of UploadInPieces
   std::array<void*, 2> chunks_{};
   std::array<cudaEvent_t, 2> drained_{};  // recorded after each transfer from or to a chunk
+  // The chunk Upload fills next: the alternation goes on across calls, so that a stream of
+  // pieces (StagedUpload) fills one chunk while the other's transfer runs, whatever their sizes.
+  size_t next_upload_chunk_ = 0;
 };
 
 // memcpy split over up to PinnedStaging::HostThreads() threads for large sizes.

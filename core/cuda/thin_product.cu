@@ -17,11 +17,14 @@
 // across the lanes, shared by the block's warps through L1) once for all of the warp's rows, and
 // keep kRowsPerWarp x kThinColumns sums; a shuffle tree ends each row. (With X row-major, the
 // lanes' loads of X were 64 bytes apart: on an H100 the kernel then moved M at a fifth of the
-// memory bandwidth.)
+// memory bandwidth.) A warp streams whole rows, so an M of few rows (a row piece of an operand
+// still being uploaded) would leave most of the device idle and take a row's length in latency:
+// there the columns are cut into segments (grid.y), each block's sums go to scratch and
+// PartSumsKernel adds the segments in order.
 //
 // M^T X (ColumnsKernel): each thread takes one column of M over a chunk of kChunkRows rows; the
 // elements of X it multiplies by are the same for the whole warp (broadcast loads). The chunks'
-// sums go to scratch and ChunkSumsKernel adds them in chunk order.
+// sums go to scratch and PartSumsKernel adds them in chunk order.
 //
 // M is read with streaming loads (__ldcs: read once, evict first), so that a check running beside
 // a product leaves L2 to it. Squares: each thread sums its elements' |m|^2 in double, the block's
@@ -34,11 +37,18 @@ constexpr int kWarpSize = 32;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kChunkRows = 256;  // ColumnsKernel: rows of M a block sums over
+// RowsKernel: column segments are added until the grid has this many blocks (two an SM on an
+// H100), each segment at least kMinSegmentColumns long and a multiple of kSegmentAlignment
+// (whole 16-byte loads, coalesced).
+constexpr int64_t kFullGridBlocks = 264;
+constexpr int64_t kMinSegmentColumns = 512;
+constexpr int64_t kSegmentAlignment = 128;
 
-// Rows a warp takes at once: 4; 2 for complex128 (32 sums of two doubles a thread); 8 for float32,
-// whose 16-byte loads (RowsKernel) then bring 4 KiB of M a warp and step.
+// Rows a warp takes at once: 4; 2 for complex128 (32 sums of two doubles a thread). (float32 with
+// 8 rows, its 16-byte loads bringing 4 KiB of M a warp and step, took 222 registers a thread: one
+// block an SM, and 32 % of the memory bandwidth on an H100.)
 template <typename E>
-constexpr int kRowsPerWarp = sizeof(E) == 16 ? 2 : (sizeof(E) == 4 ? 8 : 4);
+constexpr int kRowsPerWarp = sizeof(E) == 16 ? 2 : 4;
 
 template <typename E>
 constexpr int RowsPerBlock() {
@@ -46,10 +56,11 @@ constexpr int RowsPerBlock() {
 }
 
 // op over the block's threads' v in a fixed order (a shuffle tree in each warp, then the warps in
-// order); every thread gets the result. Every thread of the block calls it.
-template <typename Op>
+// order); every thread gets the result. Every thread of the block (kBlockThreads) calls it.
+template <int kBlockThreads = kThreads, typename Op>
 __device__ __forceinline__ double BlockReduce(double v, Op op) {
-  __shared__ double warp_values[kWarps];
+  constexpr int kBlockWarps = kBlockThreads / kWarpSize;
+  __shared__ double warp_values[kBlockWarps];
   __shared__ double result;
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
     v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
@@ -60,7 +71,7 @@ __device__ __forceinline__ double BlockReduce(double v, Op op) {
   __syncthreads();
   if (threadIdx.x == 0) {
     double total = warp_values[0];
-    for (int w = 1; w < kWarps; ++w) total = op(total, warp_values[w]);
+    for (int w = 1; w < kBlockWarps; ++w) total = op(total, warp_values[w]);
     result = total;
   }
   __syncthreads();
@@ -89,17 +100,23 @@ __device__ __forceinline__ void LoadVector(const E* p, E (&out)[kVec]) {
   }
 }
 
-// Vectors c0 .. c0 + columns - 1 (columns <= kThinColumns) of out = M X:
-// out[v rows + i] = sum_j m[i cols + j] x[v cols + j]. Each lane takes kVec consecutive
-// columns a step (float32: 4, one 16-byte load, where cols allows).
+// Vectors c0 .. c0 + columns - 1 (columns <= kThinColumns) of out = M X over the columns of
+// segment blockIdx.y ([y segment_cols, (y + 1) segment_cols) of cols):
+// out[v out_stride + i] = sum_j m[i cols + j] x[v cols + j]. Each lane takes kVec consecutive
+// columns a step (float32: 4, one 16-byte load, where cols allows). Vector c0 + c of the
+// segment's sums goes to out + blockIdx.y segment_stride + c out_stride: the result itself for
+// one segment (segment_stride 0, out at vector c0), scratch for PartSumsKernel for several.
 template <typename E, bool kSquares, int kVec>
 __global__ void __launch_bounds__(kThreads)
-    RowsKernel(const E* __restrict__ m, int64_t rows, int64_t cols, const E* __restrict__ x, int c0,
-               int columns, E* __restrict__ out, double* __restrict__ partials) {
+    RowsKernel(const E* __restrict__ m, int64_t rows, int64_t cols, int64_t segment_cols,
+               const E* __restrict__ x, int c0, int columns, E* __restrict__ out,
+               int64_t out_stride, int64_t segment_stride, double* __restrict__ partials) {
   constexpr int kRows = kRowsPerWarp<E>;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kRows;
+  const int64_t first_col = static_cast<int64_t>(blockIdx.y) * segment_cols;
+  const int64_t end_col = std::min(cols, first_col + segment_cols);
   const int valid_rows =
       static_cast<int>(std::min<int64_t>(kRows, std::max<int64_t>(0, rows - row0)));
   E sums[kRows][kThinColumns];
@@ -111,7 +128,8 @@ __global__ void __launch_bounds__(kThreads)
   double squares = 0;
   const E* x_c0 = x + c0 * cols;
 #pragma unroll 2
-  for (int64_t j = static_cast<int64_t>(lane) * kVec; j < cols; j += kWarpSize * kVec) {
+  for (int64_t j = first_col + static_cast<int64_t>(lane) * kVec; j < end_col;
+       j += kWarpSize * kVec) {
     E xj[kThinColumns][kVec];
 #pragma unroll
     for (int c = 0; c < kThinColumns; ++c) {
@@ -141,10 +159,45 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int c = 0; c < kThinColumns; ++c) {
       const E total = WarpSum(sums[r][c]);
-      if (lane == 0 && r < valid_rows && c < columns) out[(c0 + c) * rows + row0 + r] = total;
+      if (lane == 0 && r < valid_rows && c < columns) {
+        out[blockIdx.y * segment_stride + c * out_stride + row0 + r] = total;
+      }
     }
   }
-  if constexpr (kSquares) WriteBlockSquares(squares, partials + blockIdx.x);
+  if constexpr (kSquares) {
+    WriteBlockSquares(squares,
+                      partials + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x);
+  }
+}
+
+// out[(c0 + c) out_stride + i] = sum over parts p (in order) of
+// scratch[(p kThinColumns + c) length + i], for c < columns and i < length: the parts' sums of
+// RowsKernel's column segments (length = rows) or of ColumnsKernel's row chunks (length = cols).
+template <typename E>
+__global__ void __launch_bounds__(kThreads)
+    PartSumsKernel(const E* __restrict__ scratch, int64_t length, int64_t parts, int c0,
+                   int columns, E* __restrict__ out, int64_t out_stride) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const int c = static_cast<int>(t / length);
+  const int64_t i = t % length;
+  if (c >= columns) return;
+  E total = Zero<E>();
+  for (int64_t p = 0; p < parts; ++p) {
+    total = Add(total, scratch[(p * kThinColumns + c) * length + i]);
+  }
+  out[(c0 + c) * out_stride + i] = total;
+}
+
+// Queues PartSumsKernel over `columns` vectors of `length`.
+template <typename E>
+absl::Status LaunchPartSums(const E* scratch, int64_t length, int64_t parts, int c0, int columns,
+                            E* out, int64_t out_stride, cudaStream_t stream) {
+  const int64_t threads = length * columns;
+  PartSumsKernel<E>
+      <<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+          scratch, length, parts, c0, columns, out, out_stride);
+  MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("PartSumsKernel");
+  return absl::OkStatus();
 }
 
 // scratch[(chunk kThinColumns + c) cols + i] = sum over the chunk's rows j of
@@ -183,23 +236,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// out[(c0 + c) cols + i] = sum over chunks (in order) of
-// scratch[(chunk kThinColumns + c) cols + i].
-template <typename E>
-__global__ void __launch_bounds__(kThreads)
-    ChunkSumsKernel(const E* __restrict__ scratch, int64_t cols, int64_t chunks, int c0,
-                    int columns, E* __restrict__ out) {
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  const int c = static_cast<int>(t / cols);
-  const int64_t i = t % cols;
-  if (c >= columns) return;
-  E total = Zero<E>();
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    total = Add(total, scratch[(chunk * kThinColumns + c) * cols + i]);
-  }
-  out[(c0 + c) * cols + i] = total;
-}
-
 // |a - b| in double (the subtraction too, as the host's check does it).
 __device__ __forceinline__ double DifferenceMagnitude(float a, float b) {
   return fabs(static_cast<double>(a) - static_cast<double>(b));
@@ -217,28 +253,32 @@ __device__ __forceinline__ double StickyMax(double a, double b) {
   return isnan(a) || isnan(b) ? a + b : fmax(a, b);
 }
 
+// Threads of a DifferenceNormsKernel block: the whole check waits for it (one block a vector), so
+// as many as a block takes (with 256 it took 14 us for 8 vectors of 8192 on an H100).
+constexpr int kNormThreads = 1024;
+
 // norms[v] = ||z_v - w_v||_2 for vector v = blockIdx.x: the largest |difference| first, then the
 // sum of squares of the differences divided by it (LAPACK's dnrm2 way: no overflow or underflow).
 template <typename E>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kNormThreads)
     DifferenceNormsKernel(const E* __restrict__ z, const E* __restrict__ w, int64_t length,
                           double* __restrict__ norms) {
   const E* zv = z + static_cast<int64_t>(blockIdx.x) * length;
   const E* wv = w + static_cast<int64_t>(blockIdx.x) * length;
   double largest = 0;
-  for (int64_t i = threadIdx.x; i < length; i += kThreads) {
+  for (int64_t i = threadIdx.x; i < length; i += kNormThreads) {
     largest = StickyMax(largest, DifferenceMagnitude(zv[i], wv[i]));
   }
-  largest = BlockReduce(largest, StickyMax);
+  largest = BlockReduce<kNormThreads>(largest, StickyMax);
   const bool scaled = largest > 0 && isfinite(largest);
   double sum = 0;
   if (scaled) {
-    for (int64_t i = threadIdx.x; i < length; i += kThreads) {
+    for (int64_t i = threadIdx.x; i < length; i += kNormThreads) {
       const double d = DifferenceMagnitude(zv[i], wv[i]) / largest;
       sum = fma(d, d, sum);
     }
   }
-  sum = BlockReduce(sum, Plus);
+  sum = BlockReduce<kNormThreads>(sum, Plus);
   if (threadIdx.x == 0) norms[blockIdx.x] = scaled ? largest * sqrt(sum) : largest;
 }
 
@@ -247,6 +287,39 @@ int64_t RowChunks(int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
 template <typename E>
 int64_t RowBlocks(int64_t rows) {
   return (rows + RowsPerBlock<E>() - 1) / RowsPerBlock<E>();
+}
+
+// RowsKernel's column segments for an M of this shape: one when the rows fill the device.
+struct RowSegments {
+  int64_t count = 1;
+  int64_t columns = 0;  // each segment's length (the last may be shorter)
+};
+template <typename E>
+RowSegments RowSegmentsOf(int64_t rows, int64_t cols) {
+  const int64_t blocks = RowBlocks<E>(rows);
+  if (blocks <= 0) return {.count = 1, .columns = cols};
+  const int64_t wanted = (kFullGridBlocks + blocks - 1) / blocks;
+  const int64_t most = std::max<int64_t>(1, cols / kMinSegmentColumns);
+  const int64_t count = std::min(wanted, most);
+  if (count <= 1) return {.count = 1, .columns = cols};
+  int64_t length = (cols + count - 1) / count;
+  length = (length + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment;
+  return {.count = (cols + length - 1) / length, .columns = length};
+}
+
+// The element type of a floating dtype, for the sizing functions.
+template <typename F>
+auto VisitElement(DType dtype, F f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return f(float{});
+    case DType::kComplex64:
+      return f(float2{});
+    case DType::kComplex128:
+      return f(double2{});
+    default:
+      return f(double{});
+  }
 }
 
 template <typename T>
@@ -260,7 +333,16 @@ absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
     // The squares in the first pass only.
     double* partials = c0 == 0 ? args.square_partials : nullptr;
     if (!args.transpose) {
-      const dim3 grid(static_cast<unsigned>(RowBlocks<E>(args.rows)));
+      const RowSegments segments = RowSegmentsOf<E>(args.rows, args.cols);
+      const dim3 grid(static_cast<unsigned>(RowBlocks<E>(args.rows)),
+                      static_cast<unsigned>(segments.count));
+      const int64_t out_stride = args.out_stride > 0 ? args.out_stride : args.rows;
+      // Several segments: their sums in scratch (segment y's vector c at (y kThinColumns + c)
+      // rows), added below; one: straight into out.
+      const bool segmented = segments.count > 1;
+      E* const target = segmented ? static_cast<E*>(args.scratch) : out + c0 * out_stride;
+      const int64_t target_stride = segmented ? args.rows : out_stride;
+      const int64_t segment_stride = segmented ? kThinColumns * args.rows : 0;
       // 16-byte loads when every row and vector starts on a 16-byte boundary (device buffers do).
       // float32 only: for 8-byte elements two a lane took 166-186 registers (one block an SM).
       constexpr int kVec = std::is_same_v<E, float> ? 4 : 1;
@@ -268,7 +350,8 @@ absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
                                 reinterpret_cast<uintptr_t>(args.m) % sizeof(uint4) == 0 &&
                                 reinterpret_cast<uintptr_t>(args.x) % sizeof(uint4) == 0;
       const auto launch = [&](auto kernel) {
-        kernel<<<grid, kThreads, 0, stream>>>(m, args.rows, args.cols, x, c0, columns, out,
+        kernel<<<grid, kThreads, 0, stream>>>(m, args.rows, args.cols, segments.columns, x, c0,
+                                              columns, target, target_stride, segment_stride,
                                               partials);
       };
       if (partials != nullptr) {
@@ -277,6 +360,10 @@ absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
         vector_loads ? launch(RowsKernel<E, false, kVec>) : launch(RowsKernel<E, false, 1>);
       }
       MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("RowsKernel");
+      if (segmented) {
+        MATRIXD_RETURN_IF_ERROR(LaunchPartSums(target, args.rows, segments.count, c0, columns, out,
+                                               out_stride, stream));
+      }
       continue;
     }
     E* scratch = static_cast<E*>(args.scratch);
@@ -290,11 +377,8 @@ absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
                                                              columns, scratch, nullptr);
     }
     MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("ColumnsKernel");
-    const int64_t threads = args.cols * columns;
-    ChunkSumsKernel<E>
-        <<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-            scratch, args.cols, RowChunks(args.rows), c0, columns, out);
-    MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("ChunkSumsKernel");
+    MATRIXD_RETURN_IF_ERROR(LaunchPartSums(scratch, args.cols, RowChunks(args.rows), c0, columns,
+                                           out, args.cols, stream));
   }
   return absl::OkStatus();
 }
@@ -310,7 +394,7 @@ absl::Status LaunchDifferenceNorms(DType dtype, const void* z, const void* w, in
   }
   return VisitFloatingType(dtype, [&](auto type) {
     using E = DeviceType<typename decltype(type)::type>;
-    DifferenceNormsKernel<E><<<static_cast<unsigned>(s), kThreads, 0, stream>>>(
+    DifferenceNormsKernel<E><<<static_cast<unsigned>(s), kNormThreads, 0, stream>>>(
         static_cast<const E*>(z), static_cast<const E*>(w), length, norms);
     MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("DifferenceNormsKernel");
     return absl::OkStatus();
@@ -319,20 +403,22 @@ absl::Status LaunchDifferenceNorms(DType dtype, const void* z, const void* w, in
 
 int64_t ThinProductPartials(DType dtype, int64_t rows, int64_t cols, bool transpose) {
   if (transpose) return ColumnBlocks(cols) * RowChunks(rows);
-  switch (dtype) {
-    case DType::kFloat32:
-      return RowBlocks<float>(rows);
-    case DType::kComplex128:
-      return RowBlocks<double2>(rows);
-    default:
-      return RowBlocks<double>(rows);  // float64 and complex64: 4 rows a warp
-  }
+  return VisitElement(dtype, [&](auto element) {
+    using E = decltype(element);
+    return RowBlocks<E>(rows) * RowSegmentsOf<E>(rows, cols).count;
+  });
 }
 
 size_t ThinProductScratchBytes(DType dtype, int64_t rows, int64_t cols, bool transpose) {
-  if (!transpose) return 0;
-  return static_cast<size_t>(RowChunks(rows)) * static_cast<size_t>(cols) * kThinColumns *
-         ElementSize(dtype);
+  const size_t element = ElementSize(dtype);
+  if (transpose) {
+    return static_cast<size_t>(RowChunks(rows)) * static_cast<size_t>(cols) * kThinColumns *
+           element;
+  }
+  const int64_t segments =
+      VisitElement(dtype, [&](auto e) { return RowSegmentsOf<decltype(e)>(rows, cols).count; });
+  if (segments <= 1) return 0;
+  return static_cast<size_t>(segments) * static_cast<size_t>(rows) * kThinColumns * element;
 }
 
 absl::Status LaunchThinProduct(const ThinProductArgs& args, cudaStream_t stream) {
@@ -340,6 +426,11 @@ absl::Status LaunchThinProduct(const ThinProductArgs& args, cudaStream_t stream)
     return absl::InvalidArgumentError(absl::StrCat("thin product of a ", args.rows, "x", args.cols,
                                                    " ", DTypeName(args.dtype), " matrix with ",
                                                    args.s, " columns is not defined"));
+  }
+  if (args.out_stride != 0 && (args.transpose || args.out_stride < args.rows)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("thin product's out_stride ", args.out_stride, " with ", args.rows, " rows",
+                     args.transpose ? " transposed" : "", "; want 0 or >= rows, M X only"));
   }
   return VisitFloatingType(args.dtype, [&](auto type) {
     return LaunchTyped<typename decltype(type)::type>(args, stream);

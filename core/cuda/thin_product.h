@@ -35,18 +35,22 @@ struct ThinProductArgs {
   const void* x = nullptr;  // device, s vectors of inner elements
   int s = 0;                // >= 1
   void* out = nullptr;      // device, s vectors of outer elements
+  // Elements from one vector of out to the next (0: outer). M X only: a row piece of a taller
+  // operand writes its rows of that operand's product (out at the piece's first row, out_stride
+  // the operand's rows).
+  int64_t out_stride = 0;
   // ThinProductPartials(dtype, rows, cols, transpose) doubles of device memory, or null: no
   // squares.
   double* square_partials = nullptr;
   // ThinProductScratchBytes(...) bytes of device memory (the transposed product's per-chunk
-  // sums); may be null when that is 0.
+  // sums; for M X of few rows, the sums of each column segment); may be null when that is 0.
   void* scratch = nullptr;
 };
 
 // How many partial sums of squares the product of an M of this dtype and shape writes.
 int64_t ThinProductPartials(DType dtype, int64_t rows, int64_t cols, bool transpose);
 
-// Device scratch the product needs (0 unless `transpose`).
+// Device scratch the product needs (0 for M X whose rows fill the device).
 size_t ThinProductScratchBytes(DType dtype, int64_t rows, int64_t cols, bool transpose);
 
 // Queues the product's kernels on `stream` (does not synchronise). INVALID_ARGUMENT for a dtype

@@ -46,10 +46,10 @@ void BenchPermanentAccuracy(Backend& backend, const std::string& label, const Fl
 // permanents on a flags.perm_density-dense matrix at perm_n - 4, perm_n - 2 and perm_n.
 void BenchPermanentWalks(Backend& backend, const std::string& label, const Flags& flags);
 // Freivalds' check (Multiply with verify) next to the product at each of flags.verify_sizes,
-// float64 and float32, on `backend` (named `label`), once per setting: `warm_up` untimed runs,
-// then the medians of `runs`, beside the same product unverified.
+// float64 and float32, on `backend` (named `label`), for each setting beside the same product
+// unverified, all alternating run by run: `warm_up` untimed rounds, then the medians of `runs`.
 // One way of running the check that the verify table compares (e.g. the CUDA backend's tunings,
-// core/cuda/freivalds.h): `apply` sets it before the runs; the defaults are restored after.
+// core/cuda/freivalds.h): `apply` sets it before each of its runs; restore_defaults after each.
 struct VerifySetting {
   std::string name;
   std::function<void()> apply;

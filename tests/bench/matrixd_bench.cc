@@ -90,15 +90,19 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
   if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
   if (flags.Runs("verify")) {
-    const auto tuned = [](bool own_kernels, bool beside_upload) {
+    const auto tuned = [](bool own_kernels, bool beside_upload, int64_t a_piece_bytes) {
       return [=] {
-        cuda::SetFreivaldsTuning({.own_kernels = own_kernels, .beside_upload = beside_upload});
+        cuda::SetFreivaldsTuning({.own_kernels = own_kernels,
+                                  .beside_upload = beside_upload,
+                                  .a_piece_bytes = a_piece_bytes});
       };
     };
+    const int64_t pieces = cuda::FreivaldsTuning{}.a_piece_bytes;
     BenchVerify("GPU", gpu, flags, 1, flags.repeats,
-                {{"beside", tuned(true, true)},
-                 {"after", tuned(true, false)},
-                 {"cublas", tuned(false, false)}},
+                {{"pieces", tuned(true, true, pieces)},
+                 {"beside", tuned(true, true, 0)},
+                 {"after", tuned(true, false, 0)},
+                 {"cublas", tuned(false, false, 0)}},
                 [] { cuda::SetFreivaldsTuning({}); });
   }
   if (flags.Runs("condition")) {

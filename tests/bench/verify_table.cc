@@ -1,9 +1,10 @@
 // The verify table: Freivalds' check of a product (Multiply with verify, core/freivalds.h) next
 // to the same product unverified, on one backend, for each way of running the check that the
-// caller names (the CUDA backend: our kernels with B's part beside A's upload, our kernels after
-// the product, cuBLAS after it). What the check costs a caller is the product's kernel record
-// plus the check's record after it, against the unverified product's record. Issue 15's target:
-// under 2 % at n = 8192.
+// caller names (the CUDA backend: our kernels beside the upload with A's part piece by piece as
+// it lands, with B's part only, our kernels after the product, cuBLAS after it). What the check
+// costs a caller is the product's kernel record plus the check's record after it, against the
+// unverified product's record (the two alternate run by run). Issue 15's target: under 2 % at
+// n = 8192.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -35,23 +36,43 @@ struct Runs {
   }
 };
 
-Runs RunProducts(Backend& backend, const Matrix& a, const Matrix& b, bool verify, int warm_up,
-                 int runs) {
-  Runs out;
-  std::map<std::string, std::vector<double>> samples;
+// Adds one product's records to `samples` (unless it is a warm-up) and its verdict to `runs`;
+// false (with runs->error) when it failed.
+bool RunProduct(Backend& backend, const Matrix& a, const Matrix& b, bool verify, bool warm_up,
+                Runs* runs, std::map<std::string, std::vector<double>>* samples) {
+  auto result = backend.Multiply(a.view(), b.view(), {.verify = verify}, nullptr);
+  if (!result.ok()) {
+    runs->error = std::string(result.status().ToString());
+    return false;
+  }
+  if (verify) runs->passed = runs->passed && result->check.has_value() && result->check->passed;
+  if (warm_up) return true;
+  for (const KernelRecord& record : result->stats.kernels) {
+    (*samples)[record.kernel].push_back(record.seconds);
+  }
+  return true;
+}
+
+// The unverified product (index 0) and each setting's verified one (1 + i), interleaved run by
+// run, so that the host's and the card's drift (the GEMM's time moves by ~1 % between blocks of
+// runs) falls on all of them alike.
+std::vector<Runs> RunInterleaved(Backend& backend, const Matrix& a, const Matrix& b,
+                                 const std::vector<VerifySetting>& settings,
+                                 const std::function<void()>& restore_defaults, int warm_up,
+                                 int runs) {
+  std::vector<Runs> out(settings.size() + 1);
+  std::vector<std::map<std::string, std::vector<double>>> samples(out.size());
   for (int r = 0; r < warm_up + runs; ++r) {
-    auto result = backend.Multiply(a.view(), b.view(), {.verify = verify}, nullptr);
-    if (!result.ok()) {
-      out.error = std::string(result.status().ToString());
-      return out;
-    }
-    if (verify) out.passed = out.passed && result->check.has_value() && result->check->passed;
-    if (r < warm_up) continue;
-    for (const KernelRecord& record : result->stats.kernels) {
-      samples[record.kernel].push_back(record.seconds);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].error.empty()) continue;
+      if (i > 0) settings[i - 1].apply();
+      RunProduct(backend, a, b, /*verify=*/i > 0, r < warm_up, &out[i], &samples[i]);
+      restore_defaults();
     }
   }
-  for (auto& [kernel, seconds] : samples) out.kernel_seconds[kernel] = Median(seconds);
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (auto& [kernel, seconds] : samples[i]) out[i].kernel_seconds[kernel] = Median(seconds);
+  }
   return out;
 }
 
@@ -62,16 +83,20 @@ void BenchVerify(const std::string& label, Backend& backend, const Flags& flags,
                  const std::function<void()>& restore_defaults) {
   PrintHeader(
       "Freivalds' check of C = A B, n x n, " + label + " (Multiply with verify)",
-      "dtype      n      setting   gemm(ms)   gemm+v(ms) check(ms)  beside(ms) added   check GB/s"
-      "  passed",
+      "dtype      n      setting   gemm(ms)   gemm+v(ms) check(ms)  beside(ms) added   check   "
+      "check GB/s  passed",
       {"gemm: the product's kernel record unverified; gemm+v: the same record in the verified "
-       "call; check: the record \"freivalds\" (the check's time after the product: Z = A Y and "
-       "W = C X with ||A||, or all of it when nothing ran beside; includes the m x 8 downloads); "
-       "beside: \"freivalds_b\" (Y = B X and ||B|| on a second stream while A was uploaded)",
-       "added = (gemm+v + check - gemm) / gemm: what verify costs; check GB/s: the bytes the "
-       "record's part reads once (A, B and C; A and C with B's part beside) over its time",
-       "8 sign vectors; target (issue 15): added < 2 % at n = 8192 (docs/accuracy.md: reading A, "
-       "B and C once at copy bandwidth is ~2.9 % of a float64 GEMM there)"});
+       "call; check: what the check adds to the product's stream, the records \"freivalds_wait\" "
+       "(pieces: the product's wait for the second stream) and \"freivalds\" (its part after the "
+       "product: W = C X, plus Z = A Y with ||A|| for A's last piece or all of A, plus Y = B X "
+       "unless it ran beside; includes the small downloads); beside: \"freivalds_b\" (Y = B X and "
+       "||B|| on a second stream while A was uploaded)",
+       "added = (gemm+v + check - gemm) / gemm: what verify costs; check = check / gemm (without "
+       "the GEMM's own spread); check GB/s: the bytes the record's part reads once (C; A and C "
+       "with B's part beside; A, B and C) over its time",
+       "the unverified and each setting's verified product alternate run by run (medians)",
+       "8 sign vectors; target (issue 15): added < 2 % at n = 8192 (docs/accuracy.md: reading C "
+       "once at copy bandwidth is ~1 % of a float64 GEMM there, A, B and C ~2.9 %)"});
   struct Case {
     const char* name;
     DType dtype;
@@ -80,15 +105,16 @@ void BenchVerify(const std::string& label, Backend& backend, const Flags& flags,
     for (const Case& c : {Case{"float64", DType::kFloat64}, Case{"float32", DType::kFloat32}}) {
       const Matrix a = RandomMatrix(n, n, c.dtype, 11);
       const Matrix b = RandomMatrix(n, n, c.dtype, 12);
-      const Runs plain = RunProducts(backend, a, b, false, warm_up, runs);
+      const std::vector<Runs> all =
+          RunInterleaved(backend, a, b, settings, restore_defaults, warm_up, runs);
+      const Runs& plain = all[0];
       if (!plain.error.empty()) {
         std::printf("%-10s %-6d failed: %s\n", c.name, n, plain.error.c_str());
         continue;
       }
-      for (const VerifySetting& setting : settings) {
-        setting.apply();
-        const Runs verified = RunProducts(backend, a, b, true, warm_up, runs);
-        restore_defaults();
+      for (size_t i = 0; i < settings.size(); ++i) {
+        const VerifySetting& setting = settings[i];
+        const Runs& verified = all[i + 1];
         if (!verified.error.empty()) {
           std::printf("%-10s %-6d %-9s failed: %s\n", c.name, n, setting.name.c_str(),
                       verified.error.c_str());
@@ -96,15 +122,20 @@ void BenchVerify(const std::string& label, Backend& backend, const Flags& flags,
         }
         const double gemm = plain.Gemm();
         const double gemm_verified = verified.Gemm();
-        const double check = verified.Seconds("freivalds");
+        const double wait = verified.Seconds("freivalds_wait");
+        // What the check adds to the product's stream: its record after the product and the
+        // product's wait for the side lane.
+        const double check = verified.Seconds("freivalds") + (std::isnan(wait) ? 0.0 : wait);
         const double beside = verified.Seconds("freivalds_b");
         const double added = gemm_verified + check - gemm;
-        const double bytes = static_cast<double>(a.byte_size()) * (std::isnan(beside) ? 3.0 : 2.0);
-        std::printf("%-10s %-6d %-9s %-10s %-10s %-10s %-10s %-7s %-11s %s\n", c.name, n,
+        const double operands = setting.name == "pieces" ? 1.0 : (std::isnan(beside) ? 3.0 : 2.0);
+        const double bytes = static_cast<double>(a.byte_size()) * operands;
+        std::printf("%-10s %-6d %-9s %-10s %-10s %-10s %-10s %-7s %-7s %-11s %s\n", c.name, n,
                     setting.name.c_str(), Milliseconds(gemm).c_str(),
                     Milliseconds(gemm_verified).c_str(), Milliseconds(check).c_str(),
                     Milliseconds(beside).c_str(), PercentTenths(added, gemm).c_str(),
-                    Rate(bytes, check, 1e9).c_str(), verified.passed ? "yes" : "NO");
+                    PercentTenths(check, gemm).c_str(), Rate(bytes, check, 1e9).c_str(),
+                    verified.passed ? "yes" : "NO");
       }
     }
   }

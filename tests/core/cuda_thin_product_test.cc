@@ -86,8 +86,10 @@ TEST_F(ThinProductTest, MatchesAWideProductForEveryDTypeShapeAndOrientation) {
     using T = typename decltype(type)::type;
     const double u = sizeof(testing::Real<T>) == 4 ? 0x1p-24 : 0x1p-53;
     // 130 x 96: float32's 16-byte loads (96 columns, a multiple of 4), rows no block divides.
-    for (const Shape shape :
-         {Shape{1, 1}, Shape{37, 1001}, Shape{300, 70}, Shape{513, 257}, Shape{130, 96}}) {
+    // 40 x 4099 and 70 x 2048: few rows of many columns, M X cut into column segments (a ragged
+    // last one; 16-byte loads for float32).
+    for (const Shape shape : {Shape{1, 1}, Shape{37, 1001}, Shape{300, 70}, Shape{513, 257},
+                              Shape{130, 96}, Shape{40, 4099}, Shape{70, 2048}}) {
       for (const bool transpose : {false, true}) {
         for (const int s : {1, 3, 8, 11}) {
           SCOPED_TRACE(::testing::Message()
@@ -166,6 +168,57 @@ TEST_F(ThinProductTest, DifferenceNormsMatchAWideComputationAndKeepNaN) {
   });
 }
 
+// A row piece of a taller M writes its rows of M X in place (out_stride = M's rows), as
+// Freivalds' check does for each piece of A as it lands; the pieces together give the whole
+// product's bits, and nothing outside a piece's rows is written.
+TEST_F(ThinProductTest, RowPiecesWriteTheirRowsOfTheWholeProduct) {
+  const int64_t rows = 300;
+  const int64_t cols = 3000;
+  const int s = 11;  // two passes
+  const Matrix m = RandomMatrix<double>(rows, cols, 71);
+  const Matrix x = RandomMatrix<double>(s, cols, 72);
+  const Output whole = Run(m, x, /*transpose=*/false);
+  const cuda::DeviceBuffer dm = UploadToDevice(*context_, m);
+  const cuda::DeviceBuffer dx = UploadToDevice(*context_, x);
+  Matrix sentinel(s, rows, DType::kFloat64);
+  for (double& value : sentinel.As<double>()) value = -7.0;
+  const cuda::DeviceBuffer dout = UploadToDevice(*context_, sentinel);
+  const int64_t piece_rows[] = {1, 64, 100, 35};  // rows 0 .. 199; 200 .. 299 untouched
+  int64_t first = 0;
+  for (const int64_t piece : piece_rows) {
+    absl::StatusOr<cuda::DeviceBuffer> scratch = context_->Allocate(
+        cuda::ThinProductScratchBytes(DType::kFloat64, piece, cols, /*transpose=*/false));
+    ASSERT_TRUE(scratch.ok());
+    const absl::Status launched =
+        cuda::LaunchThinProduct({.dtype = DType::kFloat64,
+                                 .m = static_cast<const double*>(dm.data()) + first * cols,
+                                 .rows = piece,
+                                 .cols = cols,
+                                 .x = dx.data(),
+                                 .s = s,
+                                 .out = static_cast<double*>(dout.data()) + first,
+                                 .out_stride = rows,
+                                 .scratch = scratch->data()},
+                                context_->stream());
+    ASSERT_TRUE(launched.ok()) << launched;
+    ASSERT_TRUE(context_->Synchronize().ok());
+    first += piece;
+  }
+  const Matrix got = DownloadMatrix(*context_, dout, s, rows, DType::kFloat64);
+  for (int v = 0; v < s; ++v) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const double value = got.As<double>()[v * rows + i];
+      if (i < first) {
+        // The same bits as one launch over all rows when the segmenting is the same; else within
+        // a few rounding errors of it.
+        EXPECT_NEAR(value, whole.out.As<double>()[v * rows + i], 1e-10) << v << " " << i;
+      } else {
+        EXPECT_EQ(value, -7.0) << v << " " << i;
+      }
+    }
+  }
+}
+
 TEST_F(ThinProductTest, RefusesIntegerDTypesEmptyMatricesAndNoColumns) {
   const cuda::ThinProductArgs good{.rows = 4, .cols = 4, .s = 8};
   cuda::ThinProductArgs integer = good;
@@ -174,7 +227,13 @@ TEST_F(ThinProductTest, RefusesIntegerDTypesEmptyMatricesAndNoColumns) {
   empty.rows = 0;
   cuda::ThinProductArgs no_columns = good;
   no_columns.s = 0;
-  for (const cuda::ThinProductArgs& args : {integer, empty, no_columns}) {
+  cuda::ThinProductArgs short_stride = good;
+  short_stride.out_stride = 3;  // below rows
+  cuda::ThinProductArgs transposed_stride = good;
+  transposed_stride.transpose = true;
+  transposed_stride.out_stride = 8;
+  for (const cuda::ThinProductArgs& args :
+       {integer, empty, no_columns, short_stride, transposed_stride}) {
     EXPECT_EQ(cuda::LaunchThinProduct(args, context_->stream()).code(),
               absl::StatusCode::kInvalidArgument);
   }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/backend.h"
 #include "core/cpu/multiply.h"
 #include "core/freivalds.h"
@@ -27,6 +28,7 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/device_context.h"
 #include "core/cuda/freivalds.h"
+#include "core/cuda/multiply.h"
 #include "tests/core/device_copy_support.h"
 #endif
 
@@ -274,11 +276,17 @@ TEST(Freivalds, RejectsIntegerDTypesAndBadVectorCounts) {
 }
 
 #ifdef MATRIXD_HAVE_CUDA
-// Every tuning of the device check (core/cuda/freivalds.h): our kernels with B's part on the side
-// lane (the default), our kernels all on the stream, cuBLAS gemm and nrm2.
-const cuda::FreivaldsTuning kDeviceTunings[] = {{.own_kernels = true, .beside_upload = true},
-                                                {.own_kernels = true, .beside_upload = false},
-                                                {.own_kernels = false, .beside_upload = false}};
+// Every tuning of the device check (core/cuda/freivalds.h): our kernels beside the upload (the
+// default; A in pieces of 64 MiB, so one piece here), the same with A cut into many small pieces
+// (one row; a few rows and the last piece halved down to a sixteenth), B's part alone beside (A's
+// after the product), our kernels all on the stream, cuBLAS gemm and nrm2.
+const cuda::FreivaldsTuning kDeviceTunings[] = {
+    {.own_kernels = true, .beside_upload = true},
+    {.own_kernels = true, .beside_upload = true, .a_piece_bytes = 1000},
+    {.own_kernels = true, .beside_upload = true, .a_piece_bytes = 20000},
+    {.own_kernels = true, .beside_upload = true, .a_piece_bytes = 0},
+    {.own_kernels = true, .beside_upload = false},
+    {.own_kernels = false, .beside_upload = false}};
 
 // Sets a tuning for the scope, the defaults again after it.
 class ScopedFreivaldsTuning {
@@ -379,10 +387,54 @@ TEST_P(FreivaldsOnDevice, TheSameSeedGivesTheSameDiscrepancyBitForBit) {
   EXPECT_EQ(first->discrepancy, second->discrepancy);
 }
 
+TEST_P(FreivaldsOnDevice, MultiplyUploadsAInPiecesAndChecksTheProduct) {
+  // Through the product itself (core/cuda/multiply.cc): A's upload cut as the tuning says, the
+  // product's wait for the side lane recorded as "freivalds_wait"; a block-sparse product checks
+  // after the product, its pieces landing at once.
+  const ScopedFreivaldsTuning tuning(GetParam());
+  const cuda::FreivaldsTuning& t = GetParam();
+  testing::ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    const Matrix a = RandomMatrix<T>(103, 70, 36);
+    const Matrix b = RandomMatrix<T>(70, 29, 37);
+    const Matrix want = Product(a, b);
+    for (const int64_t block_size : {int64_t{0}, int64_t{16}}) {
+      SCOPED_TRACE(block_size);
+      auto result = cuda::Multiply(a.view(), b.view(), {.block_size = block_size, .verify = true},
+                                   *context_, nullptr);
+      ASSERT_TRUE(result.ok()) << result.status();
+      ASSERT_TRUE(result->check.has_value());
+      EXPECT_TRUE(result->check->passed) << result->check->discrepancy;
+      EXPECT_LE(testing::DistanceNorm(testing::Widen<T>(result->c), testing::Widen<T>(want)),
+                1e-3L * testing::Norm(testing::Widen<T>(want)));
+      int records = 0;
+      int waits = 0;
+      for (const KernelRecord& kernel : result->stats.kernels) {
+        if (kernel.kernel == "freivalds") {
+          ++records;
+          EXPECT_GT(kernel.seconds, 0.0);
+        }
+        if (kernel.kernel == "freivalds_wait") ++waits;
+      }
+      EXPECT_EQ(records, 1);
+      // The dense product waits for the side lane once A came in pieces.
+      const bool pieces = t.own_kernels && t.beside_upload && t.a_piece_bytes > 0;
+      EXPECT_EQ(waits, pieces && block_size == 0 ? 1 : 0);
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Tunings, FreivaldsOnDevice, ::testing::ValuesIn(kDeviceTunings),
                          [](const ::testing::TestParamInfo<cuda::FreivaldsTuning>& info) {
-                           return std::string(info.param.own_kernels ? "Own" : "Cublas") +
-                                  (info.param.beside_upload ? "Beside" : "After");
+                           const cuda::FreivaldsTuning& t = info.param;
+                           std::string pieces;
+                           if (t.beside_upload) {
+                             pieces = t.a_piece_bytes == 0
+                                          ? "WholeA"
+                                          : absl::StrCat("APieces", t.a_piece_bytes);
+                           }
+                           return std::string(t.own_kernels ? "Own" : "Cublas") +
+                                  (t.beside_upload ? "Beside" : "After") + pieces;
                          });
 #endif
 
