@@ -94,8 +94,12 @@ class BalancedModulus {
     return Reduce(result);  // p = 2: a^0 = 1
   }
 
-  // The balanced residue of any int64.
+  // The balanced residue of any int64: by Reduce where |v| <= 2^50 (its precondition for every
+  // p >= 2), without the 64-bit integer division that made the GPU's residues of an exact
+  // determinant's entries compute-bound; by that division beyond.
   MATRIXD_HOST_DEVICE double FromSigned(int64_t v) const {
+    constexpr int64_t kReducible = int64_t{1} << 50;
+    if (v >= -kReducible && v <= kReducible) return Reduce(static_cast<double>(v));
     const int64_t r = v % static_cast<int64_t>(modulus_);  // |r| < p
     double x = static_cast<double>(r);
     if (x > half_) x -= p_;

@@ -154,7 +154,11 @@ TEST(BalancedModulus, FromSignedAndToCanonicalMatchReduceSigned) {
     for (const int64_t v :
          {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), int64_t{-1},
           int64_t{0}, -static_cast<int64_t>(p), static_cast<int64_t>(p / 2 + 1),
-          static_cast<int64_t>(rng()), static_cast<int64_t>(rng())}) {
+          static_cast<int64_t>(rng()), static_cast<int64_t>(rng()),
+          // Both sides of the bound where Reduce takes over from the integer division.
+          int64_t{1} << 50, (int64_t{1} << 50) + 1, -(int64_t{1} << 50), -(int64_t{1} << 50) - 1,
+          (int64_t{1} << 50) - 1, static_cast<int64_t>(rng() >> 14),
+          -static_cast<int64_t>(rng() >> 14), static_cast<int64_t>(rng() >> 44)}) {
       const double r = f.FromSigned(v);
       EXPECT_LE(std::abs(r), static_cast<double>(p / 2)) << v << " mod " << p;
       EXPECT_EQ(f.ToCanonical(r), ReduceSigned(v, p)) << v << " mod " << p;

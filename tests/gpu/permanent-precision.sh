@@ -13,7 +13,7 @@ source "$(dirname "$0")/run_lib.sh" permanent-precision
 
 gpu_info
 log "matrixd_core_test --gtest_filter='*Permanent*'"
-run_gtest 120 "${out}/permanent-tests.txt" "${bin}/matrixd_core_test" --gtest_filter='*Permanent*' --gtest_brief=1 \
+run_gtest 120 "${out}/permanent-tests.txt" "${bin}/matrixd_core_test" --gtest_filter='*Permanent*' --gtest_brief=1
 log "matrixd_bench --no_cpu --tables=permanent --perm_n=36 --repeats=3"
 timeout 200 "${bin}/matrixd_bench" --no_cpu --tables=permanent --perm_n=36 --repeats=3 \
   >"${out}/permanent-table.txt" 2>&1
