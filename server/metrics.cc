@@ -270,6 +270,8 @@ void Metrics::RecordKernels(absl::string_view op, DType dtype, const ComputeStat
     kernel_flop_counts_.Get(labels).Increment(flops > 0.0 ? flops : 0.0);
     if (seconds <= 0.0) return;
     kernel_durations_.Get(labels).Observe(seconds);
+    // A record that moves no bytes (a wait, as "freivalds_wait") has no bandwidth to show.
+    if (bytes == 0) return;
     const double bandwidth = static_cast<double>(bytes) / seconds;
     kernel_bandwidths_.Get(labels).Set(bandwidth);
     if (copy_bandwidth > 0.0) kernel_efficiencies_.Get(labels).Set(bandwidth / copy_bandwidth);

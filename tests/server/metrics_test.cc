@@ -263,6 +263,20 @@ TEST(Metrics, EfficiencyRatioIsBandwidthOverTheDevicesCopyBandwidth) {
                    0.8);
 }
 
+TEST(Metrics, ARecordThatMovesNoBytesHasADurationButNoBandwidth) {
+  Metrics metrics("0", "cuda");
+  metrics.SetCopyBandwidth(kDevice, 2.5e12);
+  // The product's wait for the check's second stream (core/cuda/freivalds.h).
+  metrics.RecordKernels(kOpMultiply, DType::kFloat64,
+                        StatsWith({{"freivalds_wait", 2e-5, 0, 0.0}}));
+  const std::string text = metrics.Serialize();
+  const LabelSet labels = KernelLabels("multiply", "freivalds_wait", "float64");
+  EXPECT_EQ(SampleValue(text, "matrixd_kernel_duration_seconds_count", labels), 1.0);
+  EXPECT_FALSE(
+      SampleValue(text, "matrixd_kernel_effective_bandwidth_bytes_per_second", labels).has_value());
+  EXPECT_FALSE(SampleValue(text, "matrixd_kernel_bandwidth_efficiency_ratio", labels).has_value());
+}
+
 TEST(Metrics, ResultWithoutKernelRecordsCountsAsOneWholeOperation) {
   Metrics metrics("0", "cpu");
   metrics.RecordKernels(kOpPermanent, DType::kInt64, StatsWith({}));
