@@ -79,9 +79,10 @@ std::optional<double> NormFromSquares(std::span<const double> partials) {
 }
 
 // How A is cut for its part beside the upload (ProductCheckInFlight::a_pieces).
-std::vector<RowRange> APiecesOf(const MatrixView& a, bool transpose_a,
+std::vector<RowRange> APiecesOf(const MatrixView& a, bool transpose_a, bool a_upload_follows,
                                 const FreivaldsTuning& tuning) {
-  if (!tuning.own_kernels || !tuning.beside_upload || transpose_a || tuning.a_piece_bytes <= 0) {
+  if (!a_upload_follows || !tuning.own_kernels || !tuning.beside_upload || transpose_a ||
+      tuning.a_piece_bytes <= 0) {
     return {};
   }
   const int64_t row_bytes = a.cols * static_cast<int64_t>(ElementSize(a.dtype));
@@ -113,10 +114,11 @@ struct CheckLayout {
 };
 
 CheckLayout LayoutOf(const MatrixView& a, const MatrixView& b, bool transpose_a, bool transpose_b,
-                     const ProductShape& shape, const FreivaldsTuning& tuning) {
+                     bool a_upload_follows, const ProductShape& shape,
+                     const FreivaldsTuning& tuning) {
   CheckLayout layout;
   if (!tuning.own_kernels) return layout;
-  layout.a_pieces = APiecesOf(a, transpose_a, tuning);
+  layout.a_pieces = APiecesOf(a, transpose_a, a_upload_follows, tuning);
   if (layout.a_pieces.empty()) {
     layout.partials_a = ThinProductPartials(a.dtype, a.rows, a.cols, transpose_a);
     layout.scratch_a = ThinProductScratchBytes(a.dtype, a.rows, a.cols, transpose_a);
@@ -131,15 +133,6 @@ CheckLayout LayoutOf(const MatrixView& a, const MatrixView& b, bool transpose_a,
   layout.scratch_b = ThinProductScratchBytes(b.dtype, b.rows, b.cols, transpose_b);
   layout.scratch_c = ThinProductScratchBytes(a.dtype, shape.m, shape.n, false);
   return layout;
-}
-
-// A check begun once A is on the device already (no upload to follow): its pieces, when the
-// tuning cuts A, land at once.
-absl::Status LandEveryPiece(ProductCheckInFlight& check) {
-  for (size_t piece = 0; piece < check.a_pieces().size(); ++piece) {
-    MATRIXD_RETURN_IF_ERROR(check.APieceLanded(piece));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -157,12 +150,13 @@ FreivaldsTuning GetFreivaldsTuning() {
 }
 
 uint64_t ProductCheckDeviceBytes(const MatrixView& a, const MatrixView& b, bool transpose_a,
-                                 bool transpose_b, int vectors) {
+                                 bool transpose_b, int vectors, bool a_upload_follows) {
   ProductShape shape;
   shape.m = transpose_a ? a.cols : a.rows;
   shape.k = transpose_a ? a.rows : a.cols;
   shape.n = transpose_b ? b.rows : b.cols;
-  const CheckLayout layout = LayoutOf(a, b, transpose_a, transpose_b, shape, GetFreivaldsTuning());
+  const CheckLayout layout =
+      LayoutOf(a, b, transpose_a, transpose_b, a_upload_follows, shape, GetFreivaldsTuning());
   const uint64_t vector_elements =
       static_cast<uint64_t>(std::max<int64_t>(shape.n + shape.k + 2 * shape.m, 0)) *
       static_cast<uint64_t>(vectors);
@@ -208,7 +202,8 @@ ProductCheckInFlight::~ProductCheckInFlight() {
 
 absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> ProductCheckInFlight::Begin(
     const MatrixView& a, const MatrixView& b, const MatrixView& c, bool transpose_a,
-    bool transpose_b, DeviceContext& context, const FreivaldsOptions& options) {
+    bool transpose_b, DeviceContext& context, const FreivaldsOptions& options,
+    bool a_upload_follows) {
   auto operands = std::make_unique<Operands>();
   MATRIXD_ASSIGN_OR_RETURN(operands->shape,
                            FreivaldsShape(a, b, c, transpose_a, transpose_b, options));
@@ -233,7 +228,8 @@ absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> ProductCheckInFlight::Begi
   MATRIXD_ASSIGN_OR_RETURN(operands->w,
                            context.Allocate(static_cast<size_t>(shape.m) * s * element));
   if (operands->tuning.own_kernels) {
-    CheckLayout layout = LayoutOf(a, b, transpose_a, transpose_b, shape, operands->tuning);
+    CheckLayout layout =
+        LayoutOf(a, b, transpose_a, transpose_b, a_upload_follows, shape, operands->tuning);
     operands->partials_a = layout.partials_a;
     operands->partials_b = layout.partials_b;
     operands->a_pieces = std::move(layout.a_pieces);
@@ -461,8 +457,8 @@ absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView&
                                           DeviceContext& context, const FreivaldsOptions& options) {
   MATRIXD_ASSIGN_OR_RETURN(
       std::unique_ptr<ProductCheckInFlight> check,
-      ProductCheckInFlight::Begin(a, b, c, transpose_a, transpose_b, context, options));
-  MATRIXD_RETURN_IF_ERROR(LandEveryPiece(*check));
+      ProductCheckInFlight::Begin(a, b, c, transpose_a, transpose_b, context, options,
+                                  /*a_upload_follows=*/false));
   return check->Finish();
 }
 
@@ -476,9 +472,9 @@ FreivaldsOptions OptionsOf(const MultiplyOptions& options) {
 
 absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> BeginVerifyProduct(
     const MatrixView& a, const MatrixView& b, const MatrixView& c, const MultiplyOptions& options,
-    DeviceContext& context) {
+    DeviceContext& context, bool a_upload_follows) {
   return ProductCheckInFlight::Begin(a, b, c, options.transpose_a, options.transpose_b, context,
-                                     OptionsOf(options));
+                                     OptionsOf(options), a_upload_follows);
 }
 
 absl::Status FinishVerifyProduct(ProductCheckInFlight& check, const MatrixView& a,
@@ -520,8 +516,8 @@ absl::Status VerifyProduct(const MatrixView& a, const MatrixView& b, const Matri
                            const MultiplyOptions& options, DeviceContext& context,
                            MultiplyResult* result) {
   MATRIXD_ASSIGN_OR_RETURN(std::unique_ptr<ProductCheckInFlight> check,
-                           BeginVerifyProduct(a, b, c, options, context));
-  MATRIXD_RETURN_IF_ERROR(LandEveryPiece(*check));
+                           BeginVerifyProduct(a, b, c, options, context,
+                                              /*a_upload_follows=*/false));
   return FinishVerifyProduct(*check, a, b, c, options, context, result);
 }
 

@@ -56,18 +56,22 @@ class ProductCheckInFlight {
  public:
   // Same requirements and errors as CheckProduct below. Queues B's part on the side lane (behind
   // everything already queued on the context's stream) when the tuning says so.
+  // `a_upload_follows`: the caller uploads A after Begin (a_pieces() says how); false: A is on
+  // the device already, its part after the product.
   static absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> Begin(
       const MatrixView& a, const MatrixView& b, const MatrixView& c, bool transpose_a,
-      bool transpose_b, DeviceContext& context, const FreivaldsOptions& options);
+      bool transpose_b, DeviceContext& context, const FreivaldsOptions& options,
+      bool a_upload_follows);
   ~ProductCheckInFlight();
   ProductCheckInFlight(const ProductCheckInFlight&) = delete;
   ProductCheckInFlight& operator=(const ProductCheckInFlight&) = delete;
 
-  // A's rows in the order the caller should upload them, when A's part follows its upload (own
-  // kernels beside the upload, A not transposed, a_piece_bytes > 0); empty: A in one piece, its
-  // part after the product. Each piece's part runs during the next piece's upload; the last
-  // piece is small (halved down to a_piece_bytes / 16) and its part runs after the product, on
-  // the context's stream, so that the product's wait for the side lane is short.
+  // A's rows in the order the caller should upload them, when A's part follows its upload (A's
+  // upload follows Begin, own kernels beside the upload, A not transposed, a_piece_bytes > 0);
+  // empty: A in one piece, its part after the product. Each piece's part runs during the next
+  // piece's upload; the last piece is small (halved down to a_piece_bytes / 16) and its part runs
+  // after the product, on the context's stream, so that the product's wait for the side lane is
+  // short.
   const std::vector<RowRange>& a_pieces() const;
   // Call after queuing the upload of a_pieces()[piece] on the context's stream, pieces in order:
   // queues Z's rows of that piece (and its squares) on the side lane, behind the upload (the last
@@ -132,7 +136,7 @@ class ProductCheckInFlight {
 // The device memory ProductCheckInFlight::Begin allocates for the check of c = op(a) op(b)
 // (c m x n) with `vectors` sign vectors under the current tuning.
 uint64_t ProductCheckDeviceBytes(const MatrixView& a, const MatrixView& b, bool transpose_a,
-                                 bool transpose_b, int vectors);
+                                 bool transpose_b, int vectors, bool a_upload_follows);
 
 // Checks that c holds op(A) op(B) (op: the plain transpose when asked for) to within the rounding
 // of a floating-point product. REQUIRES: a, b and c are in `context`'s device's memory (their
@@ -145,7 +149,8 @@ absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView&
                                           DeviceContext& context, const FreivaldsOptions& options);
 
 // A product's verify step around the product: BeginVerifyProduct (once B is on the device, before
-// A's upload where the caller can) starts the check of c = op(a) op(b) as `options` (a Multiply's)
+// A's upload where the caller can: `a_upload_follows` as in ProductCheckInFlight::Begin) starts
+// the check of c = op(a) op(b) as `options` (a Multiply's)
 // describes it, with FreivaldsSeed(options.deterministic); FinishVerifyProduct (after the product)
 // puts the verdict in result->check and appends the kernel records "freivalds" (the check's time
 // on the context's stream from the end of the product), "freivalds_wait" when the product waited
@@ -153,7 +158,7 @@ absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView&
 // time on the side lane). Same requirements and errors as CheckProduct.
 absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> BeginVerifyProduct(
     const MatrixView& a, const MatrixView& b, const MatrixView& c, const MultiplyOptions& options,
-    DeviceContext& context);
+    DeviceContext& context, bool a_upload_follows);
 absl::Status FinishVerifyProduct(ProductCheckInFlight& check, const MatrixView& a,
                                  const MatrixView& b, const MatrixView& c,
                                  const MultiplyOptions& options, DeviceContext& context,

@@ -83,16 +83,19 @@ uint64_t MultiplyDeviceBytes(const MatrixView& a, const MatrixView& b,
   const uint64_t c = static_cast<uint64_t>(std::max<int64_t>(m, 0)) *
                      static_cast<uint64_t>(std::max<int64_t>(n, 0)) * ElementSize(a.dtype);
   // Freivalds' check (options.verify): its vectors and the thin products' partial sums and
-  // scratch (core/cuda/freivalds.h).
-  const uint64_t check = options.verify
-                             ? ProductCheckDeviceBytes(a, b, options.transpose_a,
-                                                       options.transpose_b, kFreivaldsVectors)
-                             : 0;
-  const uint64_t dense = a.byte_size() + b.byte_size() + c + check;
+  // scratch (core/cuda/freivalds.h), A's pieces where A is uploaded.
+  const uint64_t check =
+      options.verify ? ProductCheckDeviceBytes(a, b, options.transpose_a, options.transpose_b,
+                                               kFreivaldsVectors, !a.on_device())
+                     : 0;
   // Block-sparse products keep block lists and per-block partial products; UINT32 products split
   // the operands into exactly representable pieces: allow twice the dense operands.
-  if (options.block_size > 0 || a.dtype == DType::kUInt32) return 2 * dense + kMargin;
-  return dense + kMargin;
+  if (options.block_size > 0 || a.dtype == DType::kUInt32) {
+    return 2 * (a.byte_size() + b.byte_size() + c + check) + kMargin;
+  }
+  // A dense product reads operands already in device memory (resident matrices) in place.
+  const auto copied = [](const MatrixView& x) { return x.on_device() ? 0 : x.byte_size(); };
+  return copied(a) + copied(b) + c + check + kMargin;
 }
 
 uint64_t PermanentDeviceBytes(const MatrixView& a, const PermanentOptions& /*options*/) {

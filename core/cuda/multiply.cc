@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <complex>
+#include <cstddef>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/block_sparse.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/device_operand.h"
 #include "core/cuda/device_view.h"
 #include "core/cuda/freivalds.h"
 #include "core/cuda/kernel_timer.h"
@@ -65,22 +67,34 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
   // C straight into the caller's resident matrix when it lives on this device: no round trip.
   void* const c_out = InPlaceOutput(options.output, c_bytes, a.dtype, context);
   if (c_out == nullptr) result.c = Matrix::ForOverwrite(m, n, a.dtype);  // downloaded in full
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_a, context.Allocate(a.byte_size()));
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_b, context.Allocate(b.byte_size()));
+  // An operand already in this device's memory (a resident matrix) is read in place, unless C is
+  // written over it; the others are uploaded into buffers of their own.
+  const auto in_place = [&](const MatrixView& x) {
+    if (!InPlaceOnDevice(x, context)) return false;
+    if (c_out == nullptr) return true;
+    const auto* c_begin = static_cast<const std::byte*>(c_out);
+    return x.data + x.byte_size() <= c_begin || c_begin + c_bytes <= x.data;
+  };
+  const bool a_in_place = in_place(a);
+  const bool b_in_place = in_place(b);
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_a, context.Allocate(a_in_place ? 0 : a.byte_size()));
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_b, context.Allocate(b_in_place ? 0 : b.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer device_c, context.Allocate(c_out != nullptr ? 0 : c_bytes));
+  const void* const a_data = a_in_place ? a.data : device_a.data();
+  const void* const b_data = b_in_place ? b.data : device_b.data();
   void* const c_target = c_out != nullptr ? c_out : device_c.data();
-  // The check's operands (device copies) and C's buffer, as Freivalds' check reads them.
-  const MatrixView check_a = DeviceMatrixView(a.rows, a.cols, a.dtype, device_a.data());
-  const MatrixView check_b = DeviceMatrixView(b.rows, b.cols, a.dtype, device_b.data());
+  // The operands and C on the device, as Freivalds' check reads them.
+  const MatrixView check_a = DeviceMatrixView(a.rows, a.cols, a.dtype, a_data);
+  const MatrixView check_b = DeviceMatrixView(b.rows, b.cols, a.dtype, b_data);
   const MatrixView check_c = DeviceMatrixView(m, n, a.dtype, c_target);
   // B first: the check's part that reads only B then runs while A is uploaded (freivalds.h).
-  MATRIXD_RETURN_IF_ERROR(context.Upload(b.data, device_b, b.byte_size()));
+  if (!b_in_place) MATRIXD_RETURN_IF_ERROR(context.Upload(b.data, device_b, b.byte_size()));
   std::unique_ptr<ProductCheckInFlight> check;
   if (options.verify) {
-    MATRIXD_ASSIGN_OR_RETURN(check,
-                             BeginVerifyProduct(check_a, check_b, check_c, options, context));
+    MATRIXD_ASSIGN_OR_RETURN(check, BeginVerifyProduct(check_a, check_b, check_c, options, context,
+                                                       /*a_upload_follows=*/!a_in_place));
   }
-  MATRIXD_RETURN_IF_ERROR(UploadA(a, device_a, check.get(), context));
+  if (!a_in_place) MATRIXD_RETURN_IF_ERROR(UploadA(a, device_a, check.get(), context));
 
   MATRIXD_ASSIGN_OR_RETURN(KernelTimer gemm_timer, KernelTimer::Start(context.stream()));
   {
@@ -96,9 +110,9 @@ absl::StatusOr<MultiplyResult> DenseMultiply(const MatrixView& a, const MatrixVi
     MATRIXD_CUDA_RETURN_IF_ERROR(Traits::gemm(
         context.cublas(), options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
         options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-        static_cast<int>(k), &one, LibraryPointer<T>(device_b.data()), static_cast<int>(b.cols),
-        LibraryPointer<T>(device_a.data()), static_cast<int>(a.cols), &zero,
-        LibraryPointer<T>(c_target), static_cast<int>(n)));
+        static_cast<int>(k), &one, static_cast<const typename Traits::Device*>(b_data),
+        static_cast<int>(b.cols), static_cast<const typename Traits::Device*>(a_data),
+        static_cast<int>(a.cols), &zero, LibraryPointer<T>(c_target), static_cast<int>(n)));
   }
   MATRIXD_RETURN_IF_ERROR(gemm_timer.Stop());
   const double flops_per_update = std::is_same_v<T, float> || std::is_same_v<T, double> ? 2.0 : 8.0;

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/device_operand.h"
 #include "core/cuda/factorize_common.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
@@ -29,25 +30,6 @@
 
 namespace matrixd::cuda {
 namespace {
-
-// An operand in this device's memory: read in place, or copied into a buffer of its own.
-struct DeviceOperand {
-  const void* data = nullptr;
-  DeviceBuffer copy;
-};
-
-absl::StatusOr<DeviceOperand> OnDevice(const MatrixView& view, DeviceContext& context) {
-  DeviceOperand operand;
-  if (view.on_device() && context.OnThisDevice(view.data)) {
-    operand.data = view.data;
-    return operand;
-  }
-  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer copy, context.Allocate(view.byte_size()));
-  MATRIXD_RETURN_IF_ERROR(context.Upload(view.data, copy, view.byte_size()));
-  operand.copy = std::move(copy);
-  operand.data = operand.copy.data();
-  return operand;
-}
 
 cublasOperation_t OpOf(SolveTranspose transpose) {
   switch (transpose) {

@@ -424,6 +424,30 @@ TEST_P(FreivaldsOnDevice, MultiplyUploadsAInPiecesAndChecksTheProduct) {
   });
 }
 
+TEST_P(FreivaldsOnDevice, MultiplyReadsOperandsOnTheDeviceInPlace) {
+  // Resident operands (device views): the product and its check read them where they lie — no
+  // copies (only C and the check's vectors are allocated), no pieces and so no wait.
+  const ScopedFreivaldsTuning tuning(GetParam());
+  const Matrix a = RandomMatrix<double>(300, 200, 38);
+  const Matrix b = RandomMatrix<double>(250, 200, 39);  // used as op(B) = B^T
+  const cuda::DeviceBuffer da = testing::UploadToDevice(*context_, a);
+  const cuda::DeviceBuffer db = testing::UploadToDevice(*context_, b);
+  const uint64_t before = context_->memory_statistics().total_bytes;
+  auto result = cuda::Multiply(testing::DeviceView(a, da), testing::DeviceView(b, db),
+                               {.transpose_b = true, .verify = true}, *context_, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const uint64_t allocated = context_->memory_statistics().total_bytes - before;
+  ASSERT_TRUE(result->check.has_value());
+  EXPECT_TRUE(result->check->passed) << result->check->discrepancy;
+  const Matrix want = Product(a, b, false, true);
+  EXPECT_LE(testing::DistanceNorm(testing::Widen<double>(result->c), testing::Widen<double>(want)),
+            1e-12L * testing::Norm(testing::Widen<double>(want)));
+  EXPECT_LT(allocated, a.byte_size() + result->c.byte_size());
+  for (const KernelRecord& kernel : result->stats.kernels) {
+    EXPECT_NE(kernel.kernel, "freivalds_wait");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tunings, FreivaldsOnDevice, ::testing::ValuesIn(kDeviceTunings),
                          [](const ::testing::TestParamInfo<cuda::FreivaldsTuning>& info) {
                            const cuda::FreivaldsTuning& t = info.param;
