@@ -243,7 +243,10 @@ absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> ProductCheckInFlight::Begi
   MATRIXD_RETURN_IF_ERROR(context.Upload(x.bytes(), operands->x, x.byte_size()));
   std::unique_ptr<ProductCheckInFlight> check(
       new ProductCheckInFlight(context, std::move(operands)));
-  if (check->operands_->tuning.own_kernels && check->operands_->tuning.beside_upload) {
+  // Beside A's upload only: with nothing to upload, B's part would run beside the product and
+  // slow it down by about its own time (docs/accuracy.md); after the product it costs the same.
+  if (a_upload_follows && check->operands_->tuning.own_kernels &&
+      check->operands_->tuning.beside_upload) {
     MATRIXD_RETURN_IF_ERROR(check->QueueBeside());
   }
   return check;

@@ -54,10 +54,10 @@ struct RowRange {
 // the operands are freed after it.
 class ProductCheckInFlight {
  public:
-  // Same requirements and errors as CheckProduct below. Queues B's part on the side lane (behind
-  // everything already queued on the context's stream) when the tuning says so.
-  // `a_upload_follows`: the caller uploads A after Begin (a_pieces() says how); false: A is on
-  // the device already, its part after the product.
+  // Same requirements and errors as CheckProduct below. `a_upload_follows`: the caller uploads A
+  // after Begin (a_pieces() says how), and B's part is queued on the side lane (behind
+  // everything already queued on the context's stream) when the tuning says so; false: A is on
+  // the device already, and the whole check runs in Finish.
   static absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> Begin(
       const MatrixView& a, const MatrixView& b, const MatrixView& c, bool transpose_a,
       bool transpose_b, DeviceContext& context, const FreivaldsOptions& options,
