@@ -98,18 +98,36 @@ __device__ __forceinline__ double SquaredMagnitude(float2 z) {
 }
 __device__ __forceinline__ double SquaredMagnitude(double2 z) { return fma(z.x, z.x, z.y * z.y); }
 
+// `shuffle` (a warp shuffle of one float or double) applied to v, part by part for the complex
+// types.
+template <typename PartShuffle>
+__device__ __forceinline__ float ShufflePartwise(float v, PartShuffle shuffle) {
+  return shuffle(v);
+}
+template <typename PartShuffle>
+__device__ __forceinline__ double ShufflePartwise(double v, PartShuffle shuffle) {
+  return shuffle(v);
+}
+template <typename PartShuffle>
+__device__ __forceinline__ float2 ShufflePartwise(float2 v, PartShuffle shuffle) {
+  return make_float2(shuffle(v.x), shuffle(v.y));
+}
+template <typename PartShuffle>
+__device__ __forceinline__ double2 ShufflePartwise(double2 v, PartShuffle shuffle) {
+  return make_double2(shuffle(v.x), shuffle(v.y));
+}
+
 // Lane i + offset's v in lane i (of a full warp), as __shfl_down_sync, for the four types.
-__device__ __forceinline__ float ShuffleDown(float v, int offset) {
-  return __shfl_down_sync(0xffffffffu, v, offset);
+template <typename E>
+__device__ __forceinline__ E ShuffleDown(E v, int offset) {
+  return ShufflePartwise(
+      v, [offset](auto part) { return __shfl_down_sync(0xffffffffu, part, offset); });
 }
-__device__ __forceinline__ double ShuffleDown(double v, int offset) {
-  return __shfl_down_sync(0xffffffffu, v, offset);
-}
-__device__ __forceinline__ float2 ShuffleDown(float2 v, int offset) {
-  return make_float2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
-}
-__device__ __forceinline__ double2 ShuffleDown(double2 v, int offset) {
-  return make_double2(ShuffleDown(v.x, offset), ShuffleDown(v.y, offset));
+
+// Lane `source`'s v, in every lane of a full warp, for the four types.
+template <typename E>
+__device__ __forceinline__ E Shuffle(E v, int source) {
+  return ShufflePartwise(v, [source](auto part) { return __shfl_sync(0xffffffffu, part, source); });
 }
 
 // Lane 0 gets the sum of v over the warp's 32 lanes, in a fixed order (a tree of shuffles).

@@ -81,20 +81,6 @@ __device__ __forceinline__ double2 Divide(double2 num, double2 den) {
   return DivideComplex(num, den);
 }
 
-// Lane `source`'s v, in every lane.
-__device__ __forceinline__ float Shuffle(float v, int source) {
-  return __shfl_sync(0xffffffffu, v, source);
-}
-__device__ __forceinline__ double Shuffle(double v, int source) {
-  return __shfl_sync(0xffffffffu, v, source);
-}
-__device__ __forceinline__ float2 Shuffle(float2 v, int source) {
-  return make_float2(Shuffle(v.x, source), Shuffle(v.y, source));
-}
-__device__ __forceinline__ double2 Shuffle(double2 v, int source) {
-  return make_double2(Shuffle(v.x, source), Shuffle(v.y, source));
-}
-
 // Rows of the block of `block` rows that starts at row `first` of n.
 __device__ __forceinline__ int BlockRows(int64_t n, int64_t first, int block) {
   return n - first < block ? static_cast<int>(n - first) : block;
