@@ -307,21 +307,6 @@ RowSegments RowSegmentsOf(int64_t rows, int64_t cols) {
   return {.count = (cols + length - 1) / length, .columns = length};
 }
 
-// The element type of a floating dtype, for the sizing functions.
-template <typename F>
-auto VisitElement(DType dtype, F f) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return f(float{});
-    case DType::kComplex64:
-      return f(float2{});
-    case DType::kComplex128:
-      return f(double2{});
-    default:
-      return f(double{});
-  }
-}
-
 template <typename T>
 absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
   using E = DeviceType<T>;
@@ -403,8 +388,8 @@ absl::Status LaunchDifferenceNorms(DType dtype, const void* z, const void* w, in
 
 int64_t ThinProductPartials(DType dtype, int64_t rows, int64_t cols, bool transpose) {
   if (transpose) return ColumnBlocks(cols) * RowChunks(rows);
-  return VisitElement(dtype, [&](auto element) {
-    using E = decltype(element);
+  return VisitFloatingType(dtype, [&](auto type) {
+    using E = DeviceType<typename decltype(type)::type>;
     return RowBlocks<E>(rows) * RowSegmentsOf<E>(rows, cols).count;
   });
 }
@@ -415,8 +400,9 @@ size_t ThinProductScratchBytes(DType dtype, int64_t rows, int64_t cols, bool tra
     return static_cast<size_t>(RowChunks(rows)) * static_cast<size_t>(cols) * kThinColumns *
            element;
   }
-  const int64_t segments =
-      VisitElement(dtype, [&](auto e) { return RowSegmentsOf<decltype(e)>(rows, cols).count; });
+  const int64_t segments = VisitFloatingType(dtype, [&](auto type) {
+    return RowSegmentsOf<DeviceType<typename decltype(type)::type>>(rows, cols).count;
+  });
   if (segments <= 1) return 0;
   return static_cast<size_t>(segments) * static_cast<size_t>(rows) * kThinColumns * element;
 }
