@@ -106,7 +106,8 @@ std::vector<RowRange> APiecesOf(const MatrixView& a, bool transpose_a, bool a_up
 // What Begin allocates besides the vectors, for one product under one tuning.
 struct CheckLayout {
   std::vector<RowRange> a_pieces;
-  int64_t partials_a = 0;  // partial sums of |a|^2 (over all pieces)
+  std::vector<int64_t> a_piece_partials;  // where each piece's partial sums of |a|^2 start
+  int64_t partials_a = 0;                 // partial sums of |a|^2 (over all pieces)
   int64_t partials_b = 0;
   size_t scratch_a = 0;  // the thin products' scratch (thin_product.h), per operand
   size_t scratch_b = 0;
@@ -125,6 +126,7 @@ CheckLayout LayoutOf(const MatrixView& a, const MatrixView& b, bool transpose_a,
   }
   for (const RowRange& piece : layout.a_pieces) {
     // One piece at a time on the side lane: they share the scratch.
+    layout.a_piece_partials.push_back(layout.partials_a);
     layout.partials_a += ThinProductPartials(a.dtype, piece.count, a.cols, false);
     layout.scratch_a =
         std::max(layout.scratch_a, ThinProductScratchBytes(a.dtype, piece.count, a.cols, false));
@@ -186,6 +188,7 @@ struct ProductCheckInFlight::Operands {
   double* squares_b() const { return squares_a() + partials_a; }
   DeviceBuffer scratch_a, scratch_b, scratch_c;  // own kernels: the thin products' scratch
   std::vector<RowRange> a_pieces;                // A's part beside its upload, piece by piece
+  std::vector<int64_t> a_piece_partials;         // where each piece's squares go
 };
 
 ProductCheckInFlight::ProductCheckInFlight(DeviceContext& context,
@@ -233,6 +236,7 @@ absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> ProductCheckInFlight::Begi
     operands->partials_a = layout.partials_a;
     operands->partials_b = layout.partials_b;
     operands->a_pieces = std::move(layout.a_pieces);
+    operands->a_piece_partials = std::move(layout.a_piece_partials);
     MATRIXD_ASSIGN_OR_RETURN(
         operands->summary,
         context.Allocate((s + operands->partials_a + operands->partials_b) * sizeof(double)));
@@ -297,11 +301,6 @@ absl::Status ProductCheckInFlight::QueueAPiece(size_t piece, cudaStream_t stream
   Operands& o = *operands_;
   const RowRange rows = o.a_pieces[piece];
   const size_t element = ElementSize(o.a.dtype);
-  // The pieces' partial sums of squares follow each other in piece order.
-  int64_t first_partial = 0;
-  for (size_t p = 0; p < piece; ++p) {
-    first_partial += ThinProductPartials(o.a.dtype, o.a_pieces[p].count, o.a.cols, false);
-  }
   return LaunchThinProduct(
       ThinProductArgs{
           .dtype = o.a.dtype,
@@ -312,7 +311,7 @@ absl::Status ProductCheckInFlight::QueueAPiece(size_t piece, cudaStream_t stream
           .s = o.options.vectors,
           .out = static_cast<char*>(o.z.data()) + static_cast<size_t>(rows.first) * element,
           .out_stride = o.shape.m,
-          .square_partials = o.squares_a() + first_partial,
+          .square_partials = o.squares_a() + o.a_piece_partials[piece],
           .scratch = o.scratch_a.data()},
       stream);
 }
@@ -453,16 +452,6 @@ absl::StatusOr<ProductCheck> ProductCheckInFlight::VerdictFromVectors() {
   MATRIXD_ASSIGN_OR_RETURN(const double norm_a, CublasNorm(context_.cublas(), o.a));
   MATRIXD_ASSIGN_OR_RETURN(const double norm_b, CublasNorm(context_.cublas(), o.b));
   return FreivaldsVerdict(z.view(), w.view(), norm_a, norm_b, o.shape.k, o.shape.n, o.options);
-}
-
-absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView& b,
-                                          const MatrixView& c, bool transpose_a, bool transpose_b,
-                                          DeviceContext& context, const FreivaldsOptions& options) {
-  MATRIXD_ASSIGN_OR_RETURN(
-      std::unique_ptr<ProductCheckInFlight> check,
-      ProductCheckInFlight::Begin(a, b, c, transpose_a, transpose_b, context, options,
-                                  /*a_upload_follows=*/false));
-  return check->Finish();
 }
 
 namespace {

@@ -54,10 +54,15 @@ struct RowRange {
 // the operands are freed after it.
 class ProductCheckInFlight {
  public:
-  // Same requirements and errors as CheckProduct below. `a_upload_follows`: the caller uploads A
-  // after Begin (a_pieces() says how), and B's part is queued on the side lane (behind
-  // everything already queued on the context's stream) when the tuning says so; false: A is on
-  // the device already, and the whole check runs in Finish.
+  // Checks that c holds op(A) op(B) (op: the plain transpose when asked for) to within the
+  // rounding of a floating-point product. REQUIRES: a, b and c are (or, for a with
+  // a_upload_follows, will be) in `context`'s device's memory (their `data` device addresses,
+  // `space` whatever), row-major, and the caller has made the context's device current.
+  // INVALID_ARGUMENT, naming the operand, for dtypes or shapes that do not make c = op(a) op(b);
+  // RESOURCE_EXHAUSTED when the vectors (O((m + k + n) s) elements) do not fit.
+  // `a_upload_follows`: the caller uploads A after Begin (a_pieces() says how), and B's part is
+  // queued on the side lane (behind everything already queued on the context's stream) when the
+  // tuning says so; false: A is on the device already, and the whole check runs in Finish.
   static absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> Begin(
       const MatrixView& a, const MatrixView& b, const MatrixView& c, bool transpose_a,
       bool transpose_b, DeviceContext& context, const FreivaldsOptions& options,
@@ -138,16 +143,6 @@ class ProductCheckInFlight {
 uint64_t ProductCheckDeviceBytes(const MatrixView& a, const MatrixView& b, bool transpose_a,
                                  bool transpose_b, int vectors, bool a_upload_follows);
 
-// Checks that c holds op(A) op(B) (op: the plain transpose when asked for) to within the rounding
-// of a floating-point product. REQUIRES: a, b and c are in `context`'s device's memory (their
-// `data` device addresses, `space` whatever), row-major, and the caller has made the context's
-// device current. INVALID_ARGUMENT, naming the operand, for dtypes or shapes that do not make
-// c = op(a) op(b); RESOURCE_EXHAUSTED when the vectors (O((m + k + n) s) elements) do not fit.
-// Waits for the stream.
-absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView& b,
-                                          const MatrixView& c, bool transpose_a, bool transpose_b,
-                                          DeviceContext& context, const FreivaldsOptions& options);
-
 // A product's verify step around the product: BeginVerifyProduct (once B is on the device, before
 // A's upload where the caller can: `a_upload_follows` as in ProductCheckInFlight::Begin) starts
 // the check of c = op(a) op(b) as `options` (a Multiply's)
@@ -155,7 +150,7 @@ absl::StatusOr<ProductCheck> CheckProduct(const MatrixView& a, const MatrixView&
 // puts the verdict in result->check and appends the kernel records "freivalds" (the check's time
 // on the context's stream from the end of the product), "freivalds_wait" when the product waited
 // for the side lane (JoinBeforeProduct) and, when B's part ran beside, "freivalds_b" (that part's
-// time on the side lane). Same requirements and errors as CheckProduct.
+// time on the side lane). Same requirements and errors as ProductCheckInFlight::Begin.
 absl::StatusOr<std::unique_ptr<ProductCheckInFlight>> BeginVerifyProduct(
     const MatrixView& a, const MatrixView& b, const MatrixView& c, const MultiplyOptions& options,
     DeviceContext& context, bool a_upload_follows);

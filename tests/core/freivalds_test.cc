@@ -307,7 +307,9 @@ class FreivaldsOnDevice : public ::testing::TestWithParam<cuda::FreivaldsTuning>
     ASSERT_TRUE(context_->Activate().ok());
   }
 
-  // The device check of c = op(a) op(b) on device copies of the three, under the test's tuning.
+  // The device check of c = op(a) op(b) on device copies of the three, under the test's tuning,
+  // the way a product runs it: begun before A's upload, A's pieces landing one by one (the
+  // copies are there already), the join, then the rest.
   absl::StatusOr<ProductCheck> Check(const Matrix& a, const Matrix& b, const Matrix& c,
                                      bool transpose_a, bool transpose_b,
                                      const FreivaldsOptions& options) {
@@ -315,9 +317,16 @@ class FreivaldsOnDevice : public ::testing::TestWithParam<cuda::FreivaldsTuning>
     const cuda::DeviceBuffer da = testing::UploadToDevice(*context_, a);
     const cuda::DeviceBuffer db = testing::UploadToDevice(*context_, b);
     const cuda::DeviceBuffer dc = testing::UploadToDevice(*context_, c);
-    return cuda::CheckProduct(testing::DeviceView(a, da), testing::DeviceView(b, db),
-                              testing::DeviceView(c, dc), transpose_a, transpose_b, *context_,
-                              options);
+    MATRIXD_ASSIGN_OR_RETURN(
+        std::unique_ptr<cuda::ProductCheckInFlight> check,
+        cuda::ProductCheckInFlight::Begin(testing::DeviceView(a, da), testing::DeviceView(b, db),
+                                          testing::DeviceView(c, dc), transpose_a, transpose_b,
+                                          *context_, options, /*a_upload_follows=*/true));
+    for (size_t piece = 0; piece < check->a_pieces().size(); ++piece) {
+      MATRIXD_RETURN_IF_ERROR(check->APieceLanded(piece));
+    }
+    MATRIXD_RETURN_IF_ERROR(check->JoinBeforeProduct());
+    return check->Finish();
   }
 
   std::unique_ptr<cuda::DeviceContext> context_;
