@@ -19,15 +19,21 @@
 namespace matrixd::bench {
 namespace {
 
-// Median seconds of each kernel record over the runs, and whether every check passed.
+// Median seconds of each kernel record over the runs, the bytes it says it moved, and whether
+// every check passed.
 struct Runs {
   std::map<std::string, double> kernel_seconds;
+  std::map<std::string, uint64_t> kernel_bytes;
   bool passed = true;
   std::string error;
 
   double Seconds(const std::string& kernel) const {
     const auto it = kernel_seconds.find(kernel);
     return it == kernel_seconds.end() ? NAN : it->second;
+  }
+  double Bytes(const std::string& kernel) const {
+    const auto it = kernel_bytes.find(kernel);
+    return it == kernel_bytes.end() ? NAN : static_cast<double>(it->second);
   }
   // The product's own record (dense GPU: cublas_gemm; CPU: gemm).
   double Gemm() const {
@@ -49,6 +55,7 @@ bool RunProduct(Backend& backend, const Matrix& a, const Matrix& b, bool verify,
   if (warm_up) return true;
   for (const KernelRecord& record : result->stats.kernels) {
     (*samples)[record.kernel].push_back(record.seconds);
+    runs->kernel_bytes[record.kernel] = record.bytes;
   }
   return true;
 }
@@ -92,8 +99,9 @@ void BenchVerify(const std::string& label, Backend& backend, const Flags& flags,
        "unless it ran beside; includes the small downloads); beside: \"freivalds_b\" (Y = B X and "
        "||B|| on a second stream while A was uploaded)",
        "added = (gemm+v + check - gemm) / gemm: what verify costs; check = check / gemm (without "
-       "the GEMM's own spread); check GB/s: the bytes the record's part reads once (C; A and C "
-       "with B's part beside; A, B and C) over its time",
+       "the GEMM's own spread); check GB/s: the bytes the record \"freivalds\" reads (C, and what "
+       "of A and B "
+       "did not run beside) over check's time",
        "the unverified and each setting's verified product alternate run by run (medians)",
        "8 sign vectors; target (issue 15): added < 2 % at n = 8192 (docs/accuracy.md: reading C "
        "once at copy bandwidth is ~1 % of a float64 GEMM there, A, B and C ~2.9 %)"});
@@ -128,8 +136,7 @@ void BenchVerify(const std::string& label, Backend& backend, const Flags& flags,
         const double check = verified.Seconds("freivalds") + (std::isnan(wait) ? 0.0 : wait);
         const double beside = verified.Seconds("freivalds_b");
         const double added = gemm_verified + check - gemm;
-        const double operands = setting.name == "pieces" ? 1.0 : (std::isnan(beside) ? 3.0 : 2.0);
-        const double bytes = static_cast<double>(a.byte_size()) * operands;
+        const double bytes = verified.Bytes("freivalds");
         std::printf("%-10s %-6d %-9s %-10s %-10s %-10s %-10s %-7s %-7s %-11s %s\n", c.name, n,
                     setting.name.c_str(), Milliseconds(gemm).c_str(),
                     Milliseconds(gemm_verified).c_str(), Milliseconds(check).c_str(),
