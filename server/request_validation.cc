@@ -276,9 +276,10 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
     if (!rhs.ok()) return rhs.status();
     inputs.rhs.emplace(*std::move(rhs));
   }
-  // The factorizations read their operands on the host, except one over several GPUs, which
-  // copies them from where they lie (core/multi_gpu/multi_gpu_factorize.h).
-  // (keep_input keeps a host copy of A.)
+  // A resident operand is read where it lies when the backend says it can
+  // (Backend::FactorizeReadsOnDevice: on a CUDA server every factorization but a batch of
+  // Cholesky ones; over several GPUs, core/multi_gpu/multi_gpu_factorize.h), else copied to the
+  // host first. (keep_input keeps a host copy of A.)
   if (sources.backend == nullptr || request.keep_input() ||
       !sources.backend->FactorizeReadsOnDevice(inputs.matrix.view(), inputs.options(),
                                                inputs.rhs_view())) {

@@ -261,12 +261,13 @@ class CudaBackend final : public Backend {
   // device copies too, so a resident operand is read where it lies (the Cholesky checks that it
   // is Hermitian there: core/cuda/hermitian_device_check.h). QR, batches and refinement (which
   // reads A on the host) are given host bytes.
+  // Every factorization on one device copies its operands into buffers of its own there, from
+  // wherever they lie; but a batch of Cholesky factorizations would need each member's Hermitian
+  // check done on the device (the single one has it), so its operand is read on the host.
   bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,
                               const MatrixView* /*rhs*/) const override {
-    return IsFloating(a.dtype) &&
-           (options.kind == FactorizationKind::kLu ||
-            options.kind == FactorizationKind::kCholesky) &&
-           options.batch_count == 0 && !options.refine.enabled && options.devices <= 1;
+    return IsFloating(a.dtype) && options.devices <= 1 &&
+           !(options.batch_count > 0 && options.kind == FactorizationKind::kCholesky);
   }
   bool DeterminantRunsOnHost(const MatrixView& a,
                              const DeterminantOptions& options) const override {

@@ -92,6 +92,12 @@ absl::Status CheckHostInfo(int info, const char* routine) {
   return absl::OkStatus();
 }
 
+// What HostRegistration may page-lock of an operand: its bytes in host memory, nothing of one in
+// device memory (a resident matrix).
+const void* HostBytes(const MatrixView* view) {
+  return view != nullptr && !view->on_device() ? view->data : nullptr;
+}
+
 absl::Status RequireSquare(const Batch& batch, const char* what) {
   if (batch.rows != batch.cols) {
     return absl::InvalidArgumentError(absl::StrCat("each matrix of the batch is ", batch.rows, "x",
@@ -106,18 +112,26 @@ absl::Status RequireSquare(const Batch& batch, const char* what) {
 // cuBLAS does not promise LAPACK's handling of an exactly zero pivot (skip the division by it
 // and carry on): on the H100 getrfBatched left factors of singular matrices that do not
 // reproduce P A, finite or not. So every matrix with a zero pivot (or an Inf/NaN in its factors)
-// is factored again by LAPACK on the host: such matrices are rare, and their factors are then
-// those of the unbatched path. Updates lu, permutation and singular_columns.
+// is factored again by LAPACK on the host (a batch in device memory copied there one matrix at a
+// time): such matrices are rare, and their factors are then those of the unbatched path.
+// Updates lu, permutation and singular_columns.
 template <typename T>
 absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<const int> redo,
                             std::span<int64_t> permutation, FactorizeResult& result) {
   const size_t matrix_bytes = static_cast<size_t>(batch.size()) * sizeof(T);
+  Matrix fetched;  // a matrix of a batch in device memory (a resident operand), on the host
   for (int b = 0; b < batch.count; ++b) {
     if (redo[b] == 0) continue;
-    const MatrixView one{.rows = batch.rows,
-                         .cols = batch.cols,
-                         .dtype = a.dtype,
-                         .data = a.data + static_cast<size_t>(b) * matrix_bytes};
+    MatrixView one{.rows = batch.rows,
+                   .cols = batch.cols,
+                   .dtype = a.dtype,
+                   .data = a.data + static_cast<size_t>(b) * matrix_bytes};
+    if (a.on_device()) {
+      if (fetched.byte_size() == 0) fetched = Matrix::ForOverwrite(batch.rows, batch.cols, a.dtype);
+      MATRIXD_CUDA_RETURN_IF_ERROR(
+          cudaMemcpy(fetched.mutable_bytes(), one.data, matrix_bytes, cudaMemcpyDeviceToHost));
+      one = fetched.view();
+    }
     MATRIXD_ASSIGN_OR_RETURN(
         FactorizeResult host,
         cpu::Factorize(one, {.kind = FactorizationKind::kLu}, nullptr, 1, nullptr));
@@ -207,7 +221,7 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   int* nonfinite = buffers.nonfinite();
   int* ipiv = buffers.ipiv();
 
-  const HostRegistration a_pin(a.data, a.byte_size(), stream);
+  const HostRegistration a_pin(HostBytes(&a), a.byte_size(), stream);
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchBatchedTranspose(staging.data(), n, n, count, factors.data(), sizeof(T), stream));
@@ -229,8 +243,7 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   // that are discarded, which costs less than a round trip to the host in between.
   DeviceBuffer rhs_staging;
   const int nrhs = batch.nrhs;
-  const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
-                                 rhs != nullptr ? rhs->byte_size() : 0, stream);
+  const HostRegistration rhs_pin(HostBytes(rhs), rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_staging_new, context.Allocate(rhs->byte_size()));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer rhs_columns, context.Allocate(rhs->byte_size()));
@@ -396,7 +409,7 @@ absl::StatusOr<FactorizeResult> PipelinedLu(const MatrixView& a, const Batch& ba
     result.permutation.resize(pivot_count);
     host_permutation = result.permutation;
   }
-  const HostRegistration a_pin(a.data, a.byte_size(), compute);
+  const HostRegistration a_pin(HostBytes(&a), a.byte_size(), compute);
   const HostRegistration lu_pin(result.lu.bytes(), result.lu.byte_size(), compute);
   const HostRegistration permutation_pin(
       result.permutation_in_destination ? nullptr : host_permutation.data(),
@@ -520,7 +533,7 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
                            context.Allocate(static_cast<size_t>(count) * sizeof(int)));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(infos.data(), 0, static_cast<size_t>(count) * sizeof(int), stream));
-  const HostRegistration a_pin(a.data, a.byte_size(), stream);
+  const HostRegistration a_pin(HostBytes(&a), a.byte_size(), stream);
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, factor, a.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor_pointers,
                            PointersInto<T>(factor, batch.size(), count, context));
@@ -536,8 +549,7 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
   MATRIXD_RETURN_IF_ERROR(potrf_timer->Stop());
 
   DeviceBuffer solution;
-  const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
-                                 rhs != nullptr ? rhs->byte_size() : 0, stream);
+  const HostRegistration rhs_pin(HostBytes(rhs), rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer solution_new, context.Allocate(rhs->byte_size()));
     solution = std::move(solution_new);
@@ -633,7 +645,7 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
                            context.Allocate(static_cast<size_t>(count) * k * sizeof(T)));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer r,
                            context.Allocate(static_cast<size_t>(count) * k * n * sizeof(T)));
-  const HostRegistration a_pin(a.data, a.byte_size(), stream);
+  const HostRegistration a_pin(HostBytes(&a), a.byte_size(), stream);
   MATRIXD_RETURN_IF_ERROR(context.Upload(a.data, staging, a.byte_size()));
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchBatchedTranspose(staging.data(), n, m, count, factors.data(), sizeof(T), stream));
@@ -659,8 +671,7 @@ absl::StatusOr<FactorizeResult> BatchedQr(const MatrixView& a, const MatrixView*
       LaunchBatchedFormQ(factors.as<T>(), tau.as<T>(), m, n, k, count, q.as<T>(), stream));
 
   DeviceBuffer solution;
-  const HostRegistration rhs_pin(rhs != nullptr ? rhs->data : nullptr,
-                                 rhs != nullptr ? rhs->byte_size() : 0, stream);
+  const HostRegistration rhs_pin(HostBytes(rhs), rhs != nullptr ? rhs->byte_size() : 0, stream);
   if (rhs != nullptr) {
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer b, context.Allocate(rhs->byte_size()));
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer y,

@@ -155,14 +155,13 @@ absl::StatusOr<System<T>> UploadSystem(const MatrixView& a, const MatrixView& b,
   MATRIXD_RETURN_IF_ERROR(
       context.Download(system.row_norms, row_sums.data(), row_sums.size() * sizeof(double)));
   system.a_norm = *std::max_element(row_sums.begin(), row_sums.end());
-  const std::span<const T> b_values = b.As<T>();
-  for (int i = 0; i < system.n; ++i) {
-    double row = 0.0;
-    for (int c = 0; c < system.nrhs; ++c) {
-      row += std::abs(b_values[static_cast<size_t>(i) * system.nrhs + c]);
-    }
-    system.b_norm = std::max(system.b_norm, row);
-  }
+  // ||B||_inf the same way, from B's row-major copy still in the residual buffer (B may be in
+  // device memory: a resident matrix).
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchRowAbsSums(Parts<T>(system.residual), b.rows, b.cols, kParts,
+                                                system.row_norms.template as<double>(), stream));
+  MATRIXD_RETURN_IF_ERROR(
+      context.Download(system.row_norms, row_sums.data(), row_sums.size() * sizeof(double)));
+  system.b_norm = *std::max_element(row_sums.begin(), row_sums.end());
   return system;
 }
 

@@ -161,7 +161,9 @@ TEST_P(ResidentMatrixTest, LuOfAResidentViewEqualsTheHostOneBitForBit) {
   const FactorizeOptions options{.estimate_condition = true};
   if (view.on_device()) {
     ASSERT_TRUE(backend().FactorizeReadsOnDevice(view, options, &rhs_view));
-    EXPECT_FALSE(backend().FactorizeReadsOnDevice(view, {.kind = FactorizationKind::kQr}, nullptr));
+    // A batch of Cholesky factorizations checks each member is Hermitian on the host.
+    EXPECT_FALSE(backend().FactorizeReadsOnDevice(
+        view, {.kind = FactorizationKind::kCholesky, .batch_count = 2}, nullptr));
   }
   absl::StatusOr<FactorizeResult> on_resident =
       backend().Factorize(view, options, &rhs_view, nullptr);
@@ -213,6 +215,90 @@ TEST_P(ResidentMatrixTest, CholeskyOfAResidentViewEqualsTheHostOneAndChecksItIsS
     EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(refused.message().find("[5][37]"), std::string::npos) << refused;
   }
+}
+
+// The backend's factorizations, with `options`, of `m` made resident (whose view it must read
+// where it lies when that is the device) and of m's host bytes, both with `rhs` when given;
+// nullopt, with the failure recorded, when any step fails.
+struct TwoFactorizations {
+  FactorizeResult on_resident;
+  FactorizeResult on_host;
+};
+std::optional<TwoFactorizations> FactorizeResidentAndHost(Backend& backend, const Matrix& m,
+                                                          const FactorizeOptions& options,
+                                                          const Matrix* rhs) {
+  std::unique_ptr<ResidentMatrix> resident = Resident(backend, m, 1 << 12);
+  if (resident == nullptr) return std::nullopt;
+  const MatrixView view = resident->view();
+  const std::optional<MatrixView> rhs_view =
+      rhs != nullptr ? std::optional<MatrixView>(rhs->view()) : std::nullopt;
+  const MatrixView* rhs_pointer = rhs_view.has_value() ? &*rhs_view : nullptr;
+  if (view.on_device()) {
+    EXPECT_TRUE(backend.FactorizeReadsOnDevice(view, options, rhs_pointer));
+  }
+  absl::StatusOr<FactorizeResult> on_resident =
+      backend.Factorize(view, options, rhs_pointer, nullptr);
+  absl::StatusOr<FactorizeResult> on_host =
+      backend.Factorize(m.view(), options, rhs_pointer, nullptr);
+  EXPECT_TRUE(on_resident.ok()) << on_resident.status();
+  EXPECT_TRUE(on_host.ok()) << on_host.status();
+  if (!on_resident.ok() || !on_host.ok()) return std::nullopt;
+  return TwoFactorizations{*std::move(on_resident), *std::move(on_host)};
+}
+
+TEST_P(ResidentMatrixTest, QrOfAResidentViewEqualsTheHostOneBitForBit) {
+  // A least-squares solve of a tall 200 x 120 system, with the condition estimate.
+  const Matrix rhs = RandomMatrix(200, 2, 13);
+  const std::optional<TwoFactorizations> results =
+      FactorizeResidentAndHost(backend(), RandomMatrix(200, 120, 12),
+                               {.kind = FactorizationKind::kQr, .estimate_condition = true}, &rhs);
+  ASSERT_TRUE(results.has_value());
+  EXPECT_TRUE(SameBytes(results->on_resident.q, results->on_host.q));
+  EXPECT_TRUE(SameBytes(results->on_resident.r, results->on_host.r));
+  ASSERT_TRUE(results->on_resident.solution.has_value() && results->on_host.solution.has_value());
+  EXPECT_TRUE(SameBytes(*results->on_resident.solution, *results->on_host.solution));
+  ASSERT_TRUE(results->on_resident.accuracy.has_value() && results->on_host.accuracy.has_value());
+  EXPECT_EQ(results->on_resident.accuracy->rcond, results->on_host.accuracy->rcond);
+}
+
+TEST_P(ResidentMatrixTest, BatchedLuOfAResidentViewEqualsTheHostOneBitForBit) {
+  // Four 40 x 40 matrices stacked; the third has a zero row, so its exactly zero pivot sends it
+  // to the host's LAPACK (on the CUDA backend, copied there from the device first).
+  constexpr int64_t kOrder = 40;
+  constexpr int64_t kCount = 4;
+  Matrix m = RandomMatrix(kCount * kOrder, kOrder, 14);
+  for (int64_t j = 0; j < kOrder; ++j) m.As<double>()[(2 * kOrder + 7) * kOrder + j] = 0.0;
+  const std::optional<TwoFactorizations> results =
+      FactorizeResidentAndHost(backend(), m, {.batch_count = kCount}, nullptr);
+  ASSERT_TRUE(results.has_value());
+  EXPECT_TRUE(SameBytes(results->on_resident.lu, results->on_host.lu));
+  EXPECT_EQ(results->on_resident.permutation, results->on_host.permutation);
+  EXPECT_EQ(results->on_resident.singular_columns, results->on_host.singular_columns);
+  ASSERT_EQ(results->on_resident.singular_columns.size(), static_cast<size_t>(kCount));
+  EXPECT_GE(results->on_resident.singular_columns[2], 0);
+
+  // With right-hand sides (the batch without its singular member).
+  const Matrix rhs = RandomMatrix(kCount * kOrder, 2, 16);
+  const std::optional<TwoFactorizations> solved = FactorizeResidentAndHost(
+      backend(), RandomMatrix(kCount * kOrder, kOrder, 15), {.batch_count = kCount}, &rhs);
+  ASSERT_TRUE(solved.has_value());
+  EXPECT_TRUE(SameBytes(solved->on_resident.lu, solved->on_host.lu));
+  ASSERT_TRUE(solved->on_resident.solution.has_value() && solved->on_host.solution.has_value());
+  EXPECT_TRUE(SameBytes(*solved->on_resident.solution, *solved->on_host.solution));
+}
+
+TEST_P(ResidentMatrixTest, RefinedSolveOfAResidentViewEqualsTheHostOneBitForBit) {
+  const Matrix rhs = RandomMatrix(150, 2, 18);
+  const std::optional<TwoFactorizations> results = FactorizeResidentAndHost(
+      backend(), RandomMatrix(150, 150, 17), {.refine = {.enabled = true}}, &rhs);
+  ASSERT_TRUE(results.has_value());
+  ASSERT_TRUE(results->on_resident.solution.has_value() && results->on_host.solution.has_value());
+  EXPECT_TRUE(SameBytes(*results->on_resident.solution, *results->on_host.solution));
+  ASSERT_TRUE(results->on_resident.refinement.has_value() &&
+              results->on_host.refinement.has_value());
+  EXPECT_EQ(results->on_resident.refinement->backward_error,
+            results->on_host.refinement->backward_error);
+  EXPECT_TRUE(results->on_resident.refinement->converged);
 }
 
 TEST_P(ResidentMatrixTest, ProductOfResidentViewsEqualsTheHostOne) {

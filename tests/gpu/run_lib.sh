@@ -153,8 +153,9 @@ generate() {
 }
 
 # timed_kept LABEL ARGS...: one `ctl ARGS...` call, its reply in $out/cli.txt; its exit status,
-# round trip and the cusolver / solve / seconds / residual / error lines of its reply to the
-# report; prints the handles it kept (`kept NAME: HANDLE`).
+# round trip and the lines of its reply that match ${reply_lines} (default: the cusolver / solve
+# / seconds / residual / error lines) to the report; prints the handles it kept
+# (`kept NAME: HANDLE`).
 timed_kept() {
   local label=$1
   shift
@@ -165,7 +166,7 @@ timed_kept() {
   rc=$?
   echo "${reply}" >>"${out}/cli.txt"
   log "  ${label}: exit ${rc}, round trip $(since "${t0}") s;" \
-    "$(echo "${reply}" | grep -E 'cusolver|solve|seconds|residual|error|rror' | tr -s ' ' |
+    "$(echo "${reply}" | grep -E "${reply_lines:-cusolver|solve|seconds|residual|error|rror}" | tr -s ' ' |
       tr '\n' ';' | cut -c1-400)" >&2
   echo "${reply}" | grep -oE 'kept [a-z_]+: [0-9a-f]+' | awk '{print $3}' | sort -u
 }
