@@ -473,18 +473,28 @@ __global__ void __launch_bounds__(kRowsThreads)
 
 // ---- Elementwise ----
 
-// The batch along blockIdx.y. No __restrict__: a batch of one converts in place (each entry read
-// and written by the same thread).
+// Matrices of the batch a thread writes from each entry it reads.
+constexpr int kResiduesPerEntry = 8;
+
+// kResiduesPerEntry matrices of the batch along blockIdx.y, each entry read once for all of them.
+// No __restrict__: a batch of one converts in place (each entry read and written by the same
+// thread).
 __global__ void __launch_bounds__(kElementwiseThreads)
     BalancedResiduesKernel(ResidueBatch batch, const int64_t* entries) {
   static_assert(sizeof(double) == sizeof(int64_t));
-  const int b = static_cast<int>(blockIdx.y);
-  const BalancedModulus f = batch.moduli[b];
-  double* residues = MatrixOf(batch, b);
+  __shared__ BalancedModulus moduli[kResiduesPerEntry];
+  const int first = static_cast<int>(blockIdx.y) * kResiduesPerEntry;
+  const int matrices = min(kResiduesPerEntry, batch.count - first);
+  if (threadIdx.x < matrices) moduli[threadIdx.x] = batch.moduli[first + threadIdx.x];
+  __syncthreads();
   const int64_t count = batch.n * batch.n;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
-    residues[i] = f.FromSigned(entries[i]);
+    const int64_t entry = entries[i];
+#pragma unroll
+    for (int k = 0; k < kResiduesPerEntry; ++k) {
+      if (k < matrices) MatrixOf(batch, first + k)[i] = moduli[k].FromSigned(entry);
+    }
   }
 }
 
@@ -596,28 +606,73 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   }
 }
 
+// Entries of a block a thread takes in one pass, their loads issued together.
+constexpr int kReduceUnroll = 4;
+
+// Row and column of entry e of a rows x cols block read in row order: 32-bit division where the
+// block allows it (every block of a matrix of order up to 46340).
+__device__ __forceinline__ void RowAndColumn(int64_t e, int64_t cols, bool narrow, int64_t& row,
+                                             int64_t& col) {
+  if (narrow) {
+    const auto e32 = static_cast<uint32_t>(e);
+    const auto cols32 = static_cast<uint32_t>(cols);
+    row = e32 / cols32;
+    col = e32 - static_cast<uint32_t>(row) * cols32;
+  } else {
+    row = e / cols;
+    col = e - row * cols;
+  }
+}
+
+// The block's entries flattened in row order (a thread for every entry however narrow the block,
+// consecutive threads on consecutive entries of a row), kReduceUnroll of them a thread at a time:
+// on the H100 one entry a thread and a thread block a row left the reductions at ~1.7 TB/s
+// (docs/benchmarks.md, the exact determinant's phases).
 __global__ void __launch_bounds__(kElementwiseThreads)
     ReduceProductKernel(ResidueBatch batch, int64_t c_offset, int64_t rows, int64_t cols,
                         PieceProduct products, bool assign) {
-  const int m = static_cast<int>(blockIdx.z);
+  const int m = static_cast<int>(blockIdx.y);
   if (batch.states[m].status != 0) return;
   const BalancedModulus f = batch.moduli[m];
   double* __restrict__ c = MatrixOf(batch, m) + c_offset;
   const int64_t ldc = batch.n;
   const double* __restrict__ product =
       products.data != nullptr ? products.data + m * products.stride : nullptr;
-  for (int64_t i = blockIdx.y; i < rows; i += gridDim.y) {
-    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x; v < cols;
-         v += static_cast<int64_t>(gridDim.x) * kElementwiseThreads) {
-      double& x = c[i * ldc + v];
+  const int64_t total = rows * cols;
+  const bool narrow = total <= int64_t{UINT32_MAX};
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kElementwiseThreads;
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * kElementwiseThreads + threadIdx.x;
+       first < total; first += kReduceUnroll * stride) {
+    int64_t at[kReduceUnroll];  // in c
+    double x[kReduceUnroll];
+    double low[kReduceUnroll];
+    double high[kReduceUnroll];
+#pragma unroll
+    for (int u = 0; u < kReduceUnroll; ++u) {
+      const int64_t e = first + u * stride;
+      at[u] = -1;
+      if (e >= total) continue;
+      int64_t i = 0;
+      int64_t v = 0;
+      RowAndColumn(e, cols, narrow, i, v);
+      at[u] = i * ldc + v;
+      if (!assign) x[u] = c[at[u]];
+      if (product != nullptr) {
+        const double* t = product + i * products.ld + v;
+        low[u] = t[0];
+        high[u] = t[products.high_offset];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kReduceUnroll; ++u) {
+      if (at[u] < 0) continue;
       if (product == nullptr) {
-        x = f.Reduce(x);
+        c[at[u]] = f.Reduce(x[u]);
       } else {
         // Each piece's sum is below 2^53; reduced, the three terms stay below 2^48.
-        const double* t = product + i * products.ld + v;
-        const double low = f.Reduce(t[0]);
-        const double high = f.Reduce(t[products.high_offset]);
-        x = assign ? f.Reduce(low + kPieceBase * high) : f.Reduce(x - low - kPieceBase * high);
+        const double lo = f.Reduce(low[u]);
+        const double hi = f.Reduce(high[u]);
+        c[at[u]] = assign ? f.Reduce(lo + kPieceBase * hi) : f.Reduce(x[u] - lo - kPieceBase * hi);
       }
     }
   }
@@ -627,7 +682,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 
 absl::Status LaunchBalancedResidues(cudaStream_t stream, const ResidueBatch& batch,
                                     const int64_t* entries) {
-  const dim3 grid(ElementwiseBlocks(batch.n * batch.n), static_cast<unsigned>(batch.count));
+  const dim3 grid(ElementwiseBlocks(batch.n * batch.n),
+                  static_cast<unsigned>((batch.count + kResiduesPerEntry - 1) / kResiduesPerEntry));
   BalancedResiduesKernel<<<grid, kElementwiseThreads, 0, stream>>>(batch, entries);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(BalancedResiduesKernel);
   return absl::OkStatus();
@@ -700,7 +756,12 @@ absl::Status LaunchReduceProduct(cudaStream_t stream, const ResidueBatch& batch,
   if (use == ProductUse::kAssign && product.data == nullptr) {
     return absl::InternalError("LaunchReduceProduct: kAssign without a product");
   }
-  ReduceProductKernel<<<RowsGrid(rows, cols, batch.count), kElementwiseThreads, 0, stream>>>(
+  if (rows <= 0 || cols <= 0) return absl::OkStatus();
+  const int64_t passes = (rows * cols + kElementwiseThreads * kReduceUnroll - 1) /
+                         (kElementwiseThreads * kReduceUnroll);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(passes, kMaxElementwiseBlocks)),
+                  static_cast<unsigned>(batch.count));
+  ReduceProductKernel<<<grid, kElementwiseThreads, 0, stream>>>(
       batch, c_offset, rows, cols, product, use == ProductUse::kAssign);
   MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR(ReduceProductKernel);
   return absl::OkStatus();
