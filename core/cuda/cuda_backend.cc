@@ -257,13 +257,10 @@ class CudaBackend final : public Backend {
                              const MultiplyOptions& options) const override {
     return options.block_size == 0;
   }
-  // The LU and the Cholesky of one matrix copy A and the right-hand side to their buffers by
-  // device copies too, so a resident operand is read where it lies (the Cholesky checks that it
-  // is Hermitian there: core/cuda/hermitian_device_check.h). QR, batches and refinement (which
-  // reads A on the host) are given host bytes.
-  // Every factorization on one device copies its operands into buffers of its own there, from
-  // wherever they lie; but a batch of Cholesky factorizations would need each member's Hermitian
-  // check done on the device (the single one has it), so its operand is read on the host.
+  // Every factorization on one device copies A and the right-hand side into buffers of its own
+  // there by device copies, wherever they lie, so a resident operand is read in place (the single
+  // Cholesky checks that it is Hermitian there: core/cuda/hermitian_device_check.h). A batch of
+  // Cholesky factorizations is given host bytes: its members' Hermitian checks run on the host.
   bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,
                               const MatrixView* /*rhs*/) const override {
     return IsFloating(a.dtype) && options.devices <= 1 &&
