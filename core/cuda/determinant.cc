@@ -19,6 +19,7 @@
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/determinant_batch.h"
 #include "core/cuda/exact_determinant.h"
+#include "core/cuda/exact_primes.h"
 #include "core/cuda/factor_solves.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
@@ -259,6 +260,10 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
   // Progress: the floating-point value (weighed as 16 primes of a batch), then the primes.
   const double value_share = exact_affordable ? 16.0 / (16.0 + plan.primes) : 1.0;
 
+  // Its primes are drawn on the host while the device computes the floating-point value.
+  std::optional<ExactPrimes> primes;
+  if (exact_affordable) primes.emplace(plan.primes);
+
   // An INT64 matrix that goes on to its exact value is uploaded once for both: the floating-point
   // phase copies it on the device, the exact one reads it in place.
   std::optional<DeviceBuffer> uploaded;
@@ -300,7 +305,7 @@ absl::StatusOr<DeterminantResult> Determinant(const MatrixView& a,
       result.certificate = ZeroRowCertificate();
     } else if (exact_affordable) {
       absl::StatusOr<ExactValue> exact =
-          ExactDeterminant(entries, plan, context, control, value_share, &result.stats);
+          ExactDeterminant(entries, plan, *primes, context, control, value_share, &result.stats);
       if (!exact.ok()) {
         return Annotate(exact.status(),
                         absl::StrCat("exact determinant of a ", n, "x", n, " int64 matrix"));

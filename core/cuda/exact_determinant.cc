@@ -6,7 +6,6 @@
 #include <limits>
 #include <numbers>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
 #include <utility>
@@ -92,10 +91,10 @@ uint64_t ExactDeterminantDeviceBytes(int64_t n, const ExactPlan& plan) {
          batch * ModularLuBatchBytesPerPrime(n, kExactPrimeHigh - 1);
 }
 
-// The primes are drawn at random from [2^23, 2^24) (cpu::RandomPrimeSource) and factored in
-// rounds, each in as few device batches as fit. After a round, with N primes drawn and the last m
-// of them "confirming": if the integer x reconstructed from the first N - m primes also has the
-// residues of the last m, x is the answer (early stop). Were x != det, the non-zero integer
+// The primes are drawn at random from [2^23, 2^24) (`source`, core/cuda/exact_primes.h) and
+// factored in rounds, each in as few device batches as fit. After a round, with N primes drawn and
+// the last m of them "confirming": if the integer x reconstructed from the first N - m primes also
+// has the residues of the last m, x is the answer (early stop). Were x != det, the non-zero integer
 // det - x (below H + M/2 <= 2^v, H Hadamard's bound and M the product of the first N - m primes)
 // would be divisible by each of the m confirming primes; drawn uniformly from the primes not drawn
 // before, independently of A and of x (where a round ends is decided by A and the primes before
@@ -110,8 +109,9 @@ uint64_t ExactDeterminantDeviceBytes(int64_t n, const ExactPlan& plan) {
 // tiny), the rounds are 16, 64, 256, ... primes, each at most one device batch, with a check after
 // each, and so also after a first round whose estimate was wrong.
 absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan& plan,
-                                            DeviceContext& context, JobControl* control,
-                                            double progress_from, ComputeStats* stats) {
+                                            ExactPrimes& source, DeviceContext& context,
+                                            JobControl* control, double progress_from,
+                                            ComputeStats* stats) {
   const int64_t n = a.rows;
   const size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(n) * sizeof(int64_t);
   std::optional<DeviceBuffer> uploaded;
@@ -123,7 +123,6 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
     entries = uploaded->as<int64_t>();
   }
 
-  cpu::RandomPrimeSource source(kExactPrimeLow, kExactPrimeHigh, std::random_device{}());
   std::vector<uint64_t> primes;    // factored, in the order drawn
   std::vector<uint64_t> residues;  // det mod each of them
   std::vector<uint64_t> planned;   // drawn for the round, not yet factored
@@ -150,7 +149,7 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
       // pool never needs fewer), so that the check confirms with at most these.
       aimed_confirming = ConfirmingPrimes(
           plan.bound_bits + kCoverMarginBits + 1.0, kAny,
-          kExactPrimePool - static_cast<double>(source.drawn() + kConfirmingReserve));
+          kExactPrimePool - static_cast<double>(source.taken() + kConfirmingReserve));
       draw(primes.size() + planned.size() + static_cast<size_t>(aimed_confirming), kAny);
     } else {
       draw(primes.size() + static_cast<size_t>(std::min(batch, capacity)), kAny);
@@ -194,7 +193,7 @@ absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan
     const double value_bits = std::max(plan.bound_bits, covered_bits) + 1.0;
     // The confirming primes were drawn from the pool less every prime drawn before them: counting
     // out every prime drawn so far errs on the safe side.
-    const double pool = kExactPrimePool - static_cast<double>(source.drawn());
+    const double pool = kExactPrimePool - static_cast<double>(source.taken());
     const int confirming = ConfirmingPrimes(value_bits, primes.size(), pool);
     // An aimed round is checked only with at most the confirming primes it planned: more would
     // take primes whose sizes decided where it ended (never so with kConfirmingReserve).

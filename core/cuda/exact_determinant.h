@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "core/accuracy.h"
 #include "core/cuda/device_context.h"
+#include "core/cuda/exact_primes.h"
 #include "core/exact_certificate.h"
 #include "core/job_control.h"
 #include "core/matrix.h"
@@ -72,13 +73,15 @@ struct ExactValue {
   ExactCertificate certificate;
 };
 
-// det(A) over Z. Reports progress from `progress_from` to 1 on `control`; adds its work and the
-// device phases (core/cuda/modular_lu.h) to `stats`. CANCELLED when `control` is cancelled.
+// det(A) over Z, modulo the primes `source` hands out (core/cuda/exact_primes.h). Reports progress
+// from `progress_from` to 1 on `control`; adds its work and the device phases
+// (core/cuda/modular_lu.h) to `stats`. CANCELLED when `control` is cancelled.
 // REQUIRES: a square INT64 in host memory or on the context's device (then read in place),
-// plan = PlanExactDeterminant(a's host bytes) with plan.primes >= 1.
+// plan = PlanExactDeterminant(a's host bytes) with plan.primes >= 1; `source` fresh (none taken).
 absl::StatusOr<ExactValue> ExactDeterminant(const MatrixView& a, const ExactPlan& plan,
-                                            DeviceContext& context, JobControl* control,
-                                            double progress_from, ComputeStats* stats);
+                                            ExactPrimes& source, DeviceContext& context,
+                                            JobControl* control, double progress_from,
+                                            ComputeStats* stats);
 
 }  // namespace matrixd::cuda
 
