@@ -610,7 +610,7 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 constexpr int kReduceUnroll = 4;
 
 // Row and column of entry e of a rows x cols block read in row order: 32-bit division where the
-// block allows it (every block of a matrix of order up to 46340).
+// block allows it (every block of a matrix of order up to 65535).
 __device__ __forceinline__ void RowAndColumn(int64_t e, int64_t cols, bool narrow, int64_t& row,
                                              int64_t& col) {
   if (narrow) {
