@@ -277,9 +277,9 @@ absl::StatusOr<FactorizeInputs> ValidateRequest(const v1::FactorizeRequest& requ
     inputs.rhs.emplace(*std::move(rhs));
   }
   // A resident operand is read where it lies when the backend says it can
-  // (Backend::FactorizeReadsOnDevice: on a CUDA server every factorization but a batch of
-  // Cholesky ones; over several GPUs, core/multi_gpu/multi_gpu_factorize.h), else copied to the
-  // host first. (keep_input keeps a host copy of A.)
+  // (Backend::FactorizeReadsOnDevice: on a CUDA server every factorization on one GPU; over
+  // several GPUs, core/multi_gpu/multi_gpu_factorize.h), else copied to the host first.
+  // (keep_input keeps a host copy of A.)
   if (sources.backend == nullptr || request.keep_input() ||
       !sources.backend->FactorizeReadsOnDevice(inputs.matrix.view(), inputs.options(),
                                                inputs.rhs_view())) {

@@ -258,13 +258,11 @@ class CudaBackend final : public Backend {
     return options.block_size == 0;
   }
   // Every factorization on one device copies A and the right-hand side into buffers of its own
-  // there by device copies, wherever they lie, so a resident operand is read in place (the single
-  // Cholesky checks that it is Hermitian there: core/cuda/hermitian_device_check.h). A batch of
-  // Cholesky factorizations is given host bytes: its members' Hermitian checks run on the host.
+  // there by device copies, wherever they lie, so a resident operand is read in place (a Cholesky,
+  // or a batch of them, checks that it is Hermitian there: core/cuda/hermitian_device_check.h).
   bool FactorizeReadsOnDevice(const MatrixView& a, const FactorizeOptions& options,
                               const MatrixView* /*rhs*/) const override {
-    return IsFloating(a.dtype) && options.devices <= 1 &&
-           !(options.batch_count > 0 && options.kind == FactorizationKind::kCholesky);
+    return IsFloating(a.dtype) && options.devices <= 1;
   }
   bool DeterminantRunsOnHost(const MatrixView& a,
                              const DeterminantOptions& options) const override {

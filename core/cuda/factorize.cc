@@ -242,7 +242,7 @@ absl::StatusOr<FactorizeResult> CholeskyOf(const MatrixView& a, const MatrixView
   // (a resident matrix) is checked where it lies.
   if (a.on_device()) {
     MATRIXD_RETURN_IF_ERROR(
-        RequireHermitianOnDevice(reinterpret_cast<const T*>(a.data), n, "matrix", context));
+        RequireHermitianOnDevice(reinterpret_cast<const T*>(a.data), n, 0, "matrix", context));
   }
 
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor, context.Allocate(a.byte_size()));

@@ -19,6 +19,7 @@
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/factorize_common.h"
+#include "core/cuda/hermitian_device_check.h"
 #include "core/cuda/host_registration.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
@@ -527,6 +528,12 @@ absl::StatusOr<FactorizeResult> BatchedCholesky(const MatrixView& a, const Matri
   const int count = batch.count;
   const int nrhs = batch.nrhs;
   const cudaStream_t stream = context.stream();
+  // Host operands were checked by the caller's validation (core/validation.h); a batch in device
+  // memory (a resident matrix) is checked where it lies, each member against its own entries.
+  if (a.on_device()) {
+    MATRIXD_RETURN_IF_ERROR(
+        RequireHermitianOnDevice(reinterpret_cast<const T*>(a.data), n, count, "matrix", context));
+  }
 
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer factor, context.Allocate(a.byte_size()));
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer infos,

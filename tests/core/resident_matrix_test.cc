@@ -161,9 +161,6 @@ TEST_P(ResidentMatrixTest, LuOfAResidentViewEqualsTheHostOneBitForBit) {
   const FactorizeOptions options{.estimate_condition = true};
   if (view.on_device()) {
     ASSERT_TRUE(backend().FactorizeReadsOnDevice(view, options, &rhs_view));
-    // A batch of Cholesky factorizations checks each member is Hermitian on the host.
-    EXPECT_FALSE(backend().FactorizeReadsOnDevice(
-        view, {.kind = FactorizationKind::kCholesky, .batch_count = 2}, nullptr));
   }
   absl::StatusOr<FactorizeResult> on_resident =
       backend().Factorize(view, options, &rhs_view, nullptr);
@@ -285,6 +282,49 @@ TEST_P(ResidentMatrixTest, BatchedLuOfAResidentViewEqualsTheHostOneBitForBit) {
   EXPECT_TRUE(SameBytes(solved->on_resident.lu, solved->on_host.lu));
   ASSERT_TRUE(solved->on_resident.solution.has_value() && solved->on_host.solution.has_value());
   EXPECT_TRUE(SameBytes(*solved->on_resident.solution, *solved->on_host.solution));
+}
+
+// `count` symmetric positive definite n x n matrices stacked (R + R^T + 2n I each).
+Matrix SpdBatch(int64_t n, int64_t count, unsigned seed) {
+  Matrix m = RandomMatrix(count * n, n, seed);
+  std::span<double> v = m.As<double>();
+  for (int64_t k = 0; k < count; ++k) {
+    double* a = v.data() + k * n * n;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < i; ++j) a[i * n + j] = a[j * n + i] = a[i * n + j] + a[j * n + i];
+      a[i * n + i] += 2.0 * static_cast<double>(n);
+    }
+  }
+  return m;
+}
+
+TEST_P(ResidentMatrixTest, BatchedCholeskyOfAResidentViewEqualsTheHostOneAndChecksEachMember) {
+  constexpr int64_t kOrder = 50;  // two tiles of the device check a side
+  constexpr int64_t kCount = 3;
+  const Matrix m = SpdBatch(kOrder, kCount, 19);
+  const Matrix rhs = RandomMatrix(kCount * kOrder, 2, 20);
+  const FactorizeOptions options{.kind = FactorizationKind::kCholesky, .batch_count = kCount};
+  const std::optional<TwoFactorizations> results =
+      FactorizeResidentAndHost(backend(), m, options, &rhs);
+  ASSERT_TRUE(results.has_value());
+  EXPECT_TRUE(SameBytes(results->on_resident.l, results->on_host.l));
+  ASSERT_TRUE(results->on_resident.solution.has_value() && results->on_host.solution.has_value());
+  EXPECT_TRUE(SameBytes(*results->on_resident.solution, *results->on_host.solution));
+
+  // Member 2's entry [40][3] changed by far more than rounding: a device operand is refused by
+  // the backend itself, in the words of the host check (the server's validation), naming member 2.
+  Matrix skewed = m;
+  skewed.As<double>()[2 * kOrder * kOrder + 40 * kOrder + 3] += 1.0;
+  std::unique_ptr<ResidentMatrix> bad = Resident(backend(), skewed, 1 << 12);
+  ASSERT_NE(bad, nullptr);
+  if (bad->view().on_device()) {
+    const absl::Status refused =
+        backend().Factorize(bad->view(), options, nullptr, nullptr).status();
+    EXPECT_EQ(refused, RequireHermitian(skewed.view(), kCount, "matrix"));
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.message().find("matrix 2 of the batch"), std::string::npos) << refused;
+    EXPECT_NE(refused.message().find("[3][40]"), std::string::npos) << refused;
+  }
 }
 
 TEST_P(ResidentMatrixTest, RefinedSolveOfAResidentViewEqualsTheHostOneBitForBit) {
