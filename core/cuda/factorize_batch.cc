@@ -118,7 +118,8 @@ absl::Status RequireSquare(const Batch& batch, const char* what) {
 // Updates lu, permutation and singular_columns.
 template <typename T>
 absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<const int> redo,
-                            std::span<int64_t> permutation, FactorizeResult& result) {
+                            std::span<int64_t> permutation, FactorizeResult& result,
+                            DeviceContext& context) {
   const size_t matrix_bytes = static_cast<size_t>(batch.size()) * sizeof(T);
   Matrix fetched;  // a matrix of a batch in device memory (a resident operand), on the host
   for (int b = 0; b < batch.count; ++b) {
@@ -129,8 +130,9 @@ absl::Status RefactorOnHost(const MatrixView& a, const Batch& batch, std::span<c
                    .data = a.data + static_cast<size_t>(b) * matrix_bytes};
     if (a.on_device()) {
       if (fetched.byte_size() == 0) fetched = Matrix::ForOverwrite(batch.rows, batch.cols, a.dtype);
-      MATRIXD_CUDA_RETURN_IF_ERROR(
-          cudaMemcpy(fetched.mutable_bytes(), one.data, matrix_bytes, cudaMemcpyDeviceToHost));
+      MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(fetched.mutable_bytes(), one.data, matrix_bytes,
+                                                   cudaMemcpyDeviceToHost, context.stream()));
+      MATRIXD_RETURN_IF_ERROR(context.Synchronize());
       one = fetched.view();
     }
     MATRIXD_ASSIGN_OR_RETURN(
@@ -306,7 +308,7 @@ absl::StatusOr<FactorizeResult> BatchedLu(const MatrixView& a, const MatrixView*
   for (int b = 0; b < count; ++b) {
     redo[b] = nonfinite_flags[b] != 0 || infos[b] > 0 || singular_columns[b] >= 0 ? 1 : 0;
   }
-  MATRIXD_RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, result.permutation, result));
+  MATRIXD_RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, result.permutation, result, context));
   SetFirstSingularColumn(result);
 
   result.stats.flops =
@@ -499,7 +501,7 @@ absl::StatusOr<FactorizeResult> PipelinedLu(const MatrixView& a, const Batch& ba
   for (int b = 0; b < count; ++b) {
     redo[b] = nonfinite_flags[b] != 0 || infos[b] > 0 || singular_columns[b] >= 0 ? 1 : 0;
   }
-  MATRIXD_RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, host_permutation, result));
+  MATRIXD_RETURN_IF_ERROR(RefactorOnHost<T>(a, batch, redo, host_permutation, result, context));
   SetFirstSingularColumn(result);
 
   result.stats.flops = kFlopsPerUpdate<T> / 2.0 * count * LuFlops(n, n);
