@@ -8,8 +8,10 @@
 # own LU solve with 1 and 2 vectors, its triangular solves against cuBLAS dtrsv (also with 2
 # vectors, and the diagonal blocks' inversion), the estimate with 1 and 2 columns on its solves
 # and with 1 on getrs, the number of block solves). SIZES=4096,8192,16384 for issue 15's sizes.
-# One device call, under the tool's 10 minutes. Runs from the repository root with the binaries
-# bundled in .gpu/ and writes its logs under $OUT:
+# With ${bin}/matrixd_bench.before (an older build bundled beside it), its `condition` table too,
+# for a before/after on one host. SANITIZE=1 first runs the float64 triangular-solve tests under
+# compute-sanitizer (memcheck, then synccheck). One device call, under the tool's 10 minutes.
+# Runs from the repository root with the binaries bundled in .gpu/ and writes its logs under $OUT:
 #
 #   tests/gpu/condition-run.sh
 #
@@ -22,6 +24,15 @@ set -uo pipefail
 source "$(dirname "$0")/run_lib.sh" condition
 
 gpu_info
+if [[ ${SANITIZE:-0} == 1 ]]; then
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck synccheck; do
+    log "compute-sanitizer --tool ${tool}: the float64 triangular-solve tests"
+    run_gtest 150 "${out}/sanitizer-${tool}.txt" "${sanitizer}" --tool "${tool}" \
+      "${bin}/matrixd_core_test" --gtest_brief=1 --gtest_filter='CudaTriangularSolve/1.*'
+    grep -E 'ERROR SUMMARY|LEAK SUMMARY' "${out}/sanitizer-${tool}.txt" | tee -a "${out}/summary.txt"
+  done
+fi
 log "matrixd_core_test: condition estimates, factorize accuracy, determinant error bounds"
 run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
   --gtest_filter='CudaTriangularSolve*:ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*'
@@ -31,3 +42,10 @@ timeout 300 "${bin}/matrixd_bench" --tables=condition --condition_sizes="${SIZES
   --no_cpu >"${out}/bench_condition.txt" 2>&1
 log "  exit $?"
 tee -a "${out}/summary.txt" <"${out}/bench_condition.txt"
+if [[ -x ${bin}/matrixd_bench.before ]]; then
+  log "matrixd_bench.before --tables=condition (the older build, same host)"
+  timeout 300 "${bin}/matrixd_bench.before" --tables=condition --condition_sizes="${SIZES:-4096,8192}" \
+    --repeats=5 --no_cpu >"${out}/bench_condition_before.txt" 2>&1
+  log "  exit $?"
+  tee -a "${out}/summary.txt" <"${out}/bench_condition_before.txt"
+fi
