@@ -39,7 +39,10 @@ struct ChoiceKey {
   }
 };
 
-// The choices made so far in this process (a few shapes per order: one or two per panel).
+// Shapes whose choices are kept at most (one or two per panel of each order and batch size).
+constexpr size_t kMostChoices = 4096;
+
+// The choices made so far in this process.
 class ChoiceCache {
  public:
   std::optional<LtChoice> Find(const ChoiceKey& key) const {
@@ -50,6 +53,8 @@ class ChoiceCache {
   }
   void Put(const ChoiceKey& key, const LtChoice& choice) {
     absl::MutexLock lock(&mutex_);
+    // A long-running server meets many orders and batch sizes: start over rather than grow.
+    if (choices_.size() >= kMostChoices) choices_.clear();
     choices_.insert_or_assign(key, choice);
   }
 
