@@ -39,21 +39,14 @@ TEST(LtCandidates, AlignmentIsTheLowestBitOfAddressAndStrideUpTo256) {
   EXPECT_EQ(LtAlignment(0x10000, 0), 256u);
 }
 
-class CudaLtBatchedDgemmTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
-  }
-  std::unique_ptr<DeviceContext> context_;
-};
-
 // C -= A B on `batch` matrices of order `ld` (blocks at `offset` elements into each), entries at
 // the bound of the modular LU's one-piece updates (|x| <= 2^23 - 1, k = 128: every partial sum
 // below 2^53), once through cuBLASLt and once through cuBLAS: the same bits.
-TEST_F(CudaLtBatchedDgemmTest, SmallIntegerProductsMatchCublasBitForBit) {
+TEST(CudaLtBatchedDgemm, SmallIntegerProductsMatchCublasBitForBit) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
+  absl::StatusOr<std::unique_ptr<DeviceContext>> made = DeviceContext::Create(0);
+  ASSERT_TRUE(made.ok()) << made.status();
+  DeviceContext* context = made->get();
   struct Case {
     int ld;
     int m;
@@ -75,12 +68,12 @@ TEST_F(CudaLtBatchedDgemmTest, SmallIntegerProductsMatchCublasBitForBit) {
     // 128 products at the bound.
     for (int64_t i = 0; i < int64_t{t.ld} * kDepth && i < stride; ++i) host[i] = half;
     const size_t bytes = count * sizeof(double);
-    absl::StatusOr<DeviceBuffer> lt_matrices = context_->Allocate(bytes);
-    absl::StatusOr<DeviceBuffer> blas_matrices = context_->Allocate(bytes);
-    absl::StatusOr<DeviceBuffer> workspace = context_->Allocate(kLtWorkspaceBytes);
+    absl::StatusOr<DeviceBuffer> lt_matrices = context->Allocate(bytes);
+    absl::StatusOr<DeviceBuffer> blas_matrices = context->Allocate(bytes);
+    absl::StatusOr<DeviceBuffer> workspace = context->Allocate(kLtWorkspaceBytes);
     ASSERT_TRUE(lt_matrices.ok() && blas_matrices.ok() && workspace.ok());
-    ASSERT_TRUE(context_->Upload(host.data(), *lt_matrices, bytes).ok());
-    ASSERT_TRUE(context_->Upload(host.data(), *blas_matrices, bytes).ok());
+    ASSERT_TRUE(context->Upload(host.data(), *lt_matrices, bytes).ok());
+    ASSERT_TRUE(context->Upload(host.data(), *blas_matrices, bytes).ok());
     // Column-major: A m x k at offset, B k x n below it (rows k.. of columns 0..), C beside A.
     const int64_t a_at = t.offset;
     const int64_t b_at = t.offset + t.m;
@@ -102,30 +95,30 @@ TEST_F(CudaLtBatchedDgemmTest, SmallIntegerProductsMatchCublasBitForBit) {
         .align_a = LtAlignment(reinterpret_cast<uintptr_t>(at(*lt_matrices, a_at)), stride),
         .align_b = LtAlignment(reinterpret_cast<uintptr_t>(at(*lt_matrices, b_at)), stride),
         .align_c = LtAlignment(reinterpret_cast<uintptr_t>(at(*lt_matrices, c_at)), stride)};
-    absl::StatusOr<cublasLtHandle_t> lt = context_->cublas_lt();
+    absl::StatusOr<cublasLtHandle_t> lt = context->cublas_lt();
     ASSERT_TRUE(lt.ok()) << lt.status();
     absl::StatusOr<ScopedMathMode> mode =
-        ScopedMathMode::Set(context_->cublas(), CUBLAS_DEFAULT_MATH);
+        ScopedMathMode::Set(context->cublas(), CUBLAS_DEFAULT_MATH);
     ASSERT_TRUE(mode.ok()) << mode.status();
     const double minus_one = -1.0;
     const double one = 1.0;
     const absl::Status through_lt =
-        LtBatchedDgemm(*lt, context_->cublas(), context_->stream(), context_->device(), shape,
+        LtBatchedDgemm(*lt, context->cublas(), context->stream(), context->device(), shape,
                        minus_one, at(*lt_matrices, a_at), at(*lt_matrices, b_at), one,
                        at(*lt_matrices, c_at), workspace->data(), kLtWorkspaceBytes);
     ASSERT_TRUE(through_lt.ok()) << through_lt;
-    EXPECT_EQ(cublasDgemmStridedBatched(context_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, t.m, t.n,
+    EXPECT_EQ(cublasDgemmStridedBatched(context->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, t.m, t.n,
                                         kDepth, &minus_one, at(*blas_matrices, a_at), t.ld, stride,
                                         at(*blas_matrices, b_at), t.ld, stride, &one,
                                         at(*blas_matrices, c_at), t.ld, stride, kBatch),
               CUBLAS_STATUS_SUCCESS);
     std::vector<double> from_lt(count), from_blas(count);
-    ASSERT_TRUE(context_->Download(*lt_matrices, from_lt.data(), bytes).ok());
-    ASSERT_TRUE(context_->Download(*blas_matrices, from_blas.data(), bytes).ok());
+    ASSERT_TRUE(context->Download(*lt_matrices, from_lt.data(), bytes).ok());
+    ASSERT_TRUE(context->Download(*blas_matrices, from_blas.data(), bytes).ok());
     EXPECT_EQ(std::memcmp(from_lt.data(), from_blas.data(), bytes), 0);
     EXPECT_NE(std::memcmp(from_lt.data(), host.data(), bytes), 0) << "nothing was computed";
     if (shape.align_a == 256 && shape.align_b == 256 && shape.align_c == 256) {
-      EXPECT_TRUE(LtChoiceCached(context_->device(), shape)) << "cuBLASLt offered no algorithm";
+      EXPECT_TRUE(LtChoiceCached(context->device(), shape)) << "cuBLASLt offered no algorithm";
     }
   }
 }
