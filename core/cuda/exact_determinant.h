@@ -63,9 +63,9 @@ inline constexpr double kTrustedEstimateError = 1e-6;
 void UseFloatingPointEstimate(const ScaledNumber& det, const Accuracy& accuracy, ExactPlan* plan);
 
 // The device bytes ExactDeterminant takes at most for an n x n matrix under `plan` (0 when not
-// affordable): the uploaded entries and its largest batch of primes (at most 8 GiB of residue
+// affordable): the uploaded entries, its largest batch of primes (at most 8 GiB of residue
 // matrices; a batch also takes at most half of what the context's limit leaves free, and shrinks
-// rather than fails when an allocation is refused).
+// rather than fails when an allocation is refused) and the trailing products' workspace.
 uint64_t ExactDeterminantDeviceBytes(int64_t n, const ExactPlan& plan);
 
 struct ExactValue {

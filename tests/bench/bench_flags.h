@@ -46,6 +46,9 @@ struct Flags {
   // ours on the GPU next to FLINT's fmpz_mat_det on one core (when flint).
   std::vector<int> exact_sizes = {500, 1000};
   int exact_bits = 20;
+  // The GPU rows once per value: 1 with the trailing updates through cuBLASLt, 0 through
+  // cublasDgemmStridedBatched (cuda::ModularLuTuning::lt_trailing).
+  std::vector<int> exact_lt = {1};
   bool flint = true;
   // sparse: block-sparse product of order sparse_n at each block size.
   int sparse_n = 16384;

@@ -23,6 +23,10 @@
 #include "tests/bench/bench_timing.h"
 #include "tests/bench/flint_determinant.h"
 
+#ifdef MATRIXD_HAVE_CUDA
+#include "core/cuda/modular_lu.h"
+#endif
+
 namespace matrixd::bench {
 namespace {
 
@@ -82,6 +86,18 @@ void PrintHostPart(const Matrix& a, const ExactCertificate* gpu, int repeats) {
                                              : " (random residues)");
 }
 
+// Sets the GPU's trailing products through cuBLASLt (lt) or cuBLAS (a build without CUDA has
+// no GPU rows).
+void UseLtTrailing(bool lt) {
+#ifdef MATRIXD_HAVE_CUDA
+  cuda::ModularLuTuning tuning = cuda::GetModularLuTuning();
+  tuning.lt_trailing = lt;
+  cuda::SetModularLuTuning(tuning);
+#else
+  static_cast<void>(lt);
+#endif
+}
+
 }  // namespace
 
 void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
@@ -89,11 +105,12 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
   const int64_t bound = (int64_t{1} << flags.exact_bits) - 1;
   PrintHeader(
       "Exact determinant, int64: ours GPU vs FLINT fmpz_mat_det on one core",
-      "n      digits   primes  early  ours GPU(s)  FLINT(s)   FLINT/GPU  values",
+      "n      lt  digits   primes  early  ours GPU(s)  FLINT(s)   FLINT/GPU  values",
       {"ours GPU: backend call, method AUTO (upload, the floating-point LU, then the exact value: "
        "batched LU mod random 24-bit primes, CRT after each round, early stop once stable; the "
        "first round aimed at the floating-point estimate when it is trusted); "
-       "median of --repeats after a warm-up",
+       "median of --repeats after a warm-up; lt: the trailing updates through cuBLASLt (1) or "
+       "cublasDgemmStridedBatched (0), --exact_lt",
        "primes: used by the last run; early: whether it stopped before Hadamard's bound (with its "
        "error probability)",
        "GPU phases: device time of the last run's residues, panels, trailing DGEMMs and "
@@ -108,15 +125,6 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
                     "]; target: FLINT/GPU >= 100 at n = 1000, 20-bit entries")});
   for (const int n : flags.exact_sizes) {
     const Matrix a = RandomInt64Matrix(n, bound, 700 + n);
-    DeterminantResult last;
-    Timing timing;
-    if (gpu != nullptr) {
-      timing = TimeRuns(1, flags.repeats, [&] {
-        absl::StatusOr<DeterminantResult> result = gpu->Determinant(a.view(), {}, nullptr);
-        if (result.ok()) last = *result;
-        return result;
-      });
-    }
     std::string flint_decimal;
     double flint_seconds = NAN;
     std::string flint_error;
@@ -129,37 +137,51 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
         flint_error = std::string(reference.status().ToString());
       }
     }
-    std::string values = "- (nothing to compare)";
-    if (!last.exact.empty() && !flint_decimal.empty()) {
-      values = last.exact == flint_decimal ? "match" : "MISMATCH";
-    } else if (gpu != nullptr && timing.error.empty() && last.exact.empty()) {
-      values = "GPU gave no exact value (over its budget)";
-    }
-    const ExactCertificate c = last.certificate.value_or(ExactCertificate{});
-    const std::string early =
-        c.early_stop ? absl::StrCat("yes (", c.error_probability, ")") : std::string("no");
-    const std::string digits =
-        last.exact.empty()
-            ? std::string("-")
-            : std::to_string(last.exact.size() - (last.exact.starts_with("-") ? 1 : 0));
-    std::printf("%-6d %-8s %-7zu %-6s %-12s %-10s %-10s %s\n", n, digits.c_str(), c.primes.size(),
-                early.c_str(), Seconds(timing.seconds).c_str(), Seconds(flint_seconds).c_str(),
-                Ratio(flint_seconds, timing.seconds).c_str(), values.c_str());
-    if (!last.stats.kernels.empty()) {
-      std::string phases;
-      for (const KernelRecord& phase : last.stats.kernels) {
-        absl::StrAppend(&phases, phases.empty() ? "" : ", ", phase.kernel, " ",
-                        Seconds(phase.seconds));
+    for (const int lt : flags.exact_lt) {
+      DeterminantResult last;
+      Timing timing;
+      if (gpu != nullptr) {
+        UseLtTrailing(lt != 0);
+        timing = TimeRuns(1, flags.repeats, [&] {
+          absl::StatusOr<DeterminantResult> result = gpu->Determinant(a.view(), {}, nullptr);
+          if (result.ok()) last = *result;
+          return result;
+        });
       }
-      std::printf("  GPU phases: %s\n", phases.c_str());
+      std::string values = "- (nothing to compare)";
+      if (!last.exact.empty() && !flint_decimal.empty()) {
+        values = last.exact == flint_decimal ? "match" : "MISMATCH";
+      } else if (gpu != nullptr && timing.error.empty() && last.exact.empty()) {
+        values = "GPU gave no exact value (over its budget)";
+      }
+      const ExactCertificate c = last.certificate.value_or(ExactCertificate{});
+      const std::string early =
+          c.early_stop ? absl::StrCat("yes (", c.error_probability, ")") : std::string("no");
+      const std::string digits =
+          last.exact.empty()
+              ? std::string("-")
+              : std::to_string(last.exact.size() - (last.exact.starts_with("-") ? 1 : 0));
+      std::printf("%-6d %-3d %-8s %-7zu %-6s %-12s %-10s %-10s %s\n", n, lt, digits.c_str(),
+                  c.primes.size(), early.c_str(), Seconds(timing.seconds).c_str(),
+                  Seconds(flint_seconds).c_str(), Ratio(flint_seconds, timing.seconds).c_str(),
+                  values.c_str());
+      if (!last.stats.kernels.empty()) {
+        std::string phases;
+        for (const KernelRecord& phase : last.stats.kernels) {
+          absl::StrAppend(&phases, phases.empty() ? "" : ", ", phase.kernel, " ",
+                          Seconds(phase.seconds));
+        }
+        std::printf("  GPU phases: %s\n", phases.c_str());
+      }
+      PrintHostPart(a, last.certificate.has_value() ? &*last.certificate : nullptr,
+                    std::max(flags.repeats, 3));
+      if (values == "MISMATCH") {
+        std::printf("  GPU:   %s\n  FLINT: %s\n", last.exact.c_str(), flint_decimal.c_str());
+      }
+      if (!timing.error.empty()) std::printf("  GPU failed: %s\n", timing.error.c_str());
+      if (!flint_error.empty()) std::printf("  FLINT failed: %s\n", flint_error.c_str());
     }
-    PrintHostPart(a, last.certificate.has_value() ? &*last.certificate : nullptr,
-                  std::max(flags.repeats, 3));
-    if (values == "MISMATCH") {
-      std::printf("  GPU:   %s\n  FLINT: %s\n", last.exact.c_str(), flint_decimal.c_str());
-    }
-    if (!timing.error.empty()) std::printf("  GPU failed: %s\n", timing.error.c_str());
-    if (!flint_error.empty()) std::printf("  FLINT failed: %s\n", flint_error.c_str());
+    UseLtTrailing(true);
   }
 }
 

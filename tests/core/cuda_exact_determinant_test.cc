@@ -216,5 +216,37 @@ TEST_F(CudaExactDeterminantTest, BatchedResiduesMatchOnePrimeAtATime) {
   }
 }
 
+// The trailing updates through cuBLASLt (the default) and through cublasDgemmStridedBatched give
+// the same residues: both sum exactly.
+TEST_F(CudaExactDeterminantTest, BatchedResiduesAreTheSameThroughCublasLtAndCublas) {
+  absl::StatusOr<std::unique_ptr<DeviceContext>> made = DeviceContext::Create(0);
+  ASSERT_TRUE(made.ok()) << made.status();
+  DeviceContext& context = **made;
+  const std::vector<uint64_t> primes = {16777213, 16777199, 8388617, 12582917, 65521};
+  std::mt19937_64 rng(211);
+  const ModularLuTuning before = GetModularLuTuning();
+  for (const int64_t n : {129, 300, 520}) {
+    SCOPED_TRACE(n);
+    const std::vector<int64_t> values = RandomEntries(n, (int64_t{1} << 20) - 1, false, rng);
+    const size_t bytes = static_cast<size_t>(n * n) * sizeof(int64_t);
+    absl::StatusOr<DeviceBuffer> entries = context.Allocate(bytes);
+    ASSERT_TRUE(entries.ok()) << entries.status();
+    ASSERT_TRUE(context.Upload(values.data(), *entries, bytes).ok());
+    std::vector<std::vector<uint64_t>> residues;
+    for (const bool lt : {true, false}) {
+      ModularLuTuning tuning = before;
+      tuning.lt_trailing = lt;
+      SetModularLuTuning(tuning);
+      ComputeStats stats;
+      absl::StatusOr<std::vector<uint64_t>> batched =
+          BatchedModularLuDeterminants(entries->as<int64_t>(), n, primes, context, nullptr, &stats);
+      SetModularLuTuning(before);
+      ASSERT_TRUE(batched.ok()) << batched.status();
+      residues.push_back(*std::move(batched));
+    }
+    EXPECT_EQ(residues[0], residues[1]);
+  }
+}
+
 }  // namespace
 }  // namespace matrixd::cuda
