@@ -1,3 +1,5 @@
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <complex>
 #include <cstdint>
@@ -14,13 +16,18 @@
 // chain (~2 us a step: the counter, a fence, a barrier) and by each block streaming its row of
 // tiles alone; hence the near tiles (the kernel's comment) and one read of x a lane (Tile). Each
 // element of x as its own flag (polled with relaxed atomic loads) was slower for op = H (147
-// against 102 us at n = 4096), and polling with weak loads read stale values: not used.
+// against 102 us at n = 4096), and polling with weak loads read stale values: not used. Thread-
+// block clusters whose blocks hand x on through shared memory (the kernel's comment) took a
+// 4096 triangle from 104-110 to 95 us and the estimator's LU solve from 221 to 192 us (the same
+// H100, interleaved runs, 2026-11-27); helper blocks sharing a step's far tiles inside the cluster
+// and the owner's tiles asked of L2 early gained nothing more (docs/benchmarks.md).
 //
 // Solve order: op(A) is lower triangular when A is lower and op = N, or A is upper and op = H;
 // then row blocks go first to last ("forward"), otherwise last to first. The ticket counter hands
-// out steps in that order to thread blocks as they start, so a block only ever waits for blocks
-// that are already running: no deadlock whatever the scheduler does. Blocks finish in step order
-// (each waits for the step before it), so one counter `solved` says which parts of x are ready.
+// out steps in that order to clusters of thread blocks as they start, so a block only ever waits
+// for blocks that are already running: no deadlock whatever the scheduler does. A block publishes
+// only after it has read every earlier block's x, so the count of published steps says which
+// parts of x are ready.
 //
 // Tile of op(A) for row block p and column block q (both B wide, cut at n):
 // op = N: M(i, j) = A(p B + i, q B + j), column-major from a + p B + q B lda;
@@ -485,6 +492,28 @@ __device__ __forceinline__ const E* TileOf(const E* a, int64_t lda, int64_t row0
   return kAdjoint ? a + col0 + row0 * lda : a + row0 + col0 * lda;
 }
 
+// Flags between the thread blocks of one cluster, in shared memory: an acquire load of one's own
+// (generic address), a cluster-scope fence, and a relaxed store to another block's (a generic
+// address from map_shared_rank).
+__device__ __forceinline__ unsigned LoadAcquireCluster(const unsigned* flag) {
+  unsigned value;
+  asm volatile("ld.acquire.cluster.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
+  return value;
+}
+__device__ __forceinline__ void FenceCluster() {
+  asm volatile("fence.acq_rel.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void StoreRelaxedCluster(unsigned* flag, unsigned value) {
+  asm volatile("st.relaxed.cluster.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+// The cluster barrier in two halves: arrive (nothing ordered) and wait.
+__device__ __forceinline__ void ClusterArrive() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void ClusterWait() {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+
 // Waits until `solved` >= needed and returns the count seen. Thread 0 polls with acquire loads;
 // the barrier passes what it saw (and the ordering) to the rest of the block. The two slots
 // alternate so that thread 0 never overwrites a value another thread has yet to read.
@@ -517,7 +546,7 @@ __device__ __forceinline__ void PrefetchToL2(const E* p) {
   }
 }
 
-// sync[0]: the ticket counter; sync[1]: steps solved (x published for them).
+// sync[0]: the ticket counter; sync[1]: steps published (x written for them).
 //
 // Row block p (solve step `step`) computes x_p = D_p^-1 (b_p - sum_{s < step} T_s x_s), T_s the
 // tile of op(A) against the block solved at step s. With `near` > 0 (near tiles N_k = D_p^-1 T_s
@@ -530,23 +559,53 @@ __device__ __forceinline__ void PrefetchToL2(const E* p) {
 // b and x are n x kColumns, column-major with leading dimension n; every step does its work for
 // all columns at once (the tiles and the chain's waits are shared by them). Thread t < kColumns
 // kBlock owns row t % kBlock of column t / kBlock in the block's shared vectors and in b and x.
+//
+// Clusters: the grid is launched in clusters of C blocks (C = 1: none), a ticket a cluster, so
+// that its blocks take C consecutive steps (ticket C + rank; blocks past the last step idle). A
+// block hands its x to the later blocks of its own cluster directly, into their shared memory
+// (`received`, (C - 1) kColumns kBlock elements of dynamic shared memory, one slot a rank) with a
+// flag each, instead of through L2 and the device-scope fence of the counter, which every block
+// also advances for the steps of later clusters (atomically: its increment may overtake the one
+// of the block before it in its cluster, but a block only publishes after it has read every
+// earlier x, which makes any count a prefix: whoever sees the count c also sees x of steps < c, by
+// causality through the flags). The x a block stores in global memory precedes its flags, so the
+// cluster-scope fence waits for it too: the hand-off inside a cluster is cheaper, not free.
 template <typename E, bool kAdjoint, typename S, int kColumns>
 __global__ void __launch_bounds__(S::kThreads)
-    TriangularSolveKernel(const E* a, int64_t n, int64_t lda, bool forward, const E* inverse,
-                          const E* near_tiles, int near, const E* b, E* x, unsigned* sync) {
+    TriangularSolveKernel(const E* a, int64_t n, int64_t lda, int blocks, bool forward,
+                          const E* inverse, const E* near_tiles, int near, const E* b, E* x,
+                          unsigned* sync) {
+  namespace cg = cooperative_groups;
   constexpr int kBlock = S::kBlock;
-  __shared__ int step_shared;
+  constexpr int kVector = kColumns * kBlock;  // a step's x
+  __shared__ int ticket_shared;
+  __shared__ int first_shared;  // the cluster's first step (shared: kept out of the registers)
   __shared__ int seen[2];
+  __shared__ unsigned received_flags[kMaxTriangularSolveCluster];
   __shared__ E partial[kColumns * S::kThreads];
-  __shared__ E sums_shared[kColumns * kBlock];
-  __shared__ E residual[kColumns * kBlock];
-  __shared__ E c_shared[kColumns * kBlock];
+  __shared__ E sums_shared[kVector];
+  __shared__ E residual[kVector];
+  __shared__ E c_shared[kVector];
+  extern __shared__ __align__(16) unsigned char received_bytes[];
+  E* received = reinterpret_cast<E*>(received_bytes);  // [rank][kVector]: x of the earlier ranks
   using TileT = Tile<E, kAdjoint, S, kColumns>;
 
-  if (threadIdx.x == 0) step_shared = static_cast<int>(atomicAdd(&sync[0], 1u));
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int cluster_size = static_cast<int>(cluster.num_blocks());
+  if (threadIdx.x < kMaxTriangularSolveCluster) received_flags[threadIdx.x] = 0;
+  if (threadIdx.x == 0 && rank == 0) ticket_shared = static_cast<int>(atomicAdd(&sync[0], 1u));
+  // Every block of the cluster has started and zeroed its flags, and the ticket is drawn; the
+  // second half of the barrier, at the end, keeps rank 0's ticket readable until all have read it.
+  cluster.sync();
+  if (threadIdx.x == 0) first_shared = *cluster.map_shared_rank(&ticket_shared, 0) * cluster_size;
   __syncthreads();
-  const int step = step_shared;
-  const int blocks = static_cast<int>(gridDim.x);
+  ClusterArrive();
+  const int step = first_shared + rank;
+  if (step >= blocks) {
+    ClusterWait();
+    return;
+  }
   const auto block_of = [&](int s) { return forward ? s : blocks - 1 - s; };
   const int64_t row0 = static_cast<int64_t>(block_of(step)) * kBlock;
   const int rows = BlockRows(n, row0, kBlock);
@@ -588,7 +647,7 @@ __global__ void __launch_bounds__(S::kThreads)
     if (item == far_count) {
       // c := D^-1 (b - the far tiles' sum).
       TileT::Reduce(sums, partial, sums_shared);
-      if (threadIdx.x < kColumns * kBlock) {
+      if (threadIdx.x < kVector) {
         residual[threadIdx.x] = owns_row ? Sub(b_row, sums_shared[threadIdx.x]) : Zero<E>();
       }
       __syncthreads();
@@ -596,11 +655,24 @@ __global__ void __launch_bounds__(S::kThreads)
       TileT::Reduce(sums, partial, c_shared);
       return;
     }
-    // sums += tile times x's block s, once x's block s is published.
+    // sums += tile times x's block s, once x's block s is there.
     const int s = step_of(item);
-    if (ready <= s) ready = WaitUntilSolved(&sync[1], s + 1, seen, slot);
     const int64_t col0 = static_cast<int64_t>(block_of(s)) * kBlock;
     const int cols = BlockRows(n, col0, kBlock);
+    if (s >= first_shared) {
+      // From a block of this cluster, in this block's shared memory once its flag is up.
+      const int source = s - first_shared;
+      if (threadIdx.x == 0) {
+        while (LoadAcquireCluster(&received_flags[source]) == 0) {
+        }
+      }
+      __syncthreads();
+      const E* xs = received + source * kVector;
+      tile.MultiplyAdd([&](int c, int j) { return j < cols ? xs[c * kBlock + j] : Zero<E>(); },
+                       sums);
+      return;
+    }
+    if (ready <= s) ready = WaitUntilSolved(&sync[1], s + 1, seen, slot);
     // .cg: x was written by other blocks during this kernel; L1 is not coherent with them.
     tile.MultiplyAdd(
         [&](int c, int j) { return j < cols ? __ldcg(x + c * n + col0 + j) : Zero<E>(); }, sums);
@@ -629,29 +701,43 @@ __global__ void __launch_bounds__(S::kThreads)
       process(current, item);
     }
   }
-  if (far_count < step) TileT::Reduce(sums, partial, sums_shared);  // the near tiles' sum
+  if (far_count < step) TileT::Reduce(sums, partial, sums_shared);            // the near tiles' sum
+  const int later = min(first_shared + cluster_size, blocks) - first_shared;  // ranks with a step
   if (owns_row) {
-    x[own_index] = far_count < step ? Sub(c_shared[threadIdx.x], sums_shared[threadIdx.x])
-                                    : c_shared[threadIdx.x];
+    const E value = far_count < step ? Sub(c_shared[threadIdx.x], sums_shared[threadIdx.x])
+                                     : c_shared[threadIdx.x];
+    x[own_index] = value;
+    for (int r = rank + 1; r < later; ++r) {
+      cluster.map_shared_rank(received, r)[rank * kVector + threadIdx.x] = value;
+    }
   }
-  // Publish: the barrier, then thread 0's fence and store — the pattern of cooperative groups'
+  // Publish: the barrier, then thread 0's fences and stores — the pattern of cooperative groups'
   // grid sync (the barrier orders the block's writes before thread 0's fence, which makes them
-  // visible at device scope before the counter moves).
+  // visible at the fence's scope before the flags and the counter move).
   __syncthreads();
   if (threadIdx.x == 0) {
+    if (rank + 1 < later) {
+      FenceCluster();
+      for (int r = rank + 1; r < later; ++r) {
+        StoreRelaxedCluster(cluster.map_shared_rank(&received_flags[rank], r), 1u);
+      }
+    }
+    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> published(sync[1]);
     if (step + 1 == blocks) {
-      // The last step: nobody waits for it, and every other block has drawn its ticket (this one
-      // drew the last) and is past its last wait (this block waited for all of them to publish),
-      // so nothing reads the counters again: zero them for the next solve, in place of a memset
-      // launch before each one.
+      // The last step: nobody waits for it. Once every other block has published (each after its
+      // last wait, and every ticket drawn: this block's cluster drew the last), nothing reads or
+      // writes the counters again: zero them for the next solve, in place of a memset launch
+      // before each one.
+      while (published.load(::cuda::memory_order_relaxed) < static_cast<unsigned>(step)) {
+      }
       sync[0] = 0;
       sync[1] = 0;
-      return;
+    } else {
+      __threadfence();
+      published.fetch_add(1u, ::cuda::memory_order_relaxed);
     }
-    __threadfence();
-    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device>(sync[1]).store(
-        static_cast<unsigned>(step + 1), ::cuda::memory_order_relaxed);
   }
+  ClusterWait();
 }
 
 template <typename E>
@@ -671,6 +757,9 @@ __global__ void PermuteVectorKernel(const E* src, const int* rows, int64_t n, in
   }
 }
 
+// Clusters past this many blocks need the kernel's non-portable attribute.
+constexpr int kMaxPortableCluster = 8;
+
 int BlocksOf(int64_t n, int block) { return static_cast<int>((n + block - 1) / block); }
 
 // The columns one launch of shape S solves together: 1 for complex128, whose tiles already take
@@ -678,38 +767,77 @@ int BlocksOf(int64_t n, int block) { return static_cast<int>((n + block - 1) / b
 template <typename E, typename S>
 inline constexpr int kLaunchColumns = sizeof(E) > 8 ? 1 : kMaxTriangularSolveColumns;
 
-template <typename E, typename S, int kColumns>
-void QueueSolveColumns(const DeviceTriangle<E>& triangle, const E* inverse, const E* near_tiles,
-                       int near, bool adjoint, const E* b, E* x, unsigned* sync,
-                       cudaStream_t stream) {
-  const bool forward = triangle.lower != adjoint;
-  const int grid = BlocksOf(triangle.n, S::kBlock);
-  if (adjoint) {
-    TriangularSolveKernel<E, true, S, kColumns><<<grid, S::kThreads, 0, stream>>>(
-        triangle.a, triangle.n, triangle.lda, forward, inverse, near_tiles, near, b, x, sync);
-  } else {
-    TriangularSolveKernel<E, false, S, kColumns><<<grid, S::kThreads, 0, stream>>>(
-        triangle.a, triangle.n, triangle.lda, forward, inverse, near_tiles, near, b, x, sync);
+// One solve's arguments, as the launchers below pass them on.
+template <typename E>
+struct SolveLaunch {
+  DeviceTriangle<E> triangle;
+  const E* inverse = nullptr;
+  const E* near_tiles = nullptr;
+  int near = 0;
+  bool adjoint = false;
+  unsigned* sync = nullptr;
+  cudaStream_t stream = nullptr;
+  int cluster = 1;
+};
+
+template <typename E, typename S, int kColumns, bool kAdjoint>
+cudaError_t LaunchSolveKernel(const SolveLaunch<E>& launch, int cluster, const E* b, E* x) {
+  const auto kernel = TriangularSolveKernel<E, kAdjoint, S, kColumns>;
+  if (cluster > kMaxPortableCluster) {
+    const cudaError_t allowed =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (allowed != cudaSuccess) return allowed;
   }
+  const DeviceTriangle<E>& t = launch.triangle;
+  const int blocks = BlocksOf(t.n, S::kBlock);
+  const int clusters = (blocks + cluster - 1) / cluster;
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
+  config.blockDim = dim3(S::kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(cluster - 1) * kColumns * S::kBlock * sizeof(E);
+  config.stream = launch.stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  const bool forward = t.lower != kAdjoint;
+  return cudaLaunchKernelEx(&config, kernel, t.a, t.n, t.lda, blocks, forward, launch.inverse,
+                            launch.near_tiles, launch.near, b, x, launch.sync);
+}
+
+// In clusters of launch.cluster blocks (capped at the row blocks), or of one where the device
+// cannot place them (a launch refused for its configuration runs nothing, so it can be retried).
+template <typename E, typename S, int kColumns>
+cudaError_t QueueSolveColumns(const SolveLaunch<E>& launch, const E* b, E* x) {
+  const auto run = [&](int cluster) {
+    return launch.adjoint ? LaunchSolveKernel<E, S, kColumns, true>(launch, cluster, b, x)
+                          : LaunchSolveKernel<E, S, kColumns, false>(launch, cluster, b, x);
+  };
+  const int cluster = std::min(launch.cluster, BlocksOf(launch.triangle.n, S::kBlock));
+  if (cluster <= 1) return run(1);
+  const cudaError_t clustered = run(cluster);
+  if (clustered == cudaSuccess) return clustered;
+  (void)cudaGetLastError();  // the refusal is not sticky; clear it before the retry
+  return run(1);
 }
 
 // One launch for all `columns` where the shape takes them, else one launch a column (each leaves
 // the counters zero for the next).
 template <typename E, typename S>
-void QueueSolve(const DeviceTriangle<E>& triangle, const E* inverse, const E* near_tiles, int near,
-                bool adjoint, const E* b, E* x, int columns, unsigned* sync, cudaStream_t stream) {
+cudaError_t QueueSolve(const SolveLaunch<E>& launch, const E* b, E* x, int columns) {
   static_assert(kMaxTriangularSolveColumns == 2);
   if constexpr (kLaunchColumns<E, S> == 2) {
-    if (columns == 2) {
-      QueueSolveColumns<E, S, 2>(triangle, inverse, near_tiles, near, adjoint, b, x, sync, stream);
-      return;
-    }
+    if (columns == 2) return QueueSolveColumns<E, S, 2>(launch, b, x);
   }
   for (int c = 0; c < columns; ++c) {
-    const int64_t offset = c * triangle.n;
-    QueueSolveColumns<E, S, 1>(triangle, inverse, near_tiles, near, adjoint, b + offset, x + offset,
-                               sync, stream);
+    const int64_t offset = c * launch.triangle.n;
+    const cudaError_t queued = QueueSolveColumns<E, S, 1>(launch, b + offset, x + offset);
+    if (queued != cudaSuccess) return queued;
   }
+  return cudaSuccess;
 }
 
 template <typename E, int kBlock>
@@ -777,25 +905,26 @@ cudaError_t LaunchInvertDiagonalBlocks(DeviceTriangle<T> triangle, int block, T*
 template <typename T>
 cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
                                   bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream,
-                                  const T* near_tiles, int near, int columns) {
+                                  const T* near_tiles, int near, int columns, int cluster) {
   using E = DeviceType<T>;
   if (!IsTriangularSolveBlock(block) || near < 0 || near > kMaxNearTiles ||
-      (near > 0 && near_tiles == nullptr) || columns < 1 || columns > kMaxTriangularSolveColumns) {
+      (near > 0 && near_tiles == nullptr) || columns < 1 || columns > kMaxTriangularSolveColumns ||
+      cluster < 1 || cluster > kMaxTriangularSolveCluster) {
     return cudaErrorInvalidValue;
   }
   if (triangle.n <= 0) return cudaSuccess;
-  const DeviceTriangle<E> t = OnDevice(triangle);
-  const auto* inv = reinterpret_cast<const E*>(inverse);
+  const SolveLaunch<E> launch{.triangle = OnDevice(triangle),
+                              .inverse = reinterpret_cast<const E*>(inverse),
+                              .near_tiles = reinterpret_cast<const E*>(near_tiles),
+                              .near = near,
+                              .adjoint = adjoint,
+                              .sync = static_cast<unsigned*>(sync),
+                              .stream = stream,
+                              .cluster = cluster};
   const auto* in = reinterpret_cast<const E*>(b);
   auto* out = reinterpret_cast<E*>(x);
-  auto* counters = static_cast<unsigned*>(sync);
-  const auto* near_inv = reinterpret_cast<const E*>(near_tiles);
-  if (block == Shape64::kBlock) {
-    QueueSolve<E, Shape64>(t, inv, near_inv, near, adjoint, in, out, columns, counters, stream);
-  } else {
-    QueueSolve<E, Shape128>(t, inv, near_inv, near, adjoint, in, out, columns, counters, stream);
-  }
-  return cudaGetLastError();
+  return block == Shape64::kBlock ? QueueSolve<E, Shape64>(launch, in, out, columns)
+                                  : QueueSolve<E, Shape128>(launch, in, out, columns);
 }
 
 template <typename T>
@@ -811,13 +940,13 @@ cudaError_t LaunchPermuteVector(const T* src, const int* rows, int64_t n, bool s
   return cudaGetLastError();
 }
 
-#define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                   \
-  template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, int, T*, cudaStream_t);   \
-  template cudaError_t LaunchInvertDiagonalBlocks<T>(std::span<const DeviceTriangle<T>>, int,     \
-                                                     std::span<T* const>, cudaStream_t);          \
-  template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, int, const T*, bool, const T*, \
-                                                T*, void*, cudaStream_t, const T*, int, int);     \
-  template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,            \
+#define MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(T)                                                    \
+  template cudaError_t LaunchInvertDiagonalBlocks<T>(DeviceTriangle<T>, int, T*, cudaStream_t);    \
+  template cudaError_t LaunchInvertDiagonalBlocks<T>(std::span<const DeviceTriangle<T>>, int,      \
+                                                     std::span<T* const>, cudaStream_t);           \
+  template cudaError_t LaunchTriangularSolve<T>(DeviceTriangle<T>, int, const T*, bool, const T*,  \
+                                                T*, void*, cudaStream_t, const T*, int, int, int); \
+  template cudaError_t LaunchPermuteVector<T>(const T*, const int*, int64_t, bool, T*,             \
                                               cudaStream_t, int);
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(float)
 MATRIXD_INSTANTIATE_TRIANGULAR_SOLVE(double)

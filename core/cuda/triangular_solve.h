@@ -94,19 +94,29 @@ cublasStatus_t ComputeNearTiles(cublasHandle_t cublas, DeviceTriangle<T> triangl
 // The most right-hand sides one solve takes.
 inline constexpr int kMaxTriangularSolveColumns = 2;
 
+// Thread-block clusters of a solve: consecutive row blocks in one cluster hand x to each other
+// through shared memory (triangular_solve.cu). At most 16 (past 8, where the device allows such
+// clusters); kTriangularSolveCluster by default.
+inline constexpr int kMaxTriangularSolveCluster = 16;
+inline constexpr int kTriangularSolveCluster = 8;
+
 // x := op(A)^-1 b with op(A) = A, or its conjugate transpose when `adjoint`, b and x n x
 // `columns` blocks, column-major with leading dimension n (contiguous vectors), and `inverse` from
 // LaunchInvertDiagonalBlocks on the same triangle with the same block; with near > 0 (at most
 // kMaxNearTiles), `near_tiles` from ComputeNearTiles on the same triangle, block and `adjoint`
 // with at least `near` tiles. x may be b (in place); otherwise they must not overlap. `sync` is
 // kTriangularSolveSyncBytes of device memory, zero (see above), used by no concurrent solve; a
-// solve that does not run to completion (a launch error, a fault) may leave it nonzero.
+// solve that does not run to completion (a launch error, a fault) may leave it nonzero. The row
+// blocks go `cluster` to a thread-block cluster (capped at their number; clusters of 1 where the
+// device cannot place them): the same bits whatever the cluster.
 // cudaErrorInvalidValue unless IsTriangularSolveBlock(block), 0 <= near <= kMaxNearTiles
-// (near_tiles not null when near > 0) and 1 <= columns <= kMaxTriangularSolveColumns.
+// (near_tiles not null when near > 0), 1 <= columns <= kMaxTriangularSolveColumns and
+// 1 <= cluster <= kMaxTriangularSolveCluster.
 template <typename T>
 cudaError_t LaunchTriangularSolve(DeviceTriangle<T> triangle, int block, const T* inverse,
                                   bool adjoint, const T* b, T* x, void* sync, cudaStream_t stream,
-                                  const T* near_tiles = nullptr, int near = 0, int columns = 1);
+                                  const T* near_tiles = nullptr, int near = 0, int columns = 1,
+                                  int cluster = kTriangularSolveCluster);
 
 // dst[i] := src[rows[i]] (gather), or dst[rows[i]] := src[i] when `scatter`, i < n, in each of
 // `columns` columns of n (column-major, leading dimension n); rows is a permutation of [0, n).

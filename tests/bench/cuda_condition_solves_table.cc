@@ -27,6 +27,9 @@ namespace matrixd::bench {
 
 namespace {
 
+// The cluster sizes the triangle table times beside none (core/cuda/triangular_solve.h).
+constexpr int kClusterColumns[] = {4, 8, 16};
+
 // One row of the table at order n.
 absl::Status ConditionSolvesRow(cuda::DeviceContext& context, int n, int repeats) {
   const Matrix a = RandomMatrix(n, n, DType::kFloat64, 21);
@@ -199,24 +202,30 @@ absl::Status TriangleSolvesRow(cuda::DeviceContext& context, int n, int repeats)
                                      transpose, cuda::kMaxNearTiles, near.as<double>()));
                                  return absl::OkStatus();
                                }));
-      // Near tiles 0 .. kMaxNearTiles with one column, then kMaxNearTiles with two.
-      const auto time_solve = [&](int count, int columns) {
+      // Near tiles 0 .. kMaxNearTiles with one column without clusters, then kMaxNearTiles in
+      // clusters of each size; at the estimator's block, kMaxNearTiles with two columns.
+      const auto time_solve = [&](int count, int columns, int cluster) {
         return TimeOnDevice(context, repeats, zero_x, [&] {
           MATRIXD_CUDA_RETURN_IF_ERROR(cuda::LaunchTriangularSolve(
               triangle, block, inverse.as<const double>(), transpose, x.as<const double>(),
               x.as<double>(), sync.data(), context.stream(), near.as<const double>(), count,
-              columns));
+              columns, cluster));
           return absl::OkStatus();
         });
       };
       for (int count = 0; count <= cuda::kMaxNearTiles; ++count) {
-        MATRIXD_ASSIGN_OR_RETURN(const double solve, time_solve(count, 1));
+        MATRIXD_ASSIGN_OR_RETURN(const double solve, time_solve(count, 1, 1));
+        cells.push_back(Microseconds(solve));
+      }
+      for (const int cluster : kClusterColumns) {
+        MATRIXD_ASSIGN_OR_RETURN(const double solve, time_solve(cuda::kMaxNearTiles, 1, cluster));
         cells.push_back(Microseconds(solve));
       }
       if (block == cuda::kTriangularSolveBlock<double>) {
         prepare = near_seconds;
         invert = invert_seconds;
-        MATRIXD_ASSIGN_OR_RETURN(two_columns, time_solve(cuda::kMaxNearTiles, 2));
+        MATRIXD_ASSIGN_OR_RETURN(two_columns,
+                                 time_solve(cuda::kMaxNearTiles, 2, cuda::kTriangularSolveCluster));
       }
     }
     std::printf("%-6d %-6s", n, name);
@@ -250,13 +259,17 @@ void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
     if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
   }
   PrintHeader("One triangle of an LU, one vector, float64: median device microseconds",
-              "n      tri    dtrsv    64/0     64/1     64/2     128/0    128/1    128/2    "
-              "x2       invert   near",
+              "n      tri    dtrsv    64/0     64/1     64/2     64c4     64c8     64c16    "
+              "128/0    128/1    128/2    128c4    128c8    128c16   x2       invert   near",
               {"dtrsv: cuBLAS; B/k: core/cuda/triangular_solve.h with B-row blocks and k near "
-               "tiles; x2: 2 right-hand sides in one solve (blocks of " +
+               "tiles, no clusters; BcC: the same with " +
+               std::to_string(cuda::kMaxNearTiles) +
+               " near tiles in clusters of C blocks; x2: 2 right-hand sides in one solve "
+               "(blocks of " +
                std::to_string(cuda::kTriangularSolveBlock<double>) + ", " +
                std::to_string(cuda::kMaxNearTiles) +
-               " near tiles); invert: LaunchInvertDiagonalBlocks; near: ComputeNearTiles for " +
+               " near tiles, the default cluster); invert: LaunchInvertDiagonalBlocks; near: "
+               "ComputeNearTiles for " +
                std::to_string(cuda::kMaxNearTiles) + " near tiles at block " +
                std::to_string(cuda::kTriangularSolveBlock<double>) +
                " (both once per triangle; near tiles once per operation)"});

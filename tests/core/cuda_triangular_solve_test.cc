@@ -237,6 +237,20 @@ TYPED_TEST(CudaTriangularSolve, MatchesCublasTrsmOnEveryTriangleAndOperation) {
                   RelativeError(got_pair, DownloadVector<T>(context, *pair_reference, pair.size())),
                   kTolerance<T>);
               EXPECT_EQ(std::vector<T>(got_pair.begin() + n, got_pair.end()), got);
+
+              // Any cluster (none, one that does not divide the row blocks, past the portable
+              // 8): the same bits as the default's.
+              for (const int cluster : {1, 3, kMaxTriangularSolveCluster}) {
+                SCOPED_TRACE(::testing::Message() << "cluster=" << cluster);
+                absl::StatusOr<DeviceBuffer> clustered = context.Allocate(b.size() * sizeof(T));
+                ASSERT_TRUE(clustered.ok()) << clustered.status();
+                ASSERT_EQ(LaunchTriangularSolve(
+                              triangle, block, inv, adjoint, device_b->template as<const T>(),
+                              clustered->template as<T>(), sync->data(), context.stream(),
+                              near_tiles, near_count, 1, cluster),
+                          cudaSuccess);
+                EXPECT_EQ(DownloadVector<T>(context, *clustered, b.size()), got);
+              }
               const std::vector<unsigned> counters = DownloadVector<unsigned>(
                   context, *sync, kTriangularSolveSyncBytes / sizeof(unsigned));
               EXPECT_EQ(counters, std::vector<unsigned>(counters.size(), 0u));
@@ -495,6 +509,12 @@ TYPED_TEST(CudaTriangularSolve, RefusesABlockItHasNoShapeFor) {
   EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 64, nullptr, false, nullptr, nullptr, nullptr,
                                      context.stream(), nullptr, 1),
             cudaErrorInvalidValue);
+  // Clusters: 1 to kMaxTriangularSolveCluster blocks.
+  for (const int cluster : {0, kMaxTriangularSolveCluster + 1}) {
+    EXPECT_EQ(LaunchTriangularSolve<T>(triangle, 64, nullptr, false, nullptr, nullptr, nullptr,
+                                       context.stream(), nullptr, 0, 1, cluster),
+              cudaErrorInvalidValue);
+  }
   EXPECT_EQ(ComputeNearTiles<T>(context.cublas(), triangle, 64, nullptr, false, kMaxNearTiles + 1,
                                 nullptr),
             CUBLAS_STATUS_INVALID_VALUE);
