@@ -86,15 +86,18 @@ void PrintHostPart(const Matrix& a, const ExactCertificate* gpu, int repeats) {
                                              : " (random residues)");
 }
 
-// Sets the GPU's trailing products through cuBLASLt (lt) or cuBLAS (a build without CUDA has
-// no GPU rows).
-void UseLtTrailing(bool lt) {
+// Sets the GPU's trailing products through cuBLASLt (lt) or cuBLAS and returns the setting it
+// replaced (a build without CUDA has no GPU rows: true, unchanged).
+bool UseLtTrailing(bool lt) {
 #ifdef MATRIXD_HAVE_CUDA
   cuda::ModularLuTuning tuning = cuda::GetModularLuTuning();
+  const bool before = tuning.lt_trailing;
   tuning.lt_trailing = lt;
   cuda::SetModularLuTuning(tuning);
+  return before;
 #else
   static_cast<void>(lt);
+  return true;
 #endif
 }
 
@@ -137,6 +140,7 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
         flint_error = std::string(reference.status().ToString());
       }
     }
+    const bool lt_setting = UseLtTrailing(true);  // the process's, restored below
     for (const int lt : flags.exact_lt) {
       DeterminantResult last;
       Timing timing;
@@ -181,7 +185,7 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
       if (!timing.error.empty()) std::printf("  GPU failed: %s\n", timing.error.c_str());
       if (!flint_error.empty()) std::printf("  FLINT failed: %s\n", flint_error.c_str());
     }
-    UseLtTrailing(true);
+    UseLtTrailing(lt_setting);
   }
 }
 
