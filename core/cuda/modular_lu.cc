@@ -21,6 +21,7 @@
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/elimination.h"
+#include "core/cuda/fused_modular_product.h"
 #include "core/cuda/lt_batched_dgemm.h"
 #include "core/cuda/modular_lu_kernels.h"
 #include "core/cuda/modular_lu_stages.h"
@@ -66,6 +67,7 @@ std::atomic<bool> look_ahead_setting{true};
 std::atomic<bool> overlap_setting{true};
 std::atomic<int64_t> piece_rows_setting{0};
 std::atomic<bool> lt_trailing_setting{true};
+std::atomic<bool> fused_products_setting{true};
 
 // Device time per phase on each stream, from timing events recorded at each change of phase (a
 // phase's time on one lane includes its kernels' slowdown by what runs on the other). Owns its
@@ -179,8 +181,12 @@ struct Lane {
   int64_t product_capacity = 0;
   double* apply_product = nullptr;  // the products with a leaf inverse, 2 kLeafWidth x cols
   int64_t apply_stride = 0;
-  // The one-piece trailing updates through cuBLASLt (ModularLuTuning::lt_trailing), with this
-  // workspace; null: cublasDgemmStridedBatched.
+  // The one-piece products (trailing and panel: ProductPieces(p, depth) == 1) by the fused
+  // kernel, product and reduction in one pass (ModularLuTuning::fused_products); else a DGEMM in
+  // place, then the reduction.
+  bool fused = false;
+  // Without `fused`, the one-piece trailing updates through cuBLASLt
+  // (ModularLuTuning::lt_trailing), with this workspace; null: cublasDgemmStridedBatched.
   cublasLtHandle_t lt = nullptr;
   void* lt_workspace = nullptr;
   size_t lt_workspace_bytes = 0;
@@ -255,7 +261,8 @@ class BalancedLu {
       MATRIXD_ASSIGN_OR_RETURN(own_apply_product_, AllocateWords(trailing_.apply_stride));
       trailing_.apply_product = own_apply_product_.as<double>();
     }
-    if (lt_trailing_setting.load(std::memory_order_relaxed) &&
+    trailing_.fused = fused_products_setting.load(std::memory_order_relaxed);
+    if (!trailing_.fused && lt_trailing_setting.load(std::memory_order_relaxed) &&
         ProductPieces(largest_, kPanelWidth) == 1 && n_ > kPanelWidth) {
       MATRIXD_ASSIGN_OR_RETURN(trailing_.lt, context_.cublas_lt());
       MATRIXD_ASSIGN_OR_RETURN(lt_workspace_, context_.Allocate(kLtWorkspaceBytes));
@@ -539,6 +546,21 @@ class BalancedLu {
     const double k = static_cast<double>(depth);
     const double m = static_cast<double>(cols);
     MATRIXD_RETURN_IF_ERROR(clock_.Enter(gemm, stream));
+    if (lane.fused && ProductPieces(largest_, depth) == 1) {
+      // |C| <= p / 2 and depth products below (p / 2)^2 each, as for the DGEMM below: the same
+      // bits in one pass over C.
+      MATRIXD_RETURN_IF_ERROR(LaunchFusedSubtractProduct(stream, batch_,
+                                                         FusedProductBlocks{.a_offset = a_offset,
+                                                                            .b_offset = b_offset,
+                                                                            .c_offset = c_offset,
+                                                                            .rows = rows,
+                                                                            .cols = cols,
+                                                                            .depth = depth}));
+      work_.flops[gemm] += 2.0 * r * m * k;
+      work_.bytes[gemm] +=
+          static_cast<uint64_t>((r * k + batch_size() * k * m + 2.0 * r * m) * 8.0);
+      return absl::OkStatus();
+    }
     if (ProductPieces(largest_, depth) == 1) {
       const double minus_one = -1.0;
       const double one = 1.0;
@@ -887,13 +909,15 @@ void SetModularLuTuning(const ModularLuTuning& tuning) {
   overlap_setting.store(tuning.overlap, std::memory_order_relaxed);
   piece_rows_setting.store(std::max<int64_t>(0, tuning.piece_rows), std::memory_order_relaxed);
   lt_trailing_setting.store(tuning.lt_trailing, std::memory_order_relaxed);
+  fused_products_setting.store(tuning.fused_products, std::memory_order_relaxed);
 }
 
 ModularLuTuning GetModularLuTuning() {
   return ModularLuTuning{.look_ahead = look_ahead_setting.load(std::memory_order_relaxed),
                          .overlap = overlap_setting.load(std::memory_order_relaxed),
                          .piece_rows = piece_rows_setting.load(std::memory_order_relaxed),
-                         .lt_trailing = lt_trailing_setting.load(std::memory_order_relaxed)};
+                         .lt_trailing = lt_trailing_setting.load(std::memory_order_relaxed),
+                         .fused_products = fused_products_setting.load(std::memory_order_relaxed)};
 }
 
 uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {

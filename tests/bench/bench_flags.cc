@@ -180,9 +180,13 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       ok = ParseList(value, flags.exact_sizes);
     } else if (name == "--exact_bits") {
       ok = ParseNumber(value, flags.exact_bits) && flags.exact_bits >= 1 && flags.exact_bits <= 62;
-    } else if (name == "--exact_lt") {
-      ok = ParseList(value, flags.exact_lt) && !flags.exact_lt.empty();
-      for (const int v : flags.exact_lt) ok = ok && (v == 0 || v == 1);
+    } else if (name == "--exact_products") {
+      flags.exact_products.clear();
+      for (std::string_view p : Split(value)) {
+        ok = ok && (p == "fused" || p == "lt" || p == "cublas");
+        flags.exact_products.emplace_back(p);
+      }
+      ok = ok && !flags.exact_products.empty();
     } else if (name == "--no_flint") {
       flags.flint = false;
     } else if (name == "--no_ntl") {

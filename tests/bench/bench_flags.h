@@ -46,9 +46,11 @@ struct Flags {
   // ours on the GPU next to FLINT's fmpz_mat_det on one core (when flint).
   std::vector<int> exact_sizes = {500, 1000};
   int exact_bits = 20;
-  // The GPU rows once per value: 1 with the trailing updates through cuBLASLt, 0 through
-  // cublasDgemmStridedBatched (cuda::ModularLuTuning::lt_trailing).
-  std::vector<int> exact_lt = {1};
+  // The GPU rows once per value, the modular LU's one-piece products by: "fused" (product and
+  // reduction in one kernel), "lt" (cuBLASLt, then the reduction) or "cublas"
+  // (cublasDgemmStridedBatched, then the reduction) (cuda::ModularLuTuning::fused_products,
+  // lt_trailing).
+  std::vector<std::string> exact_products = {"fused"};
   bool flint = true;
   // sparse: block-sparse product of order sparse_n at each block size.
   int sparse_n = 16384;

@@ -86,18 +86,21 @@ void PrintHostPart(const Matrix& a, const ExactCertificate* gpu, int repeats) {
                                              : " (random residues)");
 }
 
-// Sets the GPU's trailing products through cuBLASLt (lt) or cuBLAS and returns the setting it
-// replaced (a build without CUDA has no GPU rows: true, unchanged).
-bool UseLtTrailing(bool lt) {
+// Sets how the GPU's modular LU forms its one-piece products ("fused", "lt" or "cublas", as
+// Flags::exact_products) and returns the choice it replaced (a build without CUDA has no GPU rows:
+// "fused", unchanged).
+std::string UseProducts(const std::string& products) {
 #ifdef MATRIXD_HAVE_CUDA
   cuda::ModularLuTuning tuning = cuda::GetModularLuTuning();
-  const bool before = tuning.lt_trailing;
-  tuning.lt_trailing = lt;
+  const std::string before = tuning.fused_products ? "fused" : tuning.lt_trailing ? "lt" : "cublas";
+  tuning.fused_products = products == "fused";
+  tuning.lt_trailing = products == "lt";
+  if (tuning.fused_products) tuning.lt_trailing = true;  // the default, for when fused is off
   cuda::SetModularLuTuning(tuning);
   return before;
 #else
-  static_cast<void>(lt);
-  return true;
+  static_cast<void>(products);
+  return "fused";
 #endif
 }
 
@@ -108,12 +111,13 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
   const int64_t bound = (int64_t{1} << flags.exact_bits) - 1;
   PrintHeader(
       "Exact determinant, int64: ours GPU vs FLINT fmpz_mat_det on one core",
-      "n      lt  digits   primes  early  ours GPU(s)  FLINT(s)   FLINT/GPU  values",
+      "n      products  digits   primes  early  ours GPU(s)  FLINT(s)   FLINT/GPU  values",
       {"ours GPU: backend call, method AUTO (upload, the floating-point LU, then the exact value: "
        "batched LU mod random 24-bit primes, CRT after each round, early stop once stable; the "
        "first round aimed at the floating-point estimate when it is trusted); "
-       "median of --repeats after a warm-up; lt: the trailing updates through cuBLASLt (1) or "
-       "cublasDgemmStridedBatched (0), --exact_lt",
+       "median of --repeats after a warm-up; products: the modular LU's one-piece products by "
+       "one fused kernel (fused), or cuBLASLt (lt) or cublasDgemmStridedBatched (cublas) then the "
+       "reduction, --exact_products",
        "primes: used by the last run; early: whether it stopped before Hadamard's bound (with its "
        "error probability)",
        "GPU phases: device time of the last run's residues, panels, trailing DGEMMs and "
@@ -140,12 +144,12 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
         flint_error = std::string(reference.status().ToString());
       }
     }
-    const bool lt_setting = UseLtTrailing(true);  // the process's, restored below
-    for (const int lt : flags.exact_lt) {
+    const std::string products_setting = UseProducts("fused");  // the process's, restored below
+    for (const std::string& products : flags.exact_products) {
       DeterminantResult last;
       Timing timing;
       if (gpu != nullptr) {
-        UseLtTrailing(lt != 0);
+        UseProducts(products);
         timing = TimeRuns(1, flags.repeats, [&] {
           absl::StatusOr<DeterminantResult> result = gpu->Determinant(a.view(), {}, nullptr);
           if (result.ok()) last = *result;
@@ -165,7 +169,8 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
           last.exact.empty()
               ? std::string("-")
               : std::to_string(last.exact.size() - (last.exact.starts_with("-") ? 1 : 0));
-      std::printf("%-6d %-3d %-8s %-7zu %-6s %-12s %-10s %-10s %s\n", n, lt, digits.c_str(),
+      std::printf("%-6d %-9s %-8s %-7zu %-6s %-12s %-10s %-10s %s\n", n, products.c_str(),
+                  digits.c_str(),
                   c.primes.size(), early.c_str(), Seconds(timing.seconds).c_str(),
                   Seconds(flint_seconds).c_str(), Ratio(flint_seconds, timing.seconds).c_str(),
                   values.c_str());
@@ -185,7 +190,7 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
       if (!timing.error.empty()) std::printf("  GPU failed: %s\n", timing.error.c_str());
       if (!flint_error.empty()) std::printf("  FLINT failed: %s\n", flint_error.c_str());
     }
-    UseLtTrailing(lt_setting);
+    UseProducts(products_setting);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -216,25 +217,32 @@ TEST_F(CudaExactDeterminantTest, BatchedResiduesMatchOnePrimeAtATime) {
   }
 }
 
-// The trailing updates through cuBLASLt (the default) and through cublasDgemmStridedBatched give
-// the same residues: both sum exactly.
-TEST_F(CudaExactDeterminantTest, BatchedResiduesAreTheSameThroughCublasLtAndCublas) {
+// The one-piece products by the fused kernel (the default), through cuBLASLt and through
+// cublasDgemmStridedBatched (each then reduced) give the same residues: all sum exactly. The
+// second set's primes (above 2^24) take two pieces for the trailing updates (depth 128) but one
+// for the panels' products of depth 64, which then go through the fused kernel.
+TEST_F(CudaExactDeterminantTest, BatchedResiduesAreTheSameFusedThroughCublasLtAndCublas) {
   absl::StatusOr<std::unique_ptr<DeviceContext>> made = DeviceContext::Create(0);
   ASSERT_TRUE(made.ok()) << made.status();
   DeviceContext& context = **made;
-  const std::vector<uint64_t> primes = {16777213, 16777199, 8388617, 12582917, 65521};
+  const std::vector<std::vector<uint64_t>> prime_sets = {
+      {16777213, 16777199, 8388617, 12582917, 65521}, {20000003, 20000023}};
   std::mt19937_64 rng(211);
   const ModularLuTuning before = GetModularLuTuning();
-  for (const int64_t n : {129, 300, 520}) {
-    SCOPED_TRACE(n);
+  for (const auto& [n, primes] : {std::pair{int64_t{129}, prime_sets[0]},
+                                  {int64_t{300}, prime_sets[0]},
+                                  {int64_t{520}, prime_sets[0]},
+                                  {int64_t{300}, prime_sets[1]}}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n << " largest prime " << primes[0]);
     const std::vector<int64_t> values = RandomEntries(n, (int64_t{1} << 20) - 1, false, rng);
     const size_t bytes = static_cast<size_t>(n * n) * sizeof(int64_t);
     absl::StatusOr<DeviceBuffer> entries = context.Allocate(bytes);
     ASSERT_TRUE(entries.ok()) << entries.status();
     ASSERT_TRUE(context.Upload(values.data(), *entries, bytes).ok());
     std::vector<std::vector<uint64_t>> residues;
-    for (const bool lt : {true, false}) {
+    for (const auto& [fused, lt] : {std::pair{true, true}, {false, true}, {false, false}}) {
       ModularLuTuning tuning = before;
+      tuning.fused_products = fused;
       tuning.lt_trailing = lt;
       SetModularLuTuning(tuning);
       ComputeStats stats;
@@ -245,6 +253,7 @@ TEST_F(CudaExactDeterminantTest, BatchedResiduesAreTheSameThroughCublasLtAndCubl
       residues.push_back(*std::move(batched));
     }
     EXPECT_EQ(residues[0], residues[1]);
+    EXPECT_EQ(residues[0], residues[2]);
   }
 }
 

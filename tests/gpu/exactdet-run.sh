@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Issue 13 on a lent GPU: the exact determinant's trailing updates through cuBLASLt
-# (core/cuda/lt_batched_dgemm.h). The CUDA tests of the exact determinant, the modular LU, the CRT,
-# the certificates and the cuBLASLt products (bit for bit against cuBLAS); then the `exact` table at
-# n = 1000 and 2000 (20-bit entries, GPU alone) for this binary, with the trailing updates through
-# cuBLASLt and through cuBLAS (--exact_lt=1,0), and for the binary before the change when it is
-# bundled as matrixd_bench.before, the two alternated twice so that both see the same host; then
-# one FLINT run at n = 1000 (about 7-10 s) beside this binary, for FLINT/ours on this host. About
-# 3-4 minutes. Runs from the repository root with the binaries bundled in .gpu/ and writes its
-# logs under $OUT:
+# Issue 13 on a lent GPU: the exact determinant's one-piece products. The CUDA tests of the exact
+# determinant, the modular LU, the fused product kernel (core/cuda/fused_modular_product.h), the
+# CRT, the certificates and the cuBLASLt products (bit for bit against cuBLAS), the fused kernel's
+# tests again under compute-sanitizer (memcheck, racecheck, synccheck); then the `exact`
+# table at n = 1000 and 2000 (20-bit entries, GPU alone) for this binary with its products fused,
+# through cuBLASLt and through cuBLAS (--exact_products=fused,lt,cublas), and for the binary before
+# the change when it is bundled as matrixd_bench.before, the two alternated twice so that both see
+# the same host; then one FLINT run at n = 1000 (about 7-10 s) beside this binary, for FLINT/ours
+# on this host. About 3-4 minutes. Runs from the repository root with the binaries bundled in
+# .gpu/ and writes its logs under $OUT:
 #
 #   tests/gpu/exactdet-run.sh
 #
@@ -23,8 +24,20 @@ source "$(dirname "$0")/run_lib.sh" exactdet
 gpu_info
 log "matrixd_core_test: exact determinants, modular LU, CRT, certificates, cuBLASLt products"
 run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='CudaExactDeterminant*:CudaModularLu*:CudaLtBatched*:LtCandidates*:EarlyStop*:CrtReconstruction*:ModularArithmetic*:*ExactCertificate*:*DeterminantTest.Exact*:*DeterminantTest.Modular*:ExactPrimes*:BalancedModulus*:Hadamard*'
+  --gtest_filter='CudaExactDeterminant*:CudaModularLu*:CudaFusedModularProduct*:CudaLtBatched*:LtCandidates*:EarlyStop*:CrtReconstruction*:ModularArithmetic*:*ExactCertificate*:*DeterminantTest.Exact*:*DeterminantTest.Modular*:ExactPrimes*:BalancedModulus*:Hadamard*'
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core.txt" | head -60 | tee -a "${report}"
+# The fused kernel's pipeline under compute-sanitizer: out-of-bounds copies (memcheck), shared-memory
+# races between its stages (racecheck) and its barriers (synccheck). The cuBLAS reference test is
+# left out of the latter two (cuBLAS's own kernels are not ours to check).
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for check in "memcheck:CudaFusedModularProduct.*" "racecheck:CudaFusedModularProduct.M*:CudaFusedModularProduct.L*" \
+  "synccheck:CudaFusedModularProduct.M*:CudaFusedModularProduct.L*"; do
+  tool=${check%%:*}
+  log "compute-sanitizer --tool ${tool}: ${check#*:}"
+  run_gtest 200 "${out}/sanitizer-${tool}.txt" "${sanitizer}" --tool "${tool}" \
+    "${bin}/matrixd_core_test" --gtest_brief=1 --gtest_filter="${check#*:}"
+  grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "${out}/sanitizer-${tool}.txt" | tee -a "${report}"
+done
 
 # bench LABEL PROGRAM ARGS...: the exact table, GPU alone, n = 1000 and 2000, into the report.
 bench() {
@@ -39,11 +52,11 @@ bench() {
 
 before=${bin}/matrixd_bench.before
 for round in 1 2; do
-  bench "after_${round}" "${bin}/matrixd_bench" --exact_lt=1,0
+  bench "after_${round}" "${bin}/matrixd_bench" --exact_products=fused,lt,cublas
   if [[ -x ${before} ]]; then
     bench "before_${round}" "${before}"
   else
-    log "no ${before}: the cuBLAS rows (lt 0) of this binary stand for the trailing updates before"
+    log "no ${before}: the lt rows of this binary stand for the products before"
   fi
 done
 
