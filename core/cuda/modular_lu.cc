@@ -505,14 +505,27 @@ class BalancedLu {
 
   // Rows [c, c + w) of columns [j, j + cols) := D^-1 times themselves for the leaf at c: one
   // product with the pieces of D^-1 stacked as the left operand (2w x w), then a reduction of the
-  // two pieces' sums into place.
+  // two pieces' sums into place; or, where the whole inverse's products sum exactly and the
+  // products are fused, one kernel for both (LaunchFusedApplyInverse).
   absl::Status ApplyLeafInverse(const Lane& lane, int64_t panel, int64_t c, int w, int64_t j,
                                 int64_t cols) {
     MATRIXD_RETURN_IF_ERROR(clock_.Enter(kPanel, lane.stream));
+    const double* pieces = inverse_pieces_.as<double>() + Slot(panel, c) * kLeafInverseWords;
+    const double k = static_cast<double>(w);
+    const double m = static_cast<double>(cols);
+    if (lane.fused && ProductPieces(largest_, w) == 1) {
+      // The whole inverse times B sums exactly: one product, reduced in place.
+      MATRIXD_RETURN_IF_ERROR(LaunchFusedApplyInverse(
+          lane.stream, batch_,
+          LeafInverses{.first = pieces, .matrix_stride = scratch_.slots * kLeafInverseWords}, w,
+          offset(c, j), cols));
+      work_.flops[kPanel] += batch_size() * 2.0 * k * k * m;
+      work_.bytes[kPanel] += static_cast<uint64_t>(batch_size() * (2.0 * k * k + 2.0 * k * m) * 8.0);
+      return absl::OkStatus();
+    }
     const double one = 1.0;
     const double zero = 0.0;
     // Row-major P (2w x cols) = [low; high] (2w x w) B (w x cols); column-major: P^T = B^T [..]^T.
-    const double* pieces = inverse_pieces_.as<double>() + Slot(panel, c) * kLeafInverseWords;
     MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
         lane.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), 2 * w, w, &one,
         a_ + offset(c, j), static_cast<int>(n_), static_cast<long long>(n_ * n_), pieces, w,
@@ -524,8 +537,6 @@ class BalancedLu {
                                                              .ld = cols,
                                                              .high_offset = w * cols},
                                                 ProductUse::kAssign));
-    const double k = static_cast<double>(w);
-    const double m = static_cast<double>(cols);
     work_.flops[kPanel] += batch_size() * 4.0 * k * k * m;
     work_.bytes[kPanel] += static_cast<uint64_t>(batch_size() * (2.0 * k * k + 7.0 * k * m) * 8.0);
     return absl::OkStatus();

@@ -96,10 +96,11 @@ struct ModularLuTuning {
   // faster than cublasDgemmStridedBatched on the exact determinant's shapes; false: through
   // cublasDgemmStridedBatched. The residues are the same either way (exact sums).
   bool lt_trailing = true;
-  // The one-piece products (primes below kOnePieceModulusLimit: the trailing updates and the
-  // panels' own) by one kernel that multiplies on the FP64 tensor cores and reduces in the same
-  // pass (core/cuda/fused_modular_product.h), reading and writing the updated block once; false:
-  // a DGEMM in place (cuBLASLt or cuBLAS, lt_trailing), then the reduction. The same residues.
+  // The one-piece products (primes below kOnePieceModulusLimit: the trailing updates, the
+  // panels' own and the leaves' inverses applied) by kernels that multiply on the FP64 tensor
+  // cores and reduce in the same pass (core/cuda/fused_modular_product.h), reading and writing
+  // the updated block once; false: a DGEMM (cuBLASLt or cuBLAS, lt_trailing), then a reduction.
+  // The same residues.
   bool fused_products = true;
 };
 void SetModularLuTuning(const ModularLuTuning& tuning);

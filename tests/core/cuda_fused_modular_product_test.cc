@@ -1,8 +1,9 @@
-// The fused one-piece update of the GPU's modular LU (core/cuda/fused_modular_product.h), on a
-// device: C := Reduce(C - A B) mod p against the same update in exact int64 arithmetic on the
-// host, and bit for bit against the DGEMM and reduction it replaces; ragged tiles, odd offsets and
-// orders, depths that are no multiple of the kernel's chunk, sums at the 2^53 bound, a matrix
-// already found singular (left alone) and empty blocks. Skips without a device.
+// The fused one-piece products of the GPU's modular LU (core/cuda/fused_modular_product.h), on a
+// device: C := Reduce(C - A B) mod p and B := Reduce(D^-1 B) (a leaf inverse in two pieces)
+// against the same in exact int64 arithmetic on the host, and bit for bit against the DGEMM and
+// reduction each replaces; ragged tiles, odd offsets and orders, depths that are no multiple of
+// the kernel's chunk, sums at the 2^53 bound, a matrix already found singular (left alone) and
+// empty blocks. Skips without a device.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -225,6 +226,114 @@ TEST_F(CudaFusedModularProduct, LeavesASingularMatrixAndEmptyBlocksAlone) {
   FusedProductBlocks negative = t;
   negative.depth = -1;
   EXPECT_EQ(LaunchFusedSubtractProduct(context_->stream(), batch->view(), negative).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Leaf inverses of width w for every prime, as LaunchFactorLeaf stores them (low pieces, then
+// high pieces, in a slot of kLeafInverseWords words), and the whole inverses for the reference.
+struct HostInverses {
+  std::vector<double> pieces;  // primes x kLeafInverseWords
+  std::vector<int64_t> whole;  // primes x w x w
+};
+HostInverses RandomInverses(const std::vector<int64_t>& primes, int w, bool at_bound,
+                            uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  HostInverses out;
+  out.pieces.assign(primes.size() * kLeafInverseWords, 0.0);
+  out.whole.resize(primes.size() * w * w);
+  for (size_t b = 0; b < primes.size(); ++b) {
+    const int64_t half = primes[b] / 2;
+    std::uniform_int_distribution<int64_t> entry(-half, half);
+    for (int e = 0; e < w * w; ++e) {
+      const int64_t d = at_bound ? (e % 2 == 0 ? half : -half) : entry(rng);
+      out.whole[b * w * w + e] = d;
+      const double high = HighPiece(static_cast<double>(d));
+      out.pieces[b * kLeafInverseWords + e] = LowPiece(static_cast<double>(d), high);
+      out.pieces[b * kLeafInverseWords + w * w + e] = high;
+    }
+  }
+  return out;
+}
+
+TEST_F(CudaFusedModularProduct, LeafInverseAppliedMatchesExactIntegersAndTheTwoPieceProduct) {
+  struct InverseCase {
+    int64_t n;
+    int w;
+    int64_t b_offset;
+    int64_t cols;
+    bool at_bound;
+  };
+  for (const InverseCase& t : {InverseCase{300, 64, 64 * 300 + 64, 236, false},
+                               InverseCase{257, 37, 3 * 257 + 40, 217, false},
+                               InverseCase{200, 64, 0, 200, true}, InverseCase{70, 1, 5, 65, false}}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << t.n << " w=" << t.w << " cols=" << t.cols);
+    const HostInverses inverses = RandomInverses(kPrimes, t.w, t.at_bound, 31 + t.w);
+    absl::StatusOr<DeviceBatch> fused = DeviceBatch::Create(*context_, t.n, kPrimes, false, 3);
+    absl::StatusOr<DeviceBatch> split = DeviceBatch::Create(*context_, t.n, kPrimes, false, 3);
+    absl::StatusOr<DeviceBuffer> pieces =
+        context_->Allocate(inverses.pieces.size() * sizeof(double));
+    absl::StatusOr<DeviceBuffer> product =
+        context_->Allocate(kPrimes.size() * 2 * t.w * t.cols * sizeof(double));
+    ASSERT_TRUE(fused.ok() && split.ok() && pieces.ok() && product.ok());
+    ASSERT_TRUE(context_->Upload(inverses.pieces.data(), *pieces,
+                                 inverses.pieces.size() * sizeof(double))
+                    .ok());
+    ASSERT_TRUE(LaunchFusedApplyInverse(
+                    context_->stream(), fused->view(),
+                    LeafInverses{.first = pieces->as<double>(), .matrix_stride = kLeafInverseWords},
+                    t.w, t.b_offset, t.cols)
+                    .ok());
+    // The two-piece way (core/cuda/modular_lu.cc): P = [low; high] B, then low + 2^16 high
+    // reduced into B's place.
+    const ResidueBatch b = split->view();
+    absl::StatusOr<ScopedMathMode> mode =
+        ScopedMathMode::Set(context_->cublas(), CUBLAS_DEFAULT_MATH);
+    ASSERT_TRUE(mode.ok()) << mode.status();
+    const double one = 1.0;
+    const double zero = 0.0;
+    const int64_t product_stride = 2 * t.w * t.cols;
+    ASSERT_EQ(cublasDgemmStridedBatched(context_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N,
+                                        static_cast<int>(t.cols), 2 * t.w, t.w, &one,
+                                        b.a + t.b_offset, static_cast<int>(t.n), t.n * t.n,
+                                        pieces->as<double>(), t.w, kLeafInverseWords, &zero,
+                                        product->as<double>(), static_cast<int>(t.cols),
+                                        product_stride, b.count),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_TRUE(LaunchReduceProduct(context_->stream(), b, t.b_offset, t.w, t.cols,
+                                    PieceProduct{.data = product->as<double>(),
+                                                 .stride = product_stride,
+                                                 .ld = t.cols,
+                                                 .high_offset = t.w * t.cols},
+                                    ProductUse::kAssign)
+                    .ok());
+    absl::StatusOr<std::vector<double>> got = fused->Download(*context_);
+    absl::StatusOr<std::vector<double>> two_piece = split->Download(*context_);
+    ASSERT_TRUE(got.ok() && two_piece.ok());
+    EXPECT_EQ(std::memcmp(got->data(), two_piece->data(), got->size() * 8), 0);
+    // In int64: every sum below 64 (2^23)^2 = 2^52.
+    std::vector<double> want = fused->host();
+    for (size_t m = 0; m < kPrimes.size(); ++m) {
+      const double* block = fused->host().data() + m * t.n * t.n + t.b_offset;
+      for (int i = 0; i < t.w; ++i) {
+        for (int64_t v = 0; v < t.cols; ++v) {
+          int64_t x = 0;
+          for (int k = 0; k < t.w; ++k) {
+            x += inverses.whole[m * t.w * t.w + i * t.w + k] *
+                 static_cast<int64_t>(block[k * t.n + v]);
+          }
+          want[m * t.n * t.n + t.b_offset + i * t.n + v] =
+              static_cast<double>(Balanced(x, kPrimes[m]));
+        }
+      }
+    }
+    int64_t wrong = 0;
+    for (size_t e = 0; e < want.size(); ++e) wrong += (*got)[e] != want[e];
+    EXPECT_EQ(wrong, 0);
+  }
+  absl::StatusOr<DeviceBatch> batch = DeviceBatch::Create(*context_, 100, kPrimes, false, 1);
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(LaunchFusedApplyInverse(context_->stream(), batch->view(), LeafInverses{}, 65, 0, 10)
+                .code(),
             absl::StatusCode::kInvalidArgument);
 }
 
