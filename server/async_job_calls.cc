@@ -57,7 +57,7 @@ class AsyncJobCall final : private CallMessages<Request, Response>,
     auto* call = new AsyncJobCall(calls, rpc, method, queue);
     calls.live_calls().fetch_add(1, std::memory_order_relaxed);
     call->context_.AsyncNotifyWhenDone(&call->done_);
-    calls.service().RequestCall(method, &call->context_, &call->request, &call->responder_, queue,
+    calls.matrix_service().RequestCall(method, &call->context_, &call->request, &call->responder_, queue,
                                 &call->arrived_);
   }
 
@@ -175,22 +175,9 @@ int MatrixServiceMethodIndex(absl::string_view rpc) {
   return method->index();
 }
 
-AsyncComputingService::AsyncComputingService() {
-  const google::protobuf::ServiceDescriptor& service = MatrixServiceDescriptor();
-  for (int i = 0; i < service.method_count(); ++i) {
-    const std::string& name = service.method(i)->name();
-    if (std::find(std::begin(kAsyncJobCallMethods), std::end(kAsyncJobCallMethods), name) ==
-        std::end(kAsyncJobCallMethods)) {
-      MarkMethodGeneric(i);  // served by the MatrixService registered beside this one
-    }
-  }
-}
-
 AsyncJobCalls::AsyncJobCalls(MatrixService& service, grpc::ServerBuilder& builder, int threads)
     : matrix_service_(service) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  builder.RegisterService(&service_);
-  builder.RegisterCallbackGenericService(&unimplemented_);
   for (int i = 0; i < threads; ++i) {
     queues_.push_back(builder.AddCompletionQueue(/*is_frequently_polled=*/true));
   }

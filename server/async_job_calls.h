@@ -4,7 +4,8 @@
 // its response, without the hop through gRPC's shared callback-API threads. Each call is a JobCall
 // (server/job_call.h): the same validation, quota, job, cancellation and response-size limit as
 // the callback API's JobCallReactor. The other methods of matrixd.v1.MatrixService stay on the
-// callback API (MatrixService::ServeElsewhere leaves these five to AsyncComputingService).
+// callback API: one service object with both kinds of methods (MatrixService::
+// ServeOnCompletionQueues), so that it is registered, and listed by reflection, once.
 //
 // Lifecycle: construct before ServerBuilder::BuildAndStart (it registers its service and queues),
 // Start after, Shutdown after grpc::Server::Shutdown (it waits until every call has ended, then
@@ -12,7 +13,6 @@
 #ifndef MATRIXD_SERVER_ASYNC_JOB_CALLS_H_
 #define MATRIXD_SERVER_ASYNC_JOB_CALLS_H_
 
-#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -34,30 +34,11 @@ inline constexpr const char* kAsyncJobCallMethods[] = {"Determinant", "Factorize
 // of the proto). REQUIRES: the service has such a method.
 int MatrixServiceMethodIndex(absl::string_view rpc);
 
-// matrixd.v1.MatrixService with kAsyncJobCallMethods on the completion-queue API and no other
-// method: it is registered beside a MatrixService that serves the rest.
-class AsyncComputingService final
-    : public v1::MatrixService::WithAsyncMethod_Determinant<
-          v1::MatrixService::WithAsyncMethod_Factorize<
-              v1::MatrixService::WithAsyncMethod_Solve<v1::MatrixService::WithAsyncMethod_Multiply<
-                  v1::MatrixService::WithAsyncMethod_Permanent<v1::MatrixService::Service>>>>> {
- public:
-  AsyncComputingService();
-
-  // Asks for the next call of the method `method` (its index) on `queue`; `tag` comes back on
-  // `queue` when one arrives (ok) or when the server shuts down (not ok).
-  template <typename Request, typename Response>
-  void RequestCall(int method, grpc::ServerContext* context, Request* request,
-                   grpc::ServerAsyncResponseWriter<Response>* responder,
-                   grpc::ServerCompletionQueue* queue, void* tag) {
-    RequestAsyncUnary(method, context, request, responder, queue, queue, tag);
-  }
-};
-
 class AsyncJobCalls {
  public:
-  // Registers the computing calls of `service` (which must outlive this and stop serving them:
-  // ServeElsewhere) with `builder` on `threads` completion queues (0: one per hardware thread).
+  // Serves the computing calls of `service` (which must outlive this, and serve them on
+  // completion queues: ServeOnCompletionQueues) on `threads` completion queues of `builder` (0:
+  // one per hardware thread). The service itself is registered by its owner.
   AsyncJobCalls(MatrixService& service, grpc::ServerBuilder& builder, int threads);
   // Shutdown.
   ~AsyncJobCalls();
@@ -74,15 +55,10 @@ class AsyncJobCalls {
 
   // For the calls (async_job_calls.cc): what they are served by, and their count.
   MatrixService& matrix_service() { return matrix_service_; }
-  AsyncComputingService& service() { return service_; }
   std::atomic<int64_t>& live_calls() { return live_calls_; }
 
  private:
   MatrixService& matrix_service_;
-  AsyncComputingService service_;
-  // Answers UNIMPLEMENTED for any method that no service registers (gRPC refuses a server whose
-  // service left methods to a generic service without one).
-  grpc::CallbackGenericService unimplemented_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::vector<std::thread> threads_;
   // Calls asked for and not yet deleted: the queues stop only when none is left.

@@ -50,8 +50,14 @@ absl::StatusOr<std::shared_ptr<const ClientIdentity>> MatrixService::Identify(
   return client;
 }
 
-void MatrixService::ServeElsewhere(absl::Span<const char* const> rpcs) {
-  for (const char* rpc : rpcs) MarkMethodGeneric(MatrixServiceMethodIndex(rpc));
+void MatrixService::ServeOnCompletionQueues(absl::Span<const char* const> rpcs) {
+  for (const char* rpc : rpcs) {
+    const int method = MatrixServiceMethodIndex(rpc);
+    // A callback method marked async keeps its callback handler (gRPC 1.51), and the server
+    // would take it for a callback method: drop the handler first. Without one it is async.
+    MarkMethodCallback(method, nullptr);
+    MarkMethodAsync(method);
+  }
 }
 
 absl::Status MatrixService::CountRejection(const ClientIdentity& client,

@@ -3,7 +3,8 @@
 // (RESOURCE_EXHAUSTED at once when the queue is full) and run by a worker. The four computing
 // RPCs and Solve are finished by their job when it ends (server/job_call.h), and cancel it when
 // the client cancels or its deadline passes; they are served here (server/job_call_reactor.h)
-// unless ServeElsewhere hands them to the completion-queue API (server/async_job_calls.h);
+// unless ServeOnCompletionQueues puts them on the completion-queue API (server/async_job_calls.h,
+// which asks for their calls through RequestCall: still this one service);
 // Submit/Watch/Cancel/GetJob expose jobs by id. No thread is parked per call. No exception leaves a
 // handler or a job: std::bad_alloc becomes RESOURCE_EXHAUSTED, any other std::exception INTERNAL.
 //
@@ -125,10 +126,20 @@ class MatrixService final : public v1::MatrixService::CallbackService {
     return job_call_services(*std::move(client));
   }
 
-  // Leaves the methods named `rpcs` (e.g. "Determinant") to another service registered on the same
-  // server (server/async_job_calls.h): this one no longer registers them. Call before the service
-  // is registered with a ServerBuilder.
-  void ServeElsewhere(absl::Span<const char* const> rpcs);
+  // Serves the methods named `rpcs` (e.g. "Determinant") on gRPC's completion-queue API instead
+  // of the callback API: their calls come only through RequestCall (server/async_job_calls.h).
+  // Call before the service is registered with a ServerBuilder.
+  void ServeOnCompletionQueues(absl::Span<const char* const> rpcs);
+
+  // After ServeOnCompletionQueues: asks for the next call of the method with index `method` on
+  // `queue`; `tag` comes back on `queue` when one arrives (ok) or when the server shuts down (not
+  // ok).
+  template <typename Request, typename Response>
+  void RequestCall(int method, grpc::ServerContext* context, Request* request,
+                   grpc::ServerAsyncResponseWriter<Response>* responder,
+                   grpc::ServerCompletionQueue* queue, void* tag) {
+    RequestAsyncUnary(method, context, request, responder, queue, queue, tag);
+  }
 
   // How often Watch looks at a running job's progress.
   void set_watch_interval(absl::Duration interval) { watch_interval_ = interval; }

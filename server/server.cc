@@ -158,7 +158,7 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   server->service_.set_max_response_bytes(options.max_message_bytes);
   if (options.computing_calls == ServerOptions::ComputingCalls::kAsync) {
-    server->service_.ServeElsewhere(kAsyncJobCallMethods);
+    server->service_.ServeOnCompletionQueues(kAsyncJobCallMethods);
     server->async_calls_ =
         std::make_unique<AsyncJobCalls>(server->service_, builder, options.cq_threads);
   }
