@@ -26,16 +26,10 @@ source "$(dirname "$0")/run_lib.sh" condition
 
 gpu_info
 if [[ ${SANITIZE:-0} == 1 ]]; then
-  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # synccheck only where no cuBLAS reference runs: it reports cuBLAS's own trsm kernel
   # (trsm_ln_up_kernel, divergent barrier) and the process stops there.
-  for check in "memcheck:CudaTriangularSolve/1.*" "synccheck:CudaTriangularSolve/*.ZeroPivot*"; do
-    tool=${check%%:*}
-    log "compute-sanitizer --tool ${tool}: ${check#*:}"
-    run_gtest 150 "${out}/sanitizer-${tool}.txt" "${sanitizer}" --tool "${tool}" \
-      "${bin}/matrixd_core_test" --gtest_brief=1 --gtest_filter="${check#*:}"
-    grep -E 'ERROR SUMMARY|LEAK SUMMARY' "${out}/sanitizer-${tool}.txt" | tee -a "${out}/summary.txt"
-  done
+  sanitize memcheck 'CudaTriangularSolve/1.*'
+  sanitize synccheck 'CudaTriangularSolve/*.ZeroPivot*'
 fi
 log "matrixd_core_test: condition estimates, factorize accuracy, determinant error bounds"
 run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \

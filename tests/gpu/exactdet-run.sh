@@ -27,17 +27,11 @@ run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
   --gtest_filter='CudaExactDeterminant*:CudaModularLu*:CudaFusedModularProduct*:CudaLtBatched*:LtCandidates*:EarlyStop*:CrtReconstruction*:ModularArithmetic*:*ExactCertificate*:*DeterminantTest.Exact*:*DeterminantTest.Modular*:ExactPrimes*:BalancedModulus*:Hadamard*'
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core.txt" | head -60 | tee -a "${report}"
 # The fused kernel's pipeline under compute-sanitizer: out-of-bounds copies (memcheck), shared-memory
-# races between its stages (racecheck) and its barriers (synccheck). The cuBLAS reference test is
-# left out of the latter two (cuBLAS's own kernels are not ours to check).
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for check in "memcheck:CudaFusedModularProduct.*" "racecheck:CudaFusedModularProduct.M*:CudaFusedModularProduct.L*" \
-  "synccheck:CudaFusedModularProduct.M*:CudaFusedModularProduct.L*"; do
-  tool=${check%%:*}
-  log "compute-sanitizer --tool ${tool}: ${check#*:}"
-  run_gtest 200 "${out}/sanitizer-${tool}.txt" "${sanitizer}" --tool "${tool}" \
-    "${bin}/matrixd_core_test" --gtest_brief=1 --gtest_filter="${check#*:}"
-  grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "${out}/sanitizer-${tool}.txt" | tee -a "${report}"
-done
+# races between its stages (racecheck) and its barriers (synccheck); the latter two leave out the
+# test that only compares with cuBLAS (whose kernels are not ours to check).
+sanitize memcheck 'CudaFusedModularProduct.*'
+sanitize racecheck 'CudaFusedModularProduct.M*:CudaFusedModularProduct.L*'
+sanitize synccheck 'CudaFusedModularProduct.M*:CudaFusedModularProduct.L*'
 
 # bench LABEL PROGRAM ARGS...: the exact table, GPU alone, n = 1000 and 2000, into the report.
 bench() {

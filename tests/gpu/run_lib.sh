@@ -61,6 +61,19 @@ run_gtest() {
   return "${code}"
 }
 
+# sanitize TOOL FILTER: matrixd_core_test's tests FILTER under compute-sanitizer --tool TOOL
+# (memcheck, racecheck, synccheck), its log in $out/sanitizer-TOOL.txt, its summary lines and
+# counts in the report.
+sanitize() {
+  local tool=$1 filter=$2 sanitizer
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  log "compute-sanitizer --tool ${tool}: ${filter}"
+  run_gtest 200 "${out}/sanitizer-${tool}.txt" "${sanitizer}" --tool "${tool}" \
+    "${bin}/matrixd_core_test" --gtest_brief=1 --gtest_filter="${filter}"
+  grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "${out}/sanitizer-${tool}.txt" |
+    tee -a "${report}"
+}
+
 # step NAME LIMIT_S LOGFILE COMMAND...: COMMAND under `timeout` (its limit cut to what is left of
 # ${budget} seconds since `started`; skipped when less than ${step_min_left:-10} is left), stdout
 # appended to LOGFILE, stderr to $out/stderr.txt; logs the exit status and the last line; returns
