@@ -342,6 +342,7 @@ class BalancedLu {
     panel_ = Lane();
     panel_.stream = side->stream();
     panel_.cublas = side->cublas();
+    panel_.fused = trailing_.fused;  // the panel's own products and leaf inverses too
     if (ProductPieces(largest_, kLeafWidth) > 1 && n_ > 1) {
       panel_.pieces_stride = kLeafWidth * 2 * kLeafWidth;
       MATRIXD_ASSIGN_OR_RETURN(panel_pieces_, AllocateWords(panel_.pieces_stride));
