@@ -69,6 +69,12 @@ std::atomic<int64_t> piece_rows_setting{0};
 std::atomic<bool> lt_trailing_setting{true};
 std::atomic<bool> fused_products_setting{true};
 
+// Whether every product at most kLeafWidth deep (a leaf inverse applied, a panel's own update)
+// goes through the fused kernels, which need no product buffers: fused on and one piece there.
+bool LeafProductsFused(bool fused, uint64_t largest_prime) {
+  return fused && ProductPieces(largest_prime, kLeafWidth) == 1;
+}
+
 // Device time per phase on each stream, from timing events recorded at each change of phase (a
 // phase's time on one lane includes its kernels' slowdown by what runs on the other). Owns its
 // events.
@@ -240,6 +246,7 @@ class BalancedLu {
                              context_.Allocate(count * slots * kLeafInverseWords * sizeof(double)));
     trailing_.stream = context_.stream();
     trailing_.cublas = context_.cublas();
+    trailing_.fused = fused_products_setting.load(std::memory_order_relaxed);
     if (ProductPieces(largest_, kPanelWidth) > 1 && n_ > 1) {
       trailing_.pieces_stride = kPanelWidth * 2 * n_;
       MATRIXD_ASSIGN_OR_RETURN(pieces_, AllocateWords(trailing_.pieces_stride));
@@ -252,8 +259,11 @@ class BalancedLu {
       trailing_.product = product_.as<double>();
     }
     // The products that apply a leaf inverse (2 kLeafWidth x at most n) share the two-piece
-    // products' buffer where it is large enough (they never overlap on the stream).
-    if (trailing_.product_capacity >= 2 * kLeafWidth * n_) {
+    // products' buffer where it is large enough (they never overlap on the stream); fused, they
+    // need none.
+    if (LeafProductsFused(trailing_.fused, largest_)) {
+      // ApplyLeafInverse never forms them.
+    } else if (trailing_.product_capacity >= 2 * kLeafWidth * n_) {
       trailing_.apply_product = trailing_.product;
       trailing_.apply_stride = trailing_.product_capacity;
     } else {
@@ -261,7 +271,6 @@ class BalancedLu {
       MATRIXD_ASSIGN_OR_RETURN(own_apply_product_, AllocateWords(trailing_.apply_stride));
       trailing_.apply_product = own_apply_product_.as<double>();
     }
-    trailing_.fused = fused_products_setting.load(std::memory_order_relaxed);
     if (!trailing_.fused && lt_trailing_setting.load(std::memory_order_relaxed) &&
         ProductPieces(largest_, kPanelWidth) == 1 && n_ > kPanelWidth) {
       MATRIXD_ASSIGN_OR_RETURN(trailing_.lt, context_.cublas_lt());
@@ -343,16 +352,19 @@ class BalancedLu {
     panel_.stream = side->stream();
     panel_.cublas = side->cublas();
     panel_.fused = trailing_.fused;  // the panel's own products and leaf inverses too
-    if (ProductPieces(largest_, kLeafWidth) > 1 && n_ > 1) {
-      panel_.pieces_stride = kLeafWidth * 2 * kLeafWidth;
-      MATRIXD_ASSIGN_OR_RETURN(panel_pieces_, AllocateWords(panel_.pieces_stride));
-      panel_.pieces = panel_pieces_.as<double>();
+    // Its products are at most kLeafWidth deep: fused and in one piece there, it needs no buffer.
+    if (!LeafProductsFused(panel_.fused, largest_)) {
+      if (ProductPieces(largest_, kLeafWidth) > 1 && n_ > 1) {
+        panel_.pieces_stride = kLeafWidth * 2 * kLeafWidth;
+        MATRIXD_ASSIGN_OR_RETURN(panel_pieces_, AllocateWords(panel_.pieces_stride));
+        panel_.pieces = panel_pieces_.as<double>();
+      }
+      panel_.product_capacity = 2 * kLeafWidth * std::max(n_, kLeafWidth);
+      MATRIXD_ASSIGN_OR_RETURN(panel_product_, AllocateWords(panel_.product_capacity));
+      panel_.product = panel_product_.as<double>();
+      panel_.apply_product = panel_.product;
+      panel_.apply_stride = panel_.product_capacity;
     }
-    panel_.product_capacity = 2 * kLeafWidth * std::max(n_, kLeafWidth);
-    MATRIXD_ASSIGN_OR_RETURN(panel_product_, AllocateWords(panel_.product_capacity));
-    panel_.product = panel_product_.as<double>();
-    panel_.apply_product = panel_.product;
-    panel_.apply_stride = panel_.product_capacity;
     MATRIXD_ASSIGN_OR_RETURN(CudaEvent ready, CudaEvent::Create());
     MATRIXD_ASSIGN_OR_RETURN(CudaEvent factored, CudaEvent::Create());
     ready_.emplace(std::move(ready));
@@ -937,11 +949,16 @@ uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {
   uint64_t bytes = n2 * sizeof(double) + sizeof(BalancedModulus) + sizeof(ModularLuState) +
                    kLeafInverseSlots * kLeafRowWords * sizeof(int) +
                    kLeafInverseSlots * kLeafInverseWords * sizeof(double);
-  // The panel lane's scratch under look-ahead (BalancedLu::PreparePanelLane), counted always.
-  bytes += (2 * kLeafWidth * static_cast<uint64_t>(std::max(n, kLeafWidth)) +
-            2 * kLeafWidth * kLeafWidth) *
-           sizeof(double);
-  const uint64_t apply = 2 * kLeafWidth * static_cast<uint64_t>(n);
+  // The panel lane's scratch under look-ahead (BalancedLu::PreparePanelLane), counted always, and
+  // the leaf inverses' products: neither where the fused kernels take them.
+  const bool leaves_fused =
+      LeafProductsFused(fused_products_setting.load(std::memory_order_relaxed), largest_prime);
+  if (!leaves_fused) {
+    bytes += (2 * kLeafWidth * static_cast<uint64_t>(std::max(n, kLeafWidth)) +
+              2 * kLeafWidth * kLeafWidth) *
+             sizeof(double);
+  }
+  const uint64_t apply = leaves_fused ? 0 : 2 * kLeafWidth * static_cast<uint64_t>(n);
   uint64_t product = 0;
   if (ProductPieces(largest_prime, kPanelWidth) > 1 && n > 1) {
     const uint64_t pieces = static_cast<uint64_t>(kPanelWidth * 2 * n);
