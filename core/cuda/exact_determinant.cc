@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu/exact_determinant.h"
 #include "core/cpu/multimodular.h"
-#include "core/cuda/lt_batched_dgemm.h"
 #include "core/cuda/modular_lu.h"
 #include "core/cuda/modular_lu_kernels.h"
 #include "core/hadamard_bound.h"
@@ -30,8 +29,8 @@ namespace {
 // runs in a few large batches.
 constexpr int kFirstBatch = 16;
 constexpr int kBatchGrowth = 4;
-// A batch takes at most this much device memory (n = 1000: ~930 primes), and at most half of
-// what the context's limit leaves free.
+// A batch takes at most this much device memory (n = 1000: ~1040 primes with the fused products,
+// all that 20-bit entries need), and at most half of what the context's limit leaves free.
 constexpr uint64_t kMaxBatchBytes = uint64_t{8} << 30;
 // The primes cover the bound once log2 of their product, less the sign's bit, exceeds bound_bits
 // by this much: room for the rounding of the two sums of logarithms.
@@ -89,7 +88,8 @@ uint64_t ExactDeterminantDeviceBytes(int64_t n, const ExactPlan& plan) {
   if (!plan.affordable || plan.primes < 1) return 0;
   const uint64_t batch = static_cast<uint64_t>(std::min(plan.primes, BatchCapacity(n)));
   return static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * sizeof(int64_t) +
-         batch * ModularLuBatchBytesPerPrime(n, kExactPrimeHigh - 1) + kLtWorkspaceBytes;
+         batch * ModularLuBatchBytesPerPrime(n, kExactPrimeHigh - 1) +
+         ModularLuBatchFixedBytes(n, kExactPrimeHigh - 1);
 }
 
 // The primes are drawn at random from [2^23, 2^24) (`source`, core/cuda/exact_primes.h) and

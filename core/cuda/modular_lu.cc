@@ -75,6 +75,11 @@ bool LeafProductsFused(bool fused, uint64_t largest_prime) {
   return fused && ProductPieces(largest_prime, kLeafWidth) == 1;
 }
 
+// Whether the one-piece trailing updates of order n go through cuBLASLt (and its workspace).
+bool TrailingThroughLt(bool fused, bool lt, uint64_t largest_prime, int64_t n) {
+  return !fused && lt && ProductPieces(largest_prime, kPanelWidth) == 1 && n > kPanelWidth;
+}
+
 // Device time per phase on each stream, from timing events recorded at each change of phase (a
 // phase's time on one lane includes its kernels' slowdown by what runs on the other). Owns its
 // events.
@@ -271,8 +276,8 @@ class BalancedLu {
       MATRIXD_ASSIGN_OR_RETURN(own_apply_product_, AllocateWords(trailing_.apply_stride));
       trailing_.apply_product = own_apply_product_.as<double>();
     }
-    if (!trailing_.fused && lt_trailing_setting.load(std::memory_order_relaxed) &&
-        ProductPieces(largest_, kPanelWidth) == 1 && n_ > kPanelWidth) {
+    if (TrailingThroughLt(trailing_.fused, lt_trailing_setting.load(std::memory_order_relaxed),
+                          largest_, n_)) {
       MATRIXD_ASSIGN_OR_RETURN(trailing_.lt, context_.cublas_lt());
       MATRIXD_ASSIGN_OR_RETURN(lt_workspace_, context_.Allocate(kLtWorkspaceBytes));
       trailing_.lt_workspace = lt_workspace_.data();
@@ -967,6 +972,13 @@ uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {
   }
   bytes += (product >= apply ? product : product + apply) * sizeof(double);
   return bytes;
+}
+
+uint64_t ModularLuBatchFixedBytes(int64_t n, uint64_t largest_prime) {
+  return TrailingThroughLt(fused_products_setting.load(std::memory_order_relaxed),
+                           lt_trailing_setting.load(std::memory_order_relaxed), largest_prime, n)
+             ? kLtWorkspaceBytes
+             : 0;
 }
 
 absl::Status ValidateModularDeterminantInput(const MatrixView& a, uint64_t p) {

@@ -70,6 +70,10 @@ absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
 // Device bytes BatchedModularLuDeterminants allocates per prime for order n when the largest
 // prime of the batch is `largest_prime` (primes from 2^24 need the two-piece buffers).
 uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime);
+// And the device bytes it allocates once for the whole batch, under the current tuning
+// (ModularLuTuning): cuBLASLt's workspace where the one-piece updates go through cuBLASLt, else
+// none.
+uint64_t ModularLuBatchFixedBytes(int64_t n, uint64_t largest_prime);
 
 // Primes below this take one DGEMM per trailing update (ProductPieces(p, panel) == 1), the
 // cheapest per bit of the batched path.

@@ -111,7 +111,7 @@ TEST(EarlyStop, PlanCountsPrimesAndKeepsTheGpuBudget) {
   EXPECT_NEAR(plan.bound_bits, bits, 1e-6 * bits);
   EXPECT_EQ(plan.primes, static_cast<int>(std::ceil((bits + 2.01) / 23.0)));
   EXPECT_TRUE(plan.affordable);
-  // The entries and the largest batch: at most 8 GiB of residue matrices, about 1070 of order
+  // The entries and the largest batch: at most 8 GiB of residue matrices, about 1040 of order
   // 1000 (nearly all the primes).
   const uint64_t bytes = cuda::ExactDeterminantDeviceBytes(n, plan);
   EXPECT_GT(bytes, uint64_t{8} * 1000 * n * n);
