@@ -4,7 +4,7 @@
 #   docker build -t matrixd .
 # GPU image: build FROM a Debian 12 image that carries the CUDA 13 toolkit at /usr/local/cuda
 # (nvcc, cuBLAS, cuSOLVER, cuSPARSE); CMake then builds the CUDA backend (sm_90 by default,
-# override with --build-arg CUDA_ARCHITECTURES=...):
+# override with --build-arg CUDA_ARCHITECTURES=... for later GPUs: it needs 9.0 or later):
 #   docker build --build-arg BASE_IMAGE=<your-cuda13-debian12-image> -t matrixd:cuda .
 # Run on a GPU node with the NVIDIA container runtime (Kubernetes: deploy/kubernetes/).
 ARG BASE_IMAGE=debian:12
