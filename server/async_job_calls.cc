@@ -57,8 +57,8 @@ class AsyncJobCall final : private CallMessages<Request, Response>,
     auto* call = new AsyncJobCall(calls, rpc, method, queue);
     calls.live_calls().fetch_add(1, std::memory_order_relaxed);
     call->context_.AsyncNotifyWhenDone(&call->done_);
-    calls.matrix_service().RequestCall(method, &call->context_, &call->request, &call->responder_, queue,
-                                &call->arrived_);
+    calls.matrix_service().RequestCall(method, &call->context_, &call->request, &call->responder_,
+                                       queue, &call->arrived_);
   }
 
   void Proceed(Step step, bool ok) override {

@@ -1,5 +1,3 @@
-#include "core/cuda/fused_modular_product.h"
-
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -8,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/balanced_residue.h"
 #include "core/cuda/cuda_status.h"
+#include "core/cuda/fused_modular_product.h"
 #include "core/status_macros.h"
 
 namespace matrixd::cuda {
@@ -106,7 +105,8 @@ __device__ __forceinline__ void CopyTile(double* dst, const double* first, int64
 // d += a b for one m16n8k8 tile (fragments as the PTX ISA lays out .f64: a0..a3 at rows g, g + 8,
 // g, g + 8 and columns t, t, t + 4, t + 4; b0, b1 at rows t, t + 4 and column g; d0..d3 at rows
 // g, g, g + 8, g + 8 and columns 2t, 2t + 1; g = lane / 4, t = lane % 4).
-__device__ __forceinline__ void Mma1688(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+__device__ __forceinline__ void Mma1688(double (&d)[4], const double (&a)[4],
+                                        const double (&b)[2]) {
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};\n"
@@ -152,9 +152,8 @@ __global__ void __launch_bounds__(kThreads, 3)
     CopyTile<kWidth, kTileRows, kChunk, kPitchA>(&s.a[stage][0][0], a + k0, left.ld, rows_left,
                                                  blocks.depth - k0);
     if constexpr (kHigh) {
-      CopyTile<kWidth, kTileRows, kChunk, kPitchA>(&s.a_high[stage][0][0],
-                                                   a + left.high_offset + k0, left.ld, rows_left,
-                                                   blocks.depth - k0);
+      CopyTile<kWidth, kTileRows, kChunk, kPitchA>(
+          &s.a_high[stage][0][0], a + left.high_offset + k0, left.ld, rows_left, blocks.depth - k0);
     }
     CopyTile<kWidth, kChunk, kTileCols, kPitchB>(&s.b[stage][0][0], b + k0 * n, n,
                                                  blocks.depth - k0, cols_left);
@@ -243,8 +242,7 @@ absl::Status Launch(cudaStream_t stream, const ResidueBatch& batch, const LeftOp
   const size_t bytes = sizeof(TileShared<kHigh, kSubtract>);
   const int64_t tile_rows = (blocks.rows + kTileRows - 1) / kTileRows;
   const int64_t tile_cols = (blocks.cols + kTileCols - 1) / kTileCols;
-  const dim3 grid(static_cast<unsigned>(tile_rows * tile_cols),
-                  static_cast<unsigned>(batch.count));
+  const dim3 grid(static_cast<unsigned>(tile_rows * tile_cols), static_cast<unsigned>(batch.count));
   // Above the 48 KiB a kernel gets without asking: three blocks an SM.
   MATRIXD_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
@@ -268,8 +266,8 @@ absl::Status LaunchAligned(cudaStream_t stream, const ResidueBatch& batch, const
 absl::Status CheckExtents(const FusedProductBlocks& blocks) {
   if (blocks.rows < 0 || blocks.cols < 0 || blocks.depth < 0) {
     return absl::InvalidArgumentError(absl::StrCat("fused product: negative extent (rows ",
-                                                   blocks.rows, ", cols ", blocks.cols,
-                                                   ", depth ", blocks.depth, ")"));
+                                                   blocks.rows, ", cols ", blocks.cols, ", depth ",
+                                                   blocks.depth, ")"));
   }
   return absl::OkStatus();
 }
@@ -280,9 +278,8 @@ absl::Status LaunchFusedSubtractProduct(cudaStream_t stream, const ResidueBatch&
                                         const FusedProductBlocks& blocks) {
   MATRIXD_RETURN_IF_ERROR(CheckExtents(blocks));
   if (blocks.rows == 0 || blocks.cols == 0 || batch.count == 0) return absl::OkStatus();
-  const LeftOperand left{.first = batch.a + blocks.a_offset,
-                         .matrix_stride = batch.n * batch.n,
-                         .ld = batch.n};
+  const LeftOperand left{
+      .first = batch.a + blocks.a_offset, .matrix_stride = batch.n * batch.n, .ld = batch.n};
   return LaunchAligned<false, true>(stream, batch, left, blocks);
 }
 

@@ -1,10 +1,10 @@
 // The one-piece products of the GPU's modular LU (core/cuda/modular_lu.cc) in one pass: for every
 // matrix of a ResidueBatch, C := the balanced residue of C - A B, A, B and C blocks of balanced
-// residues (and, for a leaf's inverse, B := D^-1 B). The product runs on the FP64 tensor cores (mma.sync m16n8k8) and the reduction in the
-// same kernel, so C is read and written once, where a DGEMM in place followed by the reduction
-// reads and writes it twice. Every partial sum is an integer below 2^53 under the one-piece
-// condition (ProductPieces(p, depth) == 1), so the result has the same bits as the DGEMM and
-// reduction it replaces, whatever the order of the sums.
+// residues (and, for a leaf's inverse, B := D^-1 B). The product runs on the FP64 tensor cores
+// (mma.sync m16n8k8) and the reduction in the same kernel, so C is read and written once, where a
+// DGEMM in place followed by the reduction reads and writes it twice. Every partial sum is an
+// integer below 2^53 under the one-piece condition (ProductPieces(p, depth) == 1), so the result
+// has the same bits as the DGEMM and reduction it replaces, whatever the order of the sums.
 #ifndef MATRIXD_CORE_CUDA_FUSED_MODULAR_PRODUCT_H_
 #define MATRIXD_CORE_CUDA_FUSED_MODULAR_PRODUCT_H_
 

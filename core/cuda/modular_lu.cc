@@ -538,7 +538,8 @@ class BalancedLu {
           LeafInverses{.first = pieces, .matrix_stride = scratch_.slots * kLeafInverseWords}, w,
           offset(c, j), cols));
       work_.flops[kPanel] += batch_size() * 2.0 * k * k * m;
-      work_.bytes[kPanel] += static_cast<uint64_t>(batch_size() * (2.0 * k * k + 2.0 * k * m) * 8.0);
+      work_.bytes[kPanel] +=
+          static_cast<uint64_t>(batch_size() * (2.0 * k * k + 2.0 * k * m) * 8.0);
       return absl::OkStatus();
     }
     const double one = 1.0;

@@ -170,8 +170,7 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
               ? std::string("-")
               : std::to_string(last.exact.size() - (last.exact.starts_with("-") ? 1 : 0));
       std::printf("%-6d %-9s %-8s %-7zu %-6s %-12s %-10s %-10s %s\n", n, products.c_str(),
-                  digits.c_str(),
-                  c.primes.size(), early.c_str(), Seconds(timing.seconds).c_str(),
+                  digits.c_str(), c.primes.size(), early.c_str(), Seconds(timing.seconds).c_str(),
                   Seconds(flint_seconds).c_str(), Ratio(flint_seconds, timing.seconds).c_str(),
                   values.c_str());
       if (!last.stats.kernels.empty()) {

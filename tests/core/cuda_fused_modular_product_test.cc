@@ -63,11 +63,12 @@ class DeviceBatch {
     std::vector<BalancedModulus> moduli;
     for (const int64_t p : primes) moduli.push_back(BalancedModulus::Of(static_cast<uint64_t>(p)));
     std::vector<ModularLuState> states(primes.size(), ModularLuState{1.0, 0});
-    MATRIXD_ASSIGN_OR_RETURN(batch.matrices_, context.Allocate(batch.host_.size() * sizeof(double)));
+    MATRIXD_ASSIGN_OR_RETURN(batch.matrices_,
+                             context.Allocate(batch.host_.size() * sizeof(double)));
     MATRIXD_ASSIGN_OR_RETURN(batch.moduli_, context.Allocate(moduli.size() * sizeof(moduli[0])));
     MATRIXD_ASSIGN_OR_RETURN(batch.states_, context.Allocate(states.size() * sizeof(states[0])));
-    MATRIXD_RETURN_IF_ERROR(context.Upload(batch.host_.data(), *batch.matrices_,
-                                           batch.host_.size() * sizeof(double)));
+    MATRIXD_RETURN_IF_ERROR(
+        context.Upload(batch.host_.data(), *batch.matrices_, batch.host_.size() * sizeof(double)));
     MATRIXD_RETURN_IF_ERROR(
         context.Upload(moduli.data(), *batch.moduli_, moduli.size() * sizeof(moduli[0])));
     MATRIXD_RETURN_IF_ERROR(
@@ -139,8 +140,7 @@ const std::vector<int64_t> kPrimes = {16777213, 8388617, 12582917, 16777199};
 
 // A at (o + depth, o), B at (o, o + depth), C at (o + depth, o + depth): disjoint, as in a trailing
 // update below and right of a panel.
-FusedProductBlocks TrailingBlocks(int64_t n, int64_t o, int64_t depth, int64_t rows,
-                                  int64_t cols) {
+FusedProductBlocks TrailingBlocks(int64_t n, int64_t o, int64_t depth, int64_t rows, int64_t cols) {
   return FusedProductBlocks{.a_offset = (o + depth) * n + o,
                             .b_offset = o * n + o + depth,
                             .c_offset = (o + depth) * n + o + depth,
@@ -163,8 +163,7 @@ TEST_F(CudaFusedModularProduct, MatchesExactIntegersOnRaggedAndBoundaryShapes) {
     absl::StatusOr<DeviceBatch> batch =
         DeviceBatch::Create(*context_, t.n, kPrimes, t.at_bound, 17 + t.n);
     ASSERT_TRUE(batch.ok()) << batch.status();
-    ASSERT_TRUE(
-        LaunchFusedSubtractProduct(context_->stream(), batch->view(), t.blocks).ok());
+    ASSERT_TRUE(LaunchFusedSubtractProduct(context_->stream(), batch->view(), t.blocks).ok());
     absl::StatusOr<std::vector<double>> got = batch->Download(*context_);
     ASSERT_TRUE(got.ok()) << got.status();
     const std::vector<double> want = batch->Expected(t.blocks, /*skipped=*/-1);
@@ -184,7 +183,8 @@ TEST_F(CudaFusedModularProduct, SameBitsAsTheDgemmAndReduction) {
   absl::StatusOr<DeviceBatch> split = DeviceBatch::Create(*context_, n, kPrimes, false, 5);
   ASSERT_TRUE(fused.ok() && split.ok());
   ASSERT_TRUE(LaunchFusedSubtractProduct(context_->stream(), fused->view(), t).ok());
-  absl::StatusOr<ScopedMathMode> mode = ScopedMathMode::Set(context_->cublas(), CUBLAS_DEFAULT_MATH);
+  absl::StatusOr<ScopedMathMode> mode =
+      ScopedMathMode::Set(context_->cublas(), CUBLAS_DEFAULT_MATH);
   ASSERT_TRUE(mode.ok()) << mode.status();
   const ResidueBatch b = split->view();
   const double minus_one = -1.0;
@@ -195,11 +195,11 @@ TEST_F(CudaFusedModularProduct, SameBitsAsTheDgemmAndReduction) {
   ASSERT_EQ(cublasDgemmStridedBatched(context_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N,
                                       static_cast<int>(t.cols), static_cast<int>(t.rows),
                                       static_cast<int>(t.depth), &minus_one, b.a + t.b_offset, ld,
-                                      stride, b.a + t.a_offset, ld, stride, &one,
-                                      b.a + t.c_offset, ld, stride, b.count),
+                                      stride, b.a + t.a_offset, ld, stride, &one, b.a + t.c_offset,
+                                      ld, stride, b.count),
             CUBLAS_STATUS_SUCCESS);
-  ASSERT_TRUE(LaunchReduceProduct(context_->stream(), b, t.c_offset, t.rows, t.cols,
-                                  PieceProduct{}, ProductUse::kSubtract)
+  ASSERT_TRUE(LaunchReduceProduct(context_->stream(), b, t.c_offset, t.rows, t.cols, PieceProduct{},
+                                  ProductUse::kSubtract)
                   .ok());
   absl::StatusOr<std::vector<double>> from_fused = fused->Download(*context_);
   absl::StatusOr<std::vector<double>> from_split = split->Download(*context_);
@@ -263,9 +263,10 @@ TEST_F(CudaFusedModularProduct, LeafInverseAppliedMatchesExactIntegersAndTheTwoP
     int64_t cols;
     bool at_bound;
   };
-  for (const InverseCase& t : {InverseCase{300, 64, 64 * 300 + 64, 236, false},
-                               InverseCase{257, 37, 3 * 257 + 40, 217, false},
-                               InverseCase{200, 64, 0, 200, true}, InverseCase{70, 1, 5, 65, false}}) {
+  for (const InverseCase& t :
+       {InverseCase{300, 64, 64 * 300 + 64, 236, false},
+        InverseCase{257, 37, 3 * 257 + 40, 217, false}, InverseCase{200, 64, 0, 200, true},
+        InverseCase{70, 1, 5, 65, false}}) {
     SCOPED_TRACE(::testing::Message() << "n=" << t.n << " w=" << t.w << " cols=" << t.cols);
     const HostInverses inverses = RandomInverses(kPrimes, t.w, t.at_bound, 31 + t.w);
     absl::StatusOr<DeviceBatch> fused = DeviceBatch::Create(*context_, t.n, kPrimes, false, 3);
@@ -275,9 +276,9 @@ TEST_F(CudaFusedModularProduct, LeafInverseAppliedMatchesExactIntegersAndTheTwoP
     absl::StatusOr<DeviceBuffer> product =
         context_->Allocate(kPrimes.size() * 2 * t.w * t.cols * sizeof(double));
     ASSERT_TRUE(fused.ok() && split.ok() && pieces.ok() && product.ok());
-    ASSERT_TRUE(context_->Upload(inverses.pieces.data(), *pieces,
-                                 inverses.pieces.size() * sizeof(double))
-                    .ok());
+    ASSERT_TRUE(
+        context_->Upload(inverses.pieces.data(), *pieces, inverses.pieces.size() * sizeof(double))
+            .ok());
     ASSERT_TRUE(LaunchFusedApplyInverse(
                     context_->stream(), fused->view(),
                     LeafInverses{.first = pieces->as<double>(), .matrix_stride = kLeafInverseWords},
@@ -292,12 +293,11 @@ TEST_F(CudaFusedModularProduct, LeafInverseAppliedMatchesExactIntegersAndTheTwoP
     const double one = 1.0;
     const double zero = 0.0;
     const int64_t product_stride = 2 * t.w * t.cols;
-    ASSERT_EQ(cublasDgemmStridedBatched(context_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N,
-                                        static_cast<int>(t.cols), 2 * t.w, t.w, &one,
-                                        b.a + t.b_offset, static_cast<int>(t.n), t.n * t.n,
-                                        pieces->as<double>(), t.w, kLeafInverseWords, &zero,
-                                        product->as<double>(), static_cast<int>(t.cols),
-                                        product_stride, b.count),
+    ASSERT_EQ(cublasDgemmStridedBatched(
+                  context_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(t.cols), 2 * t.w,
+                  t.w, &one, b.a + t.b_offset, static_cast<int>(t.n), t.n * t.n,
+                  pieces->as<double>(), t.w, kLeafInverseWords, &zero, product->as<double>(),
+                  static_cast<int>(t.cols), product_stride, b.count),
               CUBLAS_STATUS_SUCCESS);
     ASSERT_TRUE(LaunchReduceProduct(context_->stream(), b, t.b_offset, t.w, t.cols,
                                     PieceProduct{.data = product->as<double>(),
@@ -332,9 +332,9 @@ TEST_F(CudaFusedModularProduct, LeafInverseAppliedMatchesExactIntegersAndTheTwoP
   }
   absl::StatusOr<DeviceBatch> batch = DeviceBatch::Create(*context_, 100, kPrimes, false, 1);
   ASSERT_TRUE(batch.ok());
-  EXPECT_EQ(LaunchFusedApplyInverse(context_->stream(), batch->view(), LeafInverses{}, 65, 0, 10)
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      LaunchFusedApplyInverse(context_->stream(), batch->view(), LeafInverses{}, 65, 0, 10).code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
