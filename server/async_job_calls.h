@@ -7,7 +7,7 @@
 // callback API: one service object with both kinds of methods (MatrixService::
 // ServeOnCompletionQueues), so that it is registered, and listed by reflection, once.
 //
-// Lifecycle: construct before ServerBuilder::BuildAndStart (it registers its service and queues),
+// Lifecycle: construct before ServerBuilder::BuildAndStart (it adds its queues to the builder),
 // Start after, Shutdown after grpc::Server::Shutdown (it waits until every call has ended, then
 // shuts the queues down, drains them and joins the threads).
 #ifndef MATRIXD_SERVER_ASYNC_JOB_CALLS_H_

@@ -94,8 +94,7 @@ std::string UseProducts(const std::string& products) {
   cuda::ModularLuTuning tuning = cuda::GetModularLuTuning();
   const std::string before = tuning.fused_products ? "fused" : tuning.lt_trailing ? "lt" : "cublas";
   tuning.fused_products = products == "fused";
-  tuning.lt_trailing = products == "lt";
-  if (tuning.fused_products) tuning.lt_trailing = true;  // the default, for when fused is off
+  tuning.lt_trailing = products != "cublas";  // read only without fused products
   cuda::SetModularLuTuning(tuning);
   return before;
 #else
