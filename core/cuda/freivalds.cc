@@ -25,6 +25,7 @@ namespace {
 std::atomic<bool> own_kernels_setting{true};
 std::atomic<bool> beside_upload_setting{true};
 std::atomic<int64_t> a_piece_bytes_setting{FreivaldsTuning{}.a_piece_bytes};
+std::atomic<bool> staged_rows_setting{true};
 
 // The most pieces A is cut into (pieces grow past a_piece_bytes beyond that).
 constexpr int64_t kMostAPieces = 256;
@@ -143,12 +144,14 @@ void SetFreivaldsTuning(const FreivaldsTuning& tuning) {
   own_kernels_setting.store(tuning.own_kernels, std::memory_order_relaxed);
   beside_upload_setting.store(tuning.beside_upload, std::memory_order_relaxed);
   a_piece_bytes_setting.store(tuning.a_piece_bytes, std::memory_order_relaxed);
+  staged_rows_setting.store(tuning.staged_rows, std::memory_order_relaxed);
 }
 
 FreivaldsTuning GetFreivaldsTuning() {
   return FreivaldsTuning{.own_kernels = own_kernels_setting.load(std::memory_order_relaxed),
                          .beside_upload = beside_upload_setting.load(std::memory_order_relaxed),
-                         .a_piece_bytes = a_piece_bytes_setting.load(std::memory_order_relaxed)};
+                         .a_piece_bytes = a_piece_bytes_setting.load(std::memory_order_relaxed),
+                         .staged_rows = staged_rows_setting.load(std::memory_order_relaxed)};
 }
 
 uint64_t ProductCheckDeviceBytes(const MatrixView& a, const MatrixView& b, bool transpose_a,
@@ -312,7 +315,8 @@ absl::Status ProductCheckInFlight::QueueAPiece(size_t piece, cudaStream_t stream
           .out = static_cast<char*>(o.z.data()) + static_cast<size_t>(rows.first) * element,
           .out_stride = o.shape.m,
           .square_partials = o.squares_a() + o.a_piece_partials[piece],
-          .scratch = o.scratch_a.data()},
+          .scratch = o.scratch_a.data(),
+          .staged = o.tuning.staged_rows},
       stream);
 }
 
@@ -368,7 +372,8 @@ absl::Status ProductCheckInFlight::QueueOperandProduct(const MatrixView& m, bool
                                              .s = o.options.vectors,
                                              .out = out.data(),
                                              .square_partials = squares,
-                                             .scratch = scratch.data()},
+                                             .scratch = scratch.data(),
+                                             .staged = o.tuning.staged_rows},
                              stream);
   }
   return VisitFloatingType(m.dtype, [&](auto type) {

@@ -35,6 +35,9 @@ struct FreivaldsTuning {
   // With beside_upload and A not transposed: A uploaded in row pieces of about this many bytes,
   // Z's rows of each piece on the side lane once it has landed; 0: A's part after the product.
   int64_t a_piece_bytes = int64_t{64} << 20;
+  // Own kernels: M X with M's rows staged in shared memory by bulk copies where they are 16-byte
+  // aligned (ThinProductArgs::staged; the same bits either way).
+  bool staged_rows = true;
 };
 void SetFreivaldsTuning(const FreivaldsTuning& tuning);
 FreivaldsTuning GetFreivaldsTuning();

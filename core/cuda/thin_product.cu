@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "core/cuda/bulk_copy.cuh"
 #include "core/cuda/cuda_status.h"
 #include "core/cuda/device_element.cuh"
 #include "core/cuda/library_types.h"
@@ -20,7 +21,9 @@
 // memory bandwidth.) A warp streams whole rows, so an M of few rows (a row piece of an operand
 // still being uploaded) would leave most of the device idle and take a row's length in latency:
 // there the columns are cut into segments (grid.y), each block's sums go to scratch and
-// PartSumsKernel adds the segments in order.
+// PartSumsKernel adds the segments in order. Where M's rows are whole 16-byte units (any float64
+// M of even width), StagedRowsKernel does the same product with M's rows brought into shared
+// memory by bulk copies instead: the same bits, nearer copy bandwidth.
 //
 // M^T X (ColumnsKernel): each thread takes one column of M over a chunk of kChunkRows rows; the
 // elements of X it multiplies by are the same for the whole warp (broadcast loads). The chunks'
@@ -100,6 +103,75 @@ __device__ __forceinline__ void LoadVector(const E* p, E (&out)[kVec]) {
   }
 }
 
+// kVec consecutive elements of E at shared-memory p (16-byte aligned when kVec > 1), as one load.
+template <int kVec, typename E>
+__device__ __forceinline__ void SharedVector(const E* p, E (&out)[kVec]) {
+  if constexpr (kVec == 1) {
+    out[0] = *p;
+  } else {
+    static_assert(kVec * sizeof(E) == sizeof(uint4));
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    memcpy(out, &raw, sizeof(raw));
+  }
+}
+
+// One lane step of a rows kernel: kVec columns of X's first `columns` vectors (load_x(c, out);
+// zero beyond) and of the warp's first valid_rows rows (load_row(r, out)) multiplied into sums,
+// and the rows' |m|^2 into squares, in one fixed order (rows, then columns, then vectors).
+template <typename E, bool kSquares, int kVec, typename LoadX, typename LoadRow>
+__device__ __forceinline__ void AccumulateStep(int columns, int valid_rows, LoadX load_x,
+                                               LoadRow load_row,
+                                               E (&sums)[kRowsPerWarp<E>][kThinColumns],
+                                               double& squares) {
+  E xj[kThinColumns][kVec];
+#pragma unroll
+  for (int c = 0; c < kThinColumns; ++c) {
+    if (c < columns) {
+      load_x(c, xj[c]);
+    } else {
+#pragma unroll
+      for (int t = 0; t < kVec; ++t) xj[c][t] = Zero<E>();
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp<E>; ++r) {
+    if (r < valid_rows) {
+      E v[kVec];
+      load_row(r, v);
+#pragma unroll
+      for (int t = 0; t < kVec; ++t) {
+        if constexpr (kSquares) squares += SquaredMagnitude(v[t]);
+#pragma unroll
+        for (int c = 0; c < kThinColumns; ++c) sums[r][c] = MulAdd(v[t], xj[c][t], sums[r][c]);
+      }
+    }
+  }
+}
+
+// The end of a rows kernel: each warp's sums of its kRowsPerWarp rows added over its lanes (a
+// fixed tree) and written to vector c of out (see RowsKernel), the block's squares to its partial.
+template <typename E, bool kSquares>
+__device__ __forceinline__ void WriteRowSums(const E (&sums)[kRowsPerWarp<E>][kThinColumns],
+                                             double squares, int lane, int64_t row0, int valid_rows,
+                                             int columns, E* __restrict__ out, int64_t out_stride,
+                                             int64_t segment_stride,
+                                             double* __restrict__ partials) {
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp<E>; ++r) {
+#pragma unroll
+    for (int c = 0; c < kThinColumns; ++c) {
+      const E total = WarpSum(sums[r][c]);
+      if (lane == 0 && r < valid_rows && c < columns) {
+        out[blockIdx.y * segment_stride + c * out_stride + row0 + r] = total;
+      }
+    }
+  }
+  if constexpr (kSquares) {
+    WriteBlockSquares(squares,
+                      partials + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x);
+  }
+}
+
 // Vectors c0 .. c0 + columns - 1 (columns <= kThinColumns) of out = M X over the columns of
 // segment blockIdx.y ([y segment_cols, (y + 1) segment_cols) of cols):
 // out[v out_stride + i] = sum_j m[i cols + j] x[v cols + j]. Each lane takes kVec consecutive
@@ -130,44 +202,123 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll 2
   for (int64_t j = first_col + static_cast<int64_t>(lane) * kVec; j < end_col;
        j += kWarpSize * kVec) {
-    E xj[kThinColumns][kVec];
-#pragma unroll
-    for (int c = 0; c < kThinColumns; ++c) {
-      if (c < columns) {
-        LoadVector<kVec, false>(x_c0 + c * cols + j, xj[c]);
-      } else {
-#pragma unroll
-        for (int t = 0; t < kVec; ++t) xj[c][t] = Zero<E>();
-      }
+    AccumulateStep<E, kSquares, kVec>(
+        columns, valid_rows,
+        [&](int c, E(&out)[kVec]) { LoadVector<kVec, false>(x_c0 + c * cols + j, out); },
+        [&](int r, E(&out)[kVec]) { LoadVector<kVec, true>(m + (row0 + r) * cols + j, out); }, sums,
+        squares);
+  }
+  WriteRowSums<E, kSquares>(sums, squares, lane, row0, valid_rows, columns, out, out_stride,
+                            segment_stride, partials);
+}
+
+// StagedRowsKernel: RowsKernel's product with M's rows (and X's vectors) brought into shared
+// memory by bulk copies, kStages chunks of kStageRowBytes a row ahead, instead of by each warp's
+// own loads. A warp's loads kept too few bytes in flight for float64 (one 8-byte load a lane, row
+// and step: 70 % of the DRAM peak on an H100 at 128 registers, and 166-186 registers with two);
+// the copy engine holds a whole stage in flight without registers. Each lane takes the same
+// columns in the same order as in RowsKernel (kVec consecutive ones, 32 kVec apart; a chunk is a
+// multiple of 32 kVec columns), so the two give the same bits. REQUIRES every row of M and vector
+// of X 16-byte aligned, and cols (and segment_cols) such that a chunk is a multiple of 16 bytes.
+constexpr int kStageRowBytes = 1024;
+constexpr int kStages = 2;
+
+template <typename E>
+struct StagedTile {
+  static constexpr int kRows = RowsPerBlock<E>();
+  static constexpr int kCols = kStageRowBytes / static_cast<int>(sizeof(E));
+  // A stage: kRows rows of M, then kThinColumns vectors of X, kCols elements each.
+  static constexpr int64_t kStageElements = static_cast<int64_t>(kRows + kThinColumns) * kCols;
+  static constexpr size_t kSharedBytes =
+      kStages * kStageElements * sizeof(E) + kStages * sizeof(uint64_t);
+};
+
+template <typename E, bool kSquares, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    StagedRowsKernel(const E* __restrict__ m, int64_t rows, int64_t cols, int64_t segment_cols,
+                     const E* __restrict__ x, int c0, int columns, E* __restrict__ out,
+                     int64_t out_stride, int64_t segment_stride, double* __restrict__ partials) {
+  using Tile = StagedTile<E>;
+  constexpr int kRows = kRowsPerWarp<E>;
+  static_assert(Tile::kCols % (kWarpSize * kVec) == 0);
+  extern __shared__ __align__(16) unsigned char staged_shared[];
+  E* const stages = reinterpret_cast<E*>(staged_shared);
+  uint64_t* const landed =
+      reinterpret_cast<uint64_t*>(staged_shared + kStages * Tile::kStageElements * sizeof(E));
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t block_row0 = static_cast<int64_t>(blockIdx.x) * Tile::kRows;
+  const int block_rows = static_cast<int>(std::min<int64_t>(Tile::kRows, rows - block_row0));
+  const int64_t first_col = static_cast<int64_t>(blockIdx.y) * segment_cols;
+  const int64_t end_col = std::min(cols, first_col + segment_cols);
+  const int64_t chunks = (end_col - first_col + Tile::kCols - 1) / Tile::kCols;
+  const E* const x_c0 = x + c0 * cols;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) BarrierInit(&landed[s], 1);
+    FenceBarrierInit();
+  }
+  __syncthreads();
+  // Warp 0 queues chunk `chunk` into its stage: one copy a row and a vector, from one lane each.
+  const auto queue_chunk = [&](int64_t chunk) {
+    const int stage = static_cast<int>(chunk % kStages);
+    const int64_t k0 = first_col + chunk * Tile::kCols;
+    const auto bytes =
+        static_cast<uint32_t>(std::min<int64_t>(Tile::kCols, end_col - k0) * sizeof(E));
+    E* const tile = stages + stage * Tile::kStageElements;
+    if (lane == 0) BarrierArriveExpectBytes(&landed[stage], bytes * (block_rows + columns));
+    __syncwarp();
+    const uint64_t read_once = EvictFirstPolicy();
+    for (int r = lane; r < block_rows; r += kWarpSize) {
+      BulkCopyToShared(tile + r * Tile::kCols, m + (block_row0 + r) * cols + k0, bytes,
+                       &landed[stage], read_once);
     }
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      if (r < valid_rows) {
-        E v[kVec];
-        LoadVector<kVec, true>(m + (row0 + r) * cols + j, v);
-#pragma unroll
-        for (int t = 0; t < kVec; ++t) {
-          if constexpr (kSquares) squares += SquaredMagnitude(v[t]);
-#pragma unroll
-          for (int c = 0; c < kThinColumns; ++c) sums[r][c] = MulAdd(v[t], xj[c][t], sums[r][c]);
-        }
-      }
+    if (lane < columns) {
+      BulkCopyToShared(tile + (Tile::kRows + lane) * Tile::kCols, x_c0 + lane * cols + k0, bytes,
+                       &landed[stage]);
+    }
+  };
+  if (warp == 0) {
+    for (int64_t chunk = 0; chunk < std::min<int64_t>(kStages, chunks); ++chunk) {
+      queue_chunk(chunk);
     }
   }
+  const int first_row = warp * kRows;  // the warp's rows within the block
+  const int valid_rows = std::clamp(block_rows - first_row, 0, kRows);
+  E sums[kRows][kThinColumns];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
 #pragma unroll
-    for (int c = 0; c < kThinColumns; ++c) {
-      const E total = WarpSum(sums[r][c]);
-      if (lane == 0 && r < valid_rows && c < columns) {
-        out[blockIdx.y * segment_stride + c * out_stride + row0 + r] = total;
-      }
+    for (int c = 0; c < kThinColumns; ++c) sums[r][c] = Zero<E>();
+  }
+  double squares = 0;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const int stage = static_cast<int>(chunk % kStages);
+    BarrierWait(&landed[stage], static_cast<uint32_t>((chunk / kStages) & 1));
+    const int width = static_cast<int>(
+        std::min<int64_t>(Tile::kCols, end_col - (first_col + chunk * Tile::kCols)));
+    const E* const tile = stages + stage * Tile::kStageElements;
+    const E* const xs = tile + Tile::kRows * Tile::kCols;
+#pragma unroll
+    for (int j0 = 0; j0 < Tile::kCols; j0 += kWarpSize * kVec) {
+      const int j = j0 + lane * kVec;
+      if (j >= width) break;
+      AccumulateStep<E, kSquares, kVec>(
+          columns, valid_rows,
+          [&](int c, E(&out)[kVec]) { SharedVector<kVec>(xs + c * Tile::kCols + j, out); },
+          [&](int r, E(&out)[kVec]) {
+            SharedVector<kVec>(tile + (first_row + r) * Tile::kCols + j, out);
+          },
+          sums, squares);
+    }
+    // Every warp is done with the stage before warp 0 copies chunk + kStages into it.
+    __syncthreads();
+    if (warp == 0 && chunk + kStages < chunks) {
+      FenceSharedForBulkCopies();
+      queue_chunk(chunk + kStages);
     }
   }
-  if constexpr (kSquares) {
-    WriteBlockSquares(squares,
-                      partials + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x);
-  }
+  WriteRowSums<E, kSquares>(sums, squares, lane, block_row0 + first_row, valid_rows, columns, out,
+                            out_stride, segment_stride, partials);
 }
 
 // out[(c0 + c) out_stride + i] = sum over parts p (in order) of
@@ -307,6 +458,16 @@ RowSegments RowSegmentsOf(int64_t rows, int64_t cols) {
   return {.count = (cols + length - 1) / length, .columns = length};
 }
 
+// Whether StagedRowsKernel can take M X: every row of M and vector of X starts 16-byte aligned
+// (so do the column segments, kSegmentAlignment elements apart) and float32's rows are whole
+// 16-byte vectors (kVec 4, as RowsKernel's where it can).
+template <typename E>
+bool Staged(const ThinProductArgs& args) {
+  return (args.cols * static_cast<int64_t>(sizeof(E))) % static_cast<int64_t>(sizeof(uint4)) == 0 &&
+         reinterpret_cast<uintptr_t>(args.m) % sizeof(uint4) == 0 &&
+         reinterpret_cast<uintptr_t>(args.x) % sizeof(uint4) == 0;
+}
+
 template <typename T>
 absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
   using E = DeviceType<T>;
@@ -334,17 +495,32 @@ absl::Status LaunchTyped(const ThinProductArgs& args, cudaStream_t stream) {
       const bool vector_loads = kVec > 1 && args.cols % kVec == 0 &&
                                 reinterpret_cast<uintptr_t>(args.m) % sizeof(uint4) == 0 &&
                                 reinterpret_cast<uintptr_t>(args.x) % sizeof(uint4) == 0;
-      const auto launch = [&](auto kernel) {
-        kernel<<<grid, kThreads, 0, stream>>>(m, args.rows, args.cols, segments.columns, x, c0,
-                                              columns, target, target_stride, segment_stride,
-                                              partials);
+      const auto launch = [&](auto kernel, size_t shared_bytes) {
+        if (shared_bytes > 0) {
+          MATRIXD_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+              kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)));
+        }
+        kernel<<<grid, kThreads, shared_bytes, stream>>>(m, args.rows, args.cols, segments.columns,
+                                                         x, c0, columns, target, target_stride,
+                                                         segment_stride, partials);
+        return absl::OkStatus();
       };
-      if (partials != nullptr) {
-        vector_loads ? launch(RowsKernel<E, true, kVec>) : launch(RowsKernel<E, true, 1>);
+      if (args.staged && Staged<E>(args)) {
+        constexpr size_t kBytes = StagedTile<E>::kSharedBytes;
+        MATRIXD_RETURN_IF_ERROR(partials != nullptr
+                                    ? launch(StagedRowsKernel<E, true, kVec>, kBytes)
+                                    : launch(StagedRowsKernel<E, false, kVec>, kBytes));
+        MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("StagedRowsKernel");
       } else {
-        vector_loads ? launch(RowsKernel<E, false, kVec>) : launch(RowsKernel<E, false, 1>);
+        if (partials != nullptr) {
+          MATRIXD_RETURN_IF_ERROR(vector_loads ? launch(RowsKernel<E, true, kVec>, 0)
+                                               : launch(RowsKernel<E, true, 1>, 0));
+        } else {
+          MATRIXD_RETURN_IF_ERROR(vector_loads ? launch(RowsKernel<E, false, kVec>, 0)
+                                               : launch(RowsKernel<E, false, 1>, 0));
+        }
+        MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("RowsKernel");
       }
-      MATRIXD_CUDA_RETURN_IF_LAUNCH_ERROR("RowsKernel");
       if (segmented) {
         MATRIXD_RETURN_IF_ERROR(LaunchPartSums(target, args.rows, segments.count, c0, columns, out,
                                                out_stride, stream));

@@ -45,6 +45,10 @@ struct ThinProductArgs {
   // ThinProductScratchBytes(...) bytes of device memory (the transposed product's per-chunk
   // sums; for M X of few rows, the sums of each column segment); may be null when that is 0.
   void* scratch = nullptr;
+  // M X: M's rows (and X's vectors) brought into shared memory by the copy engine's bulk copies
+  // where every row and vector starts 16-byte aligned and rows are whole 16-byte units; the same
+  // bits as without (false: each warp loads its rows itself, as for every other M).
+  bool staged = true;
 };
 
 // How many partial sums of squares the product of an M of this dtype and shape writes.

@@ -91,20 +91,24 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("permanent")) BenchPermanent(gpu, device, flags);
   if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
   if (flags.Runs("verify")) {
-    const auto tuned = [](bool own_kernels, bool beside_upload, int64_t a_piece_bytes) {
+    const auto tuned = [](bool own_kernels, bool beside_upload, int64_t a_piece_bytes,
+                          bool staged_rows = true) {
       return [=] {
         cuda::SetFreivaldsTuning({.own_kernels = own_kernels,
                                   .beside_upload = beside_upload,
-                                  .a_piece_bytes = a_piece_bytes});
+                                  .a_piece_bytes = a_piece_bytes,
+                                  .staged_rows = staged_rows});
       };
     };
     const int64_t pieces = cuda::FreivaldsTuning{}.a_piece_bytes;
     BenchVerify("GPU", gpu, flags, 1, flags.repeats,
                 {{"pieces", tuned(true, true, pieces)},
+                 {"unstaged", tuned(true, true, pieces, false)},
                  {"beside", tuned(true, true, 0)},
                  {"after", tuned(true, false, 0)},
                  {"cublas", tuned(false, false, 0)}},
                 [] { cuda::SetFreivaldsTuning({}); });
+    BenchThinProducts(device, flags);
   }
   if (flags.Runs("condition")) {
     BenchCondition("GPU", gpu, flags, 1, flags.repeats);

@@ -41,7 +41,7 @@ class ThinProductTest : public ::testing::Test {
 
   // op(m) X and the partial sums of squares, computed on the device; `vectors` holds X's columns
   // as its rows (s x inner, the kernels' vector-major layout), and so does the output (s x outer).
-  Output Run(const Matrix& m, const Matrix& vectors, bool transpose) {
+  Output Run(const Matrix& m, const Matrix& vectors, bool transpose, bool staged = true) {
     const int64_t outer = transpose ? m.cols() : m.rows();
     const int s = static_cast<int>(vectors.rows());
     const Matrix& x = vectors;
@@ -66,7 +66,8 @@ class ThinProductTest : public ::testing::Test {
                                  .s = s,
                                  .out = dout.data(),
                                  .square_partials = static_cast<double*>(squares->data()),
-                                 .scratch = scratch->data()},
+                                 .scratch = scratch->data(),
+                                 .staged = staged},
                                 context_->stream());
     EXPECT_TRUE(launched.ok()) << launched;
     Output output{.out = DownloadMatrix(*context_, dout, s, outer, m.dtype()),
@@ -128,6 +129,46 @@ TEST_F(ThinProductTest, SameBitsOnEveryRun) {
     EXPECT_EQ(std::memcmp(first.out.bytes(), second.out.bytes(), first.out.byte_size()), 0);
     EXPECT_EQ(first.partials, second.partials);
   }
+}
+
+// M X with M's rows staged in shared memory by bulk copies (rows whole 16-byte units) gives the
+// bits of each warp loading its rows: every dtype; rows no block divides; chunks of 1 KiB a row
+// with a ragged last one and more of them than stages; column segments for few rows; X of one,
+// three, eight and eleven (two passes) vectors. Shapes whose rows are not whole 16-byte units
+// take the warps' kernel either way.
+TEST_F(ThinProductTest, StagedRowsGiveTheBitsOfWarpLoads) {
+  struct Shape {
+    int64_t rows, cols;
+  };
+  testing::ForEachFloatingType([&](auto type) {
+    using T = typename decltype(type)::type;
+    for (const Shape shape : {Shape{1, 4}, Shape{300, 1028}, Shape{33, 4096}, Shape{70, 2048},
+                              Shape{130, 96}, Shape{17, 36}, Shape{513, 257}}) {
+      for (const int s : {1, 3, 8, 11}) {
+        SCOPED_TRACE(::testing::Message() << DTypeName(DTypeOf<T>()) << " " << shape.rows << "x"
+                                          << shape.cols << " s " << s);
+        const Matrix m = RandomMatrix<T>(shape.rows, shape.cols, 80 + s);
+        const Matrix x = RandomMatrix<T>(s, shape.cols, 90 + s);
+        const Output staged = Run(m, x, /*transpose=*/false, /*staged=*/true);
+        const Output warps = Run(m, x, /*transpose=*/false, /*staged=*/false);
+        ASSERT_EQ(staged.out.byte_size(), warps.out.byte_size());
+        EXPECT_EQ(std::memcmp(staged.out.bytes(), warps.out.bytes(), staged.out.byte_size()), 0);
+        EXPECT_EQ(staged.partials, warps.partials);
+        // And not two runs of nothing: entry 0 of vector 0 against a long double dot product.
+        const auto wide_m = testing::Widen<T>(m);
+        const auto wide_x = testing::Widen<T>(x);
+        testing::Wide<T> want{};
+        long double scale = 0;
+        for (int64_t j = 0; j < shape.cols; ++j) {
+          want += testing::Mul(wide_m.v[j], wide_x.v[j]);
+          scale += std::sqrt(testing::Abs2(wide_m.v[j]) * testing::Abs2(wide_x.v[j]));
+        }
+        const auto got = testing::Widen<T>(staged.out).v[0];
+        EXPECT_LE(std::sqrt(testing::Abs2(got - want)), 1e-5L * scale);
+        EXPECT_GT(scale, 0);
+      }
+    }
+  });
 }
 
 TEST_F(ThinProductTest, DifferenceNormsMatchAWideComputationAndKeepNaN) {
