@@ -164,7 +164,6 @@ DeviceContext::~DeviceContext() {
   MATRIXD_ASSERT_CUDA_SUCCESS(cudaStreamSynchronize(stream_));
   staging_.reset();
   side_lane_.reset();
-  cublas_lt_ = LtHandle();
   if (cusparse_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cusparseDestroy(cusparse_));
   if (cusolver_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cusolverDnDestroy(cusolver_));
   if (cublas_ != nullptr) MATRIXD_ASSERT_CUDA_SUCCESS(cublasDestroy(cublas_));
@@ -176,13 +175,6 @@ absl::StatusOr<SideLane*> DeviceContext::side_lane() {
     MATRIXD_ASSIGN_OR_RETURN(side_lane_, SideLane::Create());
   }
   return side_lane_.get();
-}
-
-absl::StatusOr<cublasLtHandle_t> DeviceContext::cublas_lt() {
-  if (cublas_lt_.get() == nullptr) {
-    MATRIXD_ASSIGN_OR_RETURN(cublas_lt_, CreateLtHandle());
-  }
-  return cublas_lt_.get();
 }
 
 absl::Status DeviceContext::Activate() const {

@@ -20,7 +20,6 @@
 #include "core/backend.h"
 #include "core/cuda/cuda_memory_resource.h"
 #include "core/cuda/device_buffer.h"
-#include "core/cuda/lt_batched_dgemm.h"
 #include "core/cuda/pinned_staging.h"
 #include "core/cuda/side_lane.h"
 #include "core/memory_resource.h"
@@ -79,9 +78,6 @@ class DeviceContext {
   // use and kept: for operations that run a critical path beside bulk work on stream(). REQUIRES:
   // the context's device is current.
   absl::StatusOr<SideLane*> side_lane();
-  // The context's cuBLASLt handle (lt_batched_dgemm.h), made on first use and kept; its products
-  // name their stream. REQUIRES: the context's device is current.
-  absl::StatusOr<cublasLtHandle_t> cublas_lt();
 
   // Makes this context's device current for the calling thread.
   absl::Status Activate() const;
@@ -134,7 +130,6 @@ class DeviceContext {
   DeviceMemoryStack* memory_ = nullptr;     // shared, owned by the process-wide stack table
   std::unique_ptr<PinnedStaging> staging_;  // null when page-locked memory was refused
   std::unique_ptr<SideLane> side_lane_;     // null until side_lane() is first called
-  LtHandle cublas_lt_;                      // null until cublas_lt() is first called
 };
 
 }  // namespace matrixd::cuda

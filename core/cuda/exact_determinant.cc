@@ -88,8 +88,7 @@ uint64_t ExactDeterminantDeviceBytes(int64_t n, const ExactPlan& plan) {
   if (!plan.affordable || plan.primes < 1) return 0;
   const uint64_t batch = static_cast<uint64_t>(std::min(plan.primes, BatchCapacity(n)));
   return static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * sizeof(int64_t) +
-         batch * ModularLuBatchBytesPerPrime(n, kExactPrimeHigh - 1) +
-         ModularLuBatchFixedBytes(n, kExactPrimeHigh - 1);
+         batch * ModularLuBatchBytesPerPrime(n, kExactPrimeHigh - 1);
 }
 
 // The primes are drawn at random from [2^23, 2^24) (`source`, core/cuda/exact_primes.h) and

@@ -22,7 +22,6 @@
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/elimination.h"
 #include "core/cuda/fused_modular_product.h"
-#include "core/cuda/lt_batched_dgemm.h"
 #include "core/cuda/modular_lu_kernels.h"
 #include "core/cuda/modular_lu_stages.h"
 #include "core/cuda/pinned_staging.h"
@@ -66,18 +65,12 @@ constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
 std::atomic<bool> look_ahead_setting{true};
 std::atomic<bool> overlap_setting{true};
 std::atomic<int64_t> piece_rows_setting{0};
-std::atomic<bool> lt_trailing_setting{true};
 std::atomic<bool> fused_products_setting{true};
 
 // Whether every product at most kLeafWidth deep (a leaf inverse applied, a panel's own update)
 // goes through the fused kernels, which need no product buffers: fused on and one piece there.
 bool LeafProductsFused(bool fused, uint64_t largest_prime) {
   return fused && ProductPieces(largest_prime, kLeafWidth) == 1;
-}
-
-// Whether the one-piece trailing updates of order n go through cuBLASLt (and its workspace).
-bool TrailingThroughLt(bool fused, bool lt, uint64_t largest_prime, int64_t n) {
-  return !fused && lt && ProductPieces(largest_prime, kPanelWidth) == 1 && n > kPanelWidth;
 }
 
 // Device time per phase on each stream, from timing events recorded at each change of phase (a
@@ -196,11 +189,6 @@ struct Lane {
   // kernel, product and reduction in one pass (ModularLuTuning::fused_products); else a DGEMM in
   // place, then the reduction.
   bool fused = false;
-  // Without `fused`, the one-piece trailing updates through cuBLASLt
-  // (ModularLuTuning::lt_trailing), with this workspace; null: cublasDgemmStridedBatched.
-  cublasLtHandle_t lt = nullptr;
-  void* lt_workspace = nullptr;
-  size_t lt_workspace_bytes = 0;
 };
 
 // The blocked LU of a batch of n x n matrices of balanced residues (one prime each), held side
@@ -275,13 +263,6 @@ class BalancedLu {
       trailing_.apply_stride = 2 * kLeafWidth * n_;
       MATRIXD_ASSIGN_OR_RETURN(own_apply_product_, AllocateWords(trailing_.apply_stride));
       trailing_.apply_product = own_apply_product_.as<double>();
-    }
-    if (TrailingThroughLt(trailing_.fused, lt_trailing_setting.load(std::memory_order_relaxed),
-                          largest_, n_)) {
-      MATRIXD_ASSIGN_OR_RETURN(trailing_.lt, context_.cublas_lt());
-      MATRIXD_ASSIGN_OR_RETURN(lt_workspace_, context_.Allocate(kLtWorkspaceBytes));
-      trailing_.lt_workspace = lt_workspace_.data();
-      trailing_.lt_workspace_bytes = kLtWorkspaceBytes;
     }
     panel_ = trailing_;
     if (look_ahead_) MATRIXD_RETURN_IF_ERROR(PreparePanelLane());
@@ -594,33 +575,10 @@ class BalancedLu {
     if (ProductPieces(largest_, depth) == 1) {
       const double minus_one = -1.0;
       const double one = 1.0;
-      if (lane.lt != nullptr && gemm == kGemm) {
-        // |C| <= p / 2 and depth products below (p / 2)^2 each: every partial sum, whatever the
-        // algorithm's order or split of the sum, is an integer of at most p / 2 + depth (p / 2)^2
-        // <= 2^53 (ProductPieces == 1), so exact, and the result has the same bits as cuBLAS's.
-        const BatchedDgemmShape shape{
-            .m = static_cast<int>(cols),
-            .n = static_cast<int>(rows),
-            .k = static_cast<int>(depth),
-            .lda = ld,
-            .ldb = ld,
-            .ldc = ld,
-            .stride_a = stride,
-            .stride_b = stride,
-            .stride_c = stride,
-            .batch = count,
-            .align_a = LtAlignment(reinterpret_cast<uintptr_t>(a_ + b_offset), stride),
-            .align_b = LtAlignment(reinterpret_cast<uintptr_t>(a_ + a_offset), stride),
-            .align_c = LtAlignment(reinterpret_cast<uintptr_t>(a_ + c_offset), stride)};
-        MATRIXD_RETURN_IF_ERROR(LtBatchedDgemm(
-            lane.lt, cublas, stream, context_.device(), shape, minus_one, a_ + b_offset,
-            a_ + a_offset, one, a_ + c_offset, lane.lt_workspace, lane.lt_workspace_bytes));
-      } else {
-        MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
-            cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows),
-            static_cast<int>(depth), &minus_one, a_ + b_offset, ld, stride, a_ + a_offset, ld,
-            stride, &one, a_ + c_offset, ld, stride, count));
-      }
+      MATRIXD_CUDA_RETURN_IF_ERROR(cublasDgemmStridedBatched(
+          cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows),
+          static_cast<int>(depth), &minus_one, a_ + b_offset, ld, stride, a_ + a_offset, ld, stride,
+          &one, a_ + c_offset, ld, stride, count));
       MATRIXD_RETURN_IF_ERROR(clock_.Enter(reduce, stream));
       MATRIXD_RETURN_IF_ERROR(LaunchReduceProduct(stream, batch_, c_offset, rows, cols,
                                                   PieceProduct{}, ProductUse::kSubtract));
@@ -680,7 +638,6 @@ class BalancedLu {
   DeviceBuffer product_;
   DeviceBuffer panel_pieces_;
   DeviceBuffer panel_product_;
-  DeviceBuffer lt_workspace_;
   ResidueBatch batch_;
   LeafScratch scratch_;
   Lane trailing_;                      // the context's stream: the trailing updates
@@ -938,7 +895,6 @@ void SetModularLuTuning(const ModularLuTuning& tuning) {
   look_ahead_setting.store(tuning.look_ahead, std::memory_order_relaxed);
   overlap_setting.store(tuning.overlap, std::memory_order_relaxed);
   piece_rows_setting.store(std::max<int64_t>(0, tuning.piece_rows), std::memory_order_relaxed);
-  lt_trailing_setting.store(tuning.lt_trailing, std::memory_order_relaxed);
   fused_products_setting.store(tuning.fused_products, std::memory_order_relaxed);
 }
 
@@ -946,7 +902,6 @@ ModularLuTuning GetModularLuTuning() {
   return ModularLuTuning{.look_ahead = look_ahead_setting.load(std::memory_order_relaxed),
                          .overlap = overlap_setting.load(std::memory_order_relaxed),
                          .piece_rows = piece_rows_setting.load(std::memory_order_relaxed),
-                         .lt_trailing = lt_trailing_setting.load(std::memory_order_relaxed),
                          .fused_products = fused_products_setting.load(std::memory_order_relaxed)};
 }
 
@@ -973,13 +928,6 @@ uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime) {
   }
   bytes += (product >= apply ? product : product + apply) * sizeof(double);
   return bytes;
-}
-
-uint64_t ModularLuBatchFixedBytes(int64_t n, uint64_t largest_prime) {
-  return TrailingThroughLt(fused_products_setting.load(std::memory_order_relaxed),
-                           lt_trailing_setting.load(std::memory_order_relaxed), largest_prime, n)
-             ? kLtWorkspaceBytes
-             : 0;
 }
 
 absl::Status ValidateModularDeterminantInput(const MatrixView& a, uint64_t p) {

@@ -70,10 +70,6 @@ absl::StatusOr<std::vector<uint64_t>> BatchedModularLuDeterminants(
 // Device bytes BatchedModularLuDeterminants allocates per prime for order n when the largest
 // prime of the batch is `largest_prime` (primes from 2^24 need the two-piece buffers).
 uint64_t ModularLuBatchBytesPerPrime(int64_t n, uint64_t largest_prime);
-// And the device bytes it allocates once for the whole batch, under the current tuning
-// (ModularLuTuning): cuBLASLt's workspace where the one-piece updates go through cuBLASLt, else
-// none.
-uint64_t ModularLuBatchFixedBytes(int64_t n, uint64_t largest_prime);
 
 // Primes below this take one DGEMM per trailing update (ProductPieces(p, panel) == 1), the
 // cheapest per bit of the batched path.
@@ -95,16 +91,12 @@ struct ModularLuTuning {
   // holds at full width (PinnedStaging::kPieceValues / n, 1024 at n = 4096). Smaller pieces
   // expose less of the host's copy of the first piece, at more and narrower updates.
   int64_t piece_rows = 0;
-  // The trailing updates of primes below kOnePieceModulusLimit (one product each) through
-  // cuBLASLt with the algorithm chosen per shape (core/cuda/lt_batched_dgemm.h), which ran ~10 %
-  // faster than cublasDgemmStridedBatched on the exact determinant's shapes; false: through
-  // cublasDgemmStridedBatched. The residues are the same either way (exact sums).
-  bool lt_trailing = true;
   // The one-piece products (primes below kOnePieceModulusLimit: the trailing updates, the
   // panels' own and the leaves' inverses applied) by kernels that multiply on the FP64 tensor
   // cores and reduce in the same pass (core/cuda/fused_modular_product.h), reading and writing
-  // the updated block once; false: a DGEMM (cuBLASLt or cuBLAS, lt_trailing), then a reduction.
-  // The same residues.
+  // the updated block once; false: cublasDgemmStridedBatched, then a reduction (the reference
+  // the fused kernels are tested against; cuBLASLt's best algorithm for the trailing shapes was
+  // measured too, 2026-11-27, and left behind by the fused kernel). The same residues.
   bool fused_products = true;
 };
 void SetModularLuTuning(const ModularLuTuning& tuning);

@@ -183,7 +183,7 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     } else if (name == "--exact_products") {
       flags.exact_products.clear();
       for (std::string_view p : Split(value)) {
-        ok = ok && (p == "fused" || p == "lt" || p == "cublas");
+        ok = ok && (p == "fused" || p == "cublas");
         flags.exact_products.emplace_back(p);
       }
       ok = ok && !flags.exact_products.empty();

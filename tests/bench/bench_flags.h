@@ -47,9 +47,8 @@ struct Flags {
   std::vector<int> exact_sizes = {500, 1000};
   int exact_bits = 20;
   // The GPU rows once per value, the modular LU's one-piece products by: "fused" (product and
-  // reduction in one kernel), "lt" (cuBLASLt, then the reduction) or "cublas"
-  // (cublasDgemmStridedBatched, then the reduction) (cuda::ModularLuTuning::fused_products,
-  // lt_trailing).
+  // reduction in one kernel) or "cublas" (cublasDgemmStridedBatched, then the reduction)
+  // (cuda::ModularLuTuning::fused_products).
   std::vector<std::string> exact_products = {"fused"};
   bool flint = true;
   // sparse: block-sparse product of order sparse_n at each block size.

@@ -86,15 +86,14 @@ void PrintHostPart(const Matrix& a, const ExactCertificate* gpu, int repeats) {
                                              : " (random residues)");
 }
 
-// Sets how the GPU's modular LU forms its one-piece products ("fused", "lt" or "cublas", as
+// Sets how the GPU's modular LU forms its one-piece products ("fused" or "cublas", as
 // Flags::exact_products) and returns the choice it replaced (a build without CUDA has no GPU rows:
 // "fused", unchanged).
 std::string UseProducts(const std::string& products) {
 #ifdef MATRIXD_HAVE_CUDA
   cuda::ModularLuTuning tuning = cuda::GetModularLuTuning();
-  const std::string before = tuning.fused_products ? "fused" : tuning.lt_trailing ? "lt" : "cublas";
+  const std::string before = tuning.fused_products ? "fused" : "cublas";
   tuning.fused_products = products == "fused";
-  tuning.lt_trailing = products != "cublas";  // read only without fused products
   cuda::SetModularLuTuning(tuning);
   return before;
 #else
@@ -115,8 +114,8 @@ void BenchExactDeterminant(const Flags& flags, Backend* gpu) {
        "batched LU mod random 24-bit primes, CRT after each round, early stop once stable; the "
        "first round aimed at the floating-point estimate when it is trusted); "
        "median of --repeats after a warm-up; products: the modular LU's one-piece products by "
-       "one fused kernel (fused), or cuBLASLt (lt) or cublasDgemmStridedBatched (cublas) then the "
-       "reduction, --exact_products",
+       "one fused kernel (fused), or cublasDgemmStridedBatched then the reduction (cublas), "
+       "--exact_products",
        "primes: used by the last run; early: whether it stopped before Hadamard's bound (with its "
        "error probability)",
        "GPU phases: device time of the last run's residues, panels, trailing DGEMMs and "

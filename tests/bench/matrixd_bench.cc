@@ -21,7 +21,7 @@
 //                   [--modp_look_ahead=1,0] [--staging_threads=4,8,16]
 //                   [--modp_piece_rows=0,512,256] [--modp_overlap=1,0]
 //     exact:        [--exact_sizes=500,1000] [--exact_bits=20] [--no_flint]
-//                   [--exact_products=fused,lt,cublas]
+//                   [--exact_products=fused,cublas]
 //     small:        [--small_sizes=8,32] [--small_count=8192] [--small_threads=1,4,16]
 //     condition:    [--condition_sizes=4096,8192] (Factorize with estimate_condition, GPU and
 //                   CPU; on the GPU also the LU determinant)

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 13 on a lent GPU: the exact determinant's one-piece products. The CUDA tests of the exact
 # determinant, the modular LU, the fused product kernel (core/cuda/fused_modular_product.h), the
-# CRT, the certificates and the cuBLASLt products (bit for bit against cuBLAS), the fused kernel's
+# CRT and the certificates (fused products bit for bit against cuBLAS), the fused kernel's
 # tests again under compute-sanitizer (memcheck, racecheck, synccheck); then the `exact`
 # table at n = 1000 and 2000 (20-bit entries, GPU alone) for this binary with its products fused,
-# through cuBLASLt and through cuBLAS (--exact_products=fused,lt,cublas), and for the binary before
+# and through cuBLAS (--exact_products=fused,cublas), and for the binary before
 # the change when it is bundled as matrixd_bench.before, the two alternated twice so that both see
 # the same host; then one FLINT run at n = 1000 (about 7-10 s) beside this binary, for FLINT/ours
 # on this host. About 3-4 minutes. Runs from the repository root with the binaries bundled in
@@ -22,9 +22,9 @@ set -uo pipefail
 source "$(dirname "$0")/run_lib.sh" exactdet
 
 gpu_info
-log "matrixd_core_test: exact determinants, modular LU, CRT, certificates, cuBLASLt products"
+log "matrixd_core_test: exact determinants, modular LU, CRT, certificates, fused products"
 run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='CudaExactDeterminant*:CudaModularLu*:CudaFusedModularProduct*:CudaLtBatched*:LtCandidates*:EarlyStop*:CrtReconstruction*:ModularArithmetic*:*ExactCertificate*:*DeterminantTest.Exact*:*DeterminantTest.Modular*:ExactPrimes*:BalancedModulus*:Hadamard*'
+  --gtest_filter='CudaExactDeterminant*:CudaModularLu*:CudaFusedModularProduct*:EarlyStop*:CrtReconstruction*:ModularArithmetic*:*ExactCertificate*:*DeterminantTest.Exact*:*DeterminantTest.Modular*:ExactPrimes*:BalancedModulus*:Hadamard*'
 grep -E 'Failure|Expected|actual|Which is|FAILED' "${out}/core.txt" | head -60 | tee -a "${report}"
 # The fused kernel's pipeline under compute-sanitizer: out-of-bounds copies (memcheck), shared-memory
 # races between its stages (racecheck) and its barriers (synccheck); the latter two leave out the
@@ -46,11 +46,11 @@ bench() {
 
 before=${bin}/matrixd_bench.before
 for round in 1 2; do
-  bench "after_${round}" "${bin}/matrixd_bench" --exact_products=fused,lt,cublas
+  bench "after_${round}" "${bin}/matrixd_bench" --exact_products=fused,cublas
   if [[ -x ${before} ]]; then
     bench "before_${round}" "${before}"
   else
-    log "no ${before}: the lt rows of this binary stand for the products before"
+    log "no ${before}: the cublas rows of this binary stand for the products before"
   fi
 done
 
