@@ -100,6 +100,25 @@ TEST_P(LoadRunTest, RequestsSpreadOverConnectionsAreAllAnswered) {
               HasSubstr(absl::StrCat("over 3 connections (", LoadApiName(GetParam()), " calls)")));
 }
 
+// Requests over the client's message limit fail inside the call that starts them (the
+// completion runs before the start returns): a slot goes on from its own loop, not by
+// recursion, so a long run of them neither overflows the stack nor loses a count.
+TEST_P(LoadRunTest, RequestsFailingAtTheirStartAreCountedWithoutRecursion) {
+  LoadOptions options;
+  options.n = 32;  // 8 KiB of entries, over the 1 KiB limit below
+  options.requests = 200000;
+  options.concurrency = 2;
+  options.api = GetParam();
+  absl::StatusOr<LoadReport> report =
+      RunLoad(server().address(), {.deadline = absl::Seconds(20), .max_message_bytes = 1024},
+              options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tally.requests, 200000);
+  EXPECT_EQ(report->tally.ok_requests, 0);
+  ASSERT_EQ(report->tally.errors.size(), 1u);
+  EXPECT_EQ(report->tally.errors.begin()->second.count, 200000);
+}
+
 TEST(LoadRun, UnreachableServerFailsBeforeTheRun) {
   LoadOptions options;
   options.concurrency = 1;
