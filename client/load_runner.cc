@@ -8,8 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
+#include "absl/synchronization/mutex.h"
 #include "client/load_requests.h"
 
 namespace matrixd {
@@ -47,77 +48,50 @@ void Work(Client& client, const std::vector<v1::JobRequest>& requests, int64_t m
   }
 }
 
-// Callback calls, closed loop: `concurrency` slots, each with one request in flight at a time
-// (slot k on clients[k mod clients.size()]) and its own tally. A completion records into its
-// slot's tally and starts the slot's next request itself, on whichever gRPC thread ran it: no
-// hand-off to a sending thread, no lock shared by the slots. (With one sending thread woken by
-// each completion, that thread and its futex ping-pong were the load's limit: ~14 K requests/s a
-// process on an H100 host's cores, issue 13.)
-class CallbackLoad : public std::enable_shared_from_this<CallbackLoad> {
- public:
-  CallbackLoad(std::vector<std::unique_ptr<Client>>& clients, int concurrency,
-               const std::vector<v1::JobRequest>& requests, int64_t matrices, RequestBudget& budget)
-      : clients_(clients),
-        requests_(requests),
-        matrices_(matrices),
-        budget_(budget),
-        tallies_(static_cast<size_t>(concurrency)),
-        running_(concurrency) {}
-
-  // Starts every slot and returns their tallies merged once the budget has run out and every
-  // slot's last request has ended.
-  LoadTally Run() {
-    for (int slot = 0; slot < static_cast<int>(tallies_.size()); ++slot) Continue(slot);
-    all_done_.WaitForNotification();
-    LoadTally merged;
-    for (const LoadTally& tally : tallies_) merged.Merge(tally);
-    return merged;
+// The request slots of callback calls and their tally, shared by the sender and the completions:
+// each completion holds it until it has unlocked the mutex, so it outlives the last of them.
+struct CallbackSlots {
+  explicit CallbackSlots(int concurrency) : all(static_cast<size_t>(concurrency)) {
+    for (int k = concurrency - 1; k >= 0; --k) free.push_back(k);
   }
-
- private:
-  // One request of a slot: which of the starter (StartJobRequest returning) and the completion
-  // comes second goes on with the slot, so a completion that runs inside the start (gRPC may fail
-  // a call at once) does not recurse, and one on another thread does not race the starter.
-  struct Attempt {
-    std::chrono::steady_clock::time_point start;
-    std::atomic<bool> other_side_done{false};
-  };
-
-  // Sends the slot's requests until one completes on another thread after its start returned
-  // (that thread goes on) or the budget runs out (the slot ends).
-  void Continue(int slot) {
-    for (;;) {
-      const int64_t index = budget_.Take();
-      if (index < 0) {
-        if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done_.Notify();
-        return;
-      }
-      auto attempt = std::make_shared<Attempt>();
-      attempt->start = std::chrono::steady_clock::now();
-      const v1::JobRequest& request = requests_[static_cast<size_t>(index) % requests_.size()];
-      clients_[static_cast<size_t>(slot) % clients_.size()]->StartJobRequest(
-          request, [self = shared_from_this(), slot, attempt](absl::Status status) {
-            const auto end = std::chrono::steady_clock::now();
-            self->tallies_[static_cast<size_t>(slot)].Record(
-                status, self->matrices_, absl::FromChrono(end - attempt->start), absl::Now());
-            if (attempt->other_side_done.exchange(true, std::memory_order_acq_rel)) {
-              self->Continue(slot);
-            }
-          });
-      if (!attempt->other_side_done.exchange(true, std::memory_order_acq_rel)) return;
-    }
-  }
-
-  std::vector<std::unique_ptr<Client>>& clients_;
-  const std::vector<v1::JobRequest>& requests_;
-  const int64_t matrices_;
-  RequestBudget& budget_;
-  // Slot k's tally: written by one request's completion at a time, each ordered after the one
-  // before by its Attempt's exchange.
-  std::vector<LoadTally> tallies_;
-  std::atomic<int> running_;  // slots not yet ended
-  absl::Notification all_done_;
+  const size_t all;
+  absl::Mutex mutex;
+  std::vector<int> free ABSL_GUARDED_BY(mutex);
+  LoadTally tally ABSL_GUARDED_BY(mutex);
 };
+
+// Callback calls: this thread keeps `concurrency` requests in flight (a slot each; slot k on
+// clients[k mod clients.size()]), taking a free slot, starting the call and going on; each
+// completion records into the tally and frees its slot. Returns the tally once every slot is
+// free again after the budget ran out.
+LoadTally SendWithCallbacks(std::vector<std::unique_ptr<Client>>& clients, int concurrency,
+                            const std::vector<v1::JobRequest>& requests, int64_t matrices,
+                            RequestBudget& budget) {
+  auto slots = std::make_shared<CallbackSlots>(concurrency);
+  for (int64_t index = budget.Take(); index >= 0; index = budget.Take()) {
+    int slot = 0;
+    {
+      absl::MutexLock lock(&slots->mutex);
+      slots->mutex.Await(absl::Condition(
+          +[](std::vector<int>* free) { return !free->empty(); }, &slots->free));
+      slot = slots->free.back();
+      slots->free.pop_back();
+    }
+    const v1::JobRequest& request = requests[static_cast<size_t>(index) % requests.size()];
+    const auto start = std::chrono::steady_clock::now();
+    clients[static_cast<size_t>(slot) % clients.size()]->StartJobRequest(
+        request, [slots, slot, start, matrices](absl::Status status) {
+          const auto end = std::chrono::steady_clock::now();
+          absl::MutexLock lock(&slots->mutex);
+          slots->tally.Record(status, matrices, absl::FromChrono(end - start), absl::Now());
+          slots->free.push_back(slot);
+        });
+  }
+  absl::MutexLock lock(&slots->mutex);
+  slots->mutex.Await(absl::Condition(
+      +[](CallbackSlots* s) { return s->free.size() == s->all; }, slots.get()));
+  return std::move(slots->tally);
+}
 
 }  // namespace
 
@@ -151,9 +125,7 @@ absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOption
   const int64_t matrices = MatricesPerRequest(options);
   std::vector<LoadTally> tallies(clients.size());
   if (options.api == LoadApi::kCallback) {
-    tallies.front() =
-        std::make_shared<CallbackLoad>(clients, options.concurrency, *requests, matrices, budget)
-            ->Run();
+    tallies.front() = SendWithCallbacks(clients, options.concurrency, *requests, matrices, budget);
   } else {
     std::vector<std::jthread> workers;
     for (size_t k = 0; k < clients.size(); ++k) {

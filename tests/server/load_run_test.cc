@@ -101,8 +101,8 @@ TEST_P(LoadRunTest, RequestsSpreadOverConnectionsAreAllAnswered) {
 }
 
 // Requests over the client's message limit fail inside the call that starts them (the
-// completion runs before the start returns): a slot goes on from its own loop, not by
-// recursion, so a long run of them neither overflows the stack nor loses a count.
+// completion runs before the start returns): a long run of them is counted in full, without a
+// completion starting the next request from inside the last (which would recurse).
 TEST_P(LoadRunTest, RequestsFailingAtTheirStartAreCountedWithoutRecursion) {
   LoadOptions options;
   options.n = 32;  // 8 KiB of entries, over the 1 KiB limit below
