@@ -26,15 +26,10 @@ std::atomic<bool> own_kernels_setting{true};
 std::atomic<bool> beside_upload_setting{true};
 std::atomic<int64_t> a_piece_bytes_setting{FreivaldsTuning{}.a_piece_bytes};
 std::atomic<bool> staged_rows_setting{true};
+std::atomic<int64_t> last_piece_bytes_setting{FreivaldsTuning{}.last_piece_bytes};
 
 // The most pieces A is cut into (pieces grow past a_piece_bytes beyond that).
 constexpr int64_t kMostAPieces = 256;
-// The last piece is halved until it holds at most 1/kLastPieceShare of a_piece_bytes (or one
-// row): its part runs after the product, while each larger piece's part runs during the next
-// piece's upload. Not smaller: the host queues the product while the last piece is sent, and with
-// 1 MiB pieces (40 us on the wire) the device waited for it (the product's record grew by ~80 us
-// at n = 4096 and 8192 on an H100; with 4 MiB, not).
-constexpr int64_t kLastPieceShare = 16;
 
 template <typename T>
 const typename LibraryTraits<T>::Device* Const(const void* data) {
@@ -94,7 +89,7 @@ std::vector<RowRange> APiecesOf(const MatrixView& a, bool transpose_a, bool a_up
   for (int64_t first = 0; first < a.rows; first += rows_per_piece) {
     pieces.push_back({.first = first, .count = std::min(rows_per_piece, a.rows - first)});
   }
-  const int64_t last_piece_bytes = tuning.a_piece_bytes / kLastPieceShare;
+  const int64_t last_piece_bytes = std::min(tuning.last_piece_bytes, tuning.a_piece_bytes);
   while (pieces.back().count > 1 && pieces.back().count * row_bytes > last_piece_bytes) {
     RowRange& last = pieces.back();
     const RowRange tail{.first = last.first + last.count / 2, .count = last.count - last.count / 2};
@@ -145,13 +140,16 @@ void SetFreivaldsTuning(const FreivaldsTuning& tuning) {
   beside_upload_setting.store(tuning.beside_upload, std::memory_order_relaxed);
   a_piece_bytes_setting.store(tuning.a_piece_bytes, std::memory_order_relaxed);
   staged_rows_setting.store(tuning.staged_rows, std::memory_order_relaxed);
+  last_piece_bytes_setting.store(tuning.last_piece_bytes, std::memory_order_relaxed);
 }
 
 FreivaldsTuning GetFreivaldsTuning() {
-  return FreivaldsTuning{.own_kernels = own_kernels_setting.load(std::memory_order_relaxed),
-                         .beside_upload = beside_upload_setting.load(std::memory_order_relaxed),
-                         .a_piece_bytes = a_piece_bytes_setting.load(std::memory_order_relaxed),
-                         .staged_rows = staged_rows_setting.load(std::memory_order_relaxed)};
+  return FreivaldsTuning{
+      .own_kernels = own_kernels_setting.load(std::memory_order_relaxed),
+      .beside_upload = beside_upload_setting.load(std::memory_order_relaxed),
+      .a_piece_bytes = a_piece_bytes_setting.load(std::memory_order_relaxed),
+      .staged_rows = staged_rows_setting.load(std::memory_order_relaxed),
+      .last_piece_bytes = last_piece_bytes_setting.load(std::memory_order_relaxed)};
 }
 
 uint64_t ProductCheckDeviceBytes(const MatrixView& a, const MatrixView& b, bool transpose_a,

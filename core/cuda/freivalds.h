@@ -38,6 +38,12 @@ struct FreivaldsTuning {
   // Own kernels: M X with M's rows staged in shared memory by bulk copies where they are 16-byte
   // aligned (ThinProductArgs::staged; the same bits either way).
   bool staged_rows = true;
+  // The last piece of A is halved until it holds at most this many bytes (or one row): its part
+  // runs after the product, each larger piece's during the next piece's upload. Not much smaller:
+  // the host queues the product while the last piece is on the wire, and where that took less
+  // time than the host's queueing the device waited inside the product (1 MiB pieces: ~80 us at
+  // n = 4096 and 8192 on H100 hosts; 4 MiB on a slower host, 2026-11-28).
+  int64_t last_piece_bytes = int64_t{16} << 20;
 };
 void SetFreivaldsTuning(const FreivaldsTuning& tuning);
 FreivaldsTuning GetFreivaldsTuning();

@@ -92,17 +92,20 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("accuracy")) BenchPermanentAccuracy(gpu, "GPU", flags);
   if (flags.Runs("verify")) {
     const auto tuned = [](bool own_kernels, bool beside_upload, int64_t a_piece_bytes,
-                          bool staged_rows = true) {
+                          bool staged_rows = true,
+                          int64_t last_piece_bytes = cuda::FreivaldsTuning{}.last_piece_bytes) {
       return [=] {
         cuda::SetFreivaldsTuning({.own_kernels = own_kernels,
                                   .beside_upload = beside_upload,
                                   .a_piece_bytes = a_piece_bytes,
-                                  .staged_rows = staged_rows});
+                                  .staged_rows = staged_rows,
+                                  .last_piece_bytes = last_piece_bytes});
       };
     };
     const int64_t pieces = cuda::FreivaldsTuning{}.a_piece_bytes;
     BenchVerify("GPU", gpu, flags, 1, flags.repeats,
                 {{"pieces", tuned(true, true, pieces)},
+                 {"last4MiB", tuned(true, true, pieces, true, int64_t{4} << 20)},
                  {"unstaged", tuned(true, true, pieces, false)},
                  {"beside", tuned(true, true, 0)},
                  {"after", tuned(true, false, 0)},

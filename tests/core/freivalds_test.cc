@@ -278,14 +278,14 @@ TEST(Freivalds, RejectsIntegerDTypesAndBadVectorCounts) {
 #ifdef MATRIXD_HAVE_CUDA
 // Every tuning of the device check (core/cuda/freivalds.h): our kernels beside the upload (the
 // default; A in pieces of 64 MiB, so one piece here), the same with A cut into many small pieces
-// (one row; a few rows and the last piece halved down to a sixteenth), B's part alone beside (A's
+// (one row; a few rows and the last piece halved down to 1250 bytes), B's part alone beside (A's
 // after the product), our kernels all on the stream, cuBLAS gemm and nrm2; the default with each
 // warp loading M's rows instead of the staged kernel.
 const cuda::FreivaldsTuning kDeviceTunings[] = {
     {.own_kernels = true, .beside_upload = true},
     {.own_kernels = true, .beside_upload = true, .staged_rows = false},
     {.own_kernels = true, .beside_upload = true, .a_piece_bytes = 1000},
-    {.own_kernels = true, .beside_upload = true, .a_piece_bytes = 20000},
+    {.own_kernels = true, .beside_upload = true, .a_piece_bytes = 20000, .last_piece_bytes = 1250},
     {.own_kernels = true, .beside_upload = true, .a_piece_bytes = 0},
     {.own_kernels = true, .beside_upload = false},
     {.own_kernels = false, .beside_upload = false}};
@@ -468,7 +468,8 @@ INSTANTIATE_TEST_SUITE_P(Tunings, FreivaldsOnDevice, ::testing::ValuesIn(kDevice
                            if (t.beside_upload) {
                              pieces = t.a_piece_bytes == 0
                                           ? "WholeA"
-                                          : absl::StrCat("APieces", t.a_piece_bytes);
+                                          : absl::StrCat("APieces", t.a_piece_bytes, "Last",
+                                                         t.last_piece_bytes);
                            }
                            return std::string(t.own_kernels ? "Own" : "Cublas") +
                                   (t.beside_upload ? "Beside" : "After") + pieces +
