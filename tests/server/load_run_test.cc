@@ -109,9 +109,8 @@ TEST_P(LoadRunTest, RequestsFailingAtTheirStartAreCountedWithoutRecursion) {
   options.requests = 200000;
   options.concurrency = 2;
   options.api = GetParam();
-  absl::StatusOr<LoadReport> report =
-      RunLoad(server().address(), {.deadline = absl::Seconds(20), .max_message_bytes = 1024},
-              options);
+  absl::StatusOr<LoadReport> report = RunLoad(
+      server().address(), {.deadline = absl::Seconds(20), .max_message_bytes = 1024}, options);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->tally.requests, 200000);
   EXPECT_EQ(report->tally.ok_requests, 0);
