@@ -31,18 +31,24 @@ class DeviceOneNorm {
   static absl::StatusOr<DeviceOneNorm> Queue(DeviceContext& context, const T* a, int64_t rows,
                                              int64_t cols, int64_t ld, bool upper_triangle);
 
+  // The column sums another kernel queued into `sums` (cols doubles) as a pass of its own over
+  // the matrix (LaunchScaleRows' row_abs_sums): no kernel of its own, so no record.
+  static DeviceOneNorm FromSums(DeviceBuffer sums, int64_t cols) {
+    return DeviceOneNorm(std::move(sums), cols, 0, std::nullopt);
+  }
+
   // Downloads the sums (synchronising the stream) and returns their maximum; appends the kernel
-  // record "one_norm" to stats->kernels.
+  // record "one_norm" to stats->kernels when Queue launched the kernel.
   absl::StatusOr<double> Value(DeviceContext& context, ComputeStats* stats);
 
  private:
-  DeviceOneNorm(DeviceBuffer sums, int64_t cols, uint64_t bytes, KernelTimer timer)
+  DeviceOneNorm(DeviceBuffer sums, int64_t cols, uint64_t bytes, std::optional<KernelTimer> timer)
       : sums_(std::move(sums)), cols_(cols), bytes_(bytes), timer_(std::move(timer)) {}
 
   DeviceBuffer sums_;
   int64_t cols_;
   uint64_t bytes_;  // read by the kernel
-  KernelTimer timer_;
+  std::optional<KernelTimer> timer_;
 };
 
 // x := A^-1 x (adjoint false) or A^-H x (true): an n x columns block of the factorization's type

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "core/cuda/dense_kernels.h"
+#include "core/cuda/device_element.cuh"
 #include "core/cuda/element_bits.cuh"
 
 namespace matrixd::cuda {
@@ -109,9 +110,14 @@ __device__ __forceinline__ double2 Widen(long long x) {
 __device__ __forceinline__ double2 Widen(float2 z) { return make_double2(z.x, z.y); }
 __device__ __forceinline__ double2 Widen(double2 z) { return z; }
 
-// Stores a widened value as the destination type (the imaginary part is 0 for real ones).
-__device__ __forceinline__ void Store(double* p, double2 z) { *p = z.x; }
-__device__ __forceinline__ void Store(double2* p, double2 z) { *p = z; }
+// A widened value as the destination type holds it (the imaginary part dropped for real ones),
+// and stored there.
+__device__ __forceinline__ double AsStored(const double*, double2 z) { return z.x; }
+__device__ __forceinline__ double2 AsStored(const double2*, double2 z) { return z; }
+template <typename D>
+__device__ __forceinline__ void Store(D* p, double2 z) {
+  *p = AsStored(p, z);
+}
 
 // ---- Row scaling ----
 
@@ -121,11 +127,15 @@ constexpr int kWarpSize = 32;
 // One block per row (grid-stride over rows): the row's largest max(|re|, |im|), then the row
 // times 2^(1 - e) where largest is in [2^(e-1), 2^e). ldexp is exact unless a result falls
 // below the normal range, which takes an entry 2^1022 times smaller than its row's largest.
+// With abs_sums, also the sum of the scaled row's magnitudes, in LaunchColumnAbsSums's order
+// (the same thread count and BlockSum), so the same bits as that kernel on dst.
 template <typename S, typename D>
 __global__ void __launch_bounds__(kScaleThreads)
     ScaleRowsKernel(const S* __restrict__ src, D* __restrict__ dst, int64_t rows, int64_t cols,
-                    DeterminantSummary* summaries, int64_t rows_per_summary) {
+                    DeterminantSummary* summaries, int64_t rows_per_summary,
+                    double* __restrict__ abs_sums) {
   __shared__ double warp_largest[kScaleThreads / kWarpSize];
+  __shared__ double warp_sums[kScaleThreads / kWarpSize];
   __shared__ double row_largest;
   const int tid = threadIdx.x;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -155,9 +165,16 @@ __global__ void __launch_bounds__(kScaleThreads)
       frexp(row_largest, &e);
       shift = 1 - e;
     }
+    double sum = 0.0;
     for (int64_t j = tid; j < cols; j += kScaleThreads) {
       const double2 z = Widen(in[j]);
-      Store(out + j, make_double2(ldexp(z.x, shift), ldexp(z.y, shift)));
+      const double2 scaled = make_double2(ldexp(z.x, shift), ldexp(z.y, shift));
+      Store(out + j, scaled);
+      if (abs_sums != nullptr) sum += Magnitude(AsStored(out, scaled));
+    }
+    if (abs_sums != nullptr) {
+      const double total = BlockSum<kScaleThreads>(sum, warp_sums);
+      if (tid == 0) abs_sums[row] = total;
     }
     if (tid == 0) {
       DeterminantSummary* summary = summaries + row / rows_per_summary;
@@ -170,7 +187,7 @@ __global__ void __launch_bounds__(kScaleThreads)
                   static_cast<unsigned long long>(static_cast<long long>(-shift)));
       }
     }
-    // row_largest and warp_largest are reused by the next row.
+    // row_largest, warp_largest and warp_sums are reused by the next row.
     __syncthreads();
   }
 }
@@ -178,11 +195,11 @@ __global__ void __launch_bounds__(kScaleThreads)
 template <typename S, typename D>
 cudaError_t ScaleRowsOf(const S* src, D* dst, int64_t rows, int64_t cols,
                         DeterminantSummary* summary, cudaStream_t stream,
-                        int64_t rows_per_summary = 0) {
+                        int64_t rows_per_summary = 0, double* abs_sums = nullptr) {
   if (rows == 0) return cudaSuccess;
   const unsigned blocks = static_cast<unsigned>(std::min(rows, kMaxBlocks));
   ScaleRowsKernel<S, D><<<blocks, kScaleThreads, 0, stream>>>(
-      src, dst, rows, cols, summary, rows_per_summary > 0 ? rows_per_summary : rows);
+      src, dst, rows, cols, summary, rows_per_summary > 0 ? rows_per_summary : rows, abs_sums);
   return cudaGetLastError();
 }
 
@@ -310,27 +327,32 @@ cudaError_t LaunchZeroStrictTriangle(void* data, int64_t rows, int64_t cols, siz
 }
 
 cudaError_t LaunchScaleRows(const float* src, double* dst, int64_t rows, int64_t cols,
-                            DeterminantSummary* summary, cudaStream_t stream) {
-  return ScaleRowsOf(src, dst, rows, cols, summary, stream);
+                            DeterminantSummary* summary, cudaStream_t stream,
+                            double* row_abs_sums) {
+  return ScaleRowsOf(src, dst, rows, cols, summary, stream, 0, row_abs_sums);
 }
 cudaError_t LaunchScaleRows(const double* src, double* dst, int64_t rows, int64_t cols,
-                            DeterminantSummary* summary, cudaStream_t stream) {
-  return ScaleRowsOf(src, dst, rows, cols, summary, stream);
+                            DeterminantSummary* summary, cudaStream_t stream,
+                            double* row_abs_sums) {
+  return ScaleRowsOf(src, dst, rows, cols, summary, stream, 0, row_abs_sums);
 }
 cudaError_t LaunchScaleRows(const int64_t* src, double* dst, int64_t rows, int64_t cols,
-                            DeterminantSummary* summary, cudaStream_t stream) {
-  return ScaleRowsOf(reinterpret_cast<const long long*>(src), dst, rows, cols, summary, stream);
+                            DeterminantSummary* summary, cudaStream_t stream,
+                            double* row_abs_sums) {
+  return ScaleRowsOf(reinterpret_cast<const long long*>(src), dst, rows, cols, summary, stream, 0,
+                     row_abs_sums);
 }
 cudaError_t LaunchScaleRows(const std::complex<float>* src, std::complex<double>* dst, int64_t rows,
-                            int64_t cols, DeterminantSummary* summary, cudaStream_t stream) {
+                            int64_t cols, DeterminantSummary* summary, cudaStream_t stream,
+                            double* row_abs_sums) {
   return ScaleRowsOf(reinterpret_cast<const float2*>(src), reinterpret_cast<double2*>(dst), rows,
-                     cols, summary, stream);
+                     cols, summary, stream, 0, row_abs_sums);
 }
 cudaError_t LaunchScaleRows(const std::complex<double>* src, std::complex<double>* dst,
                             int64_t rows, int64_t cols, DeterminantSummary* summary,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, double* row_abs_sums) {
   return ScaleRowsOf(reinterpret_cast<const double2*>(src), reinterpret_cast<double2*>(dst), rows,
-                     cols, summary, stream);
+                     cols, summary, stream, 0, row_abs_sums);
 }
 
 cudaError_t LaunchLuPivotSummary(const double* lu, int n, int lda, const int* ipiv, const int* info,

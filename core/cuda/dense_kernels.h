@@ -80,18 +80,26 @@ struct DeterminantSummary {
 // its largest entry (by max(|re|, |im|)) lies in [1, 2): exact, and it keeps LU away from
 // overflow and underflow whatever the input's range (rows of 1e300 next to rows of 1e-300).
 // src and dst are dense row-major rows x cols and do not overlap. Adds the powers taken out to
-// summary->row_exponent2 and counts zero rows in summary->zero_rows.
+// summary->row_exponent2 and counts zero rows in summary->zero_rows. With row_abs_sums (rows
+// doubles of device memory), row_abs_sums[i] := the sum of |dst row i|'s entries (modulus for
+// complex), the same bits as LaunchColumnAbsSums (norm_kernels.h) gives of dst read as a
+// column-major cols x rows matrix: the 1-norm of the matrix a determinant factors, from the pass
+// that writes it.
 cudaError_t LaunchScaleRows(const float* src, double* dst, int64_t rows, int64_t cols,
-                            DeterminantSummary* summary, cudaStream_t stream);
+                            DeterminantSummary* summary, cudaStream_t stream,
+                            double* row_abs_sums = nullptr);
 cudaError_t LaunchScaleRows(const double* src, double* dst, int64_t rows, int64_t cols,
-                            DeterminantSummary* summary, cudaStream_t stream);
+                            DeterminantSummary* summary, cudaStream_t stream,
+                            double* row_abs_sums = nullptr);
 cudaError_t LaunchScaleRows(const int64_t* src, double* dst, int64_t rows, int64_t cols,
-                            DeterminantSummary* summary, cudaStream_t stream);
+                            DeterminantSummary* summary, cudaStream_t stream,
+                            double* row_abs_sums = nullptr);
 cudaError_t LaunchScaleRows(const std::complex<float>* src, std::complex<double>* dst, int64_t rows,
-                            int64_t cols, DeterminantSummary* summary, cudaStream_t stream);
+                            int64_t cols, DeterminantSummary* summary, cudaStream_t stream,
+                            double* row_abs_sums = nullptr);
 cudaError_t LaunchScaleRows(const std::complex<double>* src, std::complex<double>* dst,
                             int64_t rows, int64_t cols, DeterminantSummary* summary,
-                            cudaStream_t stream);
+                            cudaStream_t stream, double* row_abs_sums = nullptr);
 
 // Reduces the n x n LU factors of getrf (column-major, leading dimension lda, 1-based ipiv, info
 // on the device) into *summary (device memory), leaving the row_ fields alone. One block; a few

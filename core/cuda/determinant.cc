@@ -98,6 +98,10 @@ absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& cont
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(summary, 0, sizeof(DeterminantSummary), stream));
 
   MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer work, context.Allocate(elements * sizeof(Wide)));
+  // ||work||_1, work read column-major (the matrix getrf factors): its columns are the scaled
+  // rows, summed by the scaling's own pass.
+  MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer column_sums,
+                           context.Allocate(static_cast<size_t>(std::max(n, 1)) * sizeof(double)));
   std::optional<KernelTimer> scale_timer;  // started after the upload, inside the block
   {
     MATRIXD_ASSIGN_OR_RETURN(DeviceBuffer source, context.Allocate(a.byte_size()));
@@ -105,13 +109,12 @@ absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& cont
     MATRIXD_ASSIGN_OR_RETURN(KernelTimer started, KernelTimer::Start(stream));
     scale_timer.emplace(std::move(started));
     MATRIXD_CUDA_RETURN_IF_ERROR(LaunchScaleRows(source.as<const Source>(), work.as<Wide>(), a.rows,
-                                                 a.cols, summary, stream));
+                                                 a.cols, summary, stream,
+                                                 column_sums.as<double>()));
     MATRIXD_RETURN_IF_ERROR(scale_timer->Stop());
     // `source` goes back to the pool here, stream-ordered after the scaling kernel.
   }
-  MATRIXD_ASSIGN_OR_RETURN(DeviceOneNorm one_norm,
-                           DeviceOneNorm::Queue(context, work.as<const Wide>(), n, n, n,
-                                                /*upper_triangle=*/false));
+  DeviceOneNorm one_norm = DeviceOneNorm::FromSums(std::move(column_sums), n);
 
   int workspace_elements = 0;
   MATRIXD_CUDA_RETURN_IF_ERROR(Traits::getrf_buffer_size(
@@ -140,8 +143,9 @@ absl::StatusOr<LuValue> LuDeterminantOf(const MatrixView& a, DeviceContext& cont
   stats->flops += flops_per_update * nd * nd * nd / 3.0;
   // The upload, the scaled copy written and read back by getrf's panels, and getrf's result.
   stats->bytes_moved += a.byte_size() + 3 * elements * sizeof(Wide);
-  // Scaling reads the input and writes the widened copy (memory-bound: the one to compare with
-  // the copy bandwidth); getrf reads and writes the copy at least once.
+  // Scaling reads the input and writes the widened copy, summing its rows' magnitudes for
+  // ||A||_1 on the way (memory-bound: the one to compare with the copy bandwidth); getrf reads
+  // and writes the copy at least once.
   MATRIXD_RETURN_IF_ERROR(scale_timer->AppendTo(stats, "scale_rows",
                                                 a.byte_size() + elements * sizeof(Wide),
                                                 2.0 * static_cast<double>(elements)));

@@ -137,6 +137,23 @@ __device__ __forceinline__ E WarpSum(E v) {
   return v;
 }
 
+// Thread 0 of a one-dimensional block of kThreads threads (a multiple of 32) gets the sum of v
+// over the block, in a fixed order: each warp's WarpSum, then the warps' sums in warp order.
+// `warp_sums` is kThreads / 32 values of shared memory. Every thread must call it (it holds a
+// __syncthreads()); warp_sums may be written again only after another __syncthreads().
+template <int kThreads, typename E>
+__device__ __forceinline__ E BlockSum(E v, E* warp_sums) {
+  static_assert(kThreads % 32 == 0);
+  v = WarpSum(v);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  E total = Zero<E>();
+  if (threadIdx.x == 0) {
+    for (int w = 0; w < kThreads / 32; ++w) total = Add(total, warp_sums[w]);
+  }
+  return total;
+}
+
 // |x| in double (for float and float2 too, so sums of many magnitudes lose nothing to float).
 __device__ __forceinline__ double Magnitude(float x) { return fabs(static_cast<double>(x)); }
 __device__ __forceinline__ double Magnitude(double x) { return fabs(x); }

@@ -25,6 +25,7 @@
 #include "core/cuda/kept_factorization.h"
 #include "core/cuda/kernel_timer.h"
 #include "core/cuda/library_types.h"
+#include "core/cuda/norm_kernels.h"
 #include "core/cuda/refine.h"
 #include "core/factorization.h"
 #include "core/refinement.h"
@@ -65,6 +66,29 @@ absl::Status UploadColumnMajor(const MatrixView& view, DeviceBuffer& staging,
                                                view.cols, AsSpan<T>(column_major), view.rows,
                                                context.stream()));
   return absl::OkStatus();
+}
+
+// UploadColumnMajor that also takes ||view||_1 (the column sums of `column_major`) in the
+// transpose's own pass, instead of a pass of their own before the factorization overwrites them.
+template <typename T>
+absl::StatusOr<DeviceOneNorm> UploadColumnMajorWithNorm(const MatrixView& view,
+                                                        DeviceBuffer& staging,
+                                                        DeviceBuffer& column_major,
+                                                        DeviceContext& context) {
+  MATRIXD_RETURN_IF_ERROR(context.Upload(view.data, staging, view.byte_size()));
+  const int64_t partial_count = TransposeSumPartials(view.cols, view.rows);
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer partials,
+      context.Allocate(static_cast<size_t>(std::max<int64_t>(partial_count, 1)) * sizeof(double)));
+  MATRIXD_ASSIGN_OR_RETURN(
+      DeviceBuffer sums,
+      context.Allocate(static_cast<size_t>(std::max<int64_t>(view.cols, 1)) * sizeof(double)));
+  // staging read column-major is view^T (cols x rows); its row sums are view's column sums.
+  MATRIXD_CUDA_RETURN_IF_ERROR(LaunchTransposeWithAbsSums(
+      staging.as<const T>(), view.cols, view.rows, view.cols, column_major.as<T>(), view.rows,
+      partials.as<double>(), sums.as<double>(), context.stream()));
+  // `partials` goes back to the pool stream-ordered after the kernels that read it.
+  return DeviceOneNorm::FromSums(std::move(sums), view.cols);
 }
 
 // FactorizeResult::accuracy from the estimate of an n x n factorized matrix whose 1-norm was
@@ -111,14 +135,14 @@ absl::StatusOr<FactorizeResult> LuOf(const MatrixView& a, const MatrixView* rhs,
   int* ipiv = ints.as<int>();
   int* info = ipiv + k;
   MATRIXD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, kInfoSlots * sizeof(int), stream));
-  MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
   std::optional<DeviceOneNorm> one_norm;
   if (estimate) {
-    absl::StatusOr<DeviceOneNorm> queued =
-        DeviceOneNorm::Queue(context, factors.as<const T>(), m, n, m,
-                             /*upper_triangle=*/false);
-    if (!queued.ok()) return queued.status();
-    one_norm.emplace(*std::move(queued));
+    absl::StatusOr<DeviceOneNorm> taken =
+        UploadColumnMajorWithNorm<T>(a, staging, factors, context);
+    if (!taken.ok()) return taken.status();
+    one_norm.emplace(*std::move(taken));
+  } else {
+    MATRIXD_RETURN_IF_ERROR(UploadColumnMajor<T>(a, staging, factors, context));
   }
 
   int workspace_elements = 0;

@@ -24,16 +24,8 @@ __global__ void __launch_bounds__(kThreads)
     const E* column = a + col * ld;
     double sum = 0.0;
     for (int64_t i = tid; i < height; i += kThreads) sum += Magnitude(column[i]);
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-      sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    }
-    if (tid % kWarpSize == 0) warp_sums[tid / kWarpSize] = sum;
-    __syncthreads();
-    if (tid == 0) {
-      double total = 0.0;
-      for (int w = 0; w < kThreads / kWarpSize; ++w) total += warp_sums[w];
-      sums[col] = total;
-    }
+    const double total = BlockSum<kThreads>(sum, warp_sums);
+    if (tid == 0) sums[col] = total;
     __syncthreads();
   }
 }
@@ -47,7 +39,114 @@ cudaError_t ColumnAbsSumsOf(const E* a, int64_t rows, int64_t cols, int64_t ld, 
   return cudaGetLastError();
 }
 
+// ---- Transpose with the sums ----
+
+constexpr int kTile = 32;
+constexpr int kTileRowsPerPass = 8;
+
+// One strip a step (grid-stride over strips): row of tiles i0 (kTile rows of src), tiles
+// first_tile .. first_tile + kTransposeSumStripTiles - 1 along it, each through shared memory as
+// dense_kernels.cu's transpose does (coalesced reads of src and writes of dst); thread (x, y)
+// adds the magnitudes it reads of row i0 + x, and the kTileRowsPerPass threads of a row meet in
+// shared memory, in y order, at the end of the strip.
+template <typename E>
+__global__ void __launch_bounds__(kTile* kTileRowsPerPass)
+    TransposeWithAbsSumsKernel(const E* __restrict__ src, int64_t rows, int64_t cols,
+                               int64_t src_ld, E* __restrict__ dst, int64_t dst_ld,
+                               int64_t row_tiles, int64_t strips, double* __restrict__ partials) {
+  __shared__ E tile[kTile][kTile + 1];
+  __shared__ double row_parts[kTileRowsPerPass][kTile];
+  const int64_t col_tiles = (cols + kTile - 1) / kTile;
+  for (int64_t s = blockIdx.x; s < row_tiles * strips; s += gridDim.x) {
+    const int64_t i0 = (s % row_tiles) * kTile;
+    const int64_t strip = s / row_tiles;
+    const int64_t i = i0 + threadIdx.x;
+    const int64_t first_tile = strip * kTransposeSumStripTiles;
+    const int64_t end_tile = min(col_tiles, first_tile + kTransposeSumStripTiles);
+    double part = 0.0;
+    for (int64_t t = first_tile; t < end_tile; ++t) {
+      const int64_t j0 = t * kTile;
+      for (int p = threadIdx.y; p < kTile; p += kTileRowsPerPass) {
+        const int64_t j = j0 + p;
+        if (i < rows && j < cols) {
+          const E v = src[i + j * src_ld];
+          tile[p][threadIdx.x] = v;
+          part += Magnitude(v);
+        }
+      }
+      __syncthreads();
+      for (int p = threadIdx.y; p < kTile; p += kTileRowsPerPass) {
+        const int64_t j = j0 + threadIdx.x;
+        const int64_t row = i0 + p;
+        if (row < rows && j < cols) dst[j + row * dst_ld] = tile[threadIdx.x][p];
+      }
+      __syncthreads();
+    }
+    row_parts[threadIdx.y][threadIdx.x] = part;
+    __syncthreads();
+    if (threadIdx.y == 0 && i < rows) {
+      double total = 0.0;
+      for (int y = 0; y < kTileRowsPerPass; ++y) total += row_parts[y][threadIdx.x];
+      partials[strip * rows + i] = total;
+    }
+    __syncthreads();
+  }
+}
+
+// sums[i] := partials[0 rows + i] + partials[1 rows + i] + ..., in strip order.
+__global__ void __launch_bounds__(kThreads)
+    AddStripPartialsKernel(const double* __restrict__ partials, int64_t rows, int64_t strips,
+                           double* __restrict__ sums) {
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < rows;
+       i += int64_t{gridDim.x} * kThreads) {
+    double total = 0.0;
+    for (int64_t s = 0; s < strips; ++s) total += partials[s * rows + i];
+    sums[i] = total;
+  }
+}
+
+template <typename E>
+cudaError_t TransposeWithAbsSumsOf(const E* src, int64_t rows, int64_t cols, int64_t src_ld, E* dst,
+                                   int64_t dst_ld, double* partials, double* sums,
+                                   cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (cols == 0)
+    return cudaMemsetAsync(sums, 0, static_cast<size_t>(rows) * sizeof(double), stream);
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  const int64_t strips = TransposeSumPartials(rows, cols) / rows;
+  const unsigned blocks = static_cast<unsigned>(std::min(row_tiles * strips, kMaxBlocks));
+  TransposeWithAbsSumsKernel<E><<<blocks, dim3(kTile, kTileRowsPerPass), 0, stream>>>(
+      src, rows, cols, src_ld, dst, dst_ld, row_tiles, strips, partials);
+  const unsigned add_blocks =
+      static_cast<unsigned>(std::min((rows + kThreads - 1) / kThreads, kMaxBlocks));
+  AddStripPartialsKernel<<<add_blocks, kThreads, 0, stream>>>(partials, rows, strips, sums);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t LaunchTransposeWithAbsSums(const float* src, int64_t rows, int64_t cols, int64_t src_ld,
+                                       float* dst, int64_t dst_ld, double* partials, double* sums,
+                                       cudaStream_t stream) {
+  return TransposeWithAbsSumsOf(src, rows, cols, src_ld, dst, dst_ld, partials, sums, stream);
+}
+cudaError_t LaunchTransposeWithAbsSums(const double* src, int64_t rows, int64_t cols,
+                                       int64_t src_ld, double* dst, int64_t dst_ld,
+                                       double* partials, double* sums, cudaStream_t stream) {
+  return TransposeWithAbsSumsOf(src, rows, cols, src_ld, dst, dst_ld, partials, sums, stream);
+}
+cudaError_t LaunchTransposeWithAbsSums(const std::complex<float>* src, int64_t rows, int64_t cols,
+                                       int64_t src_ld, std::complex<float>* dst, int64_t dst_ld,
+                                       double* partials, double* sums, cudaStream_t stream) {
+  return TransposeWithAbsSumsOf(reinterpret_cast<const float2*>(src), rows, cols, src_ld,
+                                reinterpret_cast<float2*>(dst), dst_ld, partials, sums, stream);
+}
+cudaError_t LaunchTransposeWithAbsSums(const std::complex<double>* src, int64_t rows, int64_t cols,
+                                       int64_t src_ld, std::complex<double>* dst, int64_t dst_ld,
+                                       double* partials, double* sums, cudaStream_t stream) {
+  return TransposeWithAbsSumsOf(reinterpret_cast<const double2*>(src), rows, cols, src_ld,
+                                reinterpret_cast<double2*>(dst), dst_ld, partials, sums, stream);
+}
 
 cudaError_t LaunchColumnAbsSums(const float* a, int64_t rows, int64_t cols, int64_t ld,
                                 bool upper_triangle, double* sums, cudaStream_t stream) {

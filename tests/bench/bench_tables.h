@@ -96,6 +96,9 @@ void BenchPermanent(Backend& gpu, cuda::DeviceContext& context, const Flags& fla
 // estimator's own LU solve, its triangular solves next to cuBLAS dtrsv, and the device block
 // estimator on its solves and on getrs, at each of flags.condition_sizes (part of `condition`).
 void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags);
+// What ||A||_1 costs as a kernel of its own against taken in the LU transpose's and the
+// determinant's row scaling's passes, at each of flags.condition_sizes (part of `condition`).
+void BenchNormPass(cuda::DeviceContext& context, const Flags& flags);
 // Freivalds' thin product W = M X, staged and unstaged, next to the copy kernel, at each of
 // flags.verify_sizes (part of `verify`).
 void BenchThinProducts(cuda::DeviceContext& context, const Flags& flags);

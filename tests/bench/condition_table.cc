@@ -70,14 +70,16 @@ void BenchCondition(const std::string& label, Backend& backend, const Flags& fla
                     int runs) {
   PrintHeader(
       "Condition estimates next to the factorization, float64, " + label,
-      "operation        n      factor(s)  rcond(s)   rcond/factor  call(s)    rcond/call  rcond",
+      "operation        n      factor(s)  rcond(ms)  rcond/factor  call(s)    rcond/call  rcond",
       {"factor: the factorization's kernel record (cusolver_getrf/potrf/geqrf on the GPU, "
        "getrf/potrf/geqrf on the CPU)",
-       "rcond: the records one_norm (GPU: ||A||_1 from column sums before the factorization) and "
-       "condition_estimate (the block estimator: GPU 1 vector, its own one-vector triangular "
-       "solves and small kernels, one download per solve; CPU 2 vectors at once, blocked "
-       "substitution with threaded gemv); the CPU determinant's factor record is lu (its "
-       "elimination)",
+       "rcond: the records one_norm (||A||_1 from column sums before the factorization, where a "
+       "kernel of its own takes them) and condition_estimate (the block estimator: GPU 1 vector, "
+       "its own one-vector triangular solves and small kernels, one download per solve; CPU 2 "
+       "vectors at once, blocked substitution with threaded gemv); the CPU determinant's factor "
+       "record is lu (its elimination). On the GPU the LU rows take ||A||_1 in the pass that "
+       "brings A in (Factorize: the transpose; the determinant: the row scaling), so they have "
+       "no one_norm record: what the sums add to that pass is in the norm-pass table below",
        "call: the whole backend call from host memory (stats.seconds: upload, factorization, "
        "estimate, the factors' download), what a caller of the operation waits for",
        "target (issue 15): rcond < 5 % of the factorization at n >= 4096"});
@@ -109,9 +111,9 @@ void BenchCondition(const std::string& label, Backend& backend, const Flags& fla
       const double factor = seconds_of(factor_kernel);
       const double estimate = seconds_of("one_norm") + seconds_of("condition_estimate");
       std::printf("%-16s %-6d %-10s %-10s %-13s %-10s %-11s %.3g\n", name, n,
-                  Seconds(factor).c_str(), Seconds(estimate).c_str(),
-                  Percent(estimate, factor).c_str(), Seconds(r.call_seconds).c_str(),
-                  Percent(estimate, r.call_seconds).c_str(), r.rcond);
+                  Seconds(factor).c_str(), Milliseconds(estimate).c_str(),
+                  PercentTenths(estimate, factor).c_str(), Seconds(r.call_seconds).c_str(),
+                  PercentTenths(estimate, r.call_seconds).c_str(), r.rcond);
     };
     for (const Case& c : cases) {
       const FactorizeOptions options{.kind = c.kind, .estimate_condition = true};

@@ -116,6 +116,7 @@ std::unique_ptr<Backend> RunGpuTables(const Flags& flags) {
   if (flags.Runs("condition")) {
     BenchCondition("GPU", gpu, flags, 1, flags.repeats);
     BenchConditionSolves(device, flags);
+    BenchNormPass(device, flags);
   }
   if (flags.Runs("refine")) BenchRefine("GPU", gpu, flags, 1, flags.repeats);
   if (flags.Runs("deterministic")) BenchDeterministic("GPU", gpu, flags, 1, flags.repeats);

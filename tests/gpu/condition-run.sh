@@ -9,7 +9,8 @@
 # vectors, and the diagonal blocks' inversion), the estimate with 1 and 2 columns on its solves
 # and with 1 on getrs, the number of block solves). SIZES=4096,8192,16384 for issue 15's sizes.
 # With ${bin}/matrixd_bench.before (an older build bundled beside it), its `condition` table too,
-# for a before/after on one host. SANITIZE=1 first runs the float64 triangular-solve tests under
+# for a before/after on one host, alternating with this build's ROUNDS times (default 1; odd
+# rounds this build first, even rounds the older one). SANITIZE=1 first runs the float64 triangular-solve tests under
 # compute-sanitizer memcheck, and the zero-pivot ones (no cuBLAS reference) under synccheck. One
 # device call, under the tool's 10 minutes.
 # Runs from the repository root with the binaries bundled in .gpu/ and writes its logs under $OUT:
@@ -33,17 +34,22 @@ if [[ ${SANITIZE:-0} == 1 ]]; then
 fi
 log "matrixd_core_test: condition estimates, factorize accuracy, determinant error bounds"
 run_gtest 240 "${out}/core.txt" "${bin}/matrixd_core_test" --gtest_brief=1 \
-  --gtest_filter='CudaTriangularSolve*:ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*'
+  --gtest_filter='CudaTriangularSolve*:ConditionEstimate*:CpuCondition*:CudaCondition*:*FactorizeAccuracy*:*DeterminantTest.ErrorBound*:*DeterminantTest.Singular*:*DeterminantTest.Condensation*:*Factorize*:*Repeatab*:CudaPinnedStaging*:CudaTransposeAbsSums*:CudaScaleRows*:CudaMemoryPool*'
 grep -E '^\[  FAILED  \]' "${out}/core.txt" | tee -a "${out}/summary.txt"
-log "matrixd_bench --tables=condition (GPU, n = 4096, 8192; the determinant LU row is the 8192 determinant path)"
-timeout 300 "${bin}/matrixd_bench" --tables=condition --condition_sizes="${SIZES:-4096,8192}" --repeats=5 \
-  --no_cpu >"${out}/bench_condition.txt" 2>&1
-log "  exit $?"
-tee -a "${out}/summary.txt" <"${out}/bench_condition.txt"
-if [[ -x ${bin}/matrixd_bench.before ]]; then
-  log "matrixd_bench.before --tables=condition (the older build, same host)"
-  timeout 300 "${bin}/matrixd_bench.before" --tables=condition --condition_sizes="${SIZES:-4096,8192}" \
-    --repeats=5 --no_cpu >"${out}/bench_condition_before.txt" 2>&1
+condition_table() {  # binary, log name
+  log "$(basename "$1") --tables=condition (GPU, n = ${SIZES:-4096,8192})"
+  timeout 300 "$1" --tables=condition --condition_sizes="${SIZES:-4096,8192}" --repeats=5 \
+    --no_cpu >"${out}/$2" 2>&1
   log "  exit $?"
-  tee -a "${out}/summary.txt" <"${out}/bench_condition_before.txt"
-fi
+  tee -a "${out}/summary.txt" <"${out}/$2"
+}
+# Odd rounds run this build first, even rounds the older one, so that neither always goes first.
+for ((round = 1; round <= ${ROUNDS:-1}; ++round)); do
+  if [[ -x ${bin}/matrixd_bench.before ]] && ((round % 2 == 0)); then
+    condition_table "${bin}/matrixd_bench.before" "bench_condition_before_${round}.txt"
+  fi
+  condition_table "${bin}/matrixd_bench" "bench_condition_${round}.txt"
+  if [[ -x ${bin}/matrixd_bench.before ]] && ((round % 2 == 1)); then
+    condition_table "${bin}/matrixd_bench.before" "bench_condition_before_${round}.txt"
+  fi
+done
