@@ -83,9 +83,7 @@ absl::Status DeviceFactorSolves<T>::Prepare() {
   MATRIXD_CUDA_RETURN_IF_ERROR(
       LaunchInvertDiagonalBlocks(std::span<const DeviceTriangle<T>>(triangles), kBlock,
                                  std::span<T* const>(inverses), context_->stream()));
-  if (near_tiles_ > 0) {
-    for (Factor& factor : factors_) MATRIXD_RETURN_IF_ERROR(PrepareNearTiles(factor));
-  }
+  if (near_tiles_ > 0) MATRIXD_RETURN_IF_ERROR(PrepareNearTiles());
   if (!host_rows_.empty()) {
     const size_t bytes = host_rows_.size() * sizeof(int);
     MATRIXD_ASSIGN_OR_RETURN(rows_, context_->Allocate(bytes));
@@ -98,21 +96,30 @@ absl::Status DeviceFactorSolves<T>::Prepare() {
 }
 
 template <typename T>
-absl::Status DeviceFactorSolves<T>::PrepareNearTiles(Factor& factor) {
+absl::Status DeviceFactorSolves<T>::PrepareNearTiles() {
   constexpr int kBlock = kTriangularSolveBlock<T>;
   // Only where the memory is there: without near tiles the solves are slower, not wrong.
   const size_t bytes = static_cast<size_t>(NearTileElements(n_, kBlock, near_tiles_)) * sizeof(T);
-  absl::StatusOr<DeviceBuffer> near_n = context_->Allocate(bytes);
-  absl::StatusOr<DeviceBuffer> near_h = context_->Allocate(bytes);
-  if (!near_n.ok() || !near_h.ok()) return absl::OkStatus();
-  factor.near[0] = *std::move(near_n);
-  factor.near[1] = *std::move(near_h);
-  for (const bool adjoint : {false, true}) {
-    MATRIXD_CUDA_RETURN_IF_ERROR(ComputeNearTiles(
-        context_->cublas(), factor.triangle, kBlock, factor.inverse.template as<const T>(), adjoint,
-        near_tiles_, factor.near[adjoint ? 1 : 0].template as<T>()));
+  std::vector<NearTileSet<T>> sets;
+  for (Factor& factor : factors_) {
+    for (const bool adjoint : {false, true}) {
+      absl::StatusOr<DeviceBuffer> near = context_->Allocate(bytes);
+      if (!near.ok()) return absl::OkStatus();
+      factor.near[adjoint ? 1 : 0] = *std::move(near);
+      sets.push_back({.triangle = factor.triangle,
+                      .inverse = factor.inverse.template as<const T>(),
+                      .adjoint = adjoint,
+                      .near_tiles = factor.near[adjoint ? 1 : 0].template as<T>()});
+    }
   }
-  factor.near_count = near_tiles_;
+  absl::StatusOr<DeviceBuffer> pointers = context_->Allocate(static_cast<size_t>(
+      NearTileSetPointerBytes(n_, kBlock, near_tiles_, static_cast<int>(sets.size()))));
+  if (!pointers.ok()) return absl::OkStatus();
+  // Every factor's sets together: LU's four in two batched products.
+  MATRIXD_CUDA_RETURN_IF_ERROR(
+      ComputeNearTileSets(context_->cublas(), std::span<const NearTileSet<T>>(sets), kBlock,
+                          near_tiles_, pointers->data(), context_->stream()));
+  for (Factor& factor : factors_) factor.near_count = near_tiles_;
   return absl::OkStatus();
 }
 

@@ -72,8 +72,9 @@ class DeviceFactorSolves {
   void AddFactor(DeviceTriangle<T> triangle) { factors_.push_back(Factor{.triangle = triangle}); }
   // The device side, once: buffers, inverted diagonal blocks, near tiles, the permutation.
   absl::Status Prepare();
-  // factor.near and near_count from its inverse (near_count stays 0 without the memory).
-  absl::Status PrepareNearTiles(Factor& factor);
+  // Every factor's near and near_count from its inverse, all in one ComputeNearTileSets (the
+  // near_counts stay 0 without the memory).
+  absl::Status PrepareNearTiles();
   // The solve of stage `stage` (its op flipped when `adjoint`), b to x, n x columns blocks
   // (columns <= kMaxTriangularSolveColumns).
   absl::Status Solve(const Stage& stage, bool adjoint, const T* b, T* x, int columns);

@@ -52,6 +52,7 @@ struct LibraryTraits<float> {
   static constexpr auto geqrf_batched = &cublasSgeqrfBatched;
   static constexpr auto trsm_batched = &cublasStrsmBatched;
   static constexpr auto gemm_strided_batched = &cublasSgemmStridedBatched;
+  static constexpr auto gemm_batched = &cublasSgemmBatched;
   static constexpr auto nrm2 = &cublasSnrm2;  // Frobenius norm over the packed elements
 };
 
@@ -82,6 +83,7 @@ struct LibraryTraits<double> {
   static constexpr auto geqrf_batched = &cublasDgeqrfBatched;
   static constexpr auto trsm_batched = &cublasDtrsmBatched;
   static constexpr auto gemm_strided_batched = &cublasDgemmStridedBatched;
+  static constexpr auto gemm_batched = &cublasDgemmBatched;
   static constexpr auto nrm2 = &cublasDnrm2;  // Frobenius norm over the packed elements
 };
 
@@ -112,6 +114,7 @@ struct LibraryTraits<std::complex<float>> {
   static constexpr auto geqrf_batched = &cublasCgeqrfBatched;
   static constexpr auto trsm_batched = &cublasCtrsmBatched;
   static constexpr auto gemm_strided_batched = &cublasCgemmStridedBatched;
+  static constexpr auto gemm_batched = &cublasCgemmBatched;
   static constexpr auto nrm2 = &cublasScnrm2;  // Frobenius norm over the packed elements
 };
 
@@ -142,6 +145,7 @@ struct LibraryTraits<std::complex<double>> {
   static constexpr auto geqrf_batched = &cublasZgeqrfBatched;
   static constexpr auto trsm_batched = &cublasZtrsmBatched;
   static constexpr auto gemm_strided_batched = &cublasZgemmStridedBatched;
+  static constexpr auto gemm_batched = &cublasZgemmBatched;
   static constexpr auto nrm2 = &cublasDznrm2;  // Frobenius norm over the packed elements
 };
 

@@ -91,6 +91,32 @@ template <typename T>
 cublasStatus_t ComputeNearTiles(cublasHandle_t cublas, DeviceTriangle<T> triangle, int block,
                                 const T* inverse, bool adjoint, int near, T* near_tiles);
 
+// One triangle's near tiles for ComputeNearTileSets: ComputeNearTiles' arguments.
+template <typename T>
+struct NearTileSet {
+  DeviceTriangle<T> triangle = {};
+  const T* inverse = nullptr;
+  bool adjoint = false;
+  T* near_tiles = nullptr;
+};
+
+// Bytes of device memory ComputeNearTileSets needs for the pointers of `sets` sets of order n.
+inline int64_t NearTileSetPointerBytes(int64_t n, int block, int near, int sets) {
+  return 3 * static_cast<int64_t>(sizeof(void*)) * sets * near * ((n + block - 1) / block);
+}
+
+// ComputeNearTiles for every set (all of one order, block and near): the same products, those of
+// whole blocks of all the sets that share an op and a leading dimension in one batched cuBLAS
+// call (LU's four sets in two launches instead of eight, each filling more of the device), the
+// few that touch a cut last block one by one. Their pointers go to `pointers`
+// (NearTileSetPointerBytes of device memory, unused by anything else until the products have
+// run) by a copy queued on `stream`, the handle's stream. CUBLAS_STATUS_INVALID_VALUE as
+// ComputeNearTiles, CUBLAS_STATUS_EXECUTION_FAILED when the pointers' copy fails, else the first
+// cuBLAS error.
+template <typename T>
+cublasStatus_t ComputeNearTileSets(cublasHandle_t cublas, std::span<const NearTileSet<T>> sets,
+                                   int block, int near, void* pointers, cudaStream_t stream);
+
 // The most right-hand sides one solve takes.
 inline constexpr int kMaxTriangularSolveColumns = 2;
 

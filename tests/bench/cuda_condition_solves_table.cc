@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -236,6 +237,57 @@ absl::Status TriangleSolvesRow(cuda::DeviceContext& context, int n, int repeats)
   return absl::OkStatus();
 }
 
+// An LU's four near-tile sets (L and U, op N and H, the most near tiles at the estimator's
+// block) one by one (ComputeNearTiles) and together (ComputeNearTileSets, as the estimator's
+// preparation runs them): median device microseconds.
+absl::Status NearTileSetsRow(cuda::DeviceContext& context, int n, int repeats) {
+  constexpr int kBlock = cuda::kTriangularSolveBlock<double>;
+  const Matrix a = RandomMatrix(n, n, DType::kFloat64, 77 + n);
+  MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer factors, UploadMatrix(context, a));
+  const auto near_bytes =
+      sizeof(double) * static_cast<size_t>(cuda::NearTileElements(n, kBlock, cuda::kMaxNearTiles));
+  std::vector<cuda::NearTileSet<double>> sets;
+  std::vector<cuda::DeviceBuffer> buffers;
+  for (const bool lower : {true, false}) {
+    const cuda::DeviceTriangle<double> triangle{
+        .a = factors.as<const double>(), .n = n, .lda = n, .lower = lower, .unit_diagonal = lower};
+    MATRIXD_ASSIGN_OR_RETURN(
+        cuda::DeviceBuffer inverse,
+        context.Allocate(sizeof(double) * cuda::DiagonalInverseElements(n, kBlock)));
+    MATRIXD_CUDA_RETURN_IF_ERROR(
+        cuda::LaunchInvertDiagonalBlocks(triangle, kBlock, inverse.as<double>(), context.stream()));
+    for (const bool adjoint : {false, true}) {
+      MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer near, context.Allocate(near_bytes));
+      sets.push_back({.triangle = triangle,
+                      .inverse = inverse.as<const double>(),
+                      .adjoint = adjoint,
+                      .near_tiles = near.as<double>()});
+      buffers.push_back(std::move(near));
+    }
+    buffers.push_back(std::move(inverse));
+  }
+  MATRIXD_ASSIGN_OR_RETURN(cuda::DeviceBuffer pointers,
+                           context.Allocate(static_cast<size_t>(cuda::NearTileSetPointerBytes(
+                               n, kBlock, cuda::kMaxNearTiles, static_cast<int>(sets.size())))));
+  MATRIXD_ASSIGN_OR_RETURN(const double alone, TimeOnDevice(context, repeats, NoPreparation, [&] {
+                             for (const cuda::NearTileSet<double>& set : sets) {
+                               MATRIXD_CUDA_RETURN_IF_ERROR(cuda::ComputeNearTiles(
+                                   context.cublas(), set.triangle, kBlock, set.inverse, set.adjoint,
+                                   cuda::kMaxNearTiles, set.near_tiles));
+                             }
+                             return absl::OkStatus();
+                           }));
+  MATRIXD_ASSIGN_OR_RETURN(const double together,
+                           TimeOnDevice(context, repeats, NoPreparation, [&] {
+                             MATRIXD_CUDA_RETURN_IF_ERROR(cuda::ComputeNearTileSets(
+                                 context.cublas(), std::span<const cuda::NearTileSet<double>>(sets),
+                                 kBlock, cuda::kMaxNearTiles, pointers.data(), context.stream()));
+                             return absl::OkStatus();
+                           }));
+  std::printf("%-6d %-12s %s\n", n, Microseconds(alone).c_str(), Microseconds(together).c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
@@ -275,6 +327,15 @@ void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
                " (both once per triangle; near tiles once per operation)"});
   for (const int n : flags.condition_sizes) {
     const absl::Status status = TriangleSolvesRow(context, n, flags.repeats);
+    if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
+  }
+  PrintHeader("An LU's near tiles, float64: median device microseconds",
+              "n      one by one   together",
+              {"one by one: ComputeNearTiles for L and U, op N and H (four sets, eight strided "
+               "batches); together: ComputeNearTileSets for the same four sets (two batched "
+               "products and the cut last block's), as the estimator prepares them"});
+  for (const int n : flags.condition_sizes) {
+    const absl::Status status = NearTileSetsRow(context, n, flags.repeats);
     if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
   }
 }

@@ -522,6 +522,89 @@ TYPED_TEST(CudaTriangularSolve, RefusesABlockItHasNoShapeFor) {
             CUBLAS_STATUS_INVALID_VALUE);
 }
 
+// An LU's four near-tile sets (L and U, op N and H) computed together, as DeviceFactorSolves
+// does, against each set computed alone, for both blocks, orders with and without a cut last
+// block, and a leading dimension wider than the order.
+TYPED_TEST(CudaTriangularSolve, NearTileSetsAreEachSetsTilesAlone) {
+  using T = TypeParam;
+  DeviceContext& context = *this->context_;
+  for (const int block : {64, 128}) {
+    for (const int64_t n : {int64_t{1}, int64_t{200}, int64_t{300}, int64_t{512}}) {
+      SCOPED_TRACE(::testing::Message() << "block=" << block << " n=" << n);
+      const int64_t lda = n + 5;
+      std::vector<T> a = RandomVector<T>(lda * n, 31 + n);
+      for (int64_t i = 0; i < n; ++i) a[static_cast<size_t>(i + i * lda)] += T(4);
+      absl::StatusOr<DeviceBuffer> device_a = UploadVector(context, a);
+      ASSERT_TRUE(device_a.ok()) << device_a.status();
+      const auto elements = static_cast<size_t>(DiagonalInverseElements(n, block));
+      const auto near_elements = static_cast<size_t>(NearTileElements(n, block, kMaxNearTiles));
+      std::vector<NearTileSet<T>> sets;
+      std::vector<DeviceBuffer> buffers;  // inverses, then each set's tiles together and alone
+      for (const bool lower : {true, false}) {
+        const DeviceTriangle<T> triangle{.a = device_a->template as<const T>(),
+                                         .n = n,
+                                         .lda = lda,
+                                         .lower = lower,
+                                         .unit_diagonal = lower};
+        absl::StatusOr<DeviceBuffer> inverse = context.Allocate(elements * sizeof(T));
+        ASSERT_TRUE(inverse.ok());
+        ASSERT_EQ(LaunchInvertDiagonalBlocks(triangle, block, inverse->template as<T>(),
+                                             context.stream()),
+                  cudaSuccess);
+        for (const bool adjoint : {false, true}) {
+          absl::StatusOr<DeviceBuffer> together = context.Allocate(near_elements * sizeof(T));
+          ASSERT_TRUE(together.ok());
+          ASSERT_EQ(
+              cudaMemsetAsync(together->data(), 0, near_elements * sizeof(T), context.stream()),
+              cudaSuccess);
+          sets.push_back({.triangle = triangle,
+                          .inverse = inverse->template as<const T>(),
+                          .adjoint = adjoint,
+                          .near_tiles = together->template as<T>()});
+          buffers.push_back(*std::move(together));
+        }
+        buffers.push_back(*std::move(inverse));
+      }
+      absl::StatusOr<DeviceBuffer> pointers = context.Allocate(static_cast<size_t>(
+          NearTileSetPointerBytes(n, block, kMaxNearTiles, static_cast<int>(sets.size()))));
+      ASSERT_TRUE(pointers.ok());
+      ASSERT_EQ(ComputeNearTileSets(context.cublas(), std::span<const NearTileSet<T>>(sets), block,
+                                    kMaxNearTiles, pointers->data(), context.stream()),
+                CUBLAS_STATUS_SUCCESS);
+      for (const NearTileSet<T>& set : sets) {
+        SCOPED_TRACE(::testing::Message()
+                     << "lower=" << set.triangle.lower << " adjoint=" << set.adjoint);
+        absl::StatusOr<DeviceBuffer> alone = context.Allocate(near_elements * sizeof(T));
+        ASSERT_TRUE(alone.ok());
+        ASSERT_EQ(cudaMemsetAsync(alone->data(), 0, near_elements * sizeof(T), context.stream()),
+                  cudaSuccess);
+        ASSERT_EQ(ComputeNearTiles(context.cublas(), set.triangle, block, set.inverse, set.adjoint,
+                                   kMaxNearTiles, alone->template as<T>()),
+                  CUBLAS_STATUS_SUCCESS);
+        const std::vector<T> want = DownloadVector<T>(context, *alone, near_elements);
+        absl::StatusOr<DeviceBuffer> got_buffer = context.Allocate(near_elements * sizeof(T));
+        ASSERT_TRUE(got_buffer.ok());
+        ASSERT_EQ(cudaMemcpyAsync(got_buffer->data(), set.near_tiles, near_elements * sizeof(T),
+                                  cudaMemcpyDeviceToDevice, context.stream()),
+                  cudaSuccess);
+        const std::vector<T> got = DownloadVector<T>(context, *got_buffer, near_elements);
+        double largest = 0.0;
+        double difference = 0.0;
+        for (size_t i = 0; i < near_elements; ++i) {
+          largest = std::max(largest, static_cast<double>(std::abs(want[i])));
+          difference = std::max(difference, static_cast<double>(std::abs(got[i] - want[i])));
+        }
+        EXPECT_LE(difference, kTolerance<T> * largest);
+        if (n > block) {
+          EXPECT_GT(largest, 0.0);  // tiles were written
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ComputeNearTileSets<T>(context.cublas(), {}, 96, 1, nullptr, context.stream()),
+            CUBLAS_STATUS_INVALID_VALUE);
+}
+
 // getrf and potrf factors of random matrices, solved by DeviceFactorSolves (without and with near
 // tiles) and by cuSOLVER.
 TYPED_TEST(CudaTriangularSolve, FactorSolvesMatchGetrsAndPotrs) {
