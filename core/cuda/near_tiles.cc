@@ -92,6 +92,18 @@ cublasStatus_t ComputeNearTileSets(cublasHandle_t cublas, std::span<const NearTi
   if (!IsTriangularSolveBlock(block) || near < 0 || near > kMaxNearTiles) {
     return CUBLAS_STATUS_INVALID_VALUE;
   }
+  if (!sets.empty() &&
+      static_cast<int64_t>(sets.size()) * near * ((sets.front().triangle.n + block - 1) / block) >
+          kMaxGroupedNearProducts) {
+    for (const NearTileSet<T>& set : sets) {
+      if (const cublasStatus_t status = ComputeNearTiles(cublas, set.triangle, block, set.inverse,
+                                                         set.adjoint, near, set.near_tiles);
+          status != CUBLAS_STATUS_SUCCESS) {
+        return status;
+      }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+  }
   const int64_t tile = static_cast<int64_t>(block) * block;
   std::vector<NearProductGroup<T>> groups;
   for (const NearTileSet<T>& set : sets) {

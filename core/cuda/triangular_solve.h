@@ -105,10 +105,17 @@ inline int64_t NearTileSetPointerBytes(int64_t n, int block, int near, int sets)
   return 3 * static_cast<int64_t>(sizeof(void*)) * sets * near * ((n + block - 1) / block);
 }
 
-// ComputeNearTiles for every set (all of one order, block and near): the same products, those of
-// whole blocks of all the sets that share an op and a leading dimension in one batched cuBLAS
-// call (LU's four sets in two launches instead of eight, each filling more of the device), the
-// few that touch a cut last block one by one. Their pointers go to `pointers`
+// Up to this many products (sets x near x row blocks), ComputeNearTileSets batches them together;
+// beyond, one set at a time. On an H100 (docs/benchmarks.md, 2026-11-28) an LU's four sets at
+// n = 4096 (244 products) took 68-78 us together against 90-141 one by one, at 8192 (500) about
+// the same, at 16384 (1012) 253 against 202.
+inline constexpr int64_t kMaxGroupedNearProducts = 256;
+
+// ComputeNearTiles for every set (all of one order, block and near): the same products. Up to
+// kMaxGroupedNearProducts of them, those of whole blocks of all the sets that share an op and a
+// leading dimension go in one batched cuBLAS call (LU's four sets in two launches instead of
+// eight, each filling more of the device), the few that touch a cut last block one by one;
+// beyond, ComputeNearTiles for each set in turn. Their pointers go to `pointers`
 // (NearTileSetPointerBytes of device memory, unused by anything else until the products have
 // run) by a copy queued on `stream`, the handle's stream. CUBLAS_STATUS_INVALID_VALUE as
 // ComputeNearTiles, CUBLAS_STATUS_EXECUTION_FAILED when the pointers' copy fails, else the first

@@ -332,8 +332,10 @@ void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
   PrintHeader("An LU's near tiles, float64: median device microseconds",
               "n      one by one   together",
               {"one by one: ComputeNearTiles for L and U, op N and H (four sets, eight strided "
-               "batches); together: ComputeNearTileSets for the same four sets (two batched "
-               "products and the cut last block's), as the estimator prepares them"});
+               "batches); together: ComputeNearTileSets for the same four sets, as the estimator "
+               "prepares them (two batched products and the cut last block's, or one set at a "
+               "time beyond " +
+               std::to_string(cuda::kMaxGroupedNearProducts) + " products)"});
   for (const int n : flags.condition_sizes) {
     const absl::Status status = NearTileSetsRow(context, n, flags.repeats);
     if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
