@@ -3,39 +3,27 @@
 #include "core/cuda/dense_kernels.h"
 #include "core/cuda/device_element.cuh"
 #include "core/cuda/element_bits.cuh"
+#include "core/cuda/transpose_tile.cuh"
 
 namespace matrixd::cuda {
 namespace {
 
 // ---- Transpose ----
 
-constexpr int kTile = 32;
-constexpr int kTileRowsPerPass = 8;
+constexpr int kTile = kTransposeTile;
+constexpr int kTileRowsPerPass = kTransposeTileRowsPerPass;
 // Enough blocks to fill any current GPU several times over; larger matrices loop (grid-stride).
 constexpr int64_t kMaxBlocks = int64_t{1} << 16;
 
-// One 32 x 32 tile per step through shared memory, so that both the reads of src and the writes
-// of dst are coalesced; the +1 column keeps the column-wise reads off a single bank.
+// One tile per step (grid-stride over tiles), TransposeTile's way.
 template <typename E>
 __global__ void TransposeKernel(const E* __restrict__ src, int64_t rows, int64_t cols,
                                 int64_t src_ld, E* __restrict__ dst, int64_t dst_ld,
                                 int64_t row_tiles, int64_t tiles) {
   __shared__ E tile[kTile][kTile + 1];
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const int64_t i0 = (t % row_tiles) * kTile;
-    const int64_t j0 = (t / row_tiles) * kTile;
-    for (int p = threadIdx.y; p < kTile; p += kTileRowsPerPass) {
-      const int64_t i = i0 + threadIdx.x;
-      const int64_t j = j0 + p;
-      if (i < rows && j < cols) tile[p][threadIdx.x] = src[i + j * src_ld];
-    }
-    __syncthreads();
-    for (int p = threadIdx.y; p < kTile; p += kTileRowsPerPass) {
-      const int64_t j = j0 + threadIdx.x;
-      const int64_t i = i0 + p;
-      if (i < rows && j < cols) dst[j + i * dst_ld] = tile[threadIdx.x][p];
-    }
-    __syncthreads();
+    TransposeTile(src, rows, cols, src_ld, dst, dst_ld, (t % row_tiles) * kTile,
+                  (t / row_tiles) * kTile, tile, [](const E&) {});
   }
 }
 

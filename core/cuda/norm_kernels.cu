@@ -2,6 +2,7 @@
 
 #include "core/cuda/device_element.cuh"
 #include "core/cuda/norm_kernels.h"
+#include "core/cuda/transpose_tile.cuh"
 
 namespace matrixd::cuda {
 namespace {
@@ -41,14 +42,13 @@ cudaError_t ColumnAbsSumsOf(const E* a, int64_t rows, int64_t cols, int64_t ld, 
 
 // ---- Transpose with the sums ----
 
-constexpr int kTile = 32;
-constexpr int kTileRowsPerPass = 8;
+constexpr int kTile = kTransposeTile;
+constexpr int kTileRowsPerPass = kTransposeTileRowsPerPass;
 
 // One strip a step (grid-stride over strips): row of tiles i0 (kTile rows of src), tiles
-// first_tile .. first_tile + kTransposeSumStripTiles - 1 along it, each through shared memory as
-// dense_kernels.cu's transpose does (coalesced reads of src and writes of dst); thread (x, y)
-// adds the magnitudes it reads of row i0 + x, and the kTileRowsPerPass threads of a row meet in
-// shared memory, in y order, at the end of the strip.
+// first_tile .. first_tile + kTransposeSumStripTiles - 1 along it, each by TransposeTile; thread
+// (x, y) adds the magnitudes it reads of row i0 + x, and the kTileRowsPerPass threads of a row
+// meet in shared memory, in y order, at the end of the strip.
 template <typename E>
 __global__ void __launch_bounds__(kTile* kTileRowsPerPass)
     TransposeWithAbsSumsKernel(const E* __restrict__ src, int64_t rows, int64_t cols,
@@ -65,22 +65,8 @@ __global__ void __launch_bounds__(kTile* kTileRowsPerPass)
     const int64_t end_tile = min(col_tiles, first_tile + kTransposeSumStripTiles);
     double part = 0.0;
     for (int64_t t = first_tile; t < end_tile; ++t) {
-      const int64_t j0 = t * kTile;
-      for (int p = threadIdx.y; p < kTile; p += kTileRowsPerPass) {
-        const int64_t j = j0 + p;
-        if (i < rows && j < cols) {
-          const E v = src[i + j * src_ld];
-          tile[p][threadIdx.x] = v;
-          part += Magnitude(v);
-        }
-      }
-      __syncthreads();
-      for (int p = threadIdx.y; p < kTile; p += kTileRowsPerPass) {
-        const int64_t j = j0 + threadIdx.x;
-        const int64_t row = i0 + p;
-        if (row < rows && j < cols) dst[j + row * dst_ld] = tile[threadIdx.x][p];
-      }
-      __syncthreads();
+      TransposeTile(src, rows, cols, src_ld, dst, dst_ld, i0, t * kTile, tile,
+                    [&part](const E& v) { part += Magnitude(v); });
     }
     row_parts[threadIdx.y][threadIdx.x] = part;
     __syncthreads();
