@@ -52,6 +52,13 @@ std::string PercentTenths(double x, double y) {
   return Measured(x) && Measured(y) && y > 0 ? Format("%.1f%%", 100.0 * x / y) : "-";
 }
 
+void RowsBySize(const std::vector<int>& sizes, const std::function<absl::Status(int)>& row) {
+  for (const int n : sizes) {
+    const absl::Status status = row(n);
+    if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
+  }
+}
+
 std::string OrError(const absl::StatusOr<double>& value,
                     const std::function<std::string(double)>& f) {
   return value.ok() ? f(*value) : std::string(value.status().ToString());

@@ -35,6 +35,9 @@ std::string Percent(double x, double y);
 // 100 x / y, one decimal, with a percent sign (x may be negative).
 std::string PercentTenths(double x, double y);
 
+// row(n) for each n of `sizes`; a row that fails prints "n  failed: status" in its place.
+void RowsBySize(const std::vector<int>& sizes, const std::function<absl::Status(int)>& row);
+
 // f(value), or the status when there is no value.
 std::string OrError(const absl::StatusOr<double>& value,
                     const std::function<std::string(double)>& f);

@@ -306,10 +306,8 @@ void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
        "est x2: the estimator with 2 columns (the host's block) on the near-tile solves; "
        "estimate on getrs: the 1-column estimator on cuSOLVER getrs",
        "target (issue 15): est/getrf < 5 % at n >= 4096 (est/getrf: with near tiles)"});
-  for (const int n : flags.condition_sizes) {
-    const absl::Status status = ConditionSolvesRow(context, n, flags.repeats);
-    if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
-  }
+  RowsBySize(flags.condition_sizes,
+             [&](int n) { return ConditionSolvesRow(context, n, flags.repeats); });
   PrintHeader("One triangle of an LU, one vector, float64: median device microseconds",
               "n      tri    dtrsv    64/0     64/1     64/2     64c4     64c8     64c16    "
               "128/0    128/1    128/2    128c4    128c8    128c16   x2       invert   near",
@@ -325,10 +323,8 @@ void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
                std::to_string(cuda::kMaxNearTiles) + " near tiles at block " +
                std::to_string(cuda::kTriangularSolveBlock<double>) +
                " (both once per triangle; near tiles once per operation)"});
-  for (const int n : flags.condition_sizes) {
-    const absl::Status status = TriangleSolvesRow(context, n, flags.repeats);
-    if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
-  }
+  RowsBySize(flags.condition_sizes,
+             [&](int n) { return TriangleSolvesRow(context, n, flags.repeats); });
   PrintHeader("An LU's near tiles, float64: median device microseconds",
               "n      one by one   together",
               {"one by one: ComputeNearTiles for L and U, op N and H (four sets, eight strided "
@@ -336,10 +332,8 @@ void BenchConditionSolves(cuda::DeviceContext& context, const Flags& flags) {
                "prepares them (two batched products and the cut last block's, or one set at a "
                "time beyond " +
                std::to_string(cuda::kMaxGroupedNearProducts) + " products)"});
-  for (const int n : flags.condition_sizes) {
-    const absl::Status status = NearTileSetsRow(context, n, flags.repeats);
-    if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
-  }
+  RowsBySize(flags.condition_sizes,
+             [&](int n) { return NearTileSetsRow(context, n, flags.repeats); });
 }
 
 }  // namespace matrixd::bench

@@ -75,10 +75,7 @@ void BenchNormPass(cuda::DeviceContext& context, const Flags& flags) {
                "now); scale rows: the LU determinant's row scaling, +sums: with its row sums (what "
                "it runs now)",
                "saved (LU): norm alone minus what the sums add to the transpose"});
-  for (const int n : flags.condition_sizes) {
-    const absl::Status status = NormPassRow(context, n, flags.repeats);
-    if (!status.ok()) std::printf("%-6d failed: %s\n", n, std::string(status.ToString()).c_str());
-  }
+  RowsBySize(flags.condition_sizes, [&](int n) { return NormPassRow(context, n, flags.repeats); });
 }
 
 }  // namespace matrixd::bench
