@@ -180,11 +180,15 @@ class Client {
   // Starts `request` (a JobRequest's determinant, factorize, multiply, permanent or solve) through
   // gRPC's callback API and returns at once; `done` runs once, on a gRPC thread (or inline when
   // the call cannot start), with the call's status; the response is dropped. `request` and this
-  // client must outlive the call. INVALID_ARGUMENT for an empty JobRequest; the inline-size
-  // check of the blocking calls.
+  // client must outlive the call; the call holds nothing of the client once `done` runs, so the
+  // client may be destroyed as soon as `done` has returned (from a thread of the caller's, not
+  // from `done`). INVALID_ARGUMENT for an empty JobRequest; the inline-size check of the
+  // blocking calls.
   void StartJobRequest(const v1::JobRequest& request, absl::AnyInvocable<void(absl::Status)> done);
 
   void set_deadline(absl::Duration deadline) { options_.deadline = deadline; }
+  // The channel every call of this client goes over (connectivity state, stubs of other services).
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
  private:
   // A unary call with the inline-size check before it.
