@@ -37,7 +37,10 @@
 #include "core/distributed/scalapack_grid.h"
 #endif
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "host:port to listen on; port 0 picks a free port");
+ABSL_FLAG(
+    std::string, listen, "0.0.0.0:50051",
+    "host:port to listen on (port 0 picks a free port), or unix:PATH, a unix-domain socket for "
+    "clients on the same host");
 ABSL_FLAG(std::string, backend, "auto",
           "auto (CUDA when a device is present, else CPU), cpu or cuda");
 ABSL_FLAG(std::vector<std::string>, devices, {},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
@@ -32,6 +33,11 @@ absl::string_view HostOf(absl::string_view address) {
     return address;
   }
   return address.substr(0, colon);
+}
+
+// gRPC's unix-domain socket addresses ("unix:PATH", "unix-abstract:NAME"): no port to report.
+bool IsUnixDomain(absl::string_view address) {
+  return absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:");
 }
 
 // One admission per device the backend reports, each capped at that device's limit; none for a
@@ -171,7 +177,9 @@ absl::StatusOr<std::unique_ptr<MatrixServer>> MatrixServer::Start(std::unique_pt
     return absl::UnavailableError(
         absl::StrCat("cannot listen on \"", options.listen_address, "\""));
   }
-  server->address_ = absl::StrCat(HostOf(options.listen_address), ":", server->port_);
+  server->address_ = IsUnixDomain(options.listen_address)
+                         ? options.listen_address
+                         : absl::StrCat(HostOf(options.listen_address), ":", server->port_);
   if (server->async_calls_ != nullptr) server->async_calls_->Start();
 
   grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();

@@ -37,7 +37,8 @@ class AsyncJobCalls;  // server/async_job_calls.h
 inline constexpr char kMatrixServiceName[] = "matrixd.v1.MatrixService";
 
 struct ServerOptions {
-  // host:port; port 0 picks a free port (see MatrixServer::port()).
+  // host:port; port 0 picks a free port (see MatrixServer::port()). Or a unix-domain socket,
+  // "unix:PATH" (or "unix-abstract:NAME"), for clients on the same host.
   std::string listen_address = "0.0.0.0:50051";
   Limits limits;
   // Largest request and response; gRPC's default of 4 MB is too small for matrices.
@@ -90,9 +91,11 @@ class MatrixServer {
   MatrixServer(const MatrixServer&) = delete;
   MatrixServer& operator=(const MatrixServer&) = delete;
 
-  // The port it listens on (the chosen one when the address asked for port 0).
+  // The port it listens on (the chosen one when the address asked for port 0); gRPC's 1 for a
+  // unix-domain socket.
   int port() const { return port_; }
-  // The listen address with the actual port, e.g. "127.0.0.1:43117".
+  // The listen address with the actual port, e.g. "127.0.0.1:43117"; a unix-domain address as
+  // given ("unix:/run/matrixd.sock").
   const std::string& address() const { return address_; }
   const Backend& backend() const { return *backend_; }
   Scheduler& scheduler() { return *scheduler_; }

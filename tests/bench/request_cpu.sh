@@ -3,17 +3,20 @@
 # it up, then for each run reads the server's utime+stime from /proc/PID/stat before and after
 # `matrixctl load` of REQUESTS requests and prints its µs per request with the load's req/s and p99.
 # Usage: tests/bench/request_cpu.sh [MATRIXD [MATRIXCTL]]
-# Env: RUNS (5), REQUESTS (20000), OP (det), N (8), CONCURRENCY (64), CONNECTIONS (8), PORT (50431).
+# Env: RUNS (5), REQUESTS (20000), OP (det), N (8), CONCURRENCY (64), CONNECTIONS (8), PORT (50431),
+# SOCKET (a path: serve and load over that unix-domain socket instead of 127.0.0.1:PORT).
 set -euo pipefail
 matrixd=${1:-build/server/matrixd}
 matrixctl=${2:-build/client/matrixctl}
 runs=${RUNS:-5}
 requests=${REQUESTS:-20000}
 port=${PORT:-50431}
-load=(load --server=127.0.0.1:$port --op=${OP:-det} --n=${N:-8}
+address=127.0.0.1:$port
+[[ -n ${SOCKET:-} ]] && address=unix:$SOCKET
+load=(load --server="$address" --op=${OP:-det} --n=${N:-8}
       --concurrency=${CONCURRENCY:-64} --connections=${CONNECTIONS:-8})
 
-"$matrixd" --listen=127.0.0.1:$port --backend=cpu --metrics=127.0.0.1:$((port + 1)) \
+"$matrixd" --listen=$address --backend=cpu --metrics=127.0.0.1:$((port + 1)) \
   >/tmp/request_cpu_server.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT

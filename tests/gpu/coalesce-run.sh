@@ -15,7 +15,7 @@
 # list: the concurrency and connections split over that many `matrixctl load` processes run at
 # once, their rates summed; default 1) and WINDOWS
 # (window values in us; "off" = no coalescing) narrow the run; SERVER_FLAGS adds matrixd flags (e.g. --host_determinant_max_order=0) and TAG
-# names the run in the summary; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
+# names the run in the summary; SOCKET (a path) serves and loads over that unix-domain socket; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
 # OUT=/tmp/x DURATION=2).
 set -uo pipefail
 tag=${TAG:-}
@@ -84,7 +84,7 @@ run_load() {  # $1 label, $2 op, $3 n, $4 concurrency, $5 connections, $6 api, $
   host_before=$(host_ticks)
   local client_pids=()
   for ((c = 0; c < clients; c++)); do
-    timeout $((duration + 60)) "${bin}/matrixctl" --server=127.0.0.1:${port} load --op="$2" \
+    timeout $((duration + 60)) "${bin}/matrixctl" --server="${server_address}" load --op="$2" \
       --n="$3" --concurrency="${each}" --connections="${each_connections}" --load_api="$6" \
       --duration="${duration}" --requests=0 >"${out}/load-client-${c}.txt" 2>&1 &
     client_pids+=($!)
@@ -108,7 +108,7 @@ for window in ${windows}; do
   log "matrixd --backend=${backend} coalescing ${window} (window us, or off)"
   start_server "${window}"
   # Warm-up: the first calls create the streams' handles and pools.
-  "${bin}/matrixctl" --server=127.0.0.1:${port} load --op=det --n=8 --concurrency=8 --requests=2000 \
+  "${bin}/matrixctl" --server="${server_address}" load --op=det --n=8 --concurrency=8 --requests=2000 \
     >/dev/null 2>&1
   for op in ${ops}; do
     for n in ${sizes}; do

@@ -129,28 +129,31 @@ pack_logs() {
 }
 trap pack_logs EXIT
 
-# start_matrixd PORT LOGFILE FLAGS...: ${bin}/matrixd on 127.0.0.1:PORT in the background (its
-# process id in `pid`), output to LOGFILE; returns once `matrixctl health` answers, or after 30 s
-# with status 1.
+# start_matrixd PORT LOGFILE FLAGS...: ${bin}/matrixd on 127.0.0.1:PORT (on the unix-domain
+# socket ${SOCKET} instead when SOCKET is set) in the background (its process id in `pid`, its
+# address in `server_address`), output to LOGFILE; returns once `matrixctl health` answers, or
+# after 30 s with status 1.
 start_matrixd() {
   local port=$1 logfile=$2
   shift 2
-  "${bin}/matrixd" --listen="127.0.0.1:${port}" "$@" >"${logfile}" 2>&1 &
+  server_address=127.0.0.1:${port}
+  [[ -n ${SOCKET:-} ]] && server_address=unix:${SOCKET}
+  "${bin}/matrixd" --listen="${server_address}" "$@" >"${logfile}" 2>&1 &
   # shellcheck disable=SC2034  # for the caller
   pid=$!
   for _ in $(seq 60); do
-    "${bin}/matrixctl" --server="127.0.0.1:${port}" --deadline=1s health >/dev/null 2>&1 && return 0
+    "${bin}/matrixctl" --server="${server_address}" --deadline=1s health >/dev/null 2>&1 && return 0
     sleep 0.5
   done
   return 1
 }
 
-# ctl ARGS...: matrixctl against the server that start_matrixd started on ${port}, under
-# `timeout` of ${ctl_timeout:-400} s (its --deadline 10 s less).
+# ctl ARGS...: matrixctl against the server that start_matrixd started last (else
+# 127.0.0.1:${port}), under `timeout` of ${ctl_timeout:-400} s (its --deadline 10 s less).
 ctl() {
   local limit=${ctl_timeout:-400}
-  timeout "${limit}" "${bin}/matrixctl" --server="127.0.0.1:${port}" --deadline="$((limit - 10))s" \
-    "$@"
+  timeout "${limit}" "${bin}/matrixctl" --server="${server_address:-127.0.0.1:${port}}" \
+    --deadline="$((limit - 10))s" "$@"
 }
 
 # generate LABEL ARGS...: `ctl generate ARGS...`; prints the handle, logs the time, and sends

@@ -129,6 +129,26 @@ TEST_P(AsyncJobCallsTest, ComputingCallsAnswer) {
   EXPECT_NEAR(p->value(), 10.0, 1e-12);
 }
 
+TEST_P(AsyncJobCallsTest, UnixDomainSocketServesSameHostClients) {
+  const std::string path = ::testing::TempDir() + "matrixd-" + std::to_string(getpid()) + ".sock";
+  std::remove(path.c_str());
+  ServerOptions options = OptionsFor(GetParam());
+  options.listen_address = "unix:" + path;
+  Restart(options);
+  EXPECT_EQ(server_->address(), "unix:" + path);
+  v1::DeterminantRequest det;
+  *det.mutable_matrix() = MakeMatrix<double>(2, 2, {2.0, 1.0, 1.0, 3.0});
+  absl::StatusOr<v1::DeterminantResponse> d = client_->Determinant(det);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NEAR(d->value(), 5.0, 1e-14);
+  absl::StatusOr<bool> healthy = client_->Healthy();
+  ASSERT_TRUE(healthy.ok()) << healthy.status();
+  EXPECT_TRUE(*healthy);
+  client_.reset();
+  server_.reset();
+  std::remove(path.c_str());
+}
+
 TEST_P(AsyncJobCallsTest, InvalidRequestIsInvalidArgumentNamingTheField) {
   v1::DeterminantRequest request;
   *request.mutable_matrix() = Counting(2, 3);
