@@ -47,11 +47,6 @@ uint64_t FittingChunkBytes(uint64_t wanted, int max_message_bytes) {
   return std::max<uint64_t>(std::min(wanted, room), 1);
 }
 
-absl::Status ToAbslStatus(const grpc::Status& status) {
-  // grpc::StatusCode and absl::StatusCode share their numbering (both follow google.rpc.Code).
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
 grpc::ChannelArguments ChannelArgs(const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(options.max_message_bytes);
@@ -113,6 +108,11 @@ struct DTypeOf<uint32_t> {
 };
 
 }  // namespace
+
+absl::Status ToAbslStatus(const grpc::Status& status) {
+  // grpc::StatusCode and absl::StatusCode share their numbering (both follow google.rpc.Code).
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
 
 Client::Client(const std::string& target, ClientOptions options)
     : options_(options),
@@ -530,6 +530,49 @@ void Client::StartJobRequest(const v1::JobRequest& request,
       break;
   }
   done(absl::InvalidArgumentError("JobRequest has no request set"));
+}
+
+void Client::PrepareCallContext(grpc::ClientContext& context) const {
+  PrepareContext(context, options_.deadline, options_);
+}
+
+absl::StatusOr<SerializedJobRequest> Client::SerializeJobRequest(
+    const v1::JobRequest& request) const {
+  const google::protobuf::Message* body = nullptr;
+  absl::string_view method;
+  switch (request.request_case()) {
+    case v1::JobRequest::kDeterminant:
+      body = &request.determinant();
+      method = "Determinant";
+      break;
+    case v1::JobRequest::kFactorize:
+      body = &request.factorize();
+      method = "Factorize";
+      break;
+    case v1::JobRequest::kMultiply:
+      body = &request.multiply();
+      method = "Multiply";
+      break;
+    case v1::JobRequest::kPermanent:
+      body = &request.permanent();
+      method = "Permanent";
+      break;
+    case v1::JobRequest::kSolve:
+      body = &request.solve();
+      method = "Solve";
+      break;
+    case v1::JobRequest::REQUEST_NOT_SET:
+      return absl::InvalidArgumentError("JobRequest has no request set");
+  }
+  if (absl::Status size = CheckInlineSize(*body, options_.max_message_bytes); !size.ok()) {
+    return size;
+  }
+  SerializedJobRequest serialized;
+  serialized.method = absl::StrCat("/", v1::MatrixService::service_full_name(), "/", method);
+  const std::string bytes = body->SerializeAsString();
+  grpc::Slice slice(bytes);
+  serialized.body = grpc::ByteBuffer(&slice, 1);
+  return serialized;
 }
 
 absl::StatusOr<std::string> Client::Submit(const v1::JobRequest& request) {

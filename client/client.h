@@ -7,6 +7,7 @@
 #define MATRIXD_CLIENT_CLIENT_H_
 
 #include <grpcpp/security/credentials.h>
+#include <grpcpp/support/byte_buffer.h>
 
 #include <complex>
 #include <cstddef>
@@ -29,6 +30,13 @@
 #include "matrixd/v1/matrixd.grpc.pb.h"
 
 namespace matrixd {
+
+// A computing call's method path ("/matrixd.v1.MatrixService/Determinant", ...) and its request,
+// serialized (Client::SerializeJobRequest).
+struct SerializedJobRequest {
+  std::string method;
+  grpc::ByteBuffer body;
+};
 
 struct ClientOptions {
   // Per call. Uploads and downloads get this plus the time their bytes take at
@@ -186,6 +194,13 @@ class Client {
   // blocking calls.
   void StartJobRequest(const v1::JobRequest& request, absl::AnyInvocable<void(absl::Status)> done);
 
+  // The computing call of `request` serialized once, to be sent many times on a completion
+  // queue of the caller's (client/queued_call.h). INVALID_ARGUMENT for an empty JobRequest; the
+  // inline-size check of the blocking calls.
+  absl::StatusOr<SerializedJobRequest> SerializeJobRequest(const v1::JobRequest& request) const;
+  // Gives `context` what every call of this client carries: the per-call deadline and the token.
+  void PrepareCallContext(grpc::ClientContext& context) const;
+
   void set_deadline(absl::Duration deadline) { options_.deadline = deadline; }
   // The channel every call of this client goes over (connectivity state, stubs of other services).
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
@@ -214,6 +229,9 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::MatrixService::Stub> stub_;
 };
+
+// A gRPC status as an absl::Status: the same code (both follow google.rpc.Code) and message.
+absl::Status ToAbslStatus(const grpc::Status& status);
 
 // Builds a Matrix message from row-major values (float, double, std::complex<float|double>,
 // int64_t or uint32_t pick the dtype). REQUIRES: values.size() == rows * cols.

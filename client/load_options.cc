@@ -36,15 +36,23 @@ absl::string_view LoadOpName(LoadOp op) {
 }
 
 absl::StatusOr<LoadApi> ParseLoadApi(absl::string_view name) {
-  for (LoadApi api : {LoadApi::kCallback, LoadApi::kBlocking}) {
+  for (LoadApi api : {LoadApi::kCallback, LoadApi::kBlocking, LoadApi::kQueue}) {
     if (name == LoadApiName(api)) return api;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("--load_api '", name, "': want callback or blocking"));
+      absl::StrCat("--load_api '", name, "': want callback, blocking or queue"));
 }
 
 absl::string_view LoadApiName(LoadApi api) {
-  return api == LoadApi::kCallback ? "callback" : "blocking";
+  switch (api) {
+    case LoadApi::kCallback:
+      return "callback";
+    case LoadApi::kBlocking:
+      return "blocking";
+    case LoadApi::kQueue:
+      return "queue";
+  }
+  return "unknown";
 }
 
 absl::Status ValidateLoadOptions(const LoadOptions& options) {

@@ -20,10 +20,13 @@ enum class LoadOp { kDeterminant, kLu, kGemm, kPermanent };
 // How the requests are sent: kCallback, gRPC's callback API from one sender thread (the
 // completions on gRPC's threads), so the client spends little per request and the server's
 // ceiling shows; kBlocking, one thread per request in flight, each a blocking call (what
-// matrixctl load did before 2026-11-27, and what a simple application does).
-enum class LoadApi { kCallback, kBlocking };
+// matrixctl load did before 2026-11-27, and what a simple application does); kQueue, gRPC's
+// completion-queue API, a queue and thread per connection (at most one per hardware thread)
+// that starts each slot's next request as its answer comes in, the requests serialized once
+// before the run: the least client CPU a request, for loads sharing a host with the server.
+enum class LoadApi { kCallback, kBlocking, kQueue };
 
-// "callback" or "blocking". INVALID_ARGUMENT naming the accepted names otherwise.
+// "callback", "blocking" or "queue". INVALID_ARGUMENT naming the accepted names otherwise.
 absl::StatusOr<LoadApi> ParseLoadApi(absl::string_view name);
 absl::string_view LoadApiName(LoadApi api);
 

@@ -1,5 +1,6 @@
 #include "client/load_runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/load_requests.h"
+#include "client/queued_call.h"
 
 namespace matrixd {
 namespace {
@@ -93,6 +95,66 @@ LoadTally SendWithCallbacks(std::vector<std::unique_ptr<Client>>& clients, int c
   return std::move(slots->tally);
 }
 
+// Completion-queue calls: one thread per queue, `queues` of them; slot k goes on connection
+// k mod clients.size() and that connection's queue (connection mod queues), so each thread keeps
+// its slots in flight alone: it starts them, and on each answer records it and starts the slot's
+// next request, until the budget runs out and its last call is in.
+LoadTally SendOnQueues(std::vector<std::unique_ptr<Client>>& clients, int concurrency, int queues,
+                       const std::vector<SerializedJobRequest>& requests, int64_t matrices,
+                       RequestBudget& budget) {
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
+  for (const std::unique_ptr<Client>& client : clients) {
+    stubs.push_back(std::make_unique<grpc::GenericStub>(client->channel()));
+  }
+  std::vector<LoadTally> tallies(static_cast<size_t>(queues));
+  auto drive = [&](int queue) {
+    struct Slot {
+      size_t connection = 0;
+      std::chrono::steady_clock::time_point start;
+      QueuedCall call;
+    };
+    std::vector<size_t> connections;  // of this queue's slots
+    for (int k = 0; k < concurrency; ++k) {
+      const size_t connection = static_cast<size_t>(k) % clients.size();
+      if (connection % static_cast<size_t>(queues) == static_cast<size_t>(queue)) {
+        connections.push_back(connection);
+      }
+    }
+    std::vector<Slot> slots(connections.size());  // not moved: the calls point into them
+    for (size_t k = 0; k < slots.size(); ++k) slots[k].connection = connections[k];
+    grpc::CompletionQueue cq;
+    auto start_next = [&](Slot& slot) {
+      const int64_t index = budget.Take();
+      if (index < 0) return false;
+      slot.start = std::chrono::steady_clock::now();
+      slot.call.Start(*clients[slot.connection], *stubs[slot.connection],
+                      requests[static_cast<size_t>(index) % requests.size()], &cq, &slot);
+      return true;
+    };
+    size_t in_flight = 0;
+    for (Slot& slot : slots) in_flight += start_next(slot) ? 1 : 0;
+    LoadTally& tally = tallies[static_cast<size_t>(queue)];
+    void* tag = nullptr;
+    bool ok = false;
+    while (in_flight > 0 && cq.Next(&tag, &ok)) {
+      Slot& slot = *static_cast<Slot*>(tag);
+      const auto end = std::chrono::steady_clock::now();
+      tally.Record(slot.call.status(), matrices, absl::FromChrono(end - slot.start), absl::Now());
+      if (!start_next(slot)) --in_flight;
+    }
+    cq.Shutdown();
+    while (cq.Next(&tag, &ok)) {
+    }
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (int queue = 0; queue < queues; ++queue) threads.emplace_back(drive, queue);
+  }  // joins them
+  LoadTally merged;
+  for (const LoadTally& tally : tallies) merged.Merge(tally);
+  return merged;
+}
+
 }  // namespace
 
 absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOptions& client_options,
@@ -105,6 +167,8 @@ absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOption
   // connection k mod options.connections.
   const int client_count =
       options.api == LoadApi::kBlocking ? options.concurrency : options.connections;
+  const int queues =
+      std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, options.connections);
   std::vector<std::unique_ptr<Client>> clients;
   for (int k = 0; k < client_count; ++k) {
     ClientOptions worker_options = client_options;
@@ -117,6 +181,15 @@ absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOption
     }
   }
 
+  std::vector<SerializedJobRequest> serialized;
+  if (options.api == LoadApi::kQueue) {
+    for (const v1::JobRequest& request : *requests) {
+      absl::StatusOr<SerializedJobRequest> one = clients.front()->SerializeJobRequest(request);
+      if (!one.ok()) return one.status();
+      serialized.push_back(*std::move(one));
+    }
+  }
+
   const auto start = std::chrono::steady_clock::now();
   const auto stop_at = options.duration > absl::ZeroDuration()
                            ? start + absl::ToChronoNanoseconds(options.duration)
@@ -126,6 +199,9 @@ absl::StatusOr<LoadReport> RunLoad(const std::string& target, const ClientOption
   std::vector<LoadTally> tallies(clients.size());
   if (options.api == LoadApi::kCallback) {
     tallies.front() = SendWithCallbacks(clients, options.concurrency, *requests, matrices, budget);
+  } else if (options.api == LoadApi::kQueue) {
+    tallies.front() =
+        SendOnQueues(clients, options.concurrency, queues, serialized, matrices, budget);
   } else {
     std::vector<std::jthread> workers;
     for (size_t k = 0; k < clients.size(); ++k) {

@@ -14,7 +14,7 @@ namespace matrixd {
 
 // Generates the requests (MakeLoadRequests), connects clients to `target` (each with
 // `client_options`, so the deadline applies per call: one per request in flight for
-// LoadApi::kBlocking, one per connection for kCallback), then sends options.requests
+// LoadApi::kBlocking, one per connection for kCallback and kQueue), then sends options.requests
 // requests (or as many as fit in options.duration) with that many in flight, cycling through the
 // generated ones. A failed request is counted under its status code and the run goes on.
 // INVALID_ARGUMENT for bad options; the health check's error when the server cannot be reached

@@ -137,7 +137,9 @@ ABSL_FLAG(int, connections, 1,
           "load: TCP connections the concurrent requests are spread over (1 to --concurrency)");
 ABSL_FLAG(std::string, load_api, "callback",
           "load: callback (gRPC's callback API from one thread: the client's cost per request "
-          "stays small) or blocking (a thread per request in flight, each a blocking call)");
+          "stays small), blocking (a thread per request in flight, each a blocking call) or queue "
+          "(gRPC's completion queues, one per connection up to the hardware threads, the requests "
+          "serialized once: the least client CPU a request)");
 ABSL_FLAG(int64_t, batch, 1,
           "load: matrices per request; > 1 sends batched LU factorizations (--op=lu only)");
 ABSL_FLAG(double, duration, 0,

@@ -25,14 +25,15 @@ TEST(LoadOptions, UnknownOpIsRejectedNamingTheChoices) {
 }
 
 TEST(LoadOptions, ApiNamesRoundTripAndUnknownIsRejected) {
-  for (LoadApi api : {LoadApi::kCallback, LoadApi::kBlocking}) {
+  for (LoadApi api : {LoadApi::kCallback, LoadApi::kBlocking, LoadApi::kQueue}) {
     absl::StatusOr<LoadApi> parsed = ParseLoadApi(LoadApiName(api));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, api);
   }
   absl::StatusOr<LoadApi> bad = ParseLoadApi("async");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad.status().message(), HasSubstr("--load_api 'async': want callback or blocking"));
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("--load_api 'async': want callback, blocking or queue"));
 }
 
 TEST(LoadOptions, SizeMustBePositive) {

@@ -11,9 +11,9 @@
 #
 # SIZES, OPS, DURATION, CONCURRENCY, CONNECTIONS (a list: the loaded runs spread their requests
 # over that many TCP connections, `matrixctl load --connections`; default 1), APIS (the client's
-# calls, `matrixctl load --load_api`: callback, blocking or both; default callback), CLIENTS (a
-# list: the concurrency and connections split over that many `matrixctl load` processes run at
-# once, their rates summed; default 1) and WINDOWS
+# calls, `matrixctl load --load_api`: a list of callback, blocking and queue; default callback),
+# CLIENTS (a list: the concurrency and connections split over that many `matrixctl load` processes
+# run at once, their rates summed; default 1) and WINDOWS
 # (window values in us; "off" = no coalescing) narrow the run; SERVER_FLAGS adds matrixd flags (e.g. --host_determinant_max_order=0) and TAG
 # names the run in the summary; SOCKET (a path) serves and loads over that unix-domain socket; BIN and BACKEND let it be tried without a GPU (BIN=build-links BACKEND=cpu
 # OUT=/tmp/x DURATION=2).

@@ -1,7 +1,7 @@
 // matrixctl load's runner (client/load_runner.h) against the real server on the CPU backend:
 // every request answered and counted, batched LU counting matrices, failures counted by code
-// without ending the run, and an unreachable server failing before the run; each with callback
-// and with blocking calls.
+// without ending the run, and an unreachable server failing before the run; each with callback,
+// blocking and completion-queue calls.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -24,7 +24,7 @@ class LoadRunTest : public ServerTest, public ::testing::WithParamInterface<Load
 };
 
 INSTANTIATE_TEST_SUITE_P(Apis, LoadRunTest,
-                         ::testing::Values(LoadApi::kCallback, LoadApi::kBlocking),
+                         ::testing::Values(LoadApi::kCallback, LoadApi::kBlocking, LoadApi::kQueue),
                          [](const ::testing::TestParamInfo<LoadApi>& info) {
                            return std::string(LoadApiName(info.param));
                          });
@@ -102,7 +102,8 @@ TEST_P(LoadRunTest, RequestsSpreadOverConnectionsAreAllAnswered) {
 
 // Requests over the client's message limit fail inside the call that starts them (the
 // completion runs before the start returns): a long run of them is counted in full, without a
-// completion starting the next request from inside the last (which would recurse).
+// completion starting the next request from inside the last (which would recurse). Queue calls
+// serialize their requests before the run, so there the run itself is refused.
 TEST_P(LoadRunTest, RequestsFailingAtTheirStartAreCountedWithoutRecursion) {
   LoadOptions options;
   options.n = 32;  // 8 KiB of entries, over the 1 KiB limit below
@@ -111,6 +112,11 @@ TEST_P(LoadRunTest, RequestsFailingAtTheirStartAreCountedWithoutRecursion) {
   options.api = GetParam();
   absl::StatusOr<LoadReport> report = RunLoad(
       server().address(), {.deadline = absl::Seconds(20), .max_message_bytes = 1024}, options);
+  if (GetParam() == LoadApi::kQueue) {
+    EXPECT_EQ(report.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(report.status().message(), HasSubstr("max_message_bytes of 1024"));
+    return;
+  }
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->tally.requests, 200000);
   EXPECT_EQ(report->tally.ok_requests, 0);
