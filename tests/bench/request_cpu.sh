@@ -13,10 +13,10 @@ requests=${REQUESTS:-20000}
 port=${PORT:-50431}
 address=127.0.0.1:$port
 [[ -n ${SOCKET:-} ]] && address=unix:$SOCKET
-load=(load --server="$address" --op=${OP:-det} --n=${N:-8}
-      --concurrency=${CONCURRENCY:-64} --connections=${CONNECTIONS:-8})
+load=(load --server="$address" --op="${OP:-det}" --n="${N:-8}"
+      --concurrency="${CONCURRENCY:-64}" --connections="${CONNECTIONS:-8}")
 
-"$matrixd" --listen=$address --backend=cpu --metrics=127.0.0.1:$((port + 1)) \
+"$matrixd" --listen="$address" --backend=cpu --metrics=127.0.0.1:$((port + 1)) \
   >/tmp/request_cpu_server.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
