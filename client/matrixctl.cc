@@ -360,6 +360,27 @@ const SharedMemoryRegion* RegionOf(const std::optional<SharedMemoryRegion>& regi
   return region ? &*region : nullptr;
 }
 
+// What det, factorize and permanent share: --devices, and the one input (a file, a generator or
+// @HANDLE) in the request's `matrix` or `matrix_ref` field. Returns the input's rows and dtype.
+struct OperandFacts {
+  int64_t rows = 0;
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+};
+template <typename Request>
+absl::StatusOr<OperandFacts> SetDevicesAndMatrix(Client& client,
+                                                 const std::vector<std::string>& files,
+                                                 Request& request) {
+  if (absl::GetFlag(FLAGS_devices) < 0) return UsageError("--devices must be >= 0");
+  request.set_devices(absl::GetFlag(FLAGS_devices));
+  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
+  if (!inputs.ok()) return inputs.status();
+  const OperandFacts facts{.rows = (*inputs)[0].rows(), .dtype = (*inputs)[0].dtype()};
+  SetOperand(
+      std::move((*inputs)[0]), [&] { return request.mutable_matrix(); },
+      [&] { return request.mutable_matrix_ref(); });
+  return facts;
+}
+
 absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
     Client& client, const std::vector<std::string>& files) {
   v1::DeterminantRequest request;
@@ -370,13 +391,8 @@ absl::StatusOr<v1::DeterminantRequest> DeterminantRequestFromFlags(
   request.set_modulus(absl::GetFlag(FLAGS_modulus));
   request.set_return_residues(absl::GetFlag(FLAGS_return_residues));
   request.set_deterministic(absl::GetFlag(FLAGS_deterministic));
-  if (absl::GetFlag(FLAGS_devices) < 0) return UsageError("--devices must be >= 0");
-  request.set_devices(absl::GetFlag(FLAGS_devices));
-  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
-  if (!inputs.ok()) return inputs.status();
-  SetOperand(
-      std::move((*inputs)[0]), [&] { return request.mutable_matrix(); },
-      [&] { return request.mutable_matrix_ref(); });
+  absl::StatusOr<OperandFacts> operand = SetDevicesAndMatrix(client, files, request);
+  if (!operand.ok()) return operand.status();
   return request;
 }
 
@@ -456,18 +472,11 @@ absl::StatusOr<v1::FactorizeRequest> FactorizeRequestFromFlags(
   }
   request.set_refine(refine);
   request.set_refine_max_iterations(absl::GetFlag(FLAGS_refine_max_iterations));
-  if (absl::GetFlag(FLAGS_devices) < 0) return UsageError("--devices must be >= 0");
-  request.set_devices(absl::GetFlag(FLAGS_devices));
-  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
-  if (!inputs.ok()) return inputs.status();
-  const int64_t a_rows = (*inputs)[0].rows();
-  const v1::DType a_dtype = (*inputs)[0].dtype();
-  SetOperand(
-      std::move((*inputs)[0]), [&] { return request.mutable_matrix(); },
-      [&] { return request.mutable_matrix_ref(); });
+  absl::StatusOr<OperandFacts> a = SetDevicesAndMatrix(client, files, request);
+  if (!a.ok()) return a.status();
   *request.mutable_result_options() = ResultOptionsFromFlags();
   if (absl::Status status = SetRhsFromFlags(
-          client, a_rows, a_dtype, [&] { return request.mutable_rhs(); },
+          client, a->rows, a->dtype, [&] { return request.mutable_rhs(); },
           [&] { return request.mutable_rhs_ref(); });
       !status.ok()) {
     return status;
@@ -684,14 +693,9 @@ absl::StatusOr<v1::PermanentRequest> PermanentRequestFromFlags(
   absl::StatusOr<v1::PermanentWalk> walk = ParsePermanentWalk(absl::GetFlag(FLAGS_walk));
   if (!walk.ok()) return UsageError(walk.status().message());
   request.set_walk(*walk);
-  if (absl::GetFlag(FLAGS_devices) < 0) return UsageError("--devices must be >= 0");
-  request.set_devices(absl::GetFlag(FLAGS_devices));
   request.set_return_residues(absl::GetFlag(FLAGS_return_residues));
-  absl::StatusOr<std::vector<Input>> inputs = LoadInputs(client, files, 1);
-  if (!inputs.ok()) return inputs.status();
-  SetOperand(
-      std::move((*inputs)[0]), [&] { return request.mutable_matrix(); },
-      [&] { return request.mutable_matrix_ref(); });
+  absl::StatusOr<OperandFacts> operand = SetDevicesAndMatrix(client, files, request);
+  if (!operand.ok()) return operand.status();
   return request;
 }
 
