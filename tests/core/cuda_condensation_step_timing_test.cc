@@ -10,19 +10,13 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/device_context.h"
 #include "gtest/gtest.h"
+#include "tests/core/cuda_context_test.h"
 
 namespace matrixd::cuda {
 namespace {
 
-class CondensationStepTimingTest : public ::testing::Test {
+class CondensationStepTimingTest : public CudaContextTest {
  protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
-  }
-
   // An m x m float64 matrix on the device: uniform in [-1, 1), or zero when `zero`.
   DeviceBuffer Resident(int64_t m, bool zero = false) {
     std::vector<double> values(static_cast<size_t>(m * m), 0.0);
@@ -31,14 +25,8 @@ class CondensationStepTimingTest : public ::testing::Test {
     if (!zero) {
       for (double& x : values) x = uniform(rng);
     }
-    absl::StatusOr<DeviceBuffer> buffer = context_->Allocate(values.size() * sizeof(double));
-    EXPECT_TRUE(buffer.ok()) << buffer.status();
-    if (!buffer.ok()) return DeviceBuffer();
-    EXPECT_TRUE(context_->Upload(values.data(), *buffer, values.size() * sizeof(double)).ok());
-    return *std::move(buffer);
+    return Upload(values.data(), values.size() * sizeof(double));
   }
-
-  std::unique_ptr<DeviceContext> context_;
 };
 
 TEST_F(CondensationStepTimingTest, TimesBothKernelsAndCountsTheStepsBytes) {

@@ -12,6 +12,7 @@
 #include "core/cuda/modular_reduction.h"
 #include "core/modular_arithmetic.h"
 #include "gtest/gtest.h"
+#include "tests/core/cuda_context_test.h"
 
 #ifdef MATRIXD_HAVE_CUDA
 #include "core/backend.h"
@@ -173,13 +174,11 @@ uint64_t HostResidue(const std::vector<int64_t>& entries, int n, uint64_t p) {
   return det;
 }
 
-class CudaCondensationTest : public ::testing::Test {
+class CudaCondensationTest : public CudaContextTest {
  protected:
   void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
+    CudaContextTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     absl::StatusOr<std::unique_ptr<Backend>> cpu = MakeBackend("cpu", {});
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = *std::move(cpu);
@@ -234,7 +233,6 @@ class CudaCondensationTest : public ::testing::Test {
     return {lu->residue, fused->residue, unfused->residue};
   }
 
-  std::unique_ptr<DeviceContext> context_;
   std::unique_ptr<Backend> cpu_;
 };
 

@@ -13,33 +13,13 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/device_context.h"
 #include "gtest/gtest.h"
+#include "tests/core/cuda_context_test.h"
 
 namespace matrixd::cuda {
 namespace {
 
-class CudaConditionKernels : public ::testing::Test {
+class CudaConditionKernels : public CudaContextTest {
  protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here: CUDA kernel tests skipped";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
-  }
-
-  DeviceBuffer Upload(const void* data, size_t bytes) {
-    absl::StatusOr<DeviceBuffer> buffer = context_->Allocate(bytes);
-    EXPECT_TRUE(buffer.ok()) << buffer.status();
-    EXPECT_TRUE(context_->Upload(data, *buffer, bytes).ok());
-    return *std::move(buffer);
-  }
-  template <typename V>
-  std::vector<V> Download(const DeviceBuffer& buffer, size_t count) {
-    std::vector<V> out(count);
-    EXPECT_TRUE(context_->Download(buffer, out.data(), count * sizeof(V)).ok());
-    return out;
-  }
-
-  std::unique_ptr<DeviceContext> context_;
 };
 
 // n x t column-major entries uniform in [-1, 1], some exact zeros (sign +1).

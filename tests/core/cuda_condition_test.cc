@@ -20,21 +20,13 @@
 #include "core/cuda/factor_solves.h"
 #include "core/cuda/library_types.h"
 #include "gtest/gtest.h"
+#include "tests/core/cuda_context_test.h"
 
 namespace matrixd::cuda {
 namespace {
 
 template <typename T>
-class CudaCondition : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here: CUDA condition tests skipped";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
-  }
-  std::unique_ptr<DeviceContext> context_;
-};
+class CudaCondition : public CudaContextTest {};
 using ElementTypes = ::testing::Types<float, double, std::complex<float>, std::complex<double>>;
 TYPED_TEST_SUITE(CudaCondition, ElementTypes);
 

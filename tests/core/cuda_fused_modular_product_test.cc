@@ -23,6 +23,7 @@
 #include "core/cuda/scoped_math_mode.h"
 #include "core/status_macros.h"
 #include "gtest/gtest.h"
+#include "tests/core/cuda_context_test.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -124,16 +125,7 @@ class DeviceBatch {
   std::optional<DeviceBuffer> states_;
 };
 
-class CudaFusedModularProduct : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> made = DeviceContext::Create(0);
-    ASSERT_TRUE(made.ok()) << made.status();
-    context_ = std::move(*made);
-  }
-  std::unique_ptr<DeviceContext> context_;
-};
+class CudaFusedModularProduct : public CudaContextTest {};
 
 // Primes of [2^23, 2^24), the largest below 2^24 among them (the one-piece bound at depth 128).
 const std::vector<int64_t> kPrimes = {16777213, 8388617, 12582917, 16777199};

@@ -9,19 +9,18 @@
 #include "core/make_backend.h"
 #include "core/operations.h"
 #include "gtest/gtest.h"
+#include "tests/core/cuda_context_test.h"
 
 namespace matrixd::cuda {
 namespace {
 
 constexpr size_t kBytes = size_t{256} << 20;
 
-class KernelTimerTest : public ::testing::Test {
+class KernelTimerTest : public CudaContextTest {
  protected:
   void SetUp() override {
-    if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device here: kernel timer skipped";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
+    CudaContextTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     absl::StatusOr<DeviceBuffer> buffer = context_->Allocate(kBytes);
     ASSERT_TRUE(buffer.ok()) << buffer.status();
     buffer_ = *std::move(buffer);
@@ -36,7 +35,6 @@ class KernelTimerTest : public ::testing::Test {
     ASSERT_TRUE(timer->AppendTo(stats, name, kBytes, 0.0).ok());
   }
 
-  std::unique_ptr<DeviceContext> context_;
   DeviceBuffer buffer_;
 };
 

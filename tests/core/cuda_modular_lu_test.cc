@@ -24,6 +24,7 @@
 #include "core/operations.h"
 #include "gtest/gtest.h"
 #include "tests/core/cancel_at_progress.h"
+#include "tests/core/cuda_context_test.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -46,13 +47,11 @@ std::vector<int64_t> RandomEntries(int64_t n, std::mt19937_64& rng) {
   return a;
 }
 
-class CudaModularLuTest : public ::testing::Test {
+class CudaModularLuTest : public CudaContextTest {
  protected:
   void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
+    CudaContextTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     absl::StatusOr<std::unique_ptr<Backend>> cpu = MakeBackend("cpu", {});
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = *std::move(cpu);
@@ -130,7 +129,6 @@ class CudaModularLuTest : public ::testing::Test {
     return serial;
   }
 
-  std::unique_ptr<DeviceContext> context_;
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<PinnedStaging> staging_;
 };

@@ -23,6 +23,7 @@
 #include "core/cuda/device_context.h"
 #include "core/cuda/norm_kernels.h"
 #include "gtest/gtest.h"
+#include "tests/core/cuda_context_test.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -48,28 +49,8 @@ long double MagnitudeOf(T v) {
   }
 }
 
-class CudaNormPassTest : public ::testing::Test {
+class CudaNormPassTest : public CudaContextTest {
  protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here: CUDA kernel tests skipped";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
-  }
-
-  DeviceBuffer Allocate(size_t bytes) {
-    absl::StatusOr<DeviceBuffer> buffer = context_->Allocate(std::max<size_t>(bytes, 8));
-    EXPECT_TRUE(buffer.ok()) << buffer.status();
-    return buffer.ok() ? *std::move(buffer) : DeviceBuffer();
-  }
-  template <typename V>
-  std::vector<V> Download(const DeviceBuffer& buffer, size_t count) {
-    std::vector<V> out(count);
-    EXPECT_TRUE(context_->Download(buffer, out.data(), count * sizeof(V)).ok());
-    return out;
-  }
-
-  std::unique_ptr<DeviceContext> context_;
 };
 
 // ---- The transpose ----

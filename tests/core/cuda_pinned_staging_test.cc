@@ -16,6 +16,7 @@
 #include "core/cuda/device_context.h"
 #include "core/cuda/pinned_staging.h"
 #include "gtest/gtest.h"
+#include "tests/core/cuda_context_test.h"
 
 namespace matrixd::cuda {
 namespace {
@@ -126,13 +127,11 @@ TEST(PinnedStagingNarrowing, ParallelMemcpyCopiesEveryByteOfAnOddSize) {
 // rates (bytes read per second) of one piece, single-threaded and split, best of several runs.
 // ---- On a device ----
 
-class CudaPinnedStagingTest : public ::testing::Test {
+class CudaPinnedStagingTest : public CudaContextTest {
  protected:
   void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device here: device test skipped";
-    absl::StatusOr<std::unique_ptr<DeviceContext>> context = DeviceContext::Create(0);
-    ASSERT_TRUE(context.ok()) << context.status();
-    context_ = *std::move(context);
+    CudaContextTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     absl::StatusOr<std::unique_ptr<PinnedStaging>> staging =
         PinnedStaging::Create(context_->stream());
     ASSERT_TRUE(staging.ok()) << staging.status();
@@ -181,7 +180,6 @@ class CudaPinnedStagingTest : public ::testing::Test {
     return delivered;
   }
 
-  std::unique_ptr<DeviceContext> context_;
   std::unique_ptr<PinnedStaging> staging_;
 };
 
